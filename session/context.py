@@ -1,0 +1,47 @@
+"""The resume-context block injected into the system prompt of a resumed session."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from .models import SessionState
+from .workspace import DriftReport
+
+_CLOSING = (
+    "IMPORTANT: You are resuming a previous session. Review the context above\n"
+    "before proceeding. If the user's request seems to continue prior work,\n"
+    "use this context. If they start a new topic, proceed normally."
+)
+
+
+def format_utc(moment: datetime) -> str:
+    """Format a timestamp as `YYYY-MM-DD HH:MM UTC`."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def build_resume_context(state: SessionState, drift: DriftReport | None = None) -> str:
+    """Build the `# Resumed Session Context` block; empty sections are left out."""
+    lines = [
+        "# Resumed Session Context",
+        f"This is a resumed session (ID: {state.session_id}).",
+        f"Originally started: {format_utc(state.created_at)}",
+        f"Last active: {format_utc(state.updated_at)}",
+    ]
+    if state.agent_spec_path:
+        lines += ["", f"Agent specification file: {state.agent_spec_path}"]
+    summary = state.summary or state.compacted_history_summary
+    if summary:
+        lines += ["", "## Previous Session Summary", summary.strip()]
+    if state.decisions:
+        lines += ["", "## Key Decisions Made", *(f"- {d.strip()}" for d in state.decisions)]
+    if drift is not None and (drift.has_drift or drift.unchanged):
+        lines += ["", "## File Changes Since Last Session"]
+        lines += [f"- {path}: modified" for path in drift.modified]
+        lines += [f"- {path}: deleted" for path in drift.deleted]
+        lines += [f"- {path}: created" for path in drift.created]
+        if drift.unchanged:
+            lines.append(f"{drift.unchanged} tracked file(s) unchanged")
+    lines += ["", _CLOSING]
+    return "\n".join(lines)

@@ -1,0 +1,478 @@
+"""SessionLifecycle: one editor instance's session, its transitions, autosave and resume."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .context import build_resume_context, format_utc
+from .derive import Message
+from .manager import (
+    Session,
+    SessionError,
+    SessionLockedError,
+    SessionManager,
+    SessionNotFoundError,
+)
+from .models import EndReason, Event, Persistence, utcnow
+from .redaction import Redactor
+from .storage import StorageError
+from .workspace import (
+    DEFAULT_TRACKED,
+    DriftReport,
+    Manifest,
+    TrackedPatterns,
+    build_file_manifest,
+    compare_manifests,
+    detect_file_drift,
+    is_safe_relative_path,
+)
+
+logger = logging.getLogger(__name__)
+
+AGENT_SPEC_FILE = "agent_spec.md"
+TEMPLATES_DIR = "templates"
+
+
+@dataclass(frozen=True)
+class LifecycleConfig:
+    """What the lifecycle needs to know about the user's settings."""
+
+    tracked: tuple[str, ...] = DEFAULT_TRACKED
+    persistence: Persistence = "full"
+    secrets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PreviousSession:
+    """The session this editor instance used last, offered for resume."""
+
+    session_id: str
+    last_active: datetime
+    turns: int
+    title: str | None
+
+    def prompt(self) -> str:
+        """Return the resume question, as the seed asks it."""
+        return (
+            f"Previous session found (last active: {format_utc(self.last_active)})\n"
+            "Resume previous session?"
+        )
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    """What an explicit save did."""
+
+    session_id: str
+    checkpoint: int
+    saved_at: datetime
+    path: Path
+
+
+@dataclass(frozen=True)
+class ResetResult:
+    """What a reset did."""
+
+    old_session_id: str
+    session_id: str
+    deleted_files: list[str] = field(default_factory=list)
+
+
+class SessionLifecycle:
+    """Holds the session of one editor instance and enforces the seed's transitions."""
+
+    def __init__(
+        self,
+        manager: SessionManager,
+        instance_id: str,
+        config: LifecycleConfig | None = None,
+    ) -> None:
+        self.manager = manager
+        self.instance_id = instance_id
+        self.config = config or LifecycleConfig()
+        self.patterns = TrackedPatterns(self.config.tracked)
+        self.redactor = Redactor(
+            self.config.secrets, metadata_only=self.config.persistence == "metadata"
+        )
+        self.session: Session | None = None
+        self.resumed = False
+        self.resume_context = ""
+        self.session_deleted = False
+        self.last_drift: DriftReport | None = None
+        self.warnings: list[str] = []
+        self.assistant_paths: set[str] = set()
+        self._manifest: Manifest | None = None
+        self._pointer_current = False
+        self._headers_sent: set[str] = set()
+
+    # -- state -------------------------------------------------------------------
+
+    @property
+    def workspace_root(self) -> Path:
+        """Return the project root."""
+        return self.manager.workspace_root
+
+    @property
+    def current(self) -> Session:
+        """Return the open session (starting a fresh one if none is open)."""
+        if self.session is None:
+            self.start_fresh()
+        assert self.session is not None
+        return self.session
+
+    @property
+    def session_id(self) -> str:
+        """Return the id of the current session."""
+        return self.current.session_id
+
+    def message_history(self) -> list[Message]:
+        """Return the message history the model is sent (pydantic-ai JSON form)."""
+        return self.current.history.messages()
+
+    # -- launch ------------------------------------------------------------------------
+
+    def find_previous(self) -> PreviousSession | None:
+        """Return this instance's previous session if its pointer names a loadable one."""
+        session_id = self.manager.read_pointer(self.instance_id, self.warnings)
+        if session_id is None:
+            return None
+        state, _ = self.manager.read_snapshot(session_id, self.warnings)
+        if state is None:
+            scan = self.manager.read_events(session_id)
+            if not scan.events:
+                return None
+            return PreviousSession(session_id, scan.events[-1].ts, 0, None)
+        return PreviousSession(session_id, state.updated_at, state.turns, state.title)
+
+    def start_fresh(self) -> Session:
+        """Start a new session with a random id (its files appear at the first event)."""
+        self._close_current(autosave=True)
+        self.session = self.manager.create_session(
+            instance_id=self.instance_id,
+            persistence=self.config.persistence,
+            redactor=self.redactor,
+            write_start=False,
+        )
+        self.resumed = False
+        self.resume_context = ""
+        self._pointer_current = False
+        self._headers_sent.clear()
+        self._manifest = build_file_manifest(
+            self.workspace_root, self.patterns, extra=self.assistant_paths
+        )
+        return self.session
+
+    def resume(self, session_id: str) -> DriftReport:
+        """Carry a previous session forward: same id, drift checked, context injected."""
+        session = self.manager.open_session(session_id, redactor=self.redactor)
+        self._close_current(autosave=True)
+        self.session = session
+        self.warnings.extend(session.warnings)
+        self.resumed = True
+        self.session_deleted = False
+        self._headers_sent.clear()
+        state = session.state
+        previous = Manifest(
+            dict(state.file_manifest), dict(state.file_stats), state.manifest_recorded_ns
+        )
+        self.assistant_paths |= {p for p in state.file_manifest if not self.patterns.matches(p)}
+        drift, self._manifest = detect_file_drift(
+            self.workspace_root, state.file_manifest, self.patterns, previous
+        )
+        for path in drift.unsafe:
+            self.warnings.append(f"session {session_id}: unsafe manifest path skipped: {path!r}")
+        self.last_drift = drift
+        self.resume_context = build_resume_context(state, drift)  # before the drift event
+        if drift.has_drift and not session.read_only:
+            self._record_drift(drift, "resume")
+        self._pointer_current = False
+        if not session.read_only:
+            self.manager.write_pointer(self.instance_id, session_id)
+            self._pointer_current = True
+        return drift
+
+    def resume_or_start(self, previous: PreviousSession | None, accept: bool) -> str:
+        """Resume `previous` if accepted (falling back to a fresh session); return the reason."""
+        if previous is not None and accept:
+            try:
+                self.resume(previous.session_id)
+                return "resumed"
+            except SessionLockedError as exc:
+                self.warnings.append(f"{exc}; starting a new session instead")
+            except (SessionNotFoundError, SessionError, StorageError) as exc:
+                self.warnings.append(f"cannot resume session {previous.session_id}: {exc}")
+        self.start_fresh()
+        return "new"
+
+    # -- turns -------------------------------------------------------------------------
+
+    def begin_turn(self, text: str) -> TurnRecorder:
+        """Open a turn for the user's `text`; every event of it goes to the log as it happens."""
+        session = self.current
+        self._ensure_started()
+        number = session.state.turns + 1
+        session.append("turn/start", {"input": text}, turn=number)
+        return TurnRecorder(self, number)
+
+    def _ensure_started(self) -> None:
+        session = self.current
+        if session.log.next_seq == 0:
+            self.manager.start_log(session)
+
+    def _turn_completed(self) -> None:
+        # The first successful reply after a reset re-enables autosave.
+        self.session_deleted = False
+        if not self._pointer_current:
+            self.manager.write_pointer(self.instance_id, self.session_id)
+            self._pointer_current = True
+
+    def record_decision(self, text: str) -> Event:
+        """Record a key decision (it joins the snapshot's `decisions`)."""
+        self._ensure_started()
+        return self.current.append("session/decision", {"text": text})
+
+    def set_phase(self, phase: str | None) -> Event:
+        """Record a change of conversation phase."""
+        self._ensure_started()
+        return self.current.append("session/phase", {"phase": phase})
+
+    # -- drift -------------------------------------------------------------------------
+
+    def _record_drift(self, drift: DriftReport, source: str) -> Event:
+        self._ensure_started()
+        return self.current.append(
+            "workspace/drift",
+            {
+                "source": source,
+                "modified": drift.modified,
+                "deleted": drift.deleted,
+                "created": drift.created,
+                "unchanged": drift.unchanged,
+            },
+        )
+
+    def note_assistant_file(self, relative: str) -> None:
+        """Track a file the assistant read or wrote; its current content is not drift."""
+        if not is_safe_relative_path(self.workspace_root, relative):
+            return
+        self.assistant_paths.add(relative)
+        fresh = build_file_manifest(self.workspace_root, TrackedPatterns(()), extra=[relative])
+        manifest = self._manifest if self._manifest is not None else Manifest()
+        manifest.files.pop(relative, None)
+        manifest.stats.pop(relative, None)
+        manifest.files.update(fresh.files)
+        manifest.stats.update(fresh.stats)
+        self._manifest = manifest
+
+    def check_live_drift(self, paths: list[str]) -> DriftReport | None:
+        """Compare changed `paths` with the manifest; record and return real drift."""
+        base = self._manifest if self._manifest is not None else Manifest()
+        relevant = [
+            p
+            for p in dict.fromkeys(paths)
+            if is_safe_relative_path(self.workspace_root, p)
+            and (p in base.files or p in self.assistant_paths or self.patterns.matches(p))
+        ]
+        if not relevant:
+            return None
+        old = {p: base.files[p] for p in relevant if p in base.files}
+        fresh = build_file_manifest(self.workspace_root, TrackedPatterns(()), extra=relevant)
+        report = compare_manifests(
+            old, fresh, TrackedPatterns((*self.patterns.patterns, *relevant))
+        )
+        for p in relevant:
+            base.files.pop(p, None)
+            base.stats.pop(p, None)
+        base.files.update(fresh.files)
+        base.stats.update(fresh.stats)
+        self._manifest = base
+        if not report.has_drift:
+            return None
+        report.unchanged = len(base.files) - len(report.modified) - len(report.created)
+        if not self.current.read_only:
+            self._record_drift(report, "watcher")
+        return report
+
+    # -- save / reset / exit ----------------------------------------------------------
+
+    def _refresh_workspace_state(self) -> None:
+        state = self.current.state
+        spec = self.workspace_root / AGENT_SPEC_FILE
+        state.agent_spec_path = (
+            AGENT_SPEC_FILE if spec.is_file() and not spec.is_symlink() else None
+        )
+        extra = set(self.assistant_paths) | set(state.file_manifest)
+        manifest = build_file_manifest(
+            self.workspace_root, self.patterns, extra=extra, previous=self._manifest
+        )
+        self._manifest = manifest
+        state.file_manifest = dict(manifest.files)
+        state.file_stats = dict(manifest.stats)
+        state.manifest_recorded_ns = manifest.recorded_ns
+
+    def explicit_save(self) -> SaveResult:
+        """`/save`: refresh spec path and manifest, record a checkpoint, write, move pointer."""
+        session = self.current
+        self._ensure_started()
+        self._refresh_workspace_state()
+        number = session.state.checkpoint_count + 1
+        session.append(
+            "session/save", {"checkpoint": number, "manifest": session.state.file_manifest}
+        )
+        path = self.manager.save(session)
+        self.manager.write_pointer(self.instance_id, session.session_id)
+        self._pointer_current = True
+        self.session_deleted = False
+        return SaveResult(session.session_id, number, utcnow(), path)
+
+    def snapshot_and_save(self) -> bool:
+        """Autosave on exit: skipped after a reset with nothing since; True if written."""
+        if self.session is None or self.session_deleted or self.session.read_only:
+            return False
+        self._ensure_started()
+        self._refresh_workspace_state()
+        self.manager.save(self.session)
+        self.manager.write_pointer(self.instance_id, self.session.session_id)
+        self._pointer_current = True
+        return True
+
+    def reset_targets(self) -> list[str]:
+        """Return the spec file / template dir that exist (the caller confirms deleting them)."""
+        return [
+            name
+            for name in (AGENT_SPEC_FILE, TEMPLATES_DIR)
+            if (self.workspace_root / name).exists() or (self.workspace_root / name).is_symlink()
+        ]
+
+    def reset(self, delete_files: bool = False) -> ResetResult:
+        """`/reset`: new id, session files and pointer deleted, context cleared, autosave off."""
+        old = self.current
+        old_id = old.session_id
+        deleted: list[str] = []
+        if delete_files:
+            deleted = self._delete_workspace_targets()
+        old.close()
+        self.session = None
+        self.manager.delete_session(old_id)
+        self.manager.delete_pointer(self.instance_id)
+        self.assistant_paths.clear()
+        self.start_fresh()
+        self.resume_context = ""
+        self.last_drift = None
+        self.session_deleted = True
+        return ResetResult(old_id, self.session_id, deleted)
+
+    def _delete_workspace_targets(self) -> list[str]:
+        deleted = []
+        for name in self.reset_targets():
+            target = self.workspace_root / name
+            try:
+                if target.is_symlink() or target.is_file():
+                    target.unlink()  # a symlink itself, never what it points to
+                elif target.is_dir():
+                    shutil.rmtree(target)
+                else:
+                    continue
+            except OSError as exc:
+                self.warnings.append(f"could not delete {name}: {exc.strerror or exc}")
+                continue
+            deleted.append(name)
+        return deleted
+
+    def close(self) -> bool:
+        """Autosave (unless skipped) and release the session; return True if saved."""
+        return self._close_current(autosave=True)
+
+    def _close_current(self, *, autosave: bool) -> bool:
+        saved = False
+        if self.session is None:
+            return False
+        try:
+            if autosave:
+                saved = self.snapshot_and_save()
+        finally:
+            self.session.close()
+            if self.session.log.next_seq == 0 and not saved:
+                # never used: leave no lock file behind
+                self.manager.delete_session(self.session.session_id)
+            self.session = None
+        return saved
+
+
+class TurnRecorder:
+    """Writes the events of one turn, in order, as they happen."""
+
+    def __init__(self, lifecycle: SessionLifecycle, number: int) -> None:
+        self.lifecycle = lifecycle
+        self.number = number
+        self.step = 0
+        self.closed = False
+
+    @property
+    def _session(self) -> Session:
+        return self.lifecycle.current
+
+    def _append(self, type_: str, data: dict[str, Any]) -> Event:
+        return self._session.append(type_, data, turn=self.number, step=self.step or None)
+
+    def start_step(self, messages: list[Message]) -> Event:
+        """Start a model request; `messages` are the new request messages it carries."""
+        self.step += 1
+        return self._append("step/start", {"messages": messages})
+
+    def request_header(self, model: str, settings: dict[str, Any], system_prompt: str) -> Event:
+        """Record the request's model, settings and system prompt (text once, then hash)."""
+        digest = hashlib.sha256(system_prompt.encode()).hexdigest()
+        seen = self.lifecycle._headers_sent
+        data: dict[str, Any] = {
+            "model": model,
+            "settings": settings,
+            "system_prompt_sha256": digest,
+        }
+        if digest not in seen:
+            data["system_prompt"] = system_prompt
+            seen.add(digest)
+        return self._append("request/header", data)
+
+    def chunk(self, delta: str) -> Event:
+        """Record a streamed text delta."""
+        return self._append("assistant/chunk", {"delta": delta})
+
+    def assistant_message(self, message: Message) -> Event:
+        """Record the complete model response (even if empty)."""
+        return self._append("assistant/message", {"message": message})
+
+    def tool_call(self, tool_call_id: str, name: str, args: Any) -> Event:
+        """Record a tool call."""
+        return self._append("tool/call", {"tool_call_id": tool_call_id, "name": name, "args": args})
+
+    def tool_result(
+        self, tool_call_id: str, name: str, content: Any, is_error: bool = False
+    ) -> Event:
+        """Record a tool's result."""
+        return self._append(
+            "tool/result",
+            {"tool_call_id": tool_call_id, "name": name, "content": content, "is_error": is_error},
+        )
+
+    def end_step(self, usage: dict[str, Any] | None = None) -> Event:
+        """Record the end of a model call."""
+        return self._append("step/end", {"usage": usage or {}})
+
+    def end(self, reason: EndReason, error: str | None = None) -> Event:
+        """Close the turn (fsynced)."""
+        if self.closed:
+            raise SessionError(f"turn {self.number} is already closed")
+        self.closed = True
+        event = self._session.append(
+            "turn/end", {"reason": reason, "error": error}, turn=self.number
+        )
+        if reason == "completed":
+            self.lifecycle._turn_completed()
+        return event

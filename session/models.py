@@ -1,0 +1,413 @@
+"""The snapshot (`SessionState`, schema v3) and the event types of the session log."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+from .paths import SESSION_ID_RE
+
+SCHEMA_VERSION = 3
+
+EndReason = Literal["completed", "aborted", "error", "interrupted"]
+DriftSource = Literal["resume", "watcher"]
+Persistence = Literal["full", "metadata"]
+
+
+def utcnow() -> datetime:
+    """Return the current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+class FileStat(BaseModel):
+    """The stat fields that let drift detection skip re-hashing an unchanged file."""
+
+    model_config = ConfigDict(frozen=True)
+
+    size: int
+    mtime_ns: int
+    ino: int
+
+
+class SessionState(BaseModel):
+    """The JSON snapshot of one session: a projection of its log for fast start-up."""
+
+    model_config = ConfigDict(extra="ignore", validate_assignment=True)
+
+    # -- seed schema v3 --
+    schema_version: int = SCHEMA_VERSION
+    session_id: str
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    agent_spec_path: str | None = None
+    file_manifest: dict[str, str] = Field(default_factory=dict)
+    summary: str | None = None
+    decisions: list[str] = Field(default_factory=list)
+    recent_messages: list[dict[str, Any]] = Field(default_factory=list)
+    compacted_history_summary: str | None = None
+    checkpoint_count: int = 0
+    phase: str | None = None
+    # -- additive extensions --
+    last_seq: int = -1
+    log_offset: int = 0
+    turns: int = 0
+    title: str | None = None
+    parent_session_id: str | None = None
+    fork_boundary: int | None = None
+    instance_id: str | None = None
+    workspace_root: str | None = None
+    persistence: Persistence = "full"
+    file_stats: dict[str, FileStat] = Field(default_factory=dict)
+    manifest_recorded_ns: int = 0
+
+    @field_validator("session_id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        if not SESSION_ID_RE.fullmatch(value):
+            raise ValueError("session_id must be 12 lowercase hex characters")
+        return value
+
+    @field_validator("parent_session_id")
+    @classmethod
+    def _check_parent(cls, value: str | None) -> str | None:
+        if value is not None and not SESSION_ID_RE.fullmatch(value):
+            raise ValueError("parent_session_id must be 12 lowercase hex characters")
+        return value
+
+
+class FutureSchemaError(Exception):
+    """A snapshot written by a newer version: open read-only, never overwrite."""
+
+
+def migrate_snapshot(raw: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """Upgrade a raw snapshot dict to schema v3; return it and the version it had."""
+    version = raw.get("schema_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"schema_version must be a positive integer, got {version!r}")
+    if version > SCHEMA_VERSION:
+        raise FutureSchemaError(
+            f"snapshot has schema_version {version}; this agent-assist understands up to "
+            f"{SCHEMA_VERSION}. Opened read-only; upgrade agent-assist to write it."
+        )
+    data = dict(raw)
+    if version < 2:  # v1: ids, timestamps, spec path and manifest only
+        data.setdefault("summary", None)
+        data.setdefault("decisions", [])
+        data.setdefault("checkpoint_count", 0)
+    if version < 3:  # v2 had no compacted tail and no phase
+        data.setdefault("recent_messages", [])
+        data.setdefault("compacted_history_summary", None)
+        data.setdefault("phase", None)
+    data["schema_version"] = SCHEMA_VERSION
+    return data, version
+
+
+# ---------------------------------------------------------------------------
+# Events: every log line is `{seq, ts, type, turn?, step?, data}`.
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class SessionStartData(_Data):
+    """`session/start`: identity and lineage of the session."""
+
+    session_id: str
+    parent_session_id: str | None = None
+    fork_boundary: int | None = None
+    instance_id: str | None = None
+    workspace_root: str | None = None
+    persistence: Persistence = "full"
+
+
+class TurnStartData(_Data):
+    """`turn/start`: the user's input."""
+
+    input: str
+
+
+class TurnEndData(_Data):
+    """`turn/end`: why the turn closed."""
+
+    reason: EndReason
+    error: str | None = None
+    synthesized: bool = False
+
+
+class StepStartData(_Data):
+    """`step/start`: the new request messages of this model call (pydantic-ai JSON)."""
+
+    messages: list[dict[str, Any]]
+
+
+class StepEndData(_Data):
+    """`step/end`: usage of this model call."""
+
+    usage: dict[str, Any] = Field(default_factory=dict)
+
+
+class RequestHeaderData(_Data):
+    """`request/header`: model, settings and system prompt (full text once, then hash)."""
+
+    model: str
+    settings: dict[str, Any] = Field(default_factory=dict)
+    system_prompt: str | None = None
+    system_prompt_sha256: str
+
+
+class ChunkData(_Data):
+    """`assistant/chunk`: a streamed text delta."""
+
+    delta: str
+
+
+class AssistantMessageData(_Data):
+    """`assistant/message`: the complete model response (pydantic-ai JSON)."""
+
+    message: dict[str, Any]
+
+
+class ToolCallData(_Data):
+    """`tool/call`: a tool invocation requested by the model."""
+
+    tool_call_id: str
+    name: str
+    args: Any = None
+
+
+class ToolResultData(_Data):
+    """`tool/result`: what the tool returned (or its error)."""
+
+    tool_call_id: str
+    name: str
+    content: Any = None
+    is_error: bool = False
+
+
+class DriftData(_Data):
+    """`workspace/drift`: tracked files changed outside the assistant."""
+
+    source: DriftSource
+    modified: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    created: list[str] = Field(default_factory=list)
+    unchanged: int = 0
+
+
+class CompactData(_Data):
+    """`session/compact`: a summary replaces the history up to `covers_seq`."""
+
+    summary: str
+    decisions: list[str] = Field(default_factory=list)
+    covers_seq: int
+    fallback: bool = False
+
+
+class SaveData(_Data):
+    """`session/save`: an explicit save / checkpoint."""
+
+    checkpoint: int
+    manifest: dict[str, str] = Field(default_factory=dict)
+
+
+class RewindData(_Data):
+    """`session/rewind`: the conversation returns to `to_seq` (history stays in the log)."""
+
+    to_seq: int
+    checkpoint: int | None = None
+
+
+class PhaseData(_Data):
+    """`session/phase`: the conversation phase changed."""
+
+    phase: str | None
+
+
+class DecisionData(_Data):
+    """`session/decision`: a key decision was recorded."""
+
+    text: str
+
+
+class RecoverData(_Data):
+    """`session/recover`: bytes before this event were a torn write, kept but skipped."""
+
+    offset: int
+    length: int
+    reason: str
+
+
+class _EventBase(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    seq: int = Field(ge=0)
+    ts: datetime
+    turn: int | None = None
+    step: int | None = None
+
+
+class SessionStartEvent(_EventBase):
+    """See `SessionStartData`."""
+
+    type: Literal["session/start"]
+    data: SessionStartData
+
+
+class TurnStartEvent(_EventBase):
+    """See `TurnStartData`."""
+
+    type: Literal["turn/start"]
+    data: TurnStartData
+
+
+class TurnEndEvent(_EventBase):
+    """See `TurnEndData`."""
+
+    type: Literal["turn/end"]
+    data: TurnEndData
+
+
+class StepStartEvent(_EventBase):
+    """See `StepStartData`."""
+
+    type: Literal["step/start"]
+    data: StepStartData
+
+
+class StepEndEvent(_EventBase):
+    """See `StepEndData`."""
+
+    type: Literal["step/end"]
+    data: StepEndData
+
+
+class RequestHeaderEvent(_EventBase):
+    """See `RequestHeaderData`."""
+
+    type: Literal["request/header"]
+    data: RequestHeaderData
+
+
+class ChunkEvent(_EventBase):
+    """See `ChunkData`."""
+
+    type: Literal["assistant/chunk"]
+    data: ChunkData
+
+
+class AssistantMessageEvent(_EventBase):
+    """See `AssistantMessageData`."""
+
+    type: Literal["assistant/message"]
+    data: AssistantMessageData
+
+
+class ToolCallEvent(_EventBase):
+    """See `ToolCallData`."""
+
+    type: Literal["tool/call"]
+    data: ToolCallData
+
+
+class ToolResultEvent(_EventBase):
+    """See `ToolResultData`."""
+
+    type: Literal["tool/result"]
+    data: ToolResultData
+
+
+class DriftEvent(_EventBase):
+    """See `DriftData`."""
+
+    type: Literal["workspace/drift"]
+    data: DriftData
+
+
+class CompactEvent(_EventBase):
+    """See `CompactData`."""
+
+    type: Literal["session/compact"]
+    data: CompactData
+
+
+class SaveEvent(_EventBase):
+    """See `SaveData`."""
+
+    type: Literal["session/save"]
+    data: SaveData
+
+
+class RewindEvent(_EventBase):
+    """See `RewindData`."""
+
+    type: Literal["session/rewind"]
+    data: RewindData
+
+
+class PhaseEvent(_EventBase):
+    """See `PhaseData`."""
+
+    type: Literal["session/phase"]
+    data: PhaseData
+
+
+class DecisionEvent(_EventBase):
+    """See `DecisionData`."""
+
+    type: Literal["session/decision"]
+    data: DecisionData
+
+
+class RecoverEvent(_EventBase):
+    """See `RecoverData`."""
+
+    type: Literal["session/recover"]
+    data: RecoverData
+
+
+Event = Annotated[
+    SessionStartEvent
+    | TurnStartEvent
+    | TurnEndEvent
+    | StepStartEvent
+    | StepEndEvent
+    | RequestHeaderEvent
+    | ChunkEvent
+    | AssistantMessageEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | DriftEvent
+    | CompactEvent
+    | SaveEvent
+    | RewindEvent
+    | PhaseEvent
+    | DecisionEvent
+    | RecoverEvent,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+EVENT_TYPES: frozenset[str] = frozenset(
+    {
+        "session/start",
+        "turn/start",
+        "turn/end",
+        "step/start",
+        "step/end",
+        "request/header",
+        "assistant/chunk",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "workspace/drift",
+        "session/compact",
+        "session/save",
+        "session/rewind",
+        "session/phase",
+        "session/decision",
+        "session/recover",
+    }
+)

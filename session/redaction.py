@@ -1,0 +1,99 @@
+"""Keep secrets (and, in metadata mode, all conversation content) off the disk."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from typing import Any
+
+REDACTED = "[REDACTED]"
+
+_SECRET_PATTERNS = [
+    # PEM private keys, whole block.
+    re.compile(
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+        re.DOTALL,
+    ),
+    # OpenAI-style and similar API keys.
+    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"),
+    re.compile(r"\b(?:gh[pousr]|github_pat)_[A-Za-z0-9_]{20,}"),
+    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+    re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    # Authorization headers.
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{12,}=*"),
+    # key = value assignments for things that look like credentials.
+    re.compile(
+        r"(?i)\b((?:api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|password)"
+        r"\s*[:=]\s*)([\"']?)[^\s\"']{6,}\2"
+    ),
+]
+
+# Keys whose values are conversation content (dropped in metadata mode); message
+# structure (kinds, tool names, ids, timestamps) is kept so derivations stay valid.
+CONTENT_KEYS = frozenset(
+    {
+        "input",
+        "delta",
+        "content",
+        "args",
+        "text",
+        "summary",
+        "decisions",
+        "system_prompt",
+        "instructions",
+        "error",
+        "compacted_history_summary",
+        "title",
+    }
+)
+
+
+class Redactor:
+    """Scrubs known secrets and secret-looking strings from anything bound for disk."""
+
+    def __init__(self, secrets: Iterable[str] = (), *, metadata_only: bool = False) -> None:
+        self._secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
+        self.metadata_only = metadata_only
+
+    def add_secret(self, secret: str | None) -> None:
+        """Remember another exact string (e.g. a configured API key) to redact."""
+        if secret and len(secret) >= 4 and secret not in self._secrets:
+            self._secrets = sorted([*self._secrets, secret], key=len, reverse=True)
+
+    def scrub_text(self, text: str) -> str:
+        """Return `text` with every secret replaced by `[REDACTED]`."""
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        for pattern in _SECRET_PATTERNS:
+            if pattern.groups >= 2:
+                text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+            else:
+                text = pattern.sub(REDACTED, text)
+        return text
+
+    def scrub(self, value: Any) -> Any:
+        """Recursively scrub strings in JSON-like data (and strip content in metadata mode)."""
+        return self._walk(value, in_content=False)
+
+    def _walk(self, value: Any, *, in_content: bool) -> Any:
+        if isinstance(value, str):
+            if in_content and self.metadata_only:
+                return content_placeholder(value)
+            return self.scrub_text(value)
+        if isinstance(value, dict):
+            return {
+                k: self._walk(v, in_content=in_content or k in CONTENT_KEYS)
+                for k, v in value.items()
+            }
+        if isinstance(value, list | tuple):
+            return [self._walk(v, in_content=in_content) for v in value]
+        return value
+
+
+def content_placeholder(text: str) -> str:
+    """Describe content that is not persisted: its hash and length, never the text."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"[not persisted: sha256:{digest}, {len(text)} chars]"

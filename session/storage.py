@@ -1,0 +1,106 @@
+"""Low-level file primitives: atomic JSON writes, no-follow reads, private directories."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+MAX_JSON_BYTES = 64 * 1024 * 1024
+
+
+class StorageError(Exception):
+    """The store cannot be used as asked (unwritable, a symlink where a dir should be...)."""
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create `path` (0700) and its parents; refuse a symlink anywhere we create or use."""
+    try:
+        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        st = os.lstat(path)
+    except OSError as exc:
+        raise StorageError(f"cannot create {path}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise StorageError(f"{path} is not a plain directory; refusing to use it")
+
+
+def fsync_dir(path: Path) -> None:
+    """Fsync a directory so a rename or unlink in it is durable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, payload: bytes) -> None:
+    """Write `payload` to `path` atomically: temp file, fsync, rename, fsync dir."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(tmp, flags, FILE_MODE)
+    except OSError as exc:
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, path)
+    except OSError as exc:
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    fsync_dir(path.parent)
+
+
+def atomic_write_json(path: Path, value: Any) -> None:
+    """Write JSON atomically (see `atomic_write_bytes`)."""
+    atomic_write_bytes(path, orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def read_json_file(path: Path, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """Read JSON without following a symlink; raise ValueError with a readable reason."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ValueError(f"cannot open ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file")
+        if st.st_size > max_bytes:
+            raise ValueError(f"too large ({st.st_size} bytes, limit {max_bytes})")
+        data = fh.read(max_bytes + 1)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON ({exc})") from None
+
+
+def unlink_quiet(path: Path) -> bool:
+    """Remove a file if present; return True if something was removed."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
