@@ -166,6 +166,12 @@ class SessionLifecycle:
         self._manifest = build_file_manifest(
             self.workspace_root, self.patterns, extra=self.assistant_paths
         )
+        # The baseline for drift, also written into `session/start` so a crash before the
+        # first snapshot does not lose it.
+        state = self.session.state
+        state.file_manifest = dict(self._manifest.files)
+        state.file_stats = dict(self._manifest.stats)
+        state.manifest_recorded_ns = self._manifest.recorded_ns
         return self.session
 
     def resume(self, session_id: str) -> DriftReport:

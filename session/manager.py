@@ -99,6 +99,8 @@ def apply_event_to_state(state: SessionState, event: Event) -> None:
         state.parent_session_id = event.data.parent_session_id
         state.fork_boundary = event.data.fork_boundary
         state.persistence = event.data.persistence
+        if event.data.manifest and not state.file_manifest:
+            state.file_manifest = dict(event.data.manifest)
 
 
 def state_from_events(session_id: str, events: list[Event]) -> SessionState:
@@ -395,6 +397,7 @@ class SessionManager:
                     "instance_id": state.instance_id,
                     "workspace_root": state.workspace_root,
                     "persistence": state.persistence,
+                    "manifest": state.file_manifest,
                 },
             )
 
@@ -472,7 +475,9 @@ class SessionManager:
         assert state is not None
         warnings.extend(p.message for p in scan.problems)
         read_only_reason = read_only_reason or scan.read_only_reason
-        if read_only and read_only_reason is None:
+        if read_only_reason is not None:
+            warnings.append(f"session {session_id} opened read-only: {read_only_reason}")
+        elif read_only:
             read_only_reason = "opened read-only"
         redactor = redactor or Redactor(metadata_only=state.persistence == "metadata")
         log = EventLog.for_scan(log_path, scan, redactor=redactor)

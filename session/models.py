@@ -121,6 +121,7 @@ class SessionStartData(_Data):
     instance_id: str | None = None
     workspace_root: str | None = None
     persistence: Persistence = "full"
+    manifest: dict[str, str] = Field(default_factory=dict)
 
 
 class TurnStartData(_Data):

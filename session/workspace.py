@@ -26,7 +26,10 @@ def is_lexically_safe(relative: object) -> bool:
         return False
     if "\\" in relative or relative.startswith("/") or re.match(r"^[A-Za-z]:", relative):
         return False
-    return not any(part in ("..", "") for part in PurePosixPath(relative).parts)
+    canonical = PurePosixPath(relative)
+    if canonical.as_posix() != relative:  # "a//b", "./a", "a/" name files ambiguously
+        return False
+    return not any(part in ("..", "", ".") for part in canonical.parts)
 
 
 def is_safe_relative_path(root: Path, relative: str) -> bool:

@@ -1,0 +1,105 @@
+"""Shared helpers for the benchmarks: modes, timing, result rows and formatting."""
+
+from __future__ import annotations
+
+import gc
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Mode = Literal["smoke", "default", "long"]
+
+
+@dataclass
+class Row:
+    """One line of the results table; `ratio` is always ours ÷ baseline of what is shown."""
+
+    measure: str
+    ours: str
+    baseline: str = "—"
+    ratio: float | None = None
+    target: str = "report only"
+    ok: bool | None = None
+
+    @property
+    def verdict(self) -> str:
+        """Return PASS, FAIL or — (no target)."""
+        return "—" if self.ok is None else ("PASS" if self.ok else "FAIL")
+
+
+@dataclass
+class Result:
+    """What one benchmark measured: table rows and free-text details."""
+
+    name: str
+    rows: list[Row] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def timed_runs(fn: Callable[[], object], repeats: int) -> list[float]:
+    """Run `fn` `repeats` times and return each wall time in seconds (GC settled first)."""
+    times = []
+    for _ in range(repeats):
+        gc.collect()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def median(values: list[float]) -> float:
+    """Return the median of `values`."""
+    return statistics.median(values)
+
+
+def spread(values: list[float]) -> str:
+    """Describe a sample of times: median, min-max and n."""
+    return (
+        f"median {fmt_s(median(values))}, min {fmt_s(min(values))}, "
+        f"max {fmt_s(max(values))}, n={len(values)}"
+    )
+
+
+def fmt_s(seconds: float) -> str:
+    """Format a duration with a readable unit."""
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def fmt_bytes(size: float) -> str:
+    """Format a byte count with a binary-ish unit (KB = 1000 B here, like the targets)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{int(size)} B"
+
+
+def ratio_row(
+    measure: str, ours: float, baseline: float, limit: float | None, *, unit: str = "s"
+) -> Row:
+    """Build a row comparing two times (lower is better); target is ours/baseline ≤ limit."""
+    ratio = ours / baseline if baseline > 0 else float("inf")
+    fmt = fmt_s if unit == "s" else (lambda v: f"{v:,.0f} {unit}")
+    if limit is None:
+        return Row(measure, fmt(ours), fmt(baseline), ratio)
+    return Row(measure, fmt(ours), fmt(baseline), ratio, f"≤ {limit:g}×", ratio <= limit)
+
+
+@contextmanager
+def scratch_dir(name: str) -> Iterator[Path]:
+    """Yield a fresh temporary directory that is removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix=f"agent-assist-bench-{name}-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

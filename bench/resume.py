@@ -1,0 +1,270 @@
+"""Open/resume time of sessions with 1 MB and 100 MB logs vs replaying the whole log."""
+
+from __future__ import annotations
+
+import gc
+import os
+import random
+import secrets
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from session.derive import derive_message_dicts
+from session.lifecycle import SessionLifecycle
+from session.log import scan_log
+from session.manager import SessionManager
+from session.models import EVENT_ADAPTER
+
+from .common import (
+    Mode,
+    Result,
+    fmt_bytes,
+    fmt_s,
+    median,
+    ratio_row,
+    scratch_dir,
+    spread,
+    timed_runs,
+)
+
+# (label, target log size in bytes) per mode; the first is the reference for the growth target.
+SIZES: dict[Mode, list[tuple[str, int]]] = {
+    "smoke": [("100 KB", 100_000), ("2 MB", 2_000_000)],
+    "default": [("1 MB", 1_000_000), ("100 MB", 100_000_000)],
+    "long": [("1 MB", 1_000_000), ("100 MB", 100_000_000), ("1 GB", 1_000_000_000)],
+}
+OPEN_REPEATS = 5
+GROWTH_TARGET = 1.2  # open(big) ≤ 1.2 × open(small)
+REPLAY_BUDGET_S = 30.0  # fewer full replays of huge logs (never fewer than 1)
+INSTANCE = "bench"
+
+_WORDS = (
+    "the a session log turn step model request response template file change tool call "
+    "result drift snapshot resume offset event append fsync editor window project agent spec "
+    "prompt user assistant message chunk history summary decision phase checkpoint save "
+    "workspace manifest hash stat cache index git status open close lock replay derive"
+).split()
+
+
+def _text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(words)).capitalize() + "."
+
+
+def _ts(moment: datetime) -> str:
+    """Format like pydantic's JSON mode does (`Z`, microseconds only when non-zero)."""
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    if moment.microsecond:
+        text += f".{moment.microsecond:06d}"
+    return text + "Z"
+
+
+class TurnPool:
+    """Pre-made prompts and responses (with their stream chunks) to cycle through."""
+
+    def __init__(self, seed: int = 7, size: int = 64) -> None:
+        rng = random.Random(seed)
+        self.prompts = [_text(rng, rng.randint(15, 70)) for _ in range(size)]
+        self.responses: list[tuple[str, list[str]]] = []
+        for _ in range(size):
+            text = _text(rng, rng.randint(120, 450))
+            chunks = []
+            pos = 0
+            while pos < len(text):
+                step = rng.randint(20, 80)
+                chunks.append(text[pos : pos + step])
+                pos += step
+            self.responses.append((text, chunks))
+
+
+def user_request(text: str) -> dict[str, Any]:
+    """Return a pydantic-ai style request message holding a user prompt."""
+    return {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": text}]}
+
+
+def text_response(text: str) -> dict[str, Any]:
+    """Return a pydantic-ai style response message holding text."""
+    return {"kind": "response", "parts": [{"part_kind": "text", "content": text}]}
+
+
+def turn_events(
+    pool: TurnPool, turn: int
+) -> Iterator[tuple[str, int | None, tuple[object, ...], dict[str, Any]]]:
+    """Yield (type, step, cache key, data) of one realistic completed turn."""
+    p = turn % len(pool.prompts)
+    r = (turn * 7) % len(pool.responses)
+    prompt = pool.prompts[p]
+    text, chunks = pool.responses[r]
+    yield "turn/start", None, ("input", p), {"input": prompt}
+    yield "step/start", 1, ("request", p), {"messages": [user_request(prompt)]}
+    for index, delta in enumerate(chunks):
+        yield "assistant/chunk", 1, ("chunk", r, index), {"delta": delta}
+    yield "assistant/message", 1, ("response", r), {"message": text_response(text)}
+    yield "step/end", 1, ("usage", p, r), {"usage": {"input_tokens": 200 + p, "output_tokens": r}}
+    yield "turn/end", None, ("end",), {"reason": "completed"}
+
+
+class Canonical:
+    """Stored `data` of each distinct event payload, made once by the real serializer."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple[object, ...], dict[str, Any]] = {}
+
+    def data(self, type_: str, key: tuple[object, ...], data: dict[str, Any]) -> dict[str, Any]:
+        """Return `data` as EventLog would store it (defaults filled in, JSON form)."""
+        cached = self.cache.get((type_, *key))
+        if cached is None:
+            raw = {"seq": 0, "ts": datetime.now(UTC), "type": type_, "turn": 1, "data": data}
+            cached = EVENT_ADAPTER.validate_python(raw).model_dump(mode="json")["data"]
+            self.cache[(type_, *key)] = cached
+        return cached
+
+
+def write_bulk_log(path: Path, session_id: str, workspace: Path, size: int) -> tuple[int, int]:
+    """Write a log of about `size` bytes directly (EventLog's line format); return events, turns."""
+    pool = TurnPool()
+    canonical = Canonical()
+    start = datetime.now(UTC) - timedelta(days=30)
+    seq = 0
+    turn = 0
+    written = 0
+    checked = 0
+
+    def line(type_: str, turn_: int | None, step: int | None, data: dict[str, Any]) -> bytes:
+        nonlocal seq, checked
+        stored = {
+            "seq": seq,
+            "ts": _ts(start + timedelta(milliseconds=seq * 250, microseconds=seq % 997 + 1)),
+            "turn": turn_,
+            "step": step,
+            "type": type_,
+            "data": data,
+        }
+        out = orjson.dumps(stored) + b"\n"
+        if seq % 5000 < 30:  # spot-check the whole line against the real serializer
+            model = EVENT_ADAPTER.validate_python(orjson.loads(out)).model_dump(mode="json")
+            assert orjson.dumps(model) + b"\n" == out, (out, model)
+            checked += 1
+        seq += 1
+        return out
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb", buffering=1 << 20) as fh:
+        start_data = {
+            "session_id": session_id,
+            "instance_id": INSTANCE,
+            "workspace_root": str(workspace),
+            "persistence": "full",
+        }
+        start_data = canonical.data("session/start", (), start_data)
+        written += fh.write(line("session/start", None, None, start_data))
+        while written < size:
+            turn += 1
+            for type_, step, key, data in turn_events(pool, turn):
+                stored = canonical.data(type_, key, data)
+                written += fh.write(line(type_, turn, step, stored))
+    assert checked > 0
+    return seq, turn
+
+
+def make_session(manager: SessionManager, workspace: Path, size: int) -> dict[str, Any]:
+    """Create a session of about `size` bytes, then resume it once, add a turn and save."""
+    manager.ensure_dirs()
+    session_id = secrets.token_hex(6)
+    path = manager.log_path(session_id)
+    start = time.perf_counter()
+    events, turns = write_bulk_log(path, session_id, workspace, size)
+    generated = time.perf_counter() - start
+    # First open has no snapshot: a full replay, then a real turn and the exit autosave.
+    start = time.perf_counter()
+    lifecycle = SessionLifecycle(manager, INSTANCE)
+    lifecycle.resume(session_id)
+    pool = TurnPool(seed=11)
+    recorder = lifecycle.begin_turn(pool.prompts[0])
+    recorder.start_step([user_request(pool.prompts[0])])
+    text, chunks = pool.responses[0]
+    for delta in chunks:
+        recorder.chunk(delta)
+    recorder.assistant_message(text_response(text))
+    recorder.end_step({"input_tokens": 1, "output_tokens": 1})
+    recorder.end("completed")
+    assert lifecycle.close(), "the exit autosave did not write a snapshot"
+    prepared = time.perf_counter() - start
+    del lifecycle
+    gc.collect()
+    state, _ = manager.read_snapshot(session_id)
+    log_size = path.stat().st_size
+    return {
+        "id": session_id,
+        "path": path,
+        "events": state.last_seq + 1 if state is not None else events,
+        "turns": turns + 1,
+        "log_size": log_size,
+        "snapshot_size": manager.snapshot_path(session_id).stat().st_size,
+        "snapshot_ok": state is not None and state.log_offset == log_size,
+        "recent_messages": len(state.recent_messages) if state is not None else 0,
+        "generated_s": generated,
+        "first_open_s": prepared,
+    }
+
+
+def run(mode: Mode) -> Result:
+    """Run the resume benchmark and return its rows."""
+    result = Result("resume")
+    with scratch_dir("resume") as tmp:
+        workspace = tmp / "ws"
+        workspace.mkdir()
+        (workspace / "agent_spec.md").write_text("# Agent spec\n")
+        home = tmp / "home"
+        manager = SessionManager(workspace, home=home)
+        opens: dict[str, float] = {}
+        for label, size in SIZES[mode]:
+            info = make_session(manager, workspace, size)
+            result.details.append(
+                f"{label}: log {fmt_bytes(info['log_size'])}, {info['events']:,} events, "
+                f"{info['turns']:,} turns; snapshot {fmt_bytes(info['snapshot_size'])} with "
+                f"{info['recent_messages']:,} recent_messages, covers the whole log: "
+                f"{'yes' if info['snapshot_ok'] else 'NO'}; generated in "
+                f"{fmt_s(info['generated_s'])}, first open (no snapshot) + 1 turn + save in "
+                f"{fmt_s(info['first_open_s'])}"
+            )
+            session_id = info["id"]
+
+            def open_close(session_id: str = session_id) -> None:
+                session = SessionManager(workspace, home=home).open_session(session_id)
+                try:
+                    assert not session.warnings, session.warnings
+                finally:
+                    session.close()
+
+            open_times = timed_runs(open_close, OPEN_REPEATS)
+            opens[label] = median(open_times)
+            result.details.append(f"{label}: open+close {spread(open_times)}")
+
+            def replay(path: Path = info["path"]) -> None:
+                scan = scan_log(path)
+                assert scan.read_only_reason is None
+                derive_message_dicts(scan.events)
+
+            replay_times = timed_runs(replay, 1)
+            if replay_times[0] * (OPEN_REPEATS - 1) <= REPLAY_BUDGET_S:
+                replay_times += timed_runs(replay, OPEN_REPEATS - 1)
+            result.details.append(f"{label}: full replay (scan_log + derive) {spread(replay_times)}")
+            result.rows.append(
+                ratio_row(
+                    f"open {label} session vs full replay of its log",
+                    opens[label],
+                    median(replay_times),
+                    None,
+                )
+            )
+        labels = [label for label, _ in SIZES[mode]]
+        small = labels[0]
+        for big in labels[1:]:
+            row = ratio_row(f"open {big} vs open {small}", opens[big], opens[small], GROWTH_TARGET)
+            result.rows.append(row)
+    return result

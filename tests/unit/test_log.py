@@ -1,0 +1,186 @@
+"""EventLog: append-only writes, fsync policy, torn tails and corruption."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from session.log import EventLog, LogError, scan_log
+
+
+def write_turns(log: EventLog, turns: int) -> None:
+    log.append("session/start", {"session_id": "abcdef012345"})
+    for n in range(1, turns + 1):
+        log.append("turn/start", {"input": f"question {n}"}, turn=n)
+        log.append("assistant/chunk", {"delta": "ans"}, turn=n, step=1)
+        log.append("turn/end", {"reason": "completed"}, turn=n)
+
+
+def test_append_gives_dense_seqs_and_reads_back(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "s.events.jsonl")
+    write_turns(log, 3)
+    log.close()
+    scan = scan_log(log.path)
+    assert [e.seq for e in scan.events] == list(range(10))
+    assert scan.problems == [] and scan.read_only_reason is None
+    assert scan.events[1].type == "turn/start"
+    assert scan.end_offset == log.path.stat().st_size
+
+
+def test_one_fsync_per_completed_turn(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "s.events.jsonl")
+    write_turns(log, 5)
+    assert log.fsync_count == 5
+    log.close()  # close syncs only if something is unsynced
+    assert log.fsync_count == 5
+
+
+def test_files_are_private(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "s.events.jsonl")
+    write_turns(log, 1)
+    assert (log.path.stat().st_mode & 0o777) == 0o600
+
+
+def test_read_from_offset(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "s.events.jsonl")
+    write_turns(log, 2)
+    middle = log.offset
+    log.append("turn/start", {"input": "third"}, turn=3)
+    log.close()
+    tail = scan_log(log.path, middle, expect_seq=7)
+    assert [e.seq for e in tail.events] == [7]
+    assert tail.events[0].data.input == "third"  # type: ignore[union-attr]
+
+
+def test_torn_tail_is_ignored_reported_and_repaired_by_appending(tmp_path: Path) -> None:
+    path = tmp_path / "s.events.jsonl"
+    log = EventLog(path)
+    write_turns(log, 2)
+    log.close()
+    good_size = path.stat().st_size
+    with open(path, "ab") as fh:
+        fh.write(b'{"seq":7,"ts":"2026-01-01T00:00:00Z","type":"turn/st')
+    scan = scan_log(path)
+    assert len(scan.events) == 7
+    assert scan.read_only_reason is None
+    assert [p.kind for p in scan.problems] == ["torn_tail"]
+    assert "incomplete last line 8" in scan.problems[0].message
+    # Appending never rewrites: the torn bytes stay, acknowledged by session/recover.
+    log2 = EventLog.for_scan(path, scan)
+    log2.append("turn/start", {"input": "again"}, turn=3)
+    log2.close()
+    with open(path, "rb") as fh:
+        assert fh.read(good_size) == open(path, "rb").read()[:good_size]
+    rescan = scan_log(path)
+    assert rescan.read_only_reason is None
+    assert [e.type for e in rescan.events[-2:]] == ["session/recover", "turn/start"]
+    assert [e.seq for e in rescan.events] == list(range(9))
+    assert [p.kind for p in rescan.problems] == ["recovered"]
+
+
+def test_complete_last_line_without_newline_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "s.events.jsonl"
+    log = EventLog(path)
+    write_turns(log, 1)
+    log.close()
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    scan = scan_log(path)
+    assert len(scan.events) == 4 and scan.missing_newline
+    log2 = EventLog.for_scan(path, scan)
+    log2.append("turn/start", {"input": "next"}, turn=2)
+    log2.close()
+    assert [e.seq for e in scan_log(path).events] == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"not json at all", b'{"seq": 2}', b"[1,2,3]", b'{"seq":2,"ts":"x","type":"nope","data":{}}'],
+)
+def test_bad_line_in_middle_opens_read_only_up_to_it(tmp_path: Path, bad: bytes) -> None:
+    path = tmp_path / "s.events.jsonl"
+    log = EventLog(path)
+    write_turns(log, 2)
+    log.close()
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = bad + b"\n"
+    path.write_bytes(b"".join(lines))
+    scan = scan_log(path)
+    assert [e.seq for e in scan.events] == [0, 1]
+    assert scan.read_only_reason is not None
+    assert "line 3" in scan.read_only_reason
+    assert path.read_bytes() == b"".join(lines)  # nothing rewritten
+    ro = EventLog.for_scan(path, scan)
+    with pytest.raises(LogError):
+        ro.append("turn/start", {"input": "x"}, turn=9)
+
+
+def test_duplicate_and_out_of_order_seq_are_bad_lines(tmp_path: Path) -> None:
+    path = tmp_path / "s.events.jsonl"
+    log = EventLog(path)
+    write_turns(log, 1)
+    log.close()
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines.insert(2, lines[1])  # duplicate seq 1
+    path.write_bytes(b"".join(lines))
+    scan = scan_log(path)
+    assert [e.seq for e in scan.events] == [0, 1]
+    assert scan.read_only_reason is not None and "seq 1 where 2" in scan.read_only_reason
+
+
+def test_refuses_to_write_through_a_symlink(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep me")
+    link = tmp_path / "s.events.jsonl"
+    link.symlink_to(target)
+    log = EventLog(link)
+    with pytest.raises(LogError, match="symlink"):
+        log.append("session/start", {"session_id": "abcdef012345"})
+    assert target.read_text() == "keep me"
+
+
+def test_invalid_event_is_rejected_before_writing(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "s.events.jsonl")
+    with pytest.raises(ValueError):
+        log.append("turn/end", {"reason": "bored"}, turn=1)
+    assert log.next_seq == 0 and log.size == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(cut=st.integers(min_value=0, max_value=10_000))
+def test_truncation_at_any_byte_never_crashes_and_keeps_whole_lines(
+    tmp_path_factory: pytest.TempPathFactory, cut: int
+) -> None:
+    path = tmp_path_factory.mktemp("trunc") / "s.events.jsonl"
+    log = EventLog(path)
+    write_turns(log, 6)
+    log.close()
+    data = path.read_bytes()
+    cut = min(cut, len(data))
+    path.write_bytes(data[:cut])
+    scan = scan_log(path)
+    whole_lines = data[:cut].count(b"\n")
+    assert len(scan.events) in (whole_lines, whole_lines + 1)
+    assert scan.read_only_reason is None
+    for event, line in zip(scan.events, data.splitlines(), strict=False):
+        assert orjson.loads(line)["seq"] == event.seq
+
+
+def test_partial_write_is_repaired_on_next_append(tmp_path: Path) -> None:
+    path = tmp_path / "s.events.jsonl"
+    log = EventLog(path)
+    write_turns(log, 1)
+    # Simulate a write that failed half-way (disk full): half a line is on disk.
+    start = log.offset
+    os.write(log._fd, b'{"seq":4,"ts"')  # type: ignore[arg-type]
+    log.offset += 13
+    log._torn_tail = (start, 13)
+    log.append("turn/start", {"input": "after"}, turn=2)
+    log.close()
+    scan = scan_log(path)
+    assert scan.read_only_reason is None
+    assert [e.type for e in scan.events[-2:]] == ["session/recover", "turn/start"]
