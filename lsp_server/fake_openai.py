@@ -79,16 +79,18 @@ def parse_reply(spec: str | dict[str, Any] | Reply) -> Reply:
         raise ValueError(f"bad reply {spec!r}: need one of {_KINDS}; unknown keys {unknown}")
     kind = kinds[0]
     chunk, delay = max(1, int(spec.get("chunk", 8))), float(spec.get("delay", 0))
-    reply = Reply(kind=kind, chunk=chunk, delay=delay)
-    reply.text = str(spec.get("text", ""))
+    text = str(spec.get("text", "")) if kind in ("text", "tool_calls") else ""
+    reply = Reply(kind=kind, text=text, chunk=chunk, delay=delay)
     if kind == "tool_calls":
         for call in spec["tool_calls"]:
             args = call.get("arguments", {})
-            reply.tool_calls.append({
-                "name": str(call["name"]),
-                "arguments": args if isinstance(args, str) else json.dumps(args),
-                "id": str(call.get("id", "")),
-            })
+            reply.tool_calls.append(
+                {
+                    "name": str(call["name"]),
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                    "id": str(call.get("id", "")),
+                }
+            )
     elif kind == "error":
         reply.status = int(spec["error"])
         reply.message = str(spec.get("message", reply.message))
@@ -193,8 +195,7 @@ class FakeOpenAI:
         """Base URL for an OpenAI client, e.g. ``http://127.0.0.1:PORT/v1``."""
         if self._server is None:
             raise RuntimeError("FakeOpenAI is not running")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{self._address[0]}:{self._server.server_port}/v1"
 
     def start(self) -> FakeOpenAI:
         """Bind the port and serve in a daemon thread."""
@@ -203,8 +204,10 @@ class FakeOpenAI:
         self._server.daemon_threads = True
         self._server.handle_error = self._handle_error  # type: ignore[method-assign]
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-            name="fake-openai", daemon=True,
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-openai",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -318,8 +321,11 @@ class _Handler(BaseHTTPRequestHandler):
         calls = self._calls(reply)
         if calls:
             message["tool_calls"] = [
-                {"id": c["id"], "type": "function",
-                 "function": {"name": c["name"], "arguments": c["arguments"]}}
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                }
                 for c in calls
             ]
         choice = {"index": 0, "message": message, "finish_reason": self._finish(reply)}
@@ -353,10 +359,17 @@ class _Handler(BaseHTTPRequestHandler):
                 send({"content": piece})
         for index, call in enumerate(calls):
             self._pause(reply.delay)
-            head = {"index": index, "id": call["id"], "type": "function",
-                    "function": {"name": call["name"], "arguments": ""}}
-            send({"role": "assistant", "content": None, "tool_calls": [head]}
-                 if index == 0 and not reply.text else {"tool_calls": [head]})
+            head = {
+                "index": index,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": ""},
+            }
+            send(
+                {"role": "assistant", "content": None, "tool_calls": [head]}
+                if index == 0 and not reply.text
+                else {"tool_calls": [head]}
+            )
             for piece in _split(call["arguments"], reply.chunk):
                 self._pause(reply.delay)
                 send({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
@@ -415,19 +428,25 @@ class _Handler(BaseHTTPRequestHandler):
         self, obj: str, body: dict[str, Any], number: int, choices: list[dict[str, Any]]
     ) -> dict[str, Any]:
         return {
-            "id": f"chatcmpl-fake-{number}", "object": obj, "created": int(time.time()),
-            "model": body.get("model") or self.fake.model_id, "choices": choices,
+            "id": f"chatcmpl-fake-{number}",
+            "object": obj,
+            "created": int(time.time()),
+            "model": body.get("model") or self.fake.model_id,
+            "choices": choices,
         }
 
     @staticmethod
     def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
         messages = body.get("messages") or []
-        prompt = sum(len(_content_text(m.get("content")).split()) for m in messages
-                     if isinstance(m, dict))
+        prompt = sum(
+            len(_content_text(m.get("content")).split()) for m in messages if isinstance(m, dict)
+        )
         completion = len(reply.text.split()) + sum(
-            len(c["arguments"]) // 4 + 1 for c in reply.tool_calls)
-        return {"prompt_tokens": prompt, "completion_tokens": completion,
-                "total_tokens": prompt + completion}
+            len(c["arguments"]) // 4 + 1 for c in reply.tool_calls
+        )
+        return dict(
+            prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
+        )
 
 
 def load_script(path: str | Path) -> tuple[list[Any], str | None]:

@@ -108,6 +108,7 @@ class SessionLifecycle:
         self.warnings: list[str] = []
         self.assistant_paths: set[str] = set()
         self._manifest: Manifest | None = None
+        self.pending_drift: list[DriftReport] = []
         self._pointer_current = False
         self._headers_sent: set[str] = set()
 
@@ -276,6 +277,36 @@ class SessionLifecycle:
         manifest.stats.update(fresh.stats)
         self._manifest = manifest
 
+    def note_assistant_write(self, relative: str, content: bytes) -> None:
+        """The assistant wrote `content` to a file (maybe unsaved in an editor): not drift."""
+        if not is_safe_relative_path(self.workspace_root, relative):
+            return
+        self.assistant_paths.add(relative)
+        manifest = self._manifest if self._manifest is not None else Manifest()
+        manifest.files[relative] = hashlib.sha256(content).hexdigest()
+        manifest.stats.pop(relative, None)  # no stat shortcut: the next check hashes it
+        self._manifest = manifest
+
+    def take_drift_note(self) -> str | None:
+        """Return (once) a note for the model about files changed outside the assistant."""
+        if not self.pending_drift:
+            return None
+        modified: dict[str, str] = {}
+        for report in self.pending_drift:
+            for path in report.modified:
+                modified[path] = "modified"
+            for path in report.deleted:
+                modified[path] = "deleted"
+            for path in report.created:
+                modified[path] = "created"
+        self.pending_drift = []
+        lines = [f"- {path}: {what}" for path, what in sorted(modified.items())]
+        return (
+            "[workspace notice] These files were changed outside the assistant since your "
+            "last reply:\n" + "\n".join(lines) + "\nEarlier tool results for these files "
+            "are stale; read them again before relying on their content."
+        )
+
     def check_live_drift(self, paths: list[str]) -> DriftReport | None:
         """Compare changed `paths` with the manifest; record and return real drift."""
         base = self._manifest if self._manifest is not None else Manifest()
@@ -303,6 +334,7 @@ class SessionLifecycle:
         report.unchanged = len(base.files) - len(report.modified) - len(report.created)
         if not self.current.read_only:
             self._record_drift(report, "watcher")
+        self.pending_drift.append(report)
         return report
 
     # -- save / reset / exit ----------------------------------------------------------
@@ -399,6 +431,10 @@ class SessionLifecycle:
         saved = False
         if self.session is None:
             return False
+        session = self.session
+        if session.open_turn is not None and not session.read_only:
+            # The process is stopping mid-turn: say so now rather than on the next start.
+            session.append("turn/end", {"reason": "interrupted"}, turn=session.open_turn)
         try:
             if autosave:
                 saved = self.snapshot_and_save()

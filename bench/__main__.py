@@ -1,0 +1,125 @@
+"""`python -m bench [--smoke|--long] [--only NAME] [--write-readme]`: run the benchmarks."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import append, drift, resume
+from .common import Mode, Result, fmt_s
+
+BENCHMARKS: dict[str, Callable[[Mode], Result]] = {
+    "drift": drift.run,
+    "resume": resume.run,
+    "append": append.run,
+}
+README = Path(__file__).with_name("README.md")
+MARKER = "<!-- results -->"
+HEADER = ("benchmark", "measure", "ours", "baseline", "ratio", "target", "result")
+
+
+def table(results: list[Result]) -> list[tuple[str, ...]]:
+    """Return the table rows (header first) as strings."""
+    rows: list[tuple[str, ...]] = [HEADER]
+    for result in results:
+        for row in result.rows:
+            ratio = "—" if row.ratio is None else f"{row.ratio:.2f}×"
+            rows.append(
+                (result.name, row.measure, row.ours, row.baseline, ratio, row.target, row.verdict)
+            )
+    return rows
+
+
+def text_table(rows: list[tuple[str, ...]]) -> str:
+    """Format rows as an aligned plain-text table."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def markdown_table(rows: list[tuple[str, ...]]) -> str:
+    """Format rows as a Markdown table."""
+    out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows[1:]]
+    return "\n".join(out)
+
+
+def machine_line(mode: Mode, elapsed: float) -> str:
+    """Describe where and when the figures were measured."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, mode `{mode}`, on {cpus} CPU(s) "
+        f"(nproc), Python {platform.python_version()}, {platform.system()} "
+        f"{platform.release()} ({platform.machine()}); whole run {fmt_s(elapsed)}."
+    )
+
+
+def write_readme(results: list[Result], mode: Mode, elapsed: float) -> None:
+    """Replace everything below the results marker of bench/README.md."""
+    intro = README.read_text() if README.exists() else "# Benchmarks\n\n"
+    head = intro.split(MARKER, 1)[0].rstrip() + "\n\n" + MARKER + "\n"
+    body = [
+        "",
+        "## Results",
+        "",
+        machine_line(mode, elapsed),
+        "",
+        markdown_table(table(results)),
+        "",
+        "### Details",
+        "",
+    ]
+    for result in results:
+        body.append(f"**{result.name}** ({fmt_s(result.seconds)})")
+        body.append("")
+        body += [f"- {line}" for line in result.details]
+        body.append("")
+    README.write_text(head + "\n".join(body))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the selected benchmarks, print the table and optionally update the README."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--smoke", action="store_true", help="tiny sizes, a few seconds (CI)")
+    size.add_argument("--long", action="store_true", help="bigger sizes (minutes)")
+    parser.add_argument("--only", choices=sorted(BENCHMARKS), action="append", help="repeatable")
+    parser.add_argument("--write-readme", action="store_true", help="rewrite README results")
+    args = parser.parse_args(argv)
+    mode: Mode = "smoke" if args.smoke else "long" if args.long else "default"
+    # Expected warnings (e.g. the first open of a generated log has no snapshot) are noise.
+    logging.getLogger("session").setLevel(logging.ERROR)
+
+    results = []
+    started = time.perf_counter()
+    for name in args.only or list(BENCHMARKS):
+        print(f"running {name} ({mode})...", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        result = BENCHMARKS[name](mode)
+        result.seconds = time.perf_counter() - start
+        results.append(result)
+    elapsed = time.perf_counter() - started
+
+    print(machine_line(mode, elapsed))
+    print()
+    print(text_table(table(results)))
+    for result in results:
+        print(f"\n{result.name} ({fmt_s(result.seconds)}):")
+        for line in result.details:
+            print(f"  - {line}")
+    if args.write_readme:
+        write_readme(results, mode, elapsed)
+        print(f"\nwrote {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

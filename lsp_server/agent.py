@@ -1,0 +1,280 @@
+"""The pydantic-ai agent: model config, tools, and one streamed, fully recorded turn.
+
+pydantic-ai is imported when the first chat builds the agent, never at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from session.lifecycle import SessionLifecycle, TurnRecorder
+from session.workspace import SKIPPED_DIRS, is_safe_relative_path
+
+from .config import ModelConfig
+
+if TYPE_CHECKING:
+    from pydantic_ai import Agent
+
+BASE_INSTRUCTIONS = (
+    "You are Agent Assist, an AI assistant working inside the user's code editor on the "
+    "project in the current workspace. Use the tools to read, list and write workspace "
+    "files (paths are relative to the workspace root). Record important decisions with "
+    "record_decision and the conversation phase (design, code, deploy) with set_phase. "
+    "Be concise."
+)
+MAX_READ_BYTES = 256 * 1024
+MAX_LIST_ENTRIES = 500
+
+
+class EditorHost(Protocol):
+    """What tools need from the editor side (implemented by the language server)."""
+
+    async def apply_file_edit(self, relative: str, content: str) -> bool:
+        """Apply a whole-file edit through the editor; False if it cannot."""
+        ...
+
+
+@dataclass
+class ToolDeps:
+    """What the agent's tools act on."""
+
+    lifecycle: SessionLifecycle
+    host: EditorHost
+
+    @property
+    def root(self) -> Path:
+        """Return the workspace root."""
+        return self.lifecycle.workspace_root
+
+
+class ToolError(Exception):
+    """A tool refused; the message goes back to the model."""
+
+
+def _checked_path(deps: ToolDeps, path: str) -> Path:
+    relative = path.strip().removeprefix("./") or "."
+    if relative != "." and not is_safe_relative_path(deps.root, relative):
+        raise ToolError(f"path {path!r} is outside the workspace or not allowed")
+    target = deps.root / relative
+    try:
+        if relative != "." and stat.S_ISLNK(os.lstat(target).st_mode):
+            raise ToolError(f"{path} is a symlink; symlinks are not followed")
+    except FileNotFoundError:
+        pass
+    return target
+
+
+def read_file(deps: ToolDeps, path: str) -> str:
+    """Read a UTF-8 text file of the workspace."""
+    target = _checked_path(deps, path)
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise ToolError(f"{path} does not exist") from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise ToolError(f"{path} is not a regular file")
+        data = fh.read(MAX_READ_BYTES + 1)
+    deps.lifecycle.note_assistant_file(path)
+    text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
+    if len(data) > MAX_READ_BYTES:
+        text += f"\n[truncated: only the first {MAX_READ_BYTES} bytes are shown]"
+    return text
+
+
+def list_files(deps: ToolDeps, directory: str = ".") -> list[str]:
+    """List a workspace directory (directories end with `/`)."""
+    target = _checked_path(deps, directory)
+    entries: list[str] = []
+    try:
+        with os.scandir(target) as scan:
+            for entry in sorted(scan, key=lambda e: e.name):
+                if entry.is_symlink() or entry.name in SKIPPED_DIRS:
+                    continue
+                entries.append(entry.name + ("/" if entry.is_dir() else ""))
+                if len(entries) >= MAX_LIST_ENTRIES:
+                    entries.append(f"[truncated at {MAX_LIST_ENTRIES} entries]")
+                    break
+    except FileNotFoundError:
+        raise ToolError(f"{directory} does not exist") from None
+    except NotADirectoryError:
+        raise ToolError(f"{directory} is not a directory") from None
+    return entries
+
+
+async def write_file(deps: ToolDeps, path: str, content: str) -> str:
+    """Write a workspace file through the editor (undoable) or directly."""
+    target = _checked_path(deps, path)
+    relative = path.strip().removeprefix("./")
+    data = content.encode("utf-8")
+    if await deps.host.apply_file_edit(relative, content):
+        deps.lifecycle.note_assistant_write(relative, data)
+        return f"{relative}: edit applied in the editor ({len(data)} bytes; undoable there)"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not is_safe_relative_path(deps.root, relative):  # parent dirs may have changed
+        raise ToolError(f"path {path!r} is outside the workspace")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(target, flags, 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    deps.lifecycle.note_assistant_write(relative, data)
+    return f"{relative}: written ({len(data)} bytes)"
+
+
+@dataclass
+class TurnResult:
+    """How a turn ended."""
+
+    text: str
+    usage: dict[str, int]
+
+
+class TurnSink(Protocol):
+    """Where live turn activity is shown (the client's notifications)."""
+
+    def delta(self, text: str) -> None:
+        """Stream a text delta."""
+        ...
+
+    def tool(self, name: str, args: Any, status: str) -> None:
+        """Show tool activity."""
+        ...
+
+
+def _dump(message: Any) -> dict[str, Any]:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    dumped: list[dict[str, Any]] = ModelMessagesTypeAdapter.dump_python([message], mode="json")
+    return dumped[0]
+
+
+class ChatRunner:
+    """Builds the agent once per model config and runs turns with it."""
+
+    def __init__(self, model: ModelConfig) -> None:
+        self.model = model
+        self._agent: Agent[ToolDeps, str] | None = None
+
+    def _build(self) -> Agent[ToolDeps, str]:
+        from .pydantic_agent import build_agent
+
+        return build_agent(self.model)
+
+    @property
+    def agent(self) -> Agent[ToolDeps, str]:
+        """Return the agent, building it (and importing pydantic-ai) on first use."""
+        if self._agent is None:
+            self._agent = self._build()
+        return self._agent
+
+    async def run_turn(
+        self,
+        deps: ToolDeps,
+        recorder: TurnRecorder,
+        prompt: str | Sequence[str],
+        history: list[dict[str, Any]],
+        sink: TurnSink,
+    ) -> TurnResult:
+        """Run one turn, recording every step as it happens and streaming to `sink`."""
+        from pydantic_ai import Agent
+        from pydantic_ai.messages import (
+            FunctionToolCallEvent,
+            FunctionToolResultEvent,
+            PartDeltaEvent,
+            PartStartEvent,
+            TextPart,
+            TextPartDelta,
+        )
+
+        from session.derive import to_model_messages
+
+        agent = self.agent
+        text_parts: list[str] = []
+        model_name = self.model.name or ""
+        async with agent.iter(
+            prompt, message_history=to_model_messages(history), deps=deps
+        ) as run:
+            async for node in run:
+                if Agent.is_model_request_node(node):
+                    async with node.stream(run.ctx) as stream:
+                        message = _dump(node.request)
+                        instructions = message.pop("instructions", None) or ""
+                        recorder.start_step([message])
+                        recorder.request_header(model_name, {}, instructions)
+                        async for event in stream:
+                            delta = ""
+                            if isinstance(event, PartStartEvent) and isinstance(
+                                event.part, TextPart
+                            ):
+                                delta = event.part.content
+                            elif isinstance(event, PartDeltaEvent) and isinstance(
+                                event.delta, TextPartDelta
+                            ):
+                                delta = event.delta.content_delta
+                            if delta:
+                                recorder.chunk(delta)
+                                sink.delta(delta)
+                elif Agent.is_call_tools_node(node):
+                    response = node.model_response
+                    recorder.assistant_message(_dump(response))
+                    recorder.end_step(_usage_dict(response.usage))
+                    text_parts = [p.content for p in response.parts if isinstance(p, TextPart)]
+                    calls: dict[str, tuple[str, Any]] = {}
+                    async with node.stream(run.ctx) as tool_stream:
+                        async for event in tool_stream:
+                            if isinstance(event, FunctionToolCallEvent):
+                                part = event.part
+                                args = part.args_as_dict()
+                                calls[part.tool_call_id] = (part.tool_name, args)
+                                recorder.tool_call(part.tool_call_id, part.tool_name, args)
+                                sink.tool(part.tool_name, args, "started")
+                            elif isinstance(event, FunctionToolResultEvent):
+                                result = event.part
+                                failed = getattr(result, "part_kind", "") == "retry-prompt" or (
+                                    getattr(result, "outcome", "success") != "success"
+                                )
+                                name, args = calls.get(result.tool_call_id, (result.tool_name, {}))
+                                recorder.tool_result(
+                                    result.tool_call_id,
+                                    name or "",
+                                    _jsonable(getattr(result, "content", None)),
+                                    is_error=failed,
+                                )
+                                sink.tool(name or "", args, "failed" if failed else "done")
+            usage = run.usage
+        return TurnResult(
+            "".join(text_parts),
+            {
+                "inputTokens": usage.input_tokens,
+                "outputTokens": usage.output_tokens,
+                "requests": usage.requests,
+            },
+        )
+
+
+def _usage_dict(usage: Any) -> dict[str, Any]:
+    return {
+        "input_tokens": getattr(usage, "input_tokens", 0),
+        "output_tokens": getattr(usage, "output_tokens", 0),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool | list | dict):
+        return value
+    return str(value)
+
+
+async def never_applies(relative: str, content: str) -> bool:
+    """An editor host that cannot apply edits (files are written directly)."""
+    return False
+
+
+ApplyEdit = Callable[[str, str], Awaitable[bool]]

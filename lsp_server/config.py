@@ -1,0 +1,121 @@
+"""`initializationOptions` parsed once, at the boundary, into typed configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from session.paths import is_valid_instance_id, sanitize_instance_id
+from session.workspace import DEFAULT_TRACKED
+
+AutoResume = Literal["ask", "always", "never"]
+Persistence = Literal["full", "metadata"]
+
+HOW_TO_CONFIGURE_MODEL = (
+    "No model is configured. Set initializationOptions.model.name (and baseUrl, apiKey) in "
+    "your editor's agent-assist settings, or the environment variables "
+    "AGENT_ASSIST_LLM_MODEL_NAME, AGENT_ASSIST_LLM_BASE_URL and AGENT_ASSIST_LLM_API_KEY "
+    "(or AGENT_ASSIST_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY) before starting the server."
+)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """An OpenAI-compatible chat model; the key is held in memory only."""
+
+    name: str | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+
+    @property
+    def configured(self) -> bool:
+        """Return True if a model name is known."""
+        return bool(self.name)
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything the server takes from the client at `initialize`."""
+
+    instance_id: str = "default"
+    auto_resume: AutoResume = "ask"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    persistence: Persistence = "full"
+    tracked_files: tuple[str, ...] = DEFAULT_TRACKED
+
+
+def _first(*values: object) -> str | None:
+    for value in values:
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def parse_initialization_options(
+    raw: object, client_name: str | None, env: Mapping[str, str]
+) -> tuple[ServerConfig, list[str]]:
+    """Parse options; each invalid one falls back to its default with a warning."""
+    warnings: list[str] = []
+    options: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    if raw is not None and not isinstance(raw, Mapping):
+        warnings.append("initializationOptions must be an object; using defaults")
+
+    default_instance = sanitize_instance_id(client_name or "default")
+    instance = options.get("instanceId")
+    if instance is None:
+        instance_id = default_instance
+    elif is_valid_instance_id(instance):
+        instance_id = str(instance)
+    else:
+        instance_id = default_instance
+        warnings.append(
+            f"instanceId {instance!r} is invalid (allowed: 1-64 of A-Z a-z 0-9 _ . -); "
+            f"using {default_instance!r}"
+        )
+
+    auto_resume: AutoResume = "ask"
+    value = options.get("autoResume")
+    if value in ("ask", "always", "never"):
+        auto_resume = value
+    elif value is not None:
+        warnings.append(f"autoResume {value!r} is invalid (ask|always|never); using 'ask'")
+
+    persistence: Persistence = "full"
+    value = options.get("persistence")
+    if value in ("full", "metadata"):
+        persistence = value
+    elif value is not None:
+        warnings.append(f"persistence {value!r} is invalid (full|metadata); using 'full'")
+
+    tracked: tuple[str, ...] = DEFAULT_TRACKED
+    value = options.get("trackedFiles")
+    if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
+        tracked = tuple(value)
+    elif value is not None:
+        warnings.append("trackedFiles must be a list of glob strings; using the default")
+
+    model_opts = options.get("model")
+    if model_opts is not None and not isinstance(model_opts, Mapping):
+        warnings.append("model must be an object {name, baseUrl, apiKey}; using the environment")
+        model_opts = None
+    model_opts = model_opts or {}
+    model = ModelConfig(
+        name=_first(
+            model_opts.get("name"),
+            env.get("AGENT_ASSIST_LLM_MODEL_NAME"),
+            env.get("AGENT_ASSIST_MODEL"),
+        ),
+        base_url=_first(
+            model_opts.get("baseUrl"),
+            env.get("AGENT_ASSIST_LLM_BASE_URL"),
+            env.get("OPENAI_BASE_URL"),
+        ),
+        api_key=_first(
+            model_opts.get("apiKey"),
+            env.get("AGENT_ASSIST_LLM_API_KEY"),
+            env.get("OPENAI_API_KEY"),
+        ),
+    )
+    config = ServerConfig(instance_id, auto_resume, model, persistence, tracked)
+    return config, warnings
