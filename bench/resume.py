@@ -198,6 +198,11 @@ def make_session(manager: SessionManager, workspace: Path, size: int) -> dict[st
     gc.collect()
     state, _ = manager.read_snapshot(session_id)
     log_size = path.stat().st_size
+    if state is None:
+        snapshot = "NOT readable by read_snapshot (see the open warning)"
+    else:
+        covers = "covers the whole log" if state.log_offset == log_size else "STALE"
+        snapshot = f"{len(state.recent_messages):,} recent_messages, {covers}"
     return {
         "id": session_id,
         "path": path,
@@ -205,8 +210,7 @@ def make_session(manager: SessionManager, workspace: Path, size: int) -> dict[st
         "turns": turns + 1,
         "log_size": log_size,
         "snapshot_size": manager.snapshot_path(session_id).stat().st_size,
-        "snapshot_ok": state is not None and state.log_offset == log_size,
-        "recent_messages": len(state.recent_messages) if state is not None else 0,
+        "snapshot": snapshot,
         "generated_s": generated,
         "first_open_s": prepared,
     }
@@ -236,9 +240,8 @@ def run(mode: Mode) -> Result:
             info = make_session(manager, workspace, size)
             result.details.append(
                 f"{label}: log {fmt_bytes(info['log_size'])}, {info['events']:,} events, "
-                f"{info['turns']:,} turns; snapshot {fmt_bytes(info['snapshot_size'])} with "
-                f"{info['recent_messages']:,} recent_messages, covers the whole log: "
-                f"{'yes' if info['snapshot_ok'] else 'NO'}; generated in "
+                f"{info['turns']:,} turns; snapshot {fmt_bytes(info['snapshot_size'])}: "
+                f"{info['snapshot']}; generated in "
                 f"{fmt_s(info['generated_s'])}, first open (no snapshot) + 1 turn + save in "
                 f"{fmt_s(info['first_open_s'])}"
             )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -198,9 +198,7 @@ class ChatRunner:
         agent = self.agent
         text_parts: list[str] = []
         model_name = self.model.name or ""
-        async with agent.iter(
-            prompt, message_history=to_model_messages(history), deps=deps
-        ) as run:
+        async with agent.iter(prompt, message_history=to_model_messages(history), deps=deps) as run:
             async for node in run:
                 if Agent.is_model_request_node(node):
                     async with node.stream(run.ctx) as stream:
@@ -270,11 +268,3 @@ def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, str | int | float | bool | list | dict):
         return value
     return str(value)
-
-
-async def never_applies(relative: str, content: str) -> bool:
-    """An editor host that cannot apply edits (files are written directly)."""
-    return False
-
-
-ApplyEdit = Callable[[str, str], Awaitable[bool]]

@@ -1,6 +1,107 @@
-"""Command line entry point."""
+"""`agent-assist`: the command line (serve; more subcommands join as they are built)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from types import FrameType
+
+from . import __version__
 
 
-def main() -> int:
-    """Run the agent-assist command line."""
+class ClientLogHandler(logging.Handler):
+    """Forwards warnings and errors to the editor's log (`window/logMessage`)."""
+
+    def __init__(self, server: object) -> None:
+        super().__init__(level=logging.WARNING)
+        self.server = server
+        self._busy = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Send one record, never recursively."""
+        from lsprotocol import types
+
+        server = self.server
+        if self._busy or getattr(server.protocol, "writer", None) is None:  # type: ignore[attr-defined]
+            return
+        self._busy = True
+        try:
+            kind = (
+                types.MessageType.Error
+                if record.levelno >= logging.ERROR
+                else types.MessageType.Warning
+            )
+            server.window_log_message(  # type: ignore[attr-defined]
+                types.LogMessageParams(type=kind, message=self.format(record))
+            )
+        except Exception:  # noqa: S110 - the client is gone; stderr still has the record
+            pass
+        finally:
+            self._busy = False
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the language server on stdio (default) or TCP."""
+    from .features import setup_features
+    from .server import AgentAssistServer
+
+    server = AgentAssistServer()
+    setup_features(server)
+    logging.getLogger().addHandler(ClientLogHandler(server))
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        loop = server.loop
+        name = signal.Signals(signum).name
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(server.terminate, name)
+        else:
+            server.terminate(name)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        if args.tcp:
+            host, _, port = args.tcp.rpartition(":")
+            server.start_tcp(host or "127.0.0.1", int(port))
+        else:
+            server.start_io()
+    finally:
+        server.autosave("end of input" if not args.tcp else "server stop")
     return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="agent-assist", description="An AI assistant whose conversations cannot be lost."
+    )
+    parser.add_argument("--version", action="version", version=f"agent-assist {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve_parser = commands.add_parser("serve", help="run the language server")
+    serve_parser.add_argument("--stdio", action="store_true", help="use stdio (the default)")
+    serve_parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP for debugging")
+    serve_parser.set_defaults(func=serve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the agent-assist command line."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not args.verbose:  # pygls logs every message at INFO
+        for noisy in ("pygls", "httpx", "httpx2", "openai"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

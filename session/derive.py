@@ -140,6 +140,10 @@ class HistoryBuilder:
         self._chunks = []
         self.open_turn = None
 
+    def request_messages(self, new: Sequence[Message]) -> list[Message]:
+        """Return what a model call carrying `new` request messages was sent."""
+        return sanitize_messages([item.message for item in self.items] + list(new))
+
     def messages(self) -> list[Message]:
         """Return the history, valid for a model request (pairs intact, empties dropped)."""
         pending = list(self.items)

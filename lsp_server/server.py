@@ -1,0 +1,248 @@
+"""The language server: one session lifecycle per editor instance, thin handlers."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import cattrs
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
+from pygls.uris import from_fs_path, to_fs_path
+
+from session.lifecycle import LifecycleConfig, SessionLifecycle
+from session.manager import SessionError, SessionManager
+from session.storage import StorageError
+
+from . import __version__
+from . import protocol as proto
+from .agent import ChatRunner
+from .config import ServerConfig, parse_initialization_options
+
+logger = logging.getLogger(__name__)
+
+P = TypeVar("P", bound=proto.Params)
+Handler = Callable[["AgentAssistServer", Any], Awaitable[Any]]
+
+
+class RequestFailedError(JsonRpcException):
+    """RequestFailed (-32803): something the user can fix; the message says what."""
+
+    CODE = proto.REQUEST_FAILED
+    MESSAGE = "Request failed"
+
+
+def _keep_params_as_dicts() -> cattrs.Converter:
+    """Build a converter that keeps custom params as plain JSON (pydantic validates them)."""
+    converter = default_converter()
+
+    def request(obj: dict[str, Any], cls: type) -> Any:
+        return cls(
+            id=obj.get("id"),
+            method=obj.get("method", ""),
+            jsonrpc=obj.get("jsonrpc", ""),
+            params=obj.get("params"),
+        )
+
+    def notification(obj: dict[str, Any], cls: type) -> Any:
+        return cls(
+            method=obj.get("method", ""), jsonrpc=obj.get("jsonrpc", ""), params=obj.get("params")
+        )
+
+    converter.register_structure_hook(JsonRPCRequestMessage, request)
+    converter.register_structure_hook(JsonRPCNotification, notification)
+    return converter
+
+
+class AgentAssistServer(LanguageServer):
+    """pygls server holding this editor instance's configuration and session."""
+
+    def __init__(self) -> None:
+        super().__init__("agent-assist", __version__, converter_factory=_keep_params_as_dicts)
+        self.config = ServerConfig()
+        self.root: Path = Path.cwd()
+        self.lifecycle: SessionLifecycle | None = None
+        self.runner: ChatRunner | None = None
+        self.ready = asyncio.Event()
+        self.turn_lock = asyncio.Lock()
+        self.running = False
+        self.waiting = 0
+        self.drift_count = 0
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.closed = False
+
+    # -- state ------------------------------------------------------------------------
+
+    def configure(self, params: types.InitializeParams) -> list[str]:
+        """Parse init options and pick the project root; return user-facing warnings."""
+        client = params.client_info.name if params.client_info else None
+        self.config, warnings = parse_initialization_options(
+            params.initialization_options, client, os.environ
+        )
+        root: str | None = None
+        if params.workspace_folders:
+            root = to_fs_path(params.workspace_folders[0].uri)
+        elif params.root_uri:
+            root = to_fs_path(params.root_uri)
+        elif params.root_path:
+            root = params.root_path
+        self.root = Path(root).resolve() if root else Path.cwd()
+        manager = SessionManager(self.root)
+        secrets = (self.config.model.api_key,) if self.config.model.api_key else ()
+        self.lifecycle = SessionLifecycle(
+            manager,
+            self.config.instance_id,
+            LifecycleConfig(
+                tracked=self.config.tracked_files,
+                persistence=self.config.persistence,
+                secrets=secrets,
+            ),
+        )
+        self.runner = ChatRunner(self.config.model)
+        return warnings
+
+    @property
+    def session(self) -> SessionLifecycle:
+        """Return the lifecycle (after initialize)."""
+        if self.lifecycle is None:
+            raise RequestFailedError("the server is not initialized yet")
+        return self.lifecycle
+
+    # -- client I/O ---------------------------------------------------------------------
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send a custom notification."""
+        self.protocol.notify(method, params)
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        """Show a message in the editor."""
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
+        """Run a tracked background task whose failure is logged, never lost."""
+        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
+        task.set_name(name)
+        self.tasks.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self.tasks.discard(t)
+            if not t.cancelled() and (exc := t.exception()) is not None:
+                logger.error("task %s failed: %s", name, exc, exc_info=exc)
+
+        task.add_done_callback(done)
+        return task
+
+    def supports_apply_edit(self) -> bool:
+        """Return True if the client can apply workspace edits."""
+        caps = self.client_capabilities.workspace
+        return bool(caps and caps.apply_edit)
+
+    async def apply_file_edit(self, relative: str, content: str) -> bool:
+        """Replace a file's content through `workspace/applyEdit` (undoable in the editor)."""
+        if not self.supports_apply_edit():
+            return False
+        path = self.root / relative
+        uri = from_fs_path(str(path))
+        if uri is None:
+            return False
+        changes: list[Any] = []
+        ops = self.client_capabilities.workspace
+        edit_caps = ops.workspace_edit if ops else None
+        document_changes = bool(edit_caps and edit_caps.document_changes)
+        if not path.exists():
+            kinds = (edit_caps.resource_operations or []) if edit_caps else []
+            if types.ResourceOperationKind.Create not in kinds or not document_changes:
+                return False
+            changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions()))
+            current = ""
+        else:
+            document = self.workspace.text_documents.get(uri)
+            current = (
+                document.source
+                if document is not None
+                else path.read_text(encoding="utf-8", errors="replace")
+            )
+        lines = current.split("\n")
+        end = types.Position(line=len(lines) - 1, character=len(lines[-1].encode("utf-16-le")) // 2)
+        text_edit = types.TextEdit(types.Range(types.Position(0, 0), end), content)
+        if document_changes:
+            changes.append(
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri),
+                    edits=[text_edit],
+                )
+            )
+            edit = types.WorkspaceEdit(document_changes=changes)
+        else:
+            edit = types.WorkspaceEdit(changes={uri: [text_edit]})
+        result = await self.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(
+                edit=edit,
+                label=f"Agent Assist: write {relative}",
+            )
+        )
+        return bool(result and result.applied)
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def autosave(self, why: str) -> None:
+        """Autosave and release the session (idempotent); never raises."""
+        if self.lifecycle is None or self.closed:
+            return
+        self.closed = True
+        try:
+            saved = self.lifecycle.close()
+            logger.info("autosave on %s: %s", why, "written" if saved else "skipped")
+        except (SessionError, StorageError, OSError) as exc:
+            logger.error("autosave on %s failed: %s", why, exc)
+
+    def terminate(self, why: str) -> None:
+        """Autosave and exit at once (SIGTERM/SIGINT)."""
+        self.autosave(why)
+        os._exit(0)
+
+
+def request_handler(
+    server: AgentAssistServer, method: str, model: type[P]
+) -> Callable[[Callable[[AgentAssistServer, P], Awaitable[Any]]], Handler]:
+    """Register `fn` for `method` and its `agentAssist.<verb>` command, with error mapping."""
+
+    def decorate(fn: Callable[[AgentAssistServer, P], Awaitable[Any]]) -> Handler:
+        @functools.wraps(fn)
+        async def handle(ls: AgentAssistServer, raw: Any) -> Any:
+            try:
+                params = proto.parse_params(model, method, raw)
+            except proto.ParamsError as exc:
+                raise JsonRpcInvalidParams(str(exc)) from None
+            try:
+                return await fn(ls, params)
+            except (asyncio.CancelledError, JsonRpcException):
+                raise
+            except (SessionError, StorageError) as exc:
+                raise RequestFailedError(str(exc)) from None
+            except Exception as exc:
+                logger.exception("%s failed", method)
+                if ls.lifecycle is not None:
+                    try:
+                        ls.lifecycle.snapshot_and_save()
+                    except Exception:  # best effort while reporting another error
+                        logger.exception("autosave after an internal error failed")
+                raise JsonRpcInternalError(f"{method}: internal error: {exc}") from None
+
+        server.feature(method)(handle)
+
+        async def command(ls: AgentAssistServer, *args: Any) -> Any:
+            return await handle(ls, list(args))
+
+        server.command(proto.command_name(method))(command)
+        return handle
+
+    return decorate
