@@ -64,16 +64,28 @@ def summary_message(summary: str) -> Message:
 
 
 @dataclass
-class _Item:
+class HistoryItem:
+    """One message of the history, with the seq it came from and cached facts about it."""
+
     seq: int
     message: Message
+    tokens: int = 0
+    starts_turn: bool = False
+    has_system: bool = False
+
+    def __post_init__(self) -> None:
+        self.tokens = estimate_tokens(self.message)
+        self.starts_turn = _starts_turn(self.message)
+        self.has_system = self.message["kind"] == "request" and any(
+            p["part_kind"] == "system-prompt" for p in self.message["parts"]
+        )
 
 
 @dataclass
 class HistoryBuilder:
     """Folds events, one at a time, into the message history the model is sent."""
 
-    items: list[_Item] = field(default_factory=list)
+    items: list[HistoryItem] = field(default_factory=list)
     base_seq: int = -1
     open_turn: int | None = None
     skipped: int = 0
@@ -91,7 +103,7 @@ class HistoryBuilder:
     def _add(self, seq: int, message: object) -> None:
         if _is_message(message):
             assert isinstance(message, dict)
-            self.items.append(_Item(seq, message))
+            self.items.append(HistoryItem(seq, message))
         else:
             self.skipped += 1
 
@@ -119,7 +131,7 @@ class HistoryBuilder:
         elif isinstance(event, CompactEvent):
             covers = event.data.covers_seq
             kept = [item for item in self.items if item.seq > covers]
-            self.items = [_Item(covers, summary_message(event.data.summary)), *kept]
+            self.items = [HistoryItem(covers, summary_message(event.data.summary)), *kept]
         elif isinstance(event, RewindEvent):
             raise ReplayRequiredError(event.data.to_seq)
 
@@ -130,7 +142,7 @@ class HistoryBuilder:
             text = "".join(self._chunks)
             if text:
                 self.items.append(
-                    _Item(self.items[-1].seq if self.items else -1, text_message(text))
+                    HistoryItem(self.items[-1].seq if self.items else -1, text_message(text))
                 )
         self._chunks = []
 
@@ -144,12 +156,39 @@ class HistoryBuilder:
         """Return what a model call carrying `new` request messages was sent."""
         return sanitize_messages([item.message for item in self.items] + list(new))
 
-    def messages(self) -> list[Message]:
-        """Return the history, valid for a model request (pairs intact, empties dropped)."""
-        pending = list(self.items)
+    def messages(self, max_tokens: int | None = None) -> list[Message]:
+        """Return the history, valid for a model request (pairs intact, empties dropped).
+
+        With `max_tokens`, only the newest whole turns that fit are returned (see
+        `reconstruct_history`); the cost then depends on the tail, not on the session.
+        """
+        pending = self.items
         if self.open_turn is not None and self._chunks and not self._step_answered:
-            pending.append(_Item(-1, text_message("".join(self._chunks))))
-        return sanitize_messages([item.message for item in pending])
+            pending = [*pending, HistoryItem(-1, text_message("".join(self._chunks)))]
+        return tail_of(pending, max_tokens)
+
+
+def tail_of(items: Sequence[HistoryItem], max_tokens: int | None) -> list[Message]:
+    """Return the messages of `items`, trimmed to `max_tokens` from the end if given."""
+    if max_tokens is None:
+        return sanitize_messages([item.message for item in items])
+    start = len(items)
+    total = 0
+    seen_start = False
+    # Walk back with a margin, and at least to one turn start, then trim precisely.
+    while start > 0 and (total <= 2 * max_tokens or not seen_start):
+        start -= 1
+        total += items[start].tokens
+        seen_start = seen_start or items[start].starts_turn
+    carried = [
+        part
+        for item in items[:start]
+        if item.has_system
+        for part in item.message["parts"]
+        if part["part_kind"] == "system-prompt"
+    ]
+    tail = [item.message for item in items[start:]]
+    return reconstruct_history(tail, max_tokens, carried)
 
 
 def sanitize_messages(messages: Sequence[Message]) -> list[Message]:
@@ -249,7 +288,11 @@ def estimate_tokens(message: Message) -> int:
     return size // 4 + 1
 
 
-def reconstruct_history(messages: Sequence[Message], max_tokens: int) -> list[Message]:
+def reconstruct_history(
+    messages: Sequence[Message],
+    max_tokens: int,
+    carried: Sequence[dict[str, Any]] = (),
+) -> list[Message]:
     """Keep the newest turns that fit in `max_tokens`, cut only at turn starts.
 
     A cut never separates a tool call from its result, the last turn is always kept, and
@@ -269,7 +312,7 @@ def reconstruct_history(messages: Sequence[Message], max_tokens: int) -> list[Me
     if cut == len(messages):
         cut = starts[-1] if starts else 0
     kept = [dict(m) for m in messages[cut:]]
-    system_parts = [
+    system_parts = [*carried] + [
         p
         for m in messages[:cut]
         if m["kind"] == "request"

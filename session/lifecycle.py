@@ -13,6 +13,7 @@ from typing import Any
 from .context import build_resume_context, format_utc
 from .derive import Message
 from .manager import (
+    DEFAULT_HISTORY_TOKENS,
     Session,
     SessionError,
     SessionLockedError,
@@ -46,6 +47,7 @@ class LifecycleConfig:
     tracked: tuple[str, ...] = DEFAULT_TRACKED
     persistence: Persistence = "full"
     secrets: tuple[str, ...] = ()
+    history_tokens: int = DEFAULT_HISTORY_TOKENS
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ class SessionLifecycle:
 
     def message_history(self) -> list[Message]:
         """Return the message history the model is sent (pydantic-ai JSON form)."""
-        return self.current.history.messages()
+        return self.current.history.messages(self.config.history_tokens)
 
     # -- launch ------------------------------------------------------------------------
 
@@ -160,6 +162,7 @@ class SessionLifecycle:
             redactor=self.redactor,
             write_start=False,
         )
+        self.session.history_tokens = self.config.history_tokens
         self.resumed = False
         self.resume_context = ""
         self._pointer_current = False
@@ -172,12 +175,15 @@ class SessionLifecycle:
         state = self.session.state
         state.file_manifest = dict(self._manifest.files)
         state.file_stats = dict(self._manifest.stats)
+        state.dir_stats = dict(self._manifest.dirs)
+        state.tracked_patterns = list(self._manifest.patterns)
         state.manifest_recorded_ns = self._manifest.recorded_ns
         return self.session
 
     def resume(self, session_id: str) -> DriftReport:
         """Carry a previous session forward: same id, drift checked, context injected."""
         session = self.manager.open_session(session_id, redactor=self.redactor)
+        session.history_tokens = self.config.history_tokens
         self._close_current(autosave=True)
         self.session = session
         self.warnings.extend(session.warnings)
@@ -186,7 +192,11 @@ class SessionLifecycle:
         self._headers_sent.clear()
         state = session.state
         previous = Manifest(
-            dict(state.file_manifest), dict(state.file_stats), state.manifest_recorded_ns
+            dict(state.file_manifest),
+            dict(state.file_stats),
+            dict(state.dir_stats),
+            state.manifest_recorded_ns,
+            patterns=tuple(state.tracked_patterns),
         )
         self.assistant_paths |= {p for p in state.file_manifest if not self.patterns.matches(p)}
         drift, self._manifest = detect_file_drift(
@@ -278,7 +288,7 @@ class SessionLifecycle:
         self._manifest = manifest
 
     def note_assistant_write(self, relative: str, content: bytes) -> None:
-        """The assistant wrote `content` to a file (maybe unsaved in an editor): not drift."""
+        """Record that the assistant wrote `content` (maybe unsaved in an editor): not drift."""
         if not is_safe_relative_path(self.workspace_root, relative):
             return
         self.assistant_paths.add(relative)
@@ -352,6 +362,8 @@ class SessionLifecycle:
         self._manifest = manifest
         state.file_manifest = dict(manifest.files)
         state.file_stats = dict(manifest.stats)
+        state.dir_stats = dict(manifest.dirs)
+        state.tracked_patterns = list(manifest.patterns)
         state.manifest_recorded_ns = manifest.recorded_ns
 
     def explicit_save(self) -> SaveResult:

@@ -293,12 +293,11 @@ class EventLog:
             "step": step,
             "data": dict(data),
         }
-        event = EVENT_ADAPTER.validate_python(raw)
-        stored = event.model_dump(mode="json")
-        stored["data"] = self.redactor.scrub(stored["data"])
+        event = EVENT_ADAPTER.validate_python(raw)  # never write what cannot be read back
+        stored = {**raw, "data": self.redactor.scrub(raw["data"])}
         start = self.offset
         try:
-            self._write(orjson.dumps(stored) + b"\n")
+            self._write(orjson.dumps(stored, option=orjson.OPT_UTC_Z) + b"\n")
         except LogError:
             if self.offset > start:  # a partial line is on disk: repair it before the next one
                 self._torn_tail = (start, self.offset - start)

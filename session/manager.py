@@ -15,7 +15,7 @@ from typing import Any
 import filelock
 from pydantic import ValidationError
 
-from .derive import HistoryBuilder, Message, ReplayRequiredError, build_history
+from .derive import HistoryBuilder, HistoryItem, ReplayRequiredError, build_history, tail_of
 from .log import EventLog, LogError, LogScan, parse_event_line, scan_log
 from .models import (
     CompactEvent,
@@ -44,6 +44,9 @@ from .storage import (
 logger = logging.getLogger(__name__)
 
 TITLE_CHARS = 80
+# The history sent to the model and kept in a snapshot: the newest whole turns within this
+# many (estimated) tokens. Older turns stay in the log; compaction summarises them.
+DEFAULT_HISTORY_TOKENS = 64_000
 
 
 class SessionError(Exception):
@@ -125,7 +128,8 @@ class Session:
     warnings: list[str] = field(default_factory=list)
     boundary_offset: int = 0
     boundary_seq: int = -1
-    boundary_messages: list[Message] = field(default_factory=list)
+    boundary_items: list[HistoryItem] = field(default_factory=list)
+    history_tokens: int = DEFAULT_HISTORY_TOKENS
 
     @property
     def session_id(self) -> str:
@@ -171,7 +175,7 @@ class Session:
         """Remember the current end of the log as a point no turn spans (for snapshots)."""
         self.boundary_offset = self.log.offset
         self.boundary_seq = self.state.last_seq
-        self.boundary_messages = self.history.messages()
+        self.boundary_items = list(self.history.items)  # references only: cheap
 
     def close(self) -> None:
         """Fsync and close the log and release the lock."""
@@ -322,7 +326,11 @@ class SessionManager:
         state = session.state.model_copy()
         state.log_offset = session.boundary_offset
         state.last_seq = session.boundary_seq
-        state.recent_messages = [] if state.persistence == "metadata" else session.boundary_messages
+        state.recent_messages = (
+            []
+            if state.persistence == "metadata"
+            else tail_of(session.boundary_items, session.history_tokens)
+        )
         payload = state.model_dump(mode="json")
         scrubber = redactor or session.log.redactor
         for key in (
@@ -451,6 +459,8 @@ class SessionManager:
                 if state is not None:  # keep what only the snapshot knows
                     rebuilt.file_manifest = state.file_manifest or rebuilt.file_manifest
                     rebuilt.file_stats = state.file_stats
+                    rebuilt.dir_stats = state.dir_stats
+                    rebuilt.tracked_patterns = state.tracked_patterns
                     rebuilt.manifest_recorded_ns = state.manifest_recorded_ns
                     rebuilt.agent_spec_path = state.agent_spec_path
                     rebuilt.instance_id = state.instance_id

@@ -21,20 +21,10 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class FileStat(BaseModel):
-    """The stat fields that let drift detection skip re-hashing an unchanged file."""
-
-    model_config = ConfigDict(frozen=True)
-
-    size: int
-    mtime_ns: int
-    ino: int
-
-
 class SessionState(BaseModel):
     """The JSON snapshot of one session: a projection of its log for fast start-up."""
 
-    model_config = ConfigDict(extra="ignore", validate_assignment=True)
+    model_config = ConfigDict(extra="ignore")
 
     # -- seed schema v3 --
     schema_version: int = SCHEMA_VERSION
@@ -59,7 +49,9 @@ class SessionState(BaseModel):
     instance_id: str | None = None
     workspace_root: str | None = None
     persistence: Persistence = "full"
-    file_stats: dict[str, FileStat] = Field(default_factory=dict)
+    file_stats: dict[str, tuple[int, int, int]] = Field(default_factory=dict)
+    dir_stats: dict[str, int] = Field(default_factory=dict)
+    tracked_patterns: list[str] = Field(default_factory=list)
     manifest_recorded_ns: int = 0
 
     @field_validator("session_id")

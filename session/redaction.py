@@ -9,26 +9,36 @@ from typing import Any
 
 REDACTED = "[REDACTED]"
 
-_SECRET_PATTERNS = [
-    # PEM private keys, whole block.
-    re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-        re.DOTALL,
-    ),
-    # OpenAI-style and similar API keys.
-    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\b(?:gh[pousr]|github_pat)_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    # Authorization headers.
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{12,}=*"),
-    # key = value assignments for things that look like credentials.
-    re.compile(
-        r"(?i)\b((?:api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|password)"
-        r"\s*[:=]\s*)([\"']?)[^\s\"']{6,}\2"
-    ),
-]
+_SECRETS = re.compile(
+    "|".join(
+        [
+            # PEM private keys, whole block.
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)"
+            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+            # OpenAI-style and similar API keys.
+            r"\bsk-[A-Za-z0-9_-]{16,}",
+            r"\b(?:gh[pousr]|github_pat)_[A-Za-z0-9_]{20,}",
+            r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
+            r"\bAKIA[0-9A-Z]{16}\b",
+            r"\bAIza[0-9A-Za-z_-]{35}\b",
+            # Authorization headers.
+            r"(?i:\bbearer\s+[A-Za-z0-9._~+/-]{12,}=*)",
+            # key = value assignments for things that look like credentials.
+            r"(?P<assign>(?i:\b(?:api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token"
+            r"|password)\s*[:=]\s*))(?P<quote>[\"']?)[^\s\"']{6,}(?P=quote)",
+        ]
+    )
+)
+# Cheap pre-check: text without any of these cannot hold a secret the patterns match.
+_HINTS = re.compile(
+    r"(?i)PRIVATE KEY|sk-|gh[pousr]_|github_pat|xox|AKIA|AIza|bearer|key|token|password"
+)
+
+
+def _replace(match: re.Match[str]) -> str:
+    prefix = match.group("assign")
+    return prefix + REDACTED if prefix else REDACTED
+
 
 # Keys whose values are conversation content (dropped in metadata mode); message
 # structure (kinds, tool names, ids, timestamps) is kept so derivations stay valid.
@@ -67,12 +77,9 @@ class Redactor:
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
-        for pattern in _SECRET_PATTERNS:
-            if pattern.groups >= 2:
-                text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
-            else:
-                text = pattern.sub(REDACTED, text)
-        return text
+        if _HINTS.search(text) is None:
+            return text
+        return _SECRETS.sub(_replace, text)
 
     def scrub(self, value: Any) -> Any:
         """Recursively scrub strings in JSON-like data (and strip content in metadata mode)."""

@@ -7,11 +7,9 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-
-from .models import FileStat
+from pathlib import Path
 
 DEFAULT_TRACKED = ("agent_spec.md", "templates/**")
 # Never descended into while expanding globs: version control and dependency caches.
@@ -21,15 +19,12 @@ _NANOS = 1_000_000_000
 
 
 def is_lexically_safe(relative: object) -> bool:
-    """Return True for a relative POSIX path with no `..`, NUL, drive or absolute prefix."""
-    if not isinstance(relative, str) or not relative or "\x00" in relative:
+    """Return True for a canonical relative POSIX path: no `..`, `.`, `//`, NUL, drive or root."""
+    if not isinstance(relative, str) or not relative or "\x00" in relative or "\\" in relative:
         return False
-    if "\\" in relative or relative.startswith("/") or re.match(r"^[A-Za-z]:", relative):
+    if relative[0] == "/" or (len(relative) > 1 and relative[1] == ":"):
         return False
-    canonical = PurePosixPath(relative)
-    if canonical.as_posix() != relative:  # "a//b", "./a", "a/" name files ambiguously
-        return False
-    return not any(part in ("..", "", ".") for part in canonical.parts)
+    return all(part not in ("", ".", "..") for part in relative.split("/"))
 
 
 def is_safe_relative_path(root: Path, relative: str) -> bool:
@@ -116,14 +111,20 @@ class TrackedPatterns:
         return sorted(roots)
 
 
+StatKey = tuple[int, int, int]  # (size, mtime_ns, inode)
+
+
 @dataclass
 class Manifest:
-    """Hashes of tracked files, with the stat of each when it was hashed."""
+    """Hashes of tracked files, with the stat of each file and walked directory when seen."""
 
     files: dict[str, str] = field(default_factory=dict)
-    stats: dict[str, FileStat] = field(default_factory=dict)
+    stats: dict[str, StatKey] = field(default_factory=dict)
+    dirs: dict[str, int] = field(default_factory=dict)
     recorded_ns: int = 0
     hashed: int = 0
+    patterns: tuple[str, ...] = ()
+    listing: dict[str, tuple[list[str], list[str]]] | None = None
 
 
 @dataclass
@@ -157,65 +158,155 @@ def sha256_file(path: Path) -> str | None:
         return None
 
 
-def _walk(root: Path, start: str) -> Iterator[tuple[str, os.stat_result]]:
-    base = root / start if start else root
-    stack = [(base, start)]
-    while stack:
-        directory, prefix = stack.pop()
-        try:
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    if entry.is_symlink():
-                        continue
-                    relative = f"{prefix}/{entry.name}" if prefix else entry.name
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in SKIPPED_DIRS:
-                            stack.append((Path(entry.path), relative))
-                    elif entry.is_file(follow_symlinks=False):
+Listing = dict[str, tuple[list[str], list[str]]]  # dir -> (tracked files, subdirectories)
+
+
+def _children_index(previous: Manifest) -> Listing:
+    """Group a manifest's files and directories by parent directory (cached on it)."""
+    if previous.listing is not None:
+        return previous.listing
+    index: Listing = {d: ([], []) for d in previous.dirs}
+    for path in previous.files:
+        entry = index.get(path.rpartition("/")[0])
+        if entry is not None:
+            entry[0].append(path)
+    for directory in previous.dirs:
+        if directory:
+            entry = index.get(directory.rpartition("/")[0])
+            if entry is not None:
+                entry[1].append(directory)
+    previous.listing = index
+    return index
+
+
+class _Scanner:
+    """One pass over the tracked files: stat, reuse hashes the stat cache proves, list the rest."""
+
+    _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+    def __init__(self, root: Path, patterns: TrackedPatterns, previous: Manifest | None) -> None:
+        self.root = root
+        self.root_str = str(root)
+        self.patterns = patterns
+        self.manifest = Manifest(recorded_ns=time.time_ns(), patterns=patterns.patterns, listing={})
+        self.to_hash: list[str] = []
+        prev = previous or Manifest()
+        self.prev_files = prev.files
+        self.prev_stats = prev.stats
+        self.prev_dirs = prev.dirs
+        # A file (or directory) modified in the same second its stat was recorded may change
+        # again without its mtime moving: such "racy" entries are always re-read.
+        self.safe_before = (prev.recorded_ns // _NANOS) * _NANOS
+        reusable = bool(previous and previous.dirs and previous.patterns == patterns.patterns)
+        self.cached = _children_index(prev) if reusable else {}
+
+    def add(self, path: str, st: os.stat_result) -> None:
+        """Take one regular file: reuse its hash if the stat proves it unchanged."""
+        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+        digest = self.prev_files.get(path)
+        if digest is not None and self.prev_stats.get(path) == key and key[1] < self.safe_before:
+            self.manifest.files[path] = digest
+            self.manifest.stats[path] = key
+        else:
+            self.manifest.stats[path] = key
+            self.to_hash.append(path)
+
+    def walk(self, start: str) -> None:
+        """Collect tracked files below `start`, listing only directories that changed."""
+        manifest = self.manifest
+        listing_out = manifest.listing
+        assert listing_out is not None
+        files_out = manifest.files
+        stats_out = manifest.stats
+        prev_files = self.prev_files
+        prev_stats = self.prev_stats
+        safe_before = self.safe_before
+        stack = [start]
+        while stack:
+            relative = stack.pop()
+            try:  # O_NOFOLLOW: a directory replaced by a symlink is never entered
+                path = os.path.join(self.root_str, relative) if relative else self.root_str
+                fd = os.open(path, self._DIR_FLAGS)
+            except OSError:
+                continue
+            try:
+                mtime = os.fstat(fd).st_mtime_ns
+                manifest.dirs[relative] = mtime
+                cached = self.cached.get(relative)
+                if cached is not None and self.prev_dirs.get(relative) == mtime < safe_before:
+                    # Same directory mtime: no entry was added, removed or renamed, so only
+                    # the known files need a stat (relative to the directory: cheap).
+                    files, subdirs = cached
+                    cut = len(relative) + 1 if relative else 0
+                    kept: list[str] = []
+                    for name in files:
                         try:
-                            yield relative, entry.stat(follow_symlinks=False)
+                            st = os.stat(name[cut:], dir_fd=fd, follow_symlinks=False)
                         except OSError:
                             continue
-        except OSError:
-            continue
+                        if not stat.S_ISREG(st.st_mode):
+                            continue
+                        kept.append(name)
+                        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+                        digest = prev_files.get(name)
+                        if (
+                            digest is not None
+                            and prev_stats.get(name) == key
+                            and key[1] < safe_before
+                        ):
+                            files_out[name] = digest
+                            stats_out[name] = key
+                        else:
+                            stats_out[name] = key
+                            self.to_hash.append(name)
+                    listing_out[relative] = (kept, list(subdirs))
+                    stack.extend(subdirs)
+                    continue
+                found: list[str] = []
+                subdirs = []
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        if entry.is_symlink():
+                            continue
+                        name = f"{relative}/{entry.name}" if relative else entry.name
+                        if entry.is_dir(follow_symlinks=False):
+                            if entry.name not in SKIPPED_DIRS:
+                                subdirs.append(name)
+                        elif entry.is_file(follow_symlinks=False) and self.patterns.matches(name):
+                            try:
+                                self.add(name, entry.stat(follow_symlinks=False))
+                            except OSError:
+                                continue
+                            found.append(name)
+                listing_out[relative] = (found, subdirs)
+                stack.extend(subdirs)
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
 
+    def add_exact(self, relative: str) -> None:
+        """Take a single named file (an exact pattern or a file the assistant touched)."""
+        if relative in self.manifest.stats or not is_safe_relative_path(self.root, relative):
+            return
+        try:
+            st = os.lstat(self.root / relative)
+        except (OSError, ValueError):
+            return
+        if stat.S_ISREG(st.st_mode):
+            self.add(relative, st)
 
-def _lstat_regular(root: Path, relative: str) -> os.stat_result | None:
-    try:
-        st = os.lstat(root / relative)
-    except (OSError, ValueError):
-        return None
-    return st if stat.S_ISREG(st.st_mode) else None
-
-
-def list_tracked_files(
-    root: Path, patterns: TrackedPatterns, extra: Iterable[str] = ()
-) -> dict[str, os.stat_result]:
-    """Return every regular, non-symlink tracked file with its lstat."""
-    found: dict[str, os.stat_result] = {}
-    for walk_root in patterns.walk_roots():
-        if "\x00" in walk_root:
-            parent, name = walk_root.split("\x00")
-            relative = f"{parent}/{name}" if parent else name
-            if is_safe_relative_path(root, relative):
-                st = _lstat_regular(root, relative)
-                if st is not None:
-                    found[relative] = st
-                elif (root / relative).is_dir() and not (root / relative).is_symlink():
-                    for sub, sub_st in _walk(root, relative):
-                        found[sub] = sub_st
-            continue
-        if walk_root and not is_safe_relative_path(root, walk_root):
-            continue
-        for relative, st in _walk(root, walk_root):
-            if patterns.matches(relative):
-                found[relative] = st
-    for relative in extra:
-        if relative not in found and is_safe_relative_path(root, relative):
-            st = _lstat_regular(root, relative)
-            if st is not None:
-                found[relative] = st
-    return found
+    def finish(self) -> Manifest:
+        """Hash what the stat cache could not vouch for; return the manifest."""
+        manifest = self.manifest
+        for relative in self.to_hash:
+            digest = sha256_file(self.root / relative)
+            manifest.hashed += 1
+            if digest is None:
+                manifest.stats.pop(relative, None)
+            else:
+                manifest.files[relative] = digest
+        return manifest
 
 
 def build_file_manifest(
@@ -224,28 +315,26 @@ def build_file_manifest(
     extra: Iterable[str] = (),
     previous: Manifest | None = None,
 ) -> Manifest:
-    """Hash the tracked files, reusing `previous` hashes where the stat proves no change."""
+    """Hash the tracked files (no symlinks), reusing `previous` hashes the stat cache proves."""
     patterns = patterns or TrackedPatterns()
-    recorded_ns = time.time_ns()
-    files = list_tracked_files(root, patterns, extra)
-    manifest = Manifest(recorded_ns=recorded_ns)
-    prev_files = previous.files if previous else {}
-    prev_stats = previous.stats if previous else {}
-    # A file modified in the same second its stat was recorded may change again without
-    # its mtime moving (coarse timestamps): such "racy" entries are always re-hashed.
-    safe_before = (previous.recorded_ns // _NANOS) * _NANOS if previous else 0
-    for relative, st in files.items():
-        current = FileStat(size=st.st_size, mtime_ns=st.st_mtime_ns, ino=st.st_ino)
-        cached = prev_stats.get(relative)
-        digest = prev_files.get(relative)
-        if digest is None or cached != current or st.st_mtime_ns >= safe_before:
-            digest = sha256_file(root / relative)
-            manifest.hashed += 1
-            if digest is None:
-                continue
-        manifest.files[relative] = digest
-        manifest.stats[relative] = current
-    return manifest
+    scanner = _Scanner(root, patterns, previous)
+    for walk_root in patterns.walk_roots():
+        if "\x00" in walk_root:
+            parent, name = walk_root.split("\x00")
+            relative = f"{parent}/{name}" if parent else name
+            target = root / relative
+            if target.is_dir() and not target.is_symlink():
+                if is_safe_relative_path(root, relative):
+                    scanner.patterns = TrackedPatterns((*patterns.patterns, f"{relative}/**"))
+                    scanner.walk(relative)
+                    scanner.patterns = patterns
+            else:
+                scanner.add_exact(relative)
+        elif not walk_root or is_safe_relative_path(root, walk_root):
+            scanner.walk(walk_root)
+    for relative in extra:
+        scanner.add_exact(relative)
+    return scanner.finish()
 
 
 def compare_manifests(
@@ -276,10 +365,11 @@ def detect_file_drift(
 ) -> tuple[DriftReport, Manifest]:
     """Compare tracked files on disk with `manifest`; unsafe stored paths are skipped."""
     patterns = patterns or TrackedPatterns()
-    # The lexical check is cheap; paths not met by the walk get the full resolve() check in
-    # list_tracked_files, and a path that fails it there is simply reported deleted.
-    safe = {k: v for k, v in manifest.items() if is_lexically_safe(k)}
-    current = build_file_manifest(root, patterns, extra=safe.keys(), previous=previous)
+    current = build_file_manifest(root, patterns, extra=manifest.keys(), previous=previous)
+    # Paths met by the walk are safe by construction; the rest were checked with resolve()
+    # in list_tracked_files. Only those that failed the lexical check are reported unsafe.
+    unsafe = [k for k in manifest if k not in current.files and not is_lexically_safe(k)]
+    safe = {k: v for k, v in manifest.items() if k not in unsafe} if unsafe else manifest
     report = compare_manifests(safe, current, patterns)
-    report.unsafe = sorted(str(k) for k in manifest if k not in safe)
+    report.unsafe = sorted(str(k) for k in unsafe)
     return report, current

@@ -49,7 +49,14 @@ async def make_editor(
         options = kwargs.pop("options", None)
         if options is None:
             options = {"instanceId": "test-window"}
-        options.setdefault("model", {"name": "test-model", "baseUrl": fake.base_url, "apiKey": "sk-test-KEY-0123456789abcdef"})
+        options.setdefault(
+            "model",
+            {
+                "name": "test-model",
+                "baseUrl": fake.base_url,
+                "apiKey": "sk-test-KEY-0123456789abcdef",
+            },
+        )
         if options["model"] is None:
             del options["model"]
         kwargs.setdefault("client", client_name)

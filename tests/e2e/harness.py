@@ -31,23 +31,25 @@ def _plain_json_converter() -> Any:
     converter = default_converter()
     converter.register_structure_hook(
         JsonRPCResponseMessage,
-        lambda obj, cls: cls(id=obj.get("id"), jsonrpc=obj.get("jsonrpc"), result=obj.get("result")),
+        lambda obj, cls: cls(
+            id=obj.get("id"), jsonrpc=obj.get("jsonrpc"), result=obj.get("result")
+        ),
     )
     converter.register_structure_hook(
         JsonRPCNotification,
-        lambda obj, cls: cls(method=obj.get("method"), jsonrpc=obj.get("jsonrpc"), params=obj.get("params")),
+        lambda obj, cls: cls(
+            method=obj.get("method"), jsonrpc=obj.get("jsonrpc"), params=obj.get("params")
+        ),
     )
     return converter
 
 
 def server_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for the server: our store, no real model credentials."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("OPENAI_", "AGENT_ASSIST_"))
-    }
-    env.update({"AGENT_ASSIST_HOME": str(home), "PYDANTIC_AI_NO_BANNER": "1", "PYTHONUNBUFFERED": "1"})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_ASSIST_"))}
+    env.update(
+        {"AGENT_ASSIST_HOME": str(home), "PYDANTIC_AI_NO_BANNER": "1", "PYTHONUNBUFFERED": "1"}
+    )
     env.update(extra or {})
     return env
 
@@ -89,6 +91,7 @@ class Editor:
     def _register_handlers(self) -> None:
         client = self.client
         for method in NOTIFICATIONS:
+
             def record(ls: Any, params: Any, method: str = method) -> None:
                 self.notifications[method].append(params)
 
@@ -97,7 +100,11 @@ class Editor:
         @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
         def ask(ls: Any, params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
             self.questions.append(params)
-            answer = self.resume_answer if "Resume previous session?" in params.message else self.reset_answer
+            answer = (
+                self.resume_answer
+                if "Resume previous session?" in params.message
+                else self.reset_answer
+            )
             return None if answer is None else types.MessageActionItem(title=answer)
 
         @client.feature(types.CLIENT_REGISTER_CAPABILITY)
@@ -105,10 +112,14 @@ class Editor:
             self.registrations.append(params)
 
         @client.feature(types.WORKSPACE_APPLY_EDIT)
-        def apply(ls: Any, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        def apply(
+            ls: Any, params: types.ApplyWorkspaceEditParams
+        ) -> types.ApplyWorkspaceEditResult:
             self.edits.append(params)
             if not self.apply_edits:
-                return types.ApplyWorkspaceEditResult(applied=False, failure_reason="refused by test")
+                return types.ApplyWorkspaceEditResult(
+                    applied=False, failure_reason="refused by test"
+                )
             edit = params.edit
             for change in edit.document_changes or []:
                 if isinstance(change, types.CreateFile):
@@ -131,8 +142,12 @@ class Editor:
     async def start(self) -> types.InitializeResult:
         """Spawn the server and initialize it like an editor would."""
         await self.client.start_io(
-            sys.executable, "-m", "lsp_server.cli", "serve",
-            env=server_env(self.home, self.env), cwd=str(REPO),
+            sys.executable,
+            "-m",
+            "lsp_server.cli",
+            "serve",
+            env=server_env(self.home, self.env),
+            cwd=str(REPO),
         )
         capabilities = client_capabilities(CLIENTS[self.client_name])
         uri = from_fs_path(str(self.workspace))
@@ -153,6 +168,7 @@ class Editor:
 
     async def wait_for(self, method: str, count: int = 1, timeout: float = 20) -> dict[str, Any]:
         """Wait until `count` notifications of `method` have arrived; return the last."""
+
         async def poll() -> dict[str, Any]:
             while len(self.notifications[method]) < count:
                 await asyncio.sleep(0.02)
@@ -167,7 +183,9 @@ class Editor:
     def start_request(self, method: str, params: dict[str, Any]) -> tuple[str, asyncio.Future[Any]]:
         """Send a request without waiting; return its id (for `cancel`) and its future."""
         msg_id = str(uuid.uuid4())
-        future = asyncio.ensure_future(self.client.protocol.send_request_async(method, params, msg_id))
+        future = asyncio.ensure_future(
+            self.client.protocol.send_request_async(method, params, msg_id)
+        )
         return msg_id, future
 
     def cancel(self, msg_id: str) -> None:

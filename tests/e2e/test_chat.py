@@ -15,7 +15,9 @@ from session.manager import SessionManager
 from .harness import Editor
 
 
-async def test_fresh_chat_streams_and_records(make_editor, fake: FakeOpenAI, workspace: Path, home: Path) -> None:
+async def test_fresh_chat_streams_and_records(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
     fake.add({"text": "Hello from the model, streamed in pieces.", "chunk": 6})
     editor: Editor = make_editor()
     result = await editor.start()
@@ -35,7 +37,9 @@ async def test_fresh_chat_streams_and_records(make_editor, fake: FakeOpenAI, wor
     assert events[-1].type == "turn/end"
 
 
-async def test_tool_calls_are_streamed_recorded_and_rebuildable(make_editor, fake: FakeOpenAI, workspace: Path, home: Path) -> None:
+async def test_tool_calls_are_streamed_recorded_and_rebuildable(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
     fake.add(
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "agent_spec.md"}}]},
         {"text": "It describes a support agent."},
@@ -52,7 +56,9 @@ async def test_tool_calls_are_streamed_recorded_and_rebuildable(make_editor, fak
     assert_requests_rebuildable(fake, workspace, home, reply["sessionId"])
 
 
-def assert_requests_rebuildable(fake: FakeOpenAI, workspace: Path, home: Path, session_id: str) -> None:
+def assert_requests_rebuildable(
+    fake: FakeOpenAI, workspace: Path, home: Path, session_id: str
+) -> None:
     """Every request the model received can be rebuilt from the log alone."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
@@ -90,7 +96,10 @@ def strip(messages: list[dict]) -> list[dict]:
     for m in messages:
         item = {"role": m["role"], "content": m.get("content")}
         if m.get("tool_calls"):
-            item["tool_calls"] = [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"])) for c in m["tool_calls"]]
+            item["tool_calls"] = [
+                (c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+                for c in m["tool_calls"]
+            ]
         if m.get("tool_call_id"):
             item["tool_call_id"] = m["tool_call_id"]
         out.append(item)
@@ -113,21 +122,33 @@ def openai_messages(system: str, messages: list[dict]) -> list[dict]:
                     out.append({"role": "user", "content": content})
                 elif kind == "tool-return":
                     content = part["content"]
-                    out.append({"role": "tool", "tool_call_id": part["tool_call_id"], "content": content if isinstance(content, str) else json.dumps(content)})
+                    out.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": part["tool_call_id"],
+                            "content": content if isinstance(content, str) else json.dumps(content),
+                        }
+                    )
         else:
             texts = [p["content"] for p in message["parts"] if p["part_kind"] == "text"]
             calls = [p for p in message["parts"] if p["part_kind"] == "tool-call"]
             item: dict = {"role": "assistant", "content": "\n\n".join(texts) if texts else None}
             if calls:
                 item["tool_calls"] = [
-                    (c["tool_call_id"], c["tool_name"], c["args"] if isinstance(c["args"], dict) else json.loads(c["args"] or "{}"))
+                    (
+                        c["tool_call_id"],
+                        c["tool_name"],
+                        c["args"] if isinstance(c["args"], dict) else json.loads(c["args"] or "{}"),
+                    )
                     for c in calls
                 ]
             out.append(item)
     return out
 
 
-async def test_model_error_is_recorded_and_readable(make_editor, fake: FakeOpenAI, workspace: Path, home: Path) -> None:
+async def test_model_error_is_recorded_and_readable(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
     fake.add({"error": 500, "message": "upstream exploded"})
     editor: Editor = make_editor()
     await editor.start()
@@ -155,8 +176,12 @@ async def test_no_model_configured_says_how_to_configure(make_editor) -> None:
     assert "AGENT_ASSIST_LLM_MODEL_NAME" in info.value.message
 
 
-async def test_cancel_aborts_the_turn_and_keeps_the_session(make_editor, fake: FakeOpenAI, workspace: Path, home: Path) -> None:
-    fake.add({"text": "this reply is very slow and will be cancelled " * 5, "chunk": 4, "delay": 0.05})
+async def test_cancel_aborts_the_turn_and_keeps_the_session(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.add(
+        {"text": "this reply is very slow and will be cancelled " * 5, "chunk": 4, "delay": 0.05}
+    )
     editor: Editor = make_editor()
     await editor.start()
     await editor.ready()
@@ -201,7 +226,14 @@ async def test_execute_command_reaches_every_request(make_editor, fake: FakeOpen
     editor: Editor = make_editor()
     result = await editor.start()
     commands = set(result.capabilities.execute_command_provider.commands)
-    assert {"agentAssist.chat", "agentAssist.save", "agentAssist.reset", "agentAssist.resume", "agentAssist.status", "agentAssist.history"} <= commands
+    assert {
+        "agentAssist.chat",
+        "agentAssist.save",
+        "agentAssist.reset",
+        "agentAssist.resume",
+        "agentAssist.status",
+        "agentAssist.history",
+    } <= commands
     await editor.ready()
     reply = await editor.command("agentAssist.chat", {"text": "hello"})
     assert reply["text"] == "via command"
