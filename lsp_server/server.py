@@ -6,6 +6,7 @@ import asyncio
 import functools
 import logging
 import os
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -78,6 +79,7 @@ class AgentAssistServer(LanguageServer):
         self.tasks: set[asyncio.Task[Any]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
+        self.stop_watching = threading.Event()
 
     # -- state ------------------------------------------------------------------------
 
@@ -198,6 +200,7 @@ class AgentAssistServer(LanguageServer):
         if self.lifecycle is None or self.closed:
             return
         self.closed = True
+        self.stop_watching.set()
         try:
             saved = self.lifecycle.close()
             logger.info("autosave on %s: %s", why, "written" if saved else "skipped")

@@ -9,6 +9,8 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from session.workspace import SKIPPED_DIRS
+
 from .. import protocol as proto
 from ..server import AgentAssistServer
 from .lifecycle import drift_params
@@ -21,7 +23,8 @@ async def register_watchers(ls: AgentAssistServer) -> None:
     caps = ls.client_capabilities.workspace
     watched = caps.did_change_watched_files if caps else None
     if not (watched and watched.dynamic_registration):
-        logger.info("client cannot register file watchers; live drift is off")
+        logger.info("client cannot watch files; watching the workspace from the server")
+        ls.spawn(watch_locally(ls), "watch-workspace")
         return
     options = types.DidChangeWatchedFilesRegistrationOptions(
         watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
@@ -40,6 +43,39 @@ async def register_watchers(ls: AgentAssistServer) -> None:
         )
     except Exception as exc:
         logger.warning("file watcher registration failed: %s", exc)
+
+
+async def watch_locally(ls: AgentAssistServer) -> None:
+    """Watch the workspace with watchfiles (inotify & co.) for clients that cannot."""
+    from watchfiles import DefaultFilter, awatch
+
+    class Filter(DefaultFilter):
+        ignore_dirs = (*DefaultFilter.ignore_dirs, *SKIPPED_DIRS)
+
+    try:
+        async for changes in awatch(
+            ls.root, watch_filter=Filter(), stop_event=ls.stop_watching, debounce=300
+        ):
+            paths = []
+            for _change, path in changes:
+                try:
+                    full = Path(path).parent.resolve() / Path(path).name
+                    paths.append(full.relative_to(ls.root).as_posix())
+                except (ValueError, OSError):
+                    continue
+            report_drift(ls, paths)
+    except Exception as exc:  # e.g. too many watches: live drift degrades, chat goes on
+        logger.warning("cannot watch %s (%s); live drift is off", ls.root, exc)
+
+
+def report_drift(ls: AgentAssistServer, paths: list[str]) -> None:
+    """Check changed paths against the manifest; tell the client about real drift."""
+    if ls.lifecycle is None or ls.closed or not paths:
+        return
+    report = ls.session.check_live_drift(paths)
+    if report is not None:
+        ls.drift_count += len(report.modified) + len(report.deleted) + len(report.created)
+        ls.notify(proto.DRIFT, drift_params(ls.session.session_id, "watcher", report))
 
 
 def relative_paths(root: Path, uris: list[str]) -> list[str]:
@@ -65,8 +101,4 @@ def setup(server: AgentAssistServer) -> None:
         if ls.lifecycle is None:
             return
         await ls.ready.wait()
-        paths = relative_paths(ls.root, [change.uri for change in params.changes])
-        report = ls.session.check_live_drift(paths)
-        if report is not None:
-            ls.drift_count += len(report.modified) + len(report.deleted) + len(report.created)
-            ls.notify(proto.DRIFT, drift_params(ls.session.session_id, "watcher", report))
+        report_drift(ls, relative_paths(ls.root, [change.uri for change in params.changes]))
