@@ -253,3 +253,92 @@ async def test_api_key_never_reaches_disk(make_editor, fake: FakeOpenAI, home: P
     for path in home.rglob("*"):
         if path.is_file():
             assert b"sk-test-KEY-0123456789abcdef" not in path.read_bytes(), path
+
+
+async def test_chats_wait_their_turn_in_order(make_editor, fake: FakeOpenAI) -> None:
+    fake.add({"text": "first reply, slowly " * 4, "chunk": 4, "delay": 0.03}, "second reply")
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    _, first = editor.start_request("agentAssist/chat", {"text": "one"})
+    await editor.wait_for("agentAssist/chatDelta")
+    _, second = editor.start_request("agentAssist/chat", {"text": "two"})
+    for _ in range(100):
+        status = await editor.request("agentAssist/status")
+        if status["waiting"] == 1:
+            break
+        await asyncio.sleep(0.02)
+    assert status["state"] == "running" and status["waiting"] == 1
+    one, two = await first, await second
+    assert (one["turn"], two["turn"]) == (1, 2)
+    assert two["text"] == "second reply"
+    assert (await editor.request("agentAssist/status"))["state"] == "idle"
+
+
+async def test_empty_and_cut_responses_are_recorded(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.add({"empty": True}, "after empty")
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    reply = await editor.request("agentAssist/chat", {"text": "say nothing"})
+    assert reply["text"] == "after empty"
+    fake.add({"length": "cut off mid"})
+    cut = await editor.request("agentAssist/chat", {"text": "long answer please"})
+    assert cut["text"] == "cut off mid"
+    await editor.stop()
+    events = SessionManager(workspace, home=home).read_events(reply["sessionId"]).events
+    messages = [e.data.message for e in events if e.type == "assistant/message"]
+    assert any(not [p for p in m["parts"] if p.get("content")] for m in messages)  # the empty one
+    assert any(m.get("finish_reason") == "length" for m in messages)
+
+
+async def test_files_the_agent_reads_join_the_manifest(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    (workspace / "src").mkdir()
+    (workspace / "src" / "main.py").write_text("print('hi')\n")
+    fake.add(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "src/main.py"}}]}, "read it"
+    )
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    await editor.request("agentAssist/chat", {"text": "read main"})
+    saved = await editor.request("agentAssist/save")
+    manifest = json.loads(Path(saved["path"]).read_text())["file_manifest"]
+    assert set(manifest) == {"agent_spec.md", "templates/reply.txt", "src/main.py"}
+
+
+async def test_write_file_goes_through_the_editor(
+    make_editor, fake: FakeOpenAI, workspace: Path
+) -> None:
+    fake.add(
+        {
+            "tool_calls": [
+                {
+                    "name": "write_file",
+                    "arguments": {"path": "notes/plan.md", "content": "# Plan\n"},
+                }
+            ]
+        },
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "../escape.txt", "content": "x"}}
+            ]
+        },
+        "done",
+    )
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    await editor.request("agentAssist/chat", {"text": "write a plan"})
+    assert (workspace / "notes" / "plan.md").read_text() == "# Plan\n"
+    assert not (workspace.parent / "escape.txt").exists()
+    if editor.client_name == "vscode":  # can create files through workspace/applyEdit
+        assert len(editor.edits) == 1 and "notes/plan.md" in editor.edits[0].label
+    else:  # no documentChanges declared: the server writes the new file itself
+        assert editor.edits == []
+    statuses = [n["status"] for n in editor.notifications["agentAssist/toolCall"]]
+    assert statuses == ["started", "done", "started", "failed"]
