@@ -42,7 +42,7 @@ class RequestFailedError(JsonRpcException):
 
 def _keep_params_as_dicts() -> cattrs.Converter:
     """Build a converter that keeps custom params as plain JSON (pydantic validates them)."""
-    converter = default_converter()
+    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
 
     def request(obj: dict[str, Any], cls: type) -> Any:
         return cls(
