@@ -311,6 +311,8 @@ def reconstruct_history(
         cut = start
     if cut == len(messages):
         cut = starts[-1] if starts else 0
+    elif starts and cut == starts[0]:
+        cut = 0  # every turn fits: keep what precedes the first one too, as it is
     kept = [dict(m) for m in messages[cut:]]
     system_parts = [*carried] + [
         p

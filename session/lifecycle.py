@@ -10,6 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .checkpoints import CheckpointRecord, CheckpointStore, RestorePlan, write_workspace_file
+from .compaction import CompactionPlan, CompactionSummary, history_tokens, plan_compaction
 from .context import build_resume_context, format_utc
 from .derive import Message
 from .manager import (
@@ -20,7 +22,7 @@ from .manager import (
     SessionManager,
     SessionNotFoundError,
 )
-from .models import EndReason, Event, Persistence, utcnow
+from .models import EndReason, Event, Persistence
 from .redaction import Redactor
 from .storage import StorageError
 from .workspace import (
@@ -113,6 +115,8 @@ class SessionLifecycle:
         self.pending_drift: list[DriftReport] = []
         self._pointer_current = False
         self._headers_sent: set[str] = set()
+        self._turn_wrote = False
+        self.checkpoints = CheckpointStore(manager)
 
     # -- state -------------------------------------------------------------------
 
@@ -248,6 +252,9 @@ class SessionLifecycle:
         if not self._pointer_current:
             self.manager.write_pointer(self.instance_id, self.session_id)
             self._pointer_current = True
+        if self._turn_wrote:  # the assistant changed files: make this state restorable
+            self._turn_wrote = False
+            self._checkpoint(auto=True, title=f"After turn {self.current.state.turns}")
 
     def record_decision(self, text: str) -> Event:
         """Record a key decision (it joins the snapshot's `decisions`)."""
@@ -292,6 +299,7 @@ class SessionLifecycle:
         if not is_safe_relative_path(self.workspace_root, relative):
             return
         self.assistant_paths.add(relative)
+        self._turn_wrote = True
         manifest = self._manifest if self._manifest is not None else Manifest()
         manifest.files[relative] = hashlib.sha256(content).hexdigest()
         manifest.stats.pop(relative, None)  # no stat shortcut: the next check hashes it
@@ -369,17 +377,98 @@ class SessionLifecycle:
     def explicit_save(self) -> SaveResult:
         """`/save`: refresh spec path and manifest, record a checkpoint, write, move pointer."""
         session = self.current
-        self._ensure_started()
-        self._refresh_workspace_state()
-        number = session.state.checkpoint_count + 1
-        session.append(
-            "session/save", {"checkpoint": number, "manifest": session.state.file_manifest}
-        )
+        record = self._checkpoint(auto=False, title=self._checkpoint_title())
         path = self.manager.save(session)
         self.manager.write_pointer(self.instance_id, session.session_id)
         self._pointer_current = True
         self.session_deleted = False
-        return SaveResult(session.session_id, number, utcnow(), path)
+        return SaveResult(session.session_id, record.number, record.created_at, path)
+
+    def _checkpoint_title(self) -> str:
+        title = self.current.state.title
+        turns = self.current.state.turns
+        if not turns:
+            return "Session start"
+        return f"Turn {turns}: {title}" if title else f"Turn {turns}"
+
+    def _checkpoint(self, *, auto: bool, title: str) -> CheckpointRecord:
+        """Record a numbered checkpoint: a `session/save` event plus copies of tracked files."""
+        session = self.current
+        self._ensure_started()
+        self._refresh_workspace_state()
+        number = session.state.checkpoint_count + 1
+        files = dict(session.state.file_manifest)
+        event = session.append(
+            "session/save", {"checkpoint": number, "manifest": files, "auto": auto}
+        )
+        if session.state.persistence == "metadata":
+            files = {}  # no copies of anything in metadata mode: hashes only
+        return self.checkpoints.create(
+            session.session_id,
+            number,
+            seq=event.seq,
+            turn=session.state.turns,
+            title=title,
+            files=files,
+            auto=auto,
+        )
+
+    def plan_compaction(self, keep_tokens: int) -> CompactionPlan | None:
+        """Choose the turns a compaction would summarise (None: nothing to compact)."""
+        return plan_compaction(self.current.history, keep_tokens)
+
+    def compact(
+        self, plan: CompactionPlan, summary: CompactionSummary, *, fallback: bool
+    ) -> tuple[int, int]:
+        """Record `session/compact`; return (messages, tokens) of the history afterwards."""
+        decisions = list(dict.fromkeys([*self.current.state.decisions, *summary.decisions]))
+        self.current.append(
+            "session/compact",
+            {
+                "summary": summary.summary,
+                "decisions": decisions,
+                "covers_seq": plan.covers_seq,
+                "fallback": fallback,
+            },
+        )
+        after = self.current.history.messages()
+        return len(after), history_tokens(after)
+
+    def list_checkpoints(self) -> list[CheckpointRecord]:
+        """Return this session's checkpoints, oldest first."""
+        return self.checkpoints.records(self.session_id, self.warnings)
+
+    def plan_restore(self, number: int) -> RestorePlan:
+        """Work out what restoring checkpoint `number` writes; raises if there is none."""
+        record = self.checkpoints.load(self.session_id, number)
+        if record is None:
+            known = [r.number for r in self.list_checkpoints()]
+            raise SessionError(
+                f"no checkpoint {number} in session {self.session_id}"
+                + (f" (it has {', '.join(map(str, known))})" if known else " (it has none)")
+            )
+        self._refresh_workspace_state()
+        return self.checkpoints.plan_restore(record, dict(self.current.state.file_manifest))
+
+    def restore(self, plan: RestorePlan, applied: set[str] | None = None) -> list[str]:
+        """Restore a planned checkpoint: save the present, write files, rewind the talk.
+
+        `applied` are files the editor already wrote (through `workspace/applyEdit`); the
+        rest are written here. Returns the restored paths.
+        """
+        session = self.current
+        self._checkpoint(auto=True, title=f"Before restoring checkpoint {plan.record.number}")
+        restored = []
+        for relative, data in plan.writes:
+            if applied is None or relative not in applied:
+                write_workspace_file(self.workspace_root, relative, data)
+            self.note_assistant_write(relative, data)
+            restored.append(relative)
+        self._turn_wrote = False
+        session.append(
+            "session/rewind", {"to_seq": plan.record.seq, "checkpoint": plan.record.number}
+        )
+        return restored
 
     def snapshot_and_save(self) -> bool:
         """Autosave on exit: skipped after a reset with nothing since; True if written."""

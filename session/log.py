@@ -307,6 +307,15 @@ class EventLog:
             self.sync()
         return event
 
+    def append_raw(self, payload: bytes, next_seq: int) -> None:
+        """Append already-serialized event lines (a fork's copied prefix) verbatim."""
+        self._open()
+        if self._torn_tail is not None or self._missing_newline:
+            self._repair_tail()
+        if payload:
+            self._write(payload)
+        self.next_seq = next_seq
+
     def sync(self) -> None:
         """Fsync the log if anything was written since the last fsync."""
         if self._fd is not None and self._dirty:

@@ -1,0 +1,208 @@
+"""Numbered checkpoints: a log position plus content-addressed copies of the tracked files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from .manager import SessionManager
+from .models import utcnow
+from .paths import is_valid_session_id
+from .storage import (
+    StorageError,
+    atomic_write_bytes,
+    atomic_write_json,
+    ensure_private_dir,
+    read_json_file,
+)
+from .workspace import is_safe_relative_path
+
+_SHA_HEX = frozenset("0123456789abcdef")
+
+
+class CheckpointRecord(BaseModel):
+    """`checkpoints/<session>/<n>.json`."""
+
+    number: int = Field(ge=1)
+    session_id: str
+    created_at: datetime = Field(default_factory=utcnow)
+    turn: int = 0
+    title: str = ""
+    seq: int = Field(ge=0)
+    files: dict[str, str] = Field(default_factory=dict)
+    auto: bool = False
+
+
+@dataclass
+class RestorePlan:
+    """What restoring a checkpoint will do to the workspace."""
+
+    record: CheckpointRecord
+    writes: list[tuple[str, bytes]] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    created_after: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+class CheckpointStore:
+    """Reads and writes checkpoint records and the blobs they point to."""
+
+    def __init__(self, manager: SessionManager) -> None:
+        self.manager = manager
+        self.blobs = manager.blobs_dir
+
+    def _dir(self, session_id: str) -> Path:
+        if not is_valid_session_id(session_id):
+            raise StorageError(f"invalid session id {session_id!r}")
+        return self.manager.checkpoints_dir / session_id
+
+    def blob_path(self, digest: str) -> Path:
+        """Return `blobs/<aa>/<sha256>` for a hex digest (validated)."""
+        if len(digest) != 64 or not set(digest) <= _SHA_HEX:
+            raise StorageError(f"invalid blob digest {digest!r}")
+        return self.blobs / digest[:2] / digest
+
+    def store_blob(self, root: Path, relative: str, digest: str) -> bool:
+        """Copy a workspace file into the blob store (once per content); False if unreadable."""
+        target = self.blob_path(digest)
+        if target.exists():
+            return True
+        data = read_workspace_file(root, relative)
+        if data is None or hashlib.sha256(data).hexdigest() != digest:
+            return False
+        ensure_private_dir(self.blobs)
+        ensure_private_dir(target.parent)
+        atomic_write_bytes(target, data)
+        return True
+
+    def read_blob(self, digest: str) -> bytes | None:
+        """Return a blob's content if present and intact."""
+        try:
+            fd = os.open(self.blob_path(digest), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read()
+        return data if hashlib.sha256(data).hexdigest() == digest else None
+
+    def create(
+        self,
+        session_id: str,
+        number: int,
+        *,
+        seq: int,
+        turn: int,
+        title: str,
+        files: dict[str, str],
+        auto: bool = False,
+    ) -> CheckpointRecord:
+        """Write checkpoint `number`: blobs first, then the record (atomically)."""
+        root = self.manager.workspace_root
+        kept = {p: d for p, d in files.items() if self.store_blob(root, p, d)}
+        record = CheckpointRecord(
+            number=number,
+            session_id=session_id,
+            turn=turn,
+            title=title[:120],
+            seq=seq,
+            files=kept,
+            auto=auto,
+        )
+        directory = self._dir(session_id)
+        ensure_private_dir(self.manager.checkpoints_dir)
+        ensure_private_dir(directory)
+        atomic_write_json(directory / f"{number}.json", record.model_dump(mode="json"))
+        return record
+
+    def records(self, session_id: str, warnings: list[str] | None = None) -> list[CheckpointRecord]:
+        """Return the session's checkpoints, oldest first (damaged records are reported)."""
+        directory = self._dir(session_id)
+        if not directory.is_dir() or directory.is_symlink():
+            return []
+        records = []
+        for entry in os.scandir(directory):
+            stem = entry.name.removesuffix(".json")
+            if not entry.name.endswith(".json") or not stem.isdigit():
+                continue
+            record = self._read(directory / entry.name, warnings)
+            if record is not None and record.session_id == session_id:
+                records.append(record)
+        return sorted(records, key=lambda r: r.number)
+
+    def load(self, session_id: str, number: int) -> CheckpointRecord | None:
+        """Return checkpoint `number` of a session, or None."""
+        return self._read(self._dir(session_id) / f"{number}.json", None)
+
+    def _read(self, path: Path, warnings: list[str] | None) -> CheckpointRecord | None:
+        try:
+            return CheckpointRecord.model_validate(read_json_file(path, max_bytes=16 << 20))
+        except FileNotFoundError:
+            return None
+        except (ValueError, ValidationError) as exc:
+            if warnings is not None:
+                warnings.append(f"{path}: checkpoint ignored ({str(exc).splitlines()[0]})")
+            return None
+
+    def plan_restore(self, record: CheckpointRecord, current_files: dict[str, str]) -> RestorePlan:
+        """Work out which files to write back; unsafe paths and symlinks are skipped."""
+        root = self.manager.workspace_root
+        plan = RestorePlan(record)
+        for relative, digest in sorted(record.files.items()):
+            if not is_safe_relative_path(root, relative) or _is_symlink(root / relative):
+                plan.skipped.append(relative)
+                continue
+            if current_files.get(relative) == digest:
+                plan.unchanged.append(relative)
+                continue
+            data = self.read_blob(digest)
+            if data is None:
+                plan.skipped.append(relative)
+                continue
+            plan.writes.append((relative, data))
+        plan.created_after = sorted(p for p in current_files if p not in record.files)
+        return plan
+
+
+def _is_symlink(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def read_workspace_file(root: Path, relative: str) -> bytes | None:
+    """Read a regular workspace file without following symlinks."""
+    if not is_safe_relative_path(root, relative):
+        return None
+    try:
+        fd = os.open(root / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        return fh.read()
+
+
+def write_workspace_file(root: Path, relative: str, data: bytes) -> None:
+    """Write a workspace file in place: never through a symlink, never outside the root."""
+    if not is_safe_relative_path(root, relative):
+        raise StorageError(f"refusing to write {relative!r}: outside the workspace")
+    target = root / relative
+    parent = target.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    if not is_safe_relative_path(root, relative):  # a parent may have been a symlink
+        raise StorageError(f"refusing to write {relative!r}: outside the workspace")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(target, flags, 0o644)
+    except OSError as exc:
+        raise StorageError(f"cannot write {relative}: {exc.strerror}") from None
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)

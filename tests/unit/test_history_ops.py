@@ -1,0 +1,222 @@
+"""Fork, checkpoints with restore, and compaction, on real sessions."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+from session.compaction import FALLBACK_LABEL, extractive_summary, history_tokens
+from session.derive import COMPACTION_PREFIX, transcript
+from session.fork import ForkError, fork_session
+from session.log import scan_log
+from session.manager import SessionManager
+from session.storage import StorageError
+
+from .conftest import make_lifecycle, request, response, run_turn
+
+
+def tree_bytes(path: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()
+    }
+
+
+# -- fork ---------------------------------------------------------------------------
+
+
+def test_fork_copies_the_prefix_with_lineage_and_leaves_the_parent_untouched(
+    manager: SessionManager,
+) -> None:
+    lc = make_lifecycle(manager)
+    run_turn(lc, "one", "first")
+    boundary = lc.current.state.last_seq
+    run_turn(lc, "two", "second")
+    parent = lc.session_id
+    lc.close()
+    before = tree_bytes(manager.sessions_dir)
+    result = fork_session(manager, parent, boundary, instance_id="inst")
+    child = result.session
+    try:
+        assert child.session_id != parent and result.boundary == boundary
+        assert child.state.parent_session_id == parent and child.state.fork_boundary == boundary
+        assert child.state.turns == 1
+        assert child.history.messages() == [request("one"), response("first")]
+        events = scan_log(manager.log_path(child.session_id)).events
+        assert events[0].type == "session/start"
+        assert events[0].data.parent_session_id == parent  # type: ignore[union-attr]
+        assert [e.seq for e in events] == list(range(boundary + 1))
+        parent_lines = manager.log_path(parent).read_bytes().splitlines()
+        child_lines = manager.log_path(child.session_id).read_bytes().splitlines()
+        assert child_lines[1:] == parent_lines[1 : boundary + 1]  # byte for byte
+    finally:
+        child.close()
+    after = {k: v for k, v in tree_bytes(manager.sessions_dir).items() if k in before}
+    assert after == before  # the parent's files are untouched
+
+
+def test_fork_boundaries_are_checked(manager: SessionManager) -> None:
+    lc = make_lifecycle(manager)
+    run_turn(lc, "one", "first")
+    end_of_one = lc.current.state.last_seq
+    run_turn(lc, "two", "second")
+    sid = lc.session_id
+    lc.close()
+    with pytest.raises(ForkError, match="inside turn 2"):
+        fork_session(manager, sid, end_of_one + 2)
+    with pytest.raises(ForkError, match="out of range"):
+        fork_session(manager, sid, 10_000)
+    with pytest.raises(ForkError, match="out of range"):
+        fork_session(manager, sid, -1)
+    whole = fork_session(manager, sid)  # default: the last event
+    assert whole.session.state.turns == 2
+    whole.session.close()
+
+
+def test_child_continues_numbering(manager: SessionManager) -> None:
+    lc = make_lifecycle(manager)
+    run_turn(lc, "one", "first")
+    sid = lc.session_id
+    lc.close()
+    child = fork_session(manager, sid).session
+    child.close()
+    lc2 = make_lifecycle(manager)
+    lc2.resume(child.session_id)
+    assert run_turn(lc2, "two", "second").number == 2
+    lc2.close()
+
+
+# -- checkpoints -------------------------------------------------------------------------
+
+
+def test_save_makes_a_restorable_checkpoint(manager: SessionManager, workspace: Path) -> None:
+    lc = make_lifecycle(manager)
+    run_turn(lc, "one", "first")
+    saved = lc.explicit_save()
+    spec_v1 = (workspace / "agent_spec.md").read_bytes()
+    (workspace / "agent_spec.md").write_text("# rewritten\n")
+    (workspace / "templates" / "new.txt").write_text("created later")
+    run_turn(lc, "two", "second")
+    records = lc.list_checkpoints()
+    assert [r.number for r in records] == [1] and records[0].title == "Turn 1: one"
+    digest = hashlib.sha256(spec_v1).hexdigest()
+    blob = manager.blobs_dir / digest[:2] / digest
+    assert blob.read_bytes() == spec_v1 and (blob.stat().st_mode & 0o777) == 0o600
+
+    plan = lc.plan_restore(saved.checkpoint)
+    assert [w[0] for w in plan.writes] == ["agent_spec.md"]
+    assert plan.created_after == ["templates/new.txt"]
+    restored = lc.restore(plan)
+    assert restored == ["agent_spec.md"]
+    assert (workspace / "agent_spec.md").read_bytes() == spec_v1
+    assert (workspace / "templates" / "new.txt").exists()  # reported, not deleted
+    assert lc.message_history() == [request("one"), response("first")]
+    events = scan_log(manager.log_path(lc.session_id)).events
+    assert events[-1].type == "session/rewind"
+    assert [i.text for i in transcript(events) if i.role == "user"] == ["one"]
+    assert any(e.type == "turn/start" and e.data.input == "two" for e in events)  # still in the log
+    # the restore itself is undoable: a checkpoint of the state before it was made
+    before_restore = lc.list_checkpoints()[-1]
+    assert before_restore.title == "Before restoring checkpoint 1" and before_restore.auto
+    lc.restore(lc.plan_restore(before_restore.number))
+    assert (workspace / "agent_spec.md").read_text() == "# rewritten\n"
+    assert [m["parts"][0]["content"] for m in lc.message_history() if m["kind"] == "request"] == [
+        "one",
+        "two",
+    ]
+    lc.close()
+
+
+def test_completed_turn_that_wrote_files_is_a_checkpoint(
+    manager: SessionManager, workspace: Path
+) -> None:
+    lc = make_lifecycle(manager)
+    turn = lc.begin_turn("write it")
+    (workspace / "templates" / "prompt.txt").write_text("assistant version")
+    lc.note_assistant_write("templates/prompt.txt", b"assistant version")
+    turn.end("completed")
+    records = lc.list_checkpoints()
+    assert len(records) == 1 and records[0].auto and records[0].title == "After turn 1"
+    lc.close()
+
+
+def test_restore_never_follows_symlinks_or_leaves_the_workspace(
+    manager: SessionManager, workspace: Path, tmp_path: Path
+) -> None:
+    lc = make_lifecycle(manager)
+    lc.explicit_save()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("do not touch")
+    (workspace / "agent_spec.md").unlink()
+    (workspace / "agent_spec.md").symlink_to(victim)
+    plan = lc.plan_restore(1)
+    assert "agent_spec.md" in plan.skipped and plan.writes == []
+    lc.restore(plan)
+    assert victim.read_text() == "do not touch"
+    from session.checkpoints import write_workspace_file
+
+    with pytest.raises(StorageError):
+        write_workspace_file(workspace, "../escape.txt", b"x")
+    assert not (workspace.parent / "escape.txt").exists()
+    lc.close()
+
+
+def test_unknown_checkpoint_is_a_clear_error(manager: SessionManager) -> None:
+    from session.manager import SessionError
+
+    lc = make_lifecycle(manager)
+    lc.explicit_save()
+    with pytest.raises(SessionError, match=r"no checkpoint 7 .*\(it has 1\)"):
+        lc.plan_restore(7)
+    lc.close()
+
+
+def test_tampered_blob_is_not_restored(manager: SessionManager, workspace: Path) -> None:
+    lc = make_lifecycle(manager)
+    lc.explicit_save()
+    digest = lc.list_checkpoints()[0].files["agent_spec.md"]
+    blob = manager.blobs_dir / digest[:2] / digest
+    os.chmod(blob, 0o600)
+    blob.write_bytes(b"evil")
+    (workspace / "agent_spec.md").write_text("changed")
+    plan = lc.plan_restore(1)
+    assert "agent_spec.md" in plan.skipped
+    lc.close()
+
+
+# -- compaction ---------------------------------------------------------------------------
+
+
+def test_compaction_keeps_the_tail_and_pairs_and_lowers_tokens(manager: SessionManager) -> None:
+    lc = make_lifecycle(manager)
+    for i in range(8):
+        run_turn(lc, f"question {i} " + "x" * 400, f"answer {i} " + "y" * 400)
+    before = lc.message_history()
+    plan = lc.plan_compaction(keep_tokens=300)
+    assert plan is not None
+    summary = extractive_summary(plan.old, lc.current.state.decisions)
+    assert summary.summary.startswith(FALLBACK_LABEL)
+    messages, tokens = lc.compact(plan, summary, fallback=True)
+    after = lc.message_history()
+    assert tokens < history_tokens(before) and messages < len(before)
+    assert after[0]["parts"][0]["content"].startswith(COMPACTION_PREFIX + FALLBACK_LABEL)
+    assert after[-2:] == before[-2:]  # the newest turn verbatim
+    ModelMessagesTypeAdapter.validate_python(after)
+    assert lc.current.state.compacted_history_summary == summary.summary
+    sid = lc.session_id
+    lc.close()
+    lc2 = make_lifecycle(manager)
+    lc2.resume(sid)
+    assert "## Previous Session Summary" in lc2.resume_context
+    assert lc2.message_history() == after
+    lc2.close()
+
+
+def test_nothing_to_compact_in_a_short_session(manager: SessionManager) -> None:
+    lc = make_lifecycle(manager)
+    run_turn(lc, "only", "one")
+    assert lc.plan_compaction(keep_tokens=10) is None
+    lc.close()
