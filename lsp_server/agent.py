@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from session.compaction import CompactionSummary
 from session.lifecycle import SessionLifecycle, TurnRecorder
 from session.workspace import SKIPPED_DIRS, is_safe_relative_path
 
@@ -166,6 +167,14 @@ class ChatRunner:
         from .pydantic_agent import build_agent
 
         return build_agent(self.model)
+
+    async def summarize(self, transcript: str) -> CompactionSummary:
+        """Summarise old turns with the configured model (structured output)."""
+        from .pydantic_agent import build_summarizer
+
+        summarizer = build_summarizer(self.model)
+        result = await summarizer.run(f"Conversation to summarise:\n\n{transcript}")
+        return result.output
 
     @property
     def agent(self) -> Agent[ToolDeps, str]:

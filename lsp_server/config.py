@@ -43,6 +43,23 @@ class ServerConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     persistence: Persistence = "full"
     tracked_files: tuple[str, ...] = DEFAULT_TRACKED
+    context_window: int = 128_000
+    compact_at: float = 0.6
+
+    @property
+    def compact_threshold(self) -> int:
+        """Return the history size (tokens) that triggers automatic compaction."""
+        return int(self.context_window * self.compact_at)
+
+    @property
+    def keep_tokens(self) -> int:
+        """Return the size of the recent tail a compaction keeps verbatim."""
+        return max(1, self.compact_threshold // 4)
+
+    @property
+    def history_budget(self) -> int:
+        """Return the most history ever sent: a guard below the context window."""
+        return int(self.context_window * 0.85)
 
 
 def _first(*values: object) -> str | None:
@@ -95,6 +112,20 @@ def parse_initialization_options(
     elif value is not None:
         warnings.append("trackedFiles must be a list of glob strings; using the default")
 
+    context_window = 128_000
+    value = options.get("contextWindow")
+    if isinstance(value, int) and not isinstance(value, bool) and 1_000 <= value <= 10_000_000:
+        context_window = value
+    elif value is not None:
+        warnings.append(f"contextWindow {value!r} is invalid (1000..10000000 tokens); using 128000")
+
+    compact_at = 0.6
+    value = options.get("compactAt")
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0.1 <= value <= 0.95:
+        compact_at = float(value)
+    elif value is not None:
+        warnings.append(f"compactAt {value!r} is invalid (0.1..0.95); using 0.6")
+
     model_opts = options.get("model")
     if model_opts is not None and not isinstance(model_opts, Mapping):
         warnings.append("model must be an object {name, baseUrl, apiKey}; using the environment")
@@ -117,5 +148,7 @@ def parse_initialization_options(
             env.get("OPENAI_API_KEY"),
         ),
     )
-    config = ServerConfig(instance_id, auto_resume, model, persistence, tracked)
+    config = ServerConfig(
+        instance_id, auto_resume, model, persistence, tracked, context_window, compact_at
+    )
     return config, warnings

@@ -10,14 +10,25 @@ from pydantic_ai import Agent, ModelRetry, RunContext  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 
+from session.compaction import SUMMARY_INSTRUCTIONS, CompactionSummary  # noqa: E402
+
 from .agent import BASE_INSTRUCTIONS, ToolDeps, ToolError, list_files, read_file, write_file  # noqa: E402
 from .config import ModelConfig  # noqa: E402
 
 
+def _model(config: ModelConfig) -> OpenAIChatModel:
+    provider = OpenAIProvider(base_url=config.base_url, api_key=config.api_key or "none")
+    return OpenAIChatModel(config.name or "", provider=provider)
+
+
+def build_summarizer(config: ModelConfig) -> Agent[None, CompactionSummary]:
+    """Return an agent that summarises old turns with structured output."""
+    return Agent(_model(config), output_type=CompactionSummary, instructions=SUMMARY_INSTRUCTIONS)
+
+
 def build_agent(config: ModelConfig) -> Agent[ToolDeps, str]:
     """Return an agent for an OpenAI-compatible model with the workspace tools."""
-    provider = OpenAIProvider(base_url=config.base_url, api_key=config.api_key or "none")
-    model = OpenAIChatModel(config.name or "", provider=provider)
+    model = _model(config)
 
     def instructions(ctx: RunContext[ToolDeps]) -> str:
         # Re-evaluated on every run: the resume context reaches the model on every turn

@@ -106,6 +106,7 @@ class AgentAssistServer(LanguageServer):
                 tracked=self.config.tracked_files,
                 persistence=self.config.persistence,
                 secrets=secrets,
+                history_tokens=self.config.history_budget,
             ),
         )
         self.runner = ChatRunner(self.config.model)

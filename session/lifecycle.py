@@ -218,6 +218,22 @@ class SessionLifecycle:
             self._pointer_current = True
         return drift
 
+    def adopt(self, session: Session) -> None:
+        """Make `session` (e.g. a fresh fork) this instance's current session."""
+        self._close_current(autosave=True)
+        session.history_tokens = self.config.history_tokens
+        self.session = session
+        self.resumed = False
+        self.resume_context = ""
+        self.session_deleted = False
+        self.last_drift = None
+        self._headers_sent.clear()
+        self._manifest = build_file_manifest(
+            self.workspace_root, self.patterns, extra=self.assistant_paths
+        )
+        self.manager.write_pointer(self.instance_id, session.session_id)
+        self._pointer_current = True
+
     def resume_or_start(self, previous: PreviousSession | None, accept: bool) -> str:
         """Resume `previous` if accepted (falling back to a fresh session); return the reason."""
         if previous is not None and accept:

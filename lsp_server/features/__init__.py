@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 
 from ..server import AgentAssistServer
-from . import chat, lifecycle, session_commands, workspace_watch
+from . import chat, history, lifecycle, session_commands, workspace_watch
 
 logger = logging.getLogger(__name__)
 
@@ -14,6 +14,7 @@ FEATURES: list[tuple[str, Callable[[AgentAssistServer], None]]] = [
     ("lifecycle", lifecycle.setup),
     ("chat", chat.setup),
     ("session commands", session_commands.setup),
+    ("history", history.setup),
     ("workspace watch", workspace_watch.setup),
 ]
 

@@ -12,6 +12,7 @@ from .. import protocol as proto
 from ..agent import ToolDeps, TurnResult
 from ..config import HOW_TO_CONFIGURE_MODEL
 from ..server import AgentAssistServer, RequestFailedError, request_handler
+from .history import compact_if_needed
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +81,8 @@ async def _turn(ls: AgentAssistServer, text: str) -> dict[str, Any]:
     lifecycle = ls.session
     assert ls.runner is not None
     history = lifecycle.message_history()
+    if await compact_if_needed(ls, history):
+        history = lifecycle.message_history()
     try:
         recorder = lifecycle.begin_turn(text)
     except ReadOnlySessionError as exc:

@@ -1,0 +1,169 @@
+"""checkpoint (list/restore), compact, fork: history operations that only append."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from lsprotocol import types
+
+from session.compaction import extractive_summary, history_tokens, render_transcript
+from session.fork import fork_session
+
+from .. import protocol as proto
+from ..server import AgentAssistServer, RequestFailedError, request_handler
+
+logger = logging.getLogger(__name__)
+
+
+class Progress:
+    """`$/progress` for one piece of long work (a no-op if the client cannot show it)."""
+
+    def __init__(self, ls: AgentAssistServer, token: str | None) -> None:
+        self.ls = ls
+        self.token = token
+
+    def report(self, message: str, percentage: int | None = None) -> None:
+        """Report a step."""
+        if self.token is not None:
+            self.ls.work_done_progress.report(
+                self.token, types.WorkDoneProgressReport(message=message, percentage=percentage)
+            )
+
+
+@asynccontextmanager
+async def progress(ls: AgentAssistServer, title: str) -> AsyncIterator[Progress]:
+    """Show progress for the duration of the block, with a fresh token."""
+    window = ls.client_capabilities.window
+    token: str | None = None
+    if window is not None and window.work_done_progress:
+        token = str(uuid.uuid4())
+        try:
+            await ls.work_done_progress.create_async(token)
+            ls.work_done_progress.begin(
+                token, types.WorkDoneProgressBegin(title=title, percentage=0)
+            )
+        except Exception as exc:
+            logger.info("progress not shown: %s", exc)
+            token = None
+    try:
+        yield Progress(ls, token)
+    finally:
+        if token is not None:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+
+
+async def compact_now(ls: AgentAssistServer) -> dict[str, Any]:
+    """Summarise older turns (model, else extractive) and keep the recent tail."""
+    lifecycle = ls.session
+    current = lifecycle.message_history()
+    result: dict[str, Any] = {
+        "sessionId": lifecycle.session_id,
+        "messagesBefore": len(current),
+        "messagesAfter": len(current),
+        "tokensBefore": history_tokens(current),
+        "tokensAfter": history_tokens(current),
+        "compacted": False,
+    }
+    plan = lifecycle.plan_compaction(ls.config.keep_tokens)
+    if plan is None:
+        return result
+    async with progress(ls, "Compacting the conversation") as bar:
+        summary = None
+        if ls.runner is not None and ls.config.model.configured:
+            bar.report("Summarising older turns with the model", 10)
+            try:
+                summary = await ls.runner.summarize(render_transcript(plan.old))
+            except Exception as exc:
+                logger.warning("model summary failed: %s", exc)
+                ls.show(f"The model could not summarise ({exc}); used an extractive summary.")
+        fallback = summary is None
+        if summary is None:
+            summary = extractive_summary(plan.old, lifecycle.current.state.decisions)
+        bar.report("Recording the summary", 90)
+        messages_after, tokens_after = lifecycle.compact(plan, summary, fallback=fallback)
+    result.update(
+        messagesAfter=messages_after, tokensAfter=tokens_after, compacted=True, fallback=fallback
+    )
+    return result
+
+
+async def compact_if_needed(ls: AgentAssistServer, history: list[dict[str, Any]]) -> bool:
+    """Compact before a turn when the history passed the configured threshold."""
+    if history_tokens(history) <= ls.config.compact_threshold:
+        return False
+    result = await compact_now(ls)
+    return bool(result["compacted"])
+
+
+def setup(server: AgentAssistServer) -> None:
+    """Register checkpoint, compact and fork."""
+
+    @request_handler(server, proto.CHECKPOINT, proto.CheckpointParams)
+    async def checkpoint(ls: AgentAssistServer, params: proto.CheckpointParams) -> dict[str, Any]:
+        await ls.ready.wait()
+        lifecycle = ls.session
+        if params.number is None:
+            return {
+                "sessionId": lifecycle.session_id,
+                "checkpoints": [
+                    {
+                        "number": r.number,
+                        "createdAt": r.created_at.isoformat(),
+                        "turn": r.turn,
+                        "title": r.title,
+                        "auto": r.auto,
+                    }
+                    for r in lifecycle.list_checkpoints()
+                ],
+            }
+        async with ls.turn_lock:
+            plan = lifecycle.plan_restore(params.number)
+            applied: set[str] = set()
+            for relative, data in plan.writes:
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    continue  # binary: written directly
+                if await ls.apply_file_edit(relative, text):
+                    applied.add(relative)
+            restored = lifecycle.restore(plan, applied)
+        ls.notify(proto.SESSION_CHANGED, {"sessionId": lifecycle.session_id, "reason": "restored"})
+        return {
+            "sessionId": lifecycle.session_id,
+            "number": params.number,
+            "restoredFiles": restored,
+            "createdFiles": plan.created_after,
+            "skippedFiles": plan.skipped,
+        }
+
+    @request_handler(server, proto.COMPACT, proto.EmptyParams)
+    async def compact(ls: AgentAssistServer, params: proto.EmptyParams) -> dict[str, Any]:
+        await ls.ready.wait()
+        async with ls.turn_lock:
+            return await compact_now(ls)
+
+    @request_handler(server, proto.FORK, proto.ForkParams)
+    async def fork(ls: AgentAssistServer, params: proto.ForkParams) -> dict[str, Any]:
+        await ls.ready.wait()
+        lifecycle = ls.session
+        source = params.session_id or lifecycle.session_id
+        if not lifecycle.manager.log_path(source).exists():
+            raise RequestFailedError(f"no session {source} with a log in this project")
+        async with ls.turn_lock:
+            result = fork_session(
+                lifecycle.manager, source, params.boundary, instance_id=ls.config.instance_id
+            )
+            lifecycle.adopt(result.session)
+        ls.drift_count = 0
+        ls.notify(
+            proto.SESSION_CHANGED, {"sessionId": result.session.session_id, "reason": "forked"}
+        )
+        return {
+            "sessionId": result.session.session_id,
+            "parentSessionId": result.parent_session_id,
+            "boundary": result.boundary,
+        }

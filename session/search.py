@@ -1,0 +1,789 @@
+"""Full-text search over every session of a project: `index.sqlite`, an FTS5 projection.
+
+The index lives in `projects/<name>_<hash8>/index.sqlite` (mode 0600, never opened through
+a symlink). Like the snapshots it is only a projection of the logs: deleting it loses
+nothing, and a missing, corrupt or outdated index is rebuilt from the logs.
+
+Schema (`PRAGMA user_version` = `SCHEMA_VERSION`)::
+
+    sessions(num INTEGER PRIMARY KEY, session_id TEXT UNIQUE,   -- per-session progress
+             log_offset, last_seq, line_hash, scanned_size,
+             stream_text, stream_seq, stream_turn)
+    event_text USING fts5(text, turn UNINDEXED, type UNINDEXED,
+                          tokenize = 'unicode61 remove_diacritics 2')
+    indexed_events(session_id, seq, turn, type, text)            -- a view of both
+
+The rowid of an `event_text` row encodes where its text comes from:
+`num << 40 | seq << 2 | part` (`part` 0: the event's own text, 1: streamed text). One
+session's rows are therefore one rowid range, which makes dropping a session, re-indexing
+it or restricting a search to it cheap.
+
+A session is indexed up to `log_offset`, the end of event `last_seq`; `line_hash` is the
+SHA-256 of the log line ending there, so a log that shrank or was replaced is noticed with
+one small read and re-indexed. A sync reads each log only from its `log_offset`
+(`scan_log(path, log_offset, last_seq + 1)`), and not at all when its size has not changed
+since the last scan (`scanned_size`).
+
+Streamed text (`assistant/chunk`) is indexed only where no `assistant/message` holds it: a
+step that was aborted or cut off is indexed as one `assistant/chunk` row at the seq of the
+`turn/end` that closed it (or of its last chunk when something else closed it). A step still
+streaming when the index is synced keeps its text in `stream_*` and gets a provisional row
+at its last chunk, replaced at the next sync.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import logging
+import os
+import re
+import sqlite3
+import stat
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import orjson
+
+from .log import scan_log
+from .models import (
+    AssistantMessageEvent,
+    ChunkEvent,
+    CompactEvent,
+    DecisionEvent,
+    DriftEvent,
+    Event,
+    PhaseEvent,
+    StepStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from .paths import is_valid_session_id
+from .storage import FILE_MODE, ensure_private_dir
+
+if TYPE_CHECKING:
+    from .manager import SessionManager
+
+logger = logging.getLogger(__name__)
+
+INDEX_FILE = "index.sqlite"
+SCHEMA_VERSION = 1
+TOKENIZER = "unicode61 remove_diacritics 2"
+SNIPPET_TOKENS = 12
+BUSY_TIMEOUT_S = 5.0
+
+_SESSION_SHIFT = 40  # rowid = num << 40 | seq << 2 | part
+_SEQ_SHIFT = 2
+_SEQ_LIMIT = 1 << (_SESSION_SHIFT - _SEQ_SHIFT)
+_MAX_SESSIONS = 1 << (63 - _SESSION_SHIFT)
+PART_EVENT = 0
+PART_STREAM = 1
+STREAM_TYPE = "assistant/chunk"
+
+_SIDECARS = ("-wal", "-shm", "-journal")
+_CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB (primary codes)
+_BUSY_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
+_PLACEHOLDER = re.compile(r"\[not persisted: sha256:[0-9a-f]{16}, \d+ chars\]")
+_LINE_WINDOW = 1 << 14
+
+_SCHEMA = f"""
+CREATE TABLE sessions (
+    num INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL UNIQUE,
+    log_offset INTEGER NOT NULL DEFAULT 0,
+    last_seq INTEGER NOT NULL DEFAULT -1,
+    line_hash BLOB,
+    scanned_size INTEGER NOT NULL DEFAULT -1,
+    stream_text TEXT,
+    stream_seq INTEGER,
+    stream_turn INTEGER
+);
+CREATE VIRTUAL TABLE event_text USING fts5(
+    text, turn UNINDEXED, type UNINDEXED, tokenize = '{TOKENIZER}'
+);
+CREATE VIEW indexed_events (session_id, seq, turn, type, text) AS
+    SELECT s.session_id, (e.rowid >> {_SEQ_SHIFT}) & {_SEQ_LIMIT - 1}, e.turn, e.type, e.text
+    FROM event_text AS e JOIN sessions AS s ON s.num = e.rowid >> {_SESSION_SHIFT};
+PRAGMA user_version = {SCHEMA_VERSION};
+"""  # noqa: S608 (module constants only)
+_DROP = """
+DROP VIEW IF EXISTS indexed_events;
+DROP TABLE IF EXISTS event_text;
+DROP TABLE IF EXISTS sessions;
+"""
+
+T = TypeVar("T")
+
+
+class SearchError(Exception):
+    """The index cannot be used (a symlink in its place, unwritable, disk full...)."""
+
+
+class _CorruptIndexError(Exception):
+    """Raised inside an operation when SQLite reports a damaged database file."""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One matching event: where it is, its text around the match, and how well it matched.
+
+    `snippet` marks the matched words with `[` `]`; `score` is the negated bm25 rank
+    (higher is better). `type` is the event type the text came from (`assistant/chunk` for
+    streamed text that no `assistant/message` holds).
+    """
+
+    session_id: str
+    seq: int
+    turn: int | None
+    type: str
+    snippet: str
+    score: float
+
+
+@dataclass
+class SyncStats:
+    """What one sync did (for logging, tests and benchmarks)."""
+
+    sessions: int = 0  # sessions looked at
+    scanned: int = 0  # sessions whose log was read (from their indexed offset)
+    reindexed: int = 0  # sessions whose log shrank or was replaced: indexed from 0 again
+    dropped: int = 0  # sessions whose log vanished: their rows were removed
+    events: int = 0  # events read
+    rows: int = 0  # text rows written
+    bytes_read: int = 0
+    index_recreated: bool = False  # the index file was corrupt and was rebuilt from scratch
+    skipped: str | None = None  # why nothing was done (another process held the index)
+    problems: list[str] = field(default_factory=list)  # damaged log lines etc.
+
+
+@dataclass
+class _Progress:
+    num: int
+    log_offset: int = 0
+    last_seq: int = -1
+    line_hash: bytes | None = None
+    scanned_size: int = -1
+    stream_text: str | None = None
+    stream_seq: int | None = None
+    stream_turn: int | None = None
+
+
+Row = tuple[int, str, int | None, str]  # rowid, text, turn, type
+
+
+def _rowid(num: int, seq: int, part: int) -> int:
+    return (num << _SESSION_SHIFT) | (seq << _SEQ_SHIFT) | part
+
+
+def _session_range(num: int) -> tuple[int, int]:
+    return num << _SESSION_SHIFT, ((num + 1) << _SESSION_SHIFT) - 1
+
+
+def _clean(text: str) -> str:
+    """Make text safe to bind: no NUL (FTS5 stops at it), no lone surrogates."""
+    if "\x00" in text:
+        text = text.replace("\x00", " ")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value, default=str).decode()
+
+
+def _joined(pieces: Iterable[str | None]) -> str:
+    """Join the non-empty pieces that are real content (not metadata-mode placeholders)."""
+    return "\n".join(p for p in pieces if p and not _PLACEHOLDER.fullmatch(p))
+
+
+def _response_text(message: dict[str, Any]) -> str:
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        return ""
+    return "".join(
+        p["content"]
+        for p in parts
+        if isinstance(p, dict)
+        and p.get("part_kind") == "text"
+        and isinstance(p.get("content"), str)
+    )
+
+
+def fts_phrase(query: str) -> str:
+    """Quote `query` as one FTS5 phrase: every character is literal, operators included."""
+    return '"' + _clean(query).replace('"', '""') + '"'
+
+
+class _Extractor:
+    """Turns events into text rows; carries an unfinished stream from one sync to the next."""
+
+    def __init__(self, num: int, progress: _Progress) -> None:
+        self.num = num
+        self.stream: list[str] = [progress.stream_text] if progress.stream_text else []
+        self.stream_seq = progress.stream_seq
+        self.stream_turn = progress.stream_turn
+        self.rows: list[Row] = []
+
+    def _add(self, seq: int, part: int, turn: int | None, type_: str, text: str) -> None:
+        if seq >= _SEQ_LIMIT:
+            raise SearchError(f"seq {seq} is too large for the search index")
+        if text and not _PLACEHOLDER.fullmatch(text):
+            self.rows.append((_rowid(self.num, seq, part), _clean(text), turn, type_))
+
+    def _flush_stream(self, seq: int | None = None) -> None:
+        """Index streamed text that no `assistant/message` holds (at `seq` or its last chunk)."""
+        if self.stream and self.stream_seq is not None:
+            at = self.stream_seq if seq is None else seq
+            self._add(at, PART_STREAM, self.stream_turn, STREAM_TYPE, "".join(self.stream))
+        self.stream = []
+        self.stream_seq = None
+        self.stream_turn = None
+
+    def feed(self, event: Event) -> None:
+        """Add the rows of one event (events must come in log order)."""
+        seq, turn = event.seq, event.turn
+        if isinstance(event, ChunkEvent):
+            self.stream.append(event.data.delta)
+            self.stream_seq = seq
+            self.stream_turn = turn
+        elif isinstance(event, AssistantMessageEvent):
+            text = _response_text(event.data.message) or "".join(self.stream)
+            self.stream = []
+            self.stream_seq = None
+            self._add(seq, PART_EVENT, turn, event.type, text)
+        elif isinstance(event, TurnStartEvent):
+            self._flush_stream()
+            self._add(seq, PART_EVENT, turn, event.type, event.data.input)
+        elif isinstance(event, StepStartEvent):
+            self._flush_stream()
+        elif isinstance(event, TurnEndEvent):
+            self._flush_stream(seq)
+            self._add(seq, PART_EVENT, turn, event.type, event.data.error or "")
+        elif isinstance(event, ToolCallEvent):
+            args = _as_text(event.data.args)
+            self._add(seq, PART_EVENT, turn, event.type, _joined([event.data.name, args]))
+        elif isinstance(event, ToolResultEvent):
+            self._add(seq, PART_EVENT, turn, event.type, _as_text(event.data.content))
+        elif isinstance(event, CompactEvent):
+            text = _joined([event.data.summary, *event.data.decisions])
+            self._add(seq, PART_EVENT, turn, event.type, text)
+        elif isinstance(event, DecisionEvent):
+            self._add(seq, PART_EVENT, turn, event.type, event.data.text)
+        elif isinstance(event, DriftEvent):
+            data = event.data
+            paths = _joined([*data.modified, *data.deleted, *data.created])
+            self._add(seq, PART_EVENT, turn, event.type, paths)
+        elif isinstance(event, PhaseEvent):
+            self._add(seq, PART_EVENT, turn, event.type, event.data.phase or "")
+
+    def open_stream(self) -> tuple[str | None, int | None, int | None]:
+        """Return the stream still open after the last event (text, last chunk seq, turn)."""
+        if not self.stream or self.stream_seq is None:
+            return None, None, None
+        return "".join(self.stream), self.stream_seq, self.stream_turn
+
+
+def _line_ending_at(fd: int, offset: int) -> bytes | None:
+    """Return the log line that ends at `offset` (without its newline); None if there is none."""
+    if offset <= 0:
+        return None
+    back = _LINE_WINDOW
+    while True:
+        back = min(back, offset)
+        window = os.pread(fd, back, offset - back)
+        if len(window) < back:
+            return None  # the file is shorter than `offset`
+        body = window[:-1] if window.endswith(b"\n") else window
+        cut = body.rfind(b"\n")
+        if cut >= 0 or back == offset:
+            return body[cut + 1 :]
+        back *= 4
+
+
+def _line_hash(fd: int, offset: int) -> bytes | None:
+    line = _line_ending_at(fd, offset)
+    return None if line is None else hashlib.sha256(line).digest()
+
+
+def _error_code(exc: sqlite3.Error) -> int:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else -1
+
+
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    if _error_code(exc) in _CORRUPT_CODES:
+        return True
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "fts5: corrupt" in text
+
+
+class SearchIndex:
+    """The search index of one project (`index.sqlite`); safe to use from several threads.
+
+    Call `sync()` (every session) or `sync_session()` (one, e.g. after each turn) to bring
+    it up to date with the logs, then `search()`. Several processes may share the file:
+    writes are serialized by SQLite (one transaction per sync), readers are never blocked.
+    """
+
+    def __init__(self, path: Path, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self._conn: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None
+        self._lock = threading.RLock()
+
+    @classmethod
+    def for_project(cls, manager: SessionManager) -> SearchIndex:
+        """Return the index of `manager`'s project (`<project dir>/index.sqlite`)."""
+        return cls(manager.project_dir / INDEX_FILE)
+
+    def __enter__(self) -> SearchIndex:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database connection (the next call opens it again)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+                self._identity = None
+
+    # -- opening -----------------------------------------------------------------------
+
+    def _files(self) -> list[Path]:
+        return [self.path, *(self.path.with_name(self.path.name + s) for s in _SIDECARS)]
+
+    def _create_file(self) -> tuple[int, int]:
+        """Create or check the database file: no symlinks, a regular file, mode 0600."""
+        try:
+            ensure_private_dir(self.path.parent)
+        except OSError as exc:
+            raise SearchError(f"cannot create {self.path.parent}: {exc}") from None
+        except Exception as exc:  # StorageError: a symlink or a file in the directory's place
+            raise SearchError(str(exc)) from None
+        for path in self._files()[1:]:
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                raise SearchError(f"{path} is not a regular file; refusing to use it")
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, FILE_MODE)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise SearchError(f"{self.path} is a symlink; refusing to open it") from None
+            raise SearchError(f"cannot open {self.path}: {exc.strerror or exc}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise SearchError(f"{self.path} is not a regular file; refusing to use it")
+            if stat.S_IMODE(st.st_mode) != FILE_MODE:
+                os.fchmod(fd, FILE_MODE)
+            return st.st_dev, st.st_ino
+        finally:
+            os.close(fd)
+
+    def _open(self) -> sqlite3.Connection:
+        identity = self._create_file()
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    version = conn.execute("PRAGMA user_version").fetchone()[0]
+                    if version != SCHEMA_VERSION:
+                        if version:
+                            logger.info(
+                                "%s: schema version %s, rebuilding as version %s",
+                                self.path,
+                                version,
+                                SCHEMA_VERSION,
+                            )
+                        _execute_script(conn, _DROP + _SCHEMA)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+        except BaseException:
+            conn.close()
+            raise
+        self._identity = identity
+        return conn
+
+    def _connection(self) -> sqlite3.Connection:
+        """Return the open connection, reopening if the file was deleted or replaced."""
+        if self._conn is not None:
+            try:
+                st = os.lstat(self.path)
+                current: tuple[int, int] | None = (st.st_dev, st.st_ino)
+            except FileNotFoundError:
+                current = None
+            if current != self._identity:
+                self.close()
+        if self._conn is None:
+            try:
+                self._conn = self._open()
+            except sqlite3.Error as exc:
+                if not _is_corrupt(exc):
+                    raise SearchError(f"{self.path}: {exc}") from None
+                raise _CorruptIndexError(str(exc)) from None
+        return self._conn
+
+    def _discard(self, reason: str) -> None:
+        """Delete a corrupt index (it is only a projection; the next sync rebuilds it)."""
+        logger.warning(
+            "%s is damaged (%s); deleting it and rebuilding from the logs", self.path, reason
+        )
+        self.close()
+        for path in self._files():
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise SearchError(f"cannot delete damaged {path}: {exc.strerror or exc}") from None
+
+    def _attempt(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn` on the connection; map SQLite errors to corrupt / SearchError."""
+        conn = self._connection()
+        try:
+            return fn(conn)
+        except sqlite3.Error as exc:
+            if _is_corrupt(exc):
+                raise _CorruptIndexError(str(exc)) from None
+            raise
+
+    # -- writing -----------------------------------------------------------------------
+
+    def _write(
+        self, fn: Callable[[sqlite3.Connection, SyncStats], None], manager: SessionManager
+    ) -> SyncStats:
+        with self._lock:
+            stats = SyncStats()
+            try:
+                self._attempt(lambda conn: self._transaction(conn, fn, stats))
+                return stats
+            except _CorruptIndexError as exc:
+                self._discard(str(exc))
+            except sqlite3.Error as exc:
+                return self._failed(exc, stats)
+            # The index was damaged: rebuild all of it, whatever was asked.
+            stats = SyncStats(index_recreated=True)
+            try:
+                self._attempt(lambda conn: self._transaction(conn, self._sync_all(manager), stats))
+            except _CorruptIndexError as exc:
+                raise SearchError(f"{self.path} is still damaged after rebuilding: {exc}") from None
+            except sqlite3.Error as exc:
+                return self._failed(exc, stats)
+            return stats
+
+    def _failed(self, exc: sqlite3.Error, stats: SyncStats) -> SyncStats:
+        if _error_code(exc) in _BUSY_CODES:
+            logger.warning("%s is busy (%s); the next sync catches up", self.path, exc)
+            stats.skipped = f"index busy: {exc}"
+            return stats
+        raise SearchError(f"{self.path}: {exc}") from None
+
+    @staticmethod
+    def _transaction(
+        conn: sqlite3.Connection,
+        fn: Callable[[sqlite3.Connection, SyncStats], None],
+        stats: SyncStats,
+    ) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            fn(conn, stats)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def sync(self, manager: SessionManager) -> SyncStats:
+        """Bring the index up to date with every log of the project (one transaction)."""
+        return self._write(self._sync_all(manager), manager)
+
+    def sync_session(self, manager: SessionManager, session_id: str) -> SyncStats:
+        """Bring one session up to date (e.g. after each turn); raise ValueError on a bad id."""
+        _check_id(session_id)
+
+        def one(conn: sqlite3.Connection, stats: SyncStats) -> None:
+            self._sync_one(conn, manager, session_id, stats)
+
+        return self._write(one, manager)
+
+    def rebuild(self, manager: SessionManager) -> SyncStats:
+        """Drop everything and index every log from the start (one transaction)."""
+        sync_all = self._sync_all(manager)
+
+        def rebuild(conn: sqlite3.Connection, stats: SyncStats) -> None:
+            _execute_script(conn, _DROP + _SCHEMA)
+            sync_all(conn, stats)
+
+        return self._write(rebuild, manager)
+
+    def _sync_all(self, manager: SessionManager) -> Callable[[sqlite3.Connection, SyncStats], None]:
+        def sync_all(conn: sqlite3.Connection, stats: SyncStats) -> None:
+            present = sorted(manager.session_ids())
+            for session_id in present:
+                self._sync_one(conn, manager, session_id, stats)
+            known = {sid for (sid,) in conn.execute("SELECT session_id FROM sessions")}
+            for session_id in sorted(known - set(present)):
+                self._drop(conn, session_id)
+                stats.dropped += 1
+
+        return sync_all
+
+    @staticmethod
+    def _drop(conn: sqlite3.Connection, session_id: str) -> None:
+        found = conn.execute("SELECT num FROM sessions WHERE session_id = ?", (session_id,))
+        row = found.fetchone()
+        if row is not None:
+            conn.execute(
+                "DELETE FROM event_text WHERE rowid BETWEEN ? AND ?", _session_range(row[0])
+            )
+            conn.execute("DELETE FROM sessions WHERE num = ?", (row[0],))
+
+    @staticmethod
+    def _progress(conn: sqlite3.Connection, session_id: str) -> _Progress | None:
+        row = conn.execute(
+            "SELECT num, log_offset, last_seq, line_hash, scanned_size, stream_text, stream_seq,"
+            " stream_turn FROM sessions WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        return None if row is None else _Progress(*row)
+
+    def _sync_one(
+        self, conn: sqlite3.Connection, manager: SessionManager, session_id: str, stats: SyncStats
+    ) -> None:
+        stats.sessions += 1
+        path = manager.log_path(session_id)
+        progress = self._progress(conn, session_id)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            if progress is not None:
+                self._drop(conn, session_id)
+                stats.dropped += 1
+            if not isinstance(exc, FileNotFoundError):
+                stats.problems.append(f"{path.name}: cannot read ({exc.strerror or exc})")
+            return
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                stats.problems.append(f"{path.name}: not a regular file; not indexed")
+                if progress is not None:
+                    self._drop(conn, session_id)
+                    stats.dropped += 1
+                return
+            size = st.st_size
+            if progress is None:
+                progress = self._new_session(conn, session_id)
+            elif (
+                size < progress.log_offset
+                or _line_hash(fd, progress.log_offset) != progress.line_hash
+            ):
+                # Shrunk or replaced: what was indexed is not this log any more.
+                conn.execute(
+                    "DELETE FROM event_text WHERE rowid BETWEEN ? AND ?",
+                    _session_range(progress.num),
+                )
+                progress = _Progress(progress.num)
+                stats.reindexed += 1
+            elif size == progress.scanned_size:
+                return  # nothing was appended since the last scan
+            self._index_tail(conn, fd, path, progress, size, stats)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _new_session(conn: sqlite3.Connection, session_id: str) -> _Progress:
+        num = conn.execute("SELECT coalesce(max(num), 0) + 1 FROM sessions").fetchone()[0]
+        if num >= _MAX_SESSIONS:
+            raise SearchError("too many sessions for the search index; rebuild it")
+        conn.execute("INSERT INTO sessions (num, session_id) VALUES (?, ?)", (num, session_id))
+        return _Progress(num)
+
+    @staticmethod
+    def _index_tail(
+        conn: sqlite3.Connection,
+        fd: int,
+        path: Path,
+        progress: _Progress,
+        size: int,
+        stats: SyncStats,
+    ) -> None:
+        scan = scan_log(path, progress.log_offset, progress.last_seq + 1)
+        stats.scanned += 1
+        stats.events += len(scan.events)
+        stats.bytes_read += max(0, size - progress.log_offset)
+        stats.problems.extend(p.message for p in scan.problems)
+        for problem in scan.problems:
+            logger.debug("indexing: %s", problem.message)
+        num = progress.num
+        if scan.events:
+            if progress.stream_seq is not None:  # the provisional row of an open stream
+                conn.execute(
+                    "DELETE FROM event_text WHERE rowid = ?",
+                    (_rowid(num, progress.stream_seq, PART_STREAM),),
+                )
+            extractor = _Extractor(num, progress)
+            for event in scan.events:
+                extractor.feed(event)
+            text, stream_seq, stream_turn = extractor.open_stream()
+            if text is not None and stream_seq is not None:
+                extractor.rows.append(
+                    (_rowid(num, stream_seq, PART_STREAM), _clean(text), stream_turn, STREAM_TYPE)
+                )
+            conn.executemany(
+                "INSERT INTO event_text (rowid, text, turn, type) VALUES (?, ?, ?, ?)",
+                extractor.rows,
+            )
+            stats.rows += len(extractor.rows)
+            last_seq = scan.events[-1].seq
+            conn.execute(
+                "UPDATE sessions SET log_offset = ?, last_seq = ?, line_hash = ?, scanned_size = ?,"
+                " stream_text = ?, stream_seq = ?, stream_turn = ? WHERE num = ?",
+                (
+                    scan.end_offset,
+                    last_seq,
+                    _line_hash(fd, scan.end_offset),
+                    size,
+                    text,
+                    stream_seq,
+                    stream_turn,
+                    num,
+                ),
+            )
+        else:
+            conn.execute(
+                "UPDATE sessions SET log_offset = ?, last_seq = ?, line_hash = ?, scanned_size = ?"
+                " WHERE num = ?",
+                (progress.log_offset, progress.last_seq, progress.line_hash, size, num),
+            )
+
+    # -- reading -----------------------------------------------------------------------
+
+    def search(self, query: str, session_id: str | None = None, limit: int = 50) -> list[SearchHit]:
+        """Find events whose text contains `query` as a phrase (literal, case-insensitive).
+
+        Best matches first (bm25); across sessions the hits are grouped by session, sessions
+        ordered by their best hit. `session_id` restricts the search to one session.
+        """
+        if session_id is not None:
+            _check_id(session_id)
+        if limit <= 0 or not query.strip():
+            return []
+        phrase = fts_phrase(query)
+        with self._lock:
+            try:
+                return self._attempt(lambda conn: self._query(conn, phrase, session_id, limit))
+            except _CorruptIndexError as exc:
+                self._discard(str(exc))
+                return []
+            except sqlite3.Error as exc:
+                raise SearchError(f"{self.path}: {exc}") from None
+
+    @staticmethod
+    def _query(
+        conn: sqlite3.Connection, phrase: str, session_id: str | None, limit: int
+    ) -> list[SearchHit]:
+        sql = (
+            "SELECT rowid, turn, type, snippet(event_text, 0, '[', ']', '…', ?), rank"
+            " FROM event_text WHERE event_text MATCH ?"
+        )
+        params: list[object] = [SNIPPET_TOKENS, phrase]
+        if session_id is not None:
+            row = conn.execute("SELECT num FROM sessions WHERE session_id = ?", (session_id,))
+            found = row.fetchone()
+            if found is None:
+                return []
+            sql += " AND rowid BETWEEN ? AND ?"
+            params += _session_range(found[0])
+        sql += " ORDER BY rank LIMIT ?"
+        params.append(limit)
+        rows = conn.execute(sql, params).fetchall()
+        if not rows:
+            return []
+        nums = sorted({rowid >> _SESSION_SHIFT for rowid, *_ in rows})
+        marks = ",".join("?" * len(nums))
+        ids = dict(
+            conn.execute(f"SELECT num, session_id FROM sessions WHERE num IN ({marks})", nums)  # noqa: S608
+        )
+        groups: dict[str, list[SearchHit]] = {}
+        for rowid, turn, type_, snippet, rank in rows:
+            owner = ids.get(rowid >> _SESSION_SHIFT)
+            if owner is None:
+                continue
+            hit = SearchHit(
+                owner, (rowid >> _SEQ_SHIFT) & (_SEQ_LIMIT - 1), turn, type_, snippet, -rank
+            )
+            groups.setdefault(owner, []).append(hit)
+        return [hit for hits in groups.values() for hit in hits]
+
+    def row_count(self, session_id: str | None = None) -> int:
+        """Return how many text rows are indexed (for one session, or all)."""
+        if session_id is not None:
+            _check_id(session_id)
+
+        def count(conn: sqlite3.Connection) -> int:
+            if session_id is None:
+                return int(conn.execute("SELECT count(*) FROM event_text").fetchone()[0])
+            found = conn.execute(
+                "SELECT num FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if found is None:
+                return 0
+            return int(
+                conn.execute(
+                    "SELECT count(*) FROM event_text WHERE rowid BETWEEN ? AND ?",
+                    _session_range(found[0]),
+                ).fetchone()[0]
+            )
+
+        with self._lock:
+            try:
+                return self._attempt(count)
+            except _CorruptIndexError as exc:
+                self._discard(str(exc))
+                return 0
+
+
+def _execute_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run `;`-separated statements one by one (inside the caller's transaction)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _check_id(session_id: str) -> None:
+    if not is_valid_session_id(session_id):
+        raise ValueError(f"invalid session id {session_id!r} (12 lowercase hex characters)")

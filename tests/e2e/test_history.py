@@ -1,0 +1,193 @@
+"""Checkpoints, compaction and fork over LSP, against the loopback model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from lsp_server.fake_openai import FakeOpenAI
+from session.manager import SessionManager
+
+from .harness import Editor
+
+SMALL_WINDOW = {"contextWindow": 1000, "compactAt": 0.5}
+
+
+def events_of(workspace: Path, home: Path, session_id: str) -> list:
+    return SessionManager(workspace, home=home).read_events(session_id).events
+
+
+async def test_checkpoint_restore_brings_files_and_conversation_back(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    fake.add("first answer")
+    await editor.request("agentAssist/chat", {"text": "first question"})
+    saved = await editor.request("agentAssist/save")
+    original = (workspace / "agent_spec.md").read_text()
+    fake.add(
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "agent_spec.md", "content": "# v2\n"}}
+            ]
+        },
+        "rewrote the spec",
+    )
+    await editor.request("agentAssist/chat", {"text": "second question: rewrite the spec"})
+    assert (workspace / "agent_spec.md").read_text() == "# v2\n"
+    listing = await editor.request("agentAssist/checkpoint", {})
+    numbers = [c["number"] for c in listing["checkpoints"]]
+    assert numbers == [1, 2] and listing["checkpoints"][1]["title"] == "After turn 2"
+    restored = await editor.request("agentAssist/checkpoint", {"number": saved["checkpoint"]})
+    assert restored["restoredFiles"] == ["agent_spec.md"]
+    assert (workspace / "agent_spec.md").read_text() == original
+    if editor.client_name == "vscode":
+        assert any("agent_spec.md" in (e.label or "") for e in editor.edits)  # undoable
+    assert editor.notifications["agentAssist/sessionChanged"][-1]["reason"] == "restored"
+    items = (await editor.request("agentAssist/history"))["items"]
+    assert [i["text"] for i in items if i["role"] == "user"] == ["first question"]
+    fake.add("third answer")
+    reply = await editor.request("agentAssist/chat", {"text": "third question"})
+    sent = json.dumps(fake.messages(-1))
+    assert "first question" in sent and "second question" not in sent
+    assert reply["turn"] == 3  # numbering continues; turn 2 stays in the log
+    texts = [
+        e.data.input
+        for e in events_of(workspace, home, reply["sessionId"])
+        if e.type == "turn/start"
+    ]
+    assert texts == ["first question", "second question: rewrite the spec", "third question"]
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/checkpoint", {"number": 99})
+    assert info.value.code == -32803 and "no checkpoint 99" in info.value.message
+
+
+@pytest.mark.parametrize("client_name", ["vscode"])
+async def test_compact_with_model_summary(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    editor: Editor = make_editor(options={"instanceId": "w", **SMALL_WINDOW})
+    await editor.start()
+    await editor.ready()
+    for i in range(4):
+        fake.add(f"answer {i} " + "lorem ipsum " * 8)
+        await editor.request(
+            "agentAssist/chat", {"text": f"question {i} about the ALPHA-{i} design"}
+        )
+    fake.add(
+        {
+            "tool_calls": [
+                {
+                    "name": "final_result",
+                    "arguments": {
+                        "summary": "User asked about ALPHA designs 0-2.",
+                        "decisions": ["Use ALPHA-2"],
+                    },
+                }
+            ]
+        }
+    )
+    result = await editor.request("agentAssist/compact")
+    assert result["compacted"] and not result["fallback"]
+    assert result["tokensAfter"] < result["tokensBefore"]
+    assert result["messagesAfter"] < result["messagesBefore"]
+    summarizer_request = json.dumps(fake.messages(-1))
+    assert "ALPHA-0" in summarizer_request  # the old turns went to the summarizer
+    fake.add("carry on")
+    reply = await editor.request("agentAssist/chat", {"text": "next"})
+    sent = json.dumps(fake.messages(-1))
+    assert "User asked about ALPHA designs 0-2." in sent and "ALPHA-0 design" not in sent
+    assert "ALPHA-3" in sent  # the recent tail is verbatim
+    compacts = [
+        e for e in events_of(workspace, home, reply["sessionId"]) if e.type == "session/compact"
+    ]
+    assert len(compacts) == 1 and compacts[0].data.decisions == ["Use ALPHA-2"]
+    await editor.stop()
+    again: Editor = make_editor(options={"instanceId": "w", **SMALL_WINDOW})
+    await again.start()
+    await again.ready()
+    context = (await again.request("agentAssist/resume"))["context"]
+    assert "User asked about ALPHA designs 0-2." in context and "- Use ALPHA-2" in context
+
+
+@pytest.mark.parametrize("client_name", ["vscode"])
+async def test_compact_without_a_usable_model_is_extractive_and_labelled(
+    make_editor, fake: FakeOpenAI
+) -> None:
+    editor: Editor = make_editor(options={"instanceId": "w", **SMALL_WINDOW})
+    await editor.start()
+    await editor.ready()
+    for i in range(4):
+        fake.add(f"answer {i} " + "lorem ipsum " * 8)
+        await editor.request("agentAssist/chat", {"text": f"question {i}"})
+    fake.add({"error": 503, "message": "summarizer down"})
+    result = await editor.request("agentAssist/compact")
+    assert result["compacted"] and result["fallback"]
+    assert any("extractive" in m.message for m in editor.client.messages)
+    fake.add("ok")
+    await editor.request("agentAssist/chat", {"text": "next"})
+    assert "Extractive summary" in json.dumps(fake.messages(-1))
+
+
+@pytest.mark.parametrize("client_name", ["vscode"])
+async def test_automatic_compaction_past_the_threshold(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    editor: Editor = make_editor(
+        options={"instanceId": "w", "contextWindow": 1000, "compactAt": 0.3}
+    )
+    await editor.start()
+    await editor.ready()
+    session_id = ""
+    for i in range(6):
+        fake.add(f"answer {i} " + "lorem ipsum " * 30)
+        session_id = (await editor.request("agentAssist/chat", {"text": f"question {i}"}))[
+            "sessionId"
+        ]
+    kinds = [e.type for e in events_of(workspace, home, session_id)]
+    assert "session/compact" in kinds
+    assert editor.client.progress_reports  # $/progress was shown
+
+
+async def test_fork_switches_to_a_child_and_leaves_the_parent_alone(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    fake.add("a1", "a2")
+    first = await editor.request("agentAssist/chat", {"text": "q1"})
+    await editor.request("agentAssist/chat", {"text": "q2"})
+    parent = first["sessionId"]
+    events = events_of(workspace, home, parent)
+    end_of_turn_1 = next(e.seq for e in events if e.type == "turn/end")
+    turn_2_start = next(e.seq for e in events if e.type == "turn/start" and e.turn == 2)
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/fork", {"boundary": turn_2_start + 1})
+    assert info.value.code == -32803 and "inside turn 2" in info.value.message
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/fork", {"boundary": 10_000})
+    assert "out of range" in info.value.message
+    parent_log = SessionManager(workspace, home=home).log_path(parent)
+    before = parent_log.read_bytes()
+    forked = await editor.request("agentAssist/fork", {"boundary": end_of_turn_1})
+    assert forked["parentSessionId"] == parent and forked["boundary"] == end_of_turn_1
+    assert editor.notifications["agentAssist/sessionChanged"][-1] == {
+        "sessionId": forked["sessionId"],
+        "reason": "forked",
+    }
+    fake.add("child answer")
+    reply = await editor.request("agentAssist/chat", {"text": "q2 in the child"})
+    assert reply["sessionId"] == forked["sessionId"] and reply["turn"] == 2
+    sent = json.dumps(fake.messages(-1))
+    assert "q1" in sent and '"q2"' not in sent
+    assert parent_log.read_bytes() == before
+    sessions = (await editor.request("agentAssist/sessions"))["sessions"]
+    child_row = next(s for s in sessions if s["sessionId"] == forked["sessionId"])
+    assert child_row["parentSessionId"] == parent and child_row["active"]
+    assert sessions[0]["sessionId"] == forked["sessionId"]
