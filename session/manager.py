@@ -554,10 +554,11 @@ class SessionManager:
                 updated = _log_mtime(self.log_path(session_id))
                 if updated is not None and updated > state.updated_at:
                     state.updated_at = updated
+            title = state.title or (state.summary or "").strip().split("\n")[0][:TITLE_CHARS] or None
             infos.append(
                 SessionInfo(
                     session_id,
-                    state.title,
+                    title,
                     state.created_at,
                     state.updated_at,
                     state.turns,

@@ -273,8 +273,9 @@ class _Extractor:
             self._flush_stream(seq)
             self._add(seq, PART_EVENT, turn, event.type, event.data.error or "")
         elif isinstance(event, ToolCallEvent):
-            args = _as_text(event.data.args)
-            self._add(seq, PART_EVENT, turn, event.type, _joined([event.data.name, args]))
+            args = _joined([_as_text(event.data.args)])
+            text = f"{event.data.name} {args}" if args else event.data.name
+            self._add(seq, PART_EVENT, turn, event.type, text)
         elif isinstance(event, ToolResultEvent):
             self._add(seq, PART_EVENT, turn, event.type, _as_text(event.data.content))
         elif isinstance(event, CompactEvent):
