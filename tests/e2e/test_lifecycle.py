@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable
@@ -51,8 +52,23 @@ def shown(editor: Editor) -> list[str]:
     return out
 
 
+def warnings_shown(editor: Editor) -> list[str]:
+    """The texts of the window/showMessage warnings the editor received."""
+    return [
+        m.message
+        for m in editor.client.messages
+        if isinstance(m, types.ShowMessageParams) and m.type == types.MessageType.Warning
+    ]
+
+
 def resume_questions(editor: Editor) -> list[types.ShowMessageRequestParams]:
     return [q for q in editor.questions if "Resume previous session?" in q.message]
+
+
+def wire_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Transcript items reduced to the contract's fields (others may be added freely)."""
+    keys = ("turn", "role", "text", "endReason")
+    return [{k: item[k] for k in keys if k in item} for item in items]
 
 
 def turn_inputs(events: list[Any]) -> list[str]:
@@ -114,13 +130,13 @@ async def test_relaunch_offers_resume_and_continues_the_session(
     assert question.type == types.MessageType.Info
     assert [a.title for a in question.actions or []] == ["Resume", "New session"]
 
-    assert changed == {"sessionId": old_id, "reason": "resumed"}
+    assert (changed["sessionId"], changed["reason"]) == (old_id, "resumed")
     context = (await editor.request("agentAssist/resume"))["context"]
     assert context.startswith(RESUME_HEADER) and old_id in context
 
     history = await editor.request("agentAssist/history")
     assert history["sessionId"] == old_id
-    assert history["items"] == [
+    assert wire_items(history["items"]) == [
         {"turn": 1, "role": "user", "text": "first question"},
         {"turn": 1, "role": "assistant", "text": "first answer", "endReason": "completed"},
     ]
@@ -146,7 +162,7 @@ async def test_dismissed_resume_prompt_resumes(make_editor: MakeEditor, fake: Fa
     editor = make_editor(resume_answer=None)
     changed = await started(editor)
     assert len(resume_questions(editor)) == 1
-    assert changed == {"sessionId": new["sessionId"], "reason": "resumed"}
+    assert (changed["sessionId"], changed["reason"]) == (new["sessionId"], "resumed")
     assert (await editor.request("agentAssist/resume"))["context"].startswith(RESUME_HEADER)
 
 
@@ -190,7 +206,7 @@ async def test_auto_resume_always_and_never_skip_the_question(
     always = make_editor(options={"instanceId": "test-window", "autoResume": "always"})
     changed = await started(always)
     assert always.questions == []
-    assert changed == {"sessionId": old_id, "reason": "resumed"}
+    assert (changed["sessionId"], changed["reason"]) == (old_id, "resumed")
     assert (await always.request("agentAssist/resume"))["context"].startswith(RESUME_HEADER)
     await always.stop()
 
@@ -219,10 +235,8 @@ async def test_reset_after_resume_drops_session_and_context(
     result = await editor.request("agentAssist/reset", {"deleteFiles": False})
     new_id = result["sessionId"]
     assert new_id != old_id and result["deletedFiles"] == []
-    assert (await editor.wait_for("agentAssist/sessionChanged", count=2)) == {
-        "sessionId": new_id,
-        "reason": "reset",
-    }
+    reset_changed = await editor.wait_for("agentAssist/sessionChanged", count=2)
+    assert (reset_changed["sessionId"], reset_changed["reason"]) == (new_id, "reset")
     assert [q for q in editor.questions if "Resume" not in q.message] == []  # no file question
     assert session_files(home, old_id) == []
     assert (await editor.request("agentAssist/resume"))["context"] == ""
@@ -236,7 +250,7 @@ async def test_reset_after_resume_drops_session_and_context(
     relaunch = make_editor()
     changed = await started(relaunch)
     assert len(resume_questions(relaunch)) == 1
-    assert changed == {"sessionId": new_id, "reason": "resumed"}
+    assert (changed["sessionId"], changed["reason"]) == (new_id, "resumed")
 
 
 @VSCODE_ONLY
@@ -294,7 +308,9 @@ async def test_reset_asks_about_spec_and_templates(
 
 
 @VSCODE_ONLY
-async def test_save_numbers_checkpoints(make_editor: MakeEditor, home: Path) -> None:
+async def test_save_numbers_checkpoints(
+    make_editor: MakeEditor, workspace: Path, home: Path
+) -> None:
     editor = make_editor()
     session_id = (await started(editor))["sessionId"]
     first = await editor.request("agentAssist/save")
@@ -304,8 +320,8 @@ async def test_save_numbers_checkpoints(make_editor: MakeEditor, home: Path) -> 
         assert saved["sessionId"] == session_id
         assert Path(saved["path"]).is_file()
         assert Path(saved["path"]).resolve().is_relative_to(home.resolve())
-    listed = await editor.request("agentAssist/checkpoint")
-    assert [c["number"] for c in listed["checkpoints"]] == [1, 2]
+    events = SessionManager(workspace, home=home).read_events(session_id).events
+    assert [e.data.checkpoint for e in events if e.type == "session/save"] == [1, 2]
 
 
 # -- 6. drift on resume -----------------------------------------------------------------------
@@ -319,13 +335,13 @@ async def test_resume_reports_drift_of_tracked_files(
 
     editor = make_editor()
     changed = await started(editor)
-    assert changed == {"sessionId": old_id, "reason": "resumed"}
+    assert (changed["sessionId"], changed["reason"]) == (old_id, "resumed")
     drift = await editor.wait_for("agentAssist/drift")
     assert drift["sessionId"] == old_id and drift["source"] == "resume"
     assert drift["modified"] == ["agent_spec.md"]
     assert drift["deleted"] == [] and drift["created"] == []
     assert len(editor.notifications["agentAssist/drift"]) == 1
-    assert any("agent_spec.md" in text for text in shown(editor)), shown(editor)
+    assert any("agent_spec.md" in t for t in warnings_shown(editor)), shown(editor)
 
     context = (await editor.request("agentAssist/resume"))["context"]
     assert "- agent_spec.md: modified" in context
@@ -413,16 +429,17 @@ async def test_kill_mid_stream_marks_turn_interrupted(
     await editor.wait_for("agentAssist/chatDelta", count=first_deltas(editor) + 3)
     await editor.kill()
     pending.cancel()
+    await asyncio.gather(pending, return_exceptions=True)
 
     relaunch = make_editor()
     changed = await started(relaunch)
-    assert changed == {"sessionId": session_id, "reason": "resumed"}
+    assert (changed["sessionId"], changed["reason"]) == (session_id, "resumed")
     events = SessionManager(workspace, home=home).read_events(session_id).events
     ends = [e for e in events if e.type == "turn/end"]
     assert [(e.turn, e.data.reason) for e in ends] == [(1, "completed"), (2, "interrupted")]
     assert not [e for e in events if e.turn == 2 and e.seq > ends[-1].seq]
 
-    history = (await relaunch.request("agentAssist/history"))["items"]
+    history = wire_items((await relaunch.request("agentAssist/history"))["items"])
     assert history[:2] == [
         {"turn": 1, "role": "user", "text": "first question"},
         {
@@ -462,7 +479,7 @@ async def test_second_server_with_same_instance_does_not_share_the_log(
     changed = await started(b)
     b_id = changed["sessionId"]
     assert b_id != a_id and changed["reason"] == "new"
-    assert any("in use" in text for text in shown(b)), shown(b)
+    assert any("in use" in t for t in warnings_shown(b)), shown(b)
 
     fake.add("reply B1")
     assert (await b.request("agentAssist/chat", {"text": "from B"}))["sessionId"] == b_id
@@ -502,10 +519,8 @@ async def test_sessions_list_and_open_another_session(
     opened = await editor.request("agentAssist/open", {"sessionId": old_id})
     assert opened["sessionId"] == old_id
     assert opened["context"].startswith(RESUME_HEADER) and old_id in opened["context"]
-    assert (await editor.wait_for("agentAssist/sessionChanged", count=2)) == {
-        "sessionId": old_id,
-        "reason": "opened",
-    }
+    opened_changed = await editor.wait_for("agentAssist/sessionChanged", count=2)
+    assert (opened_changed["sessionId"], opened_changed["reason"]) == (old_id, "opened")
     sessions = (await editor.request("agentAssist/sessions"))["sessions"]
     assert {s["sessionId"]: s["active"] for s in sessions} == {old_id: True, new_id: False}
     history = await editor.request("agentAssist/history")
@@ -542,7 +557,7 @@ async def test_invalid_options_warn_and_fall_back_to_defaults(
     editor = make_editor(options=dict(bad))
     changed = await started(editor)
     assert changed["reason"] == "new"
-    texts = shown(editor)
+    texts = warnings_shown(editor)
     assert any("instanceId" in t and "../bad" in t for t in texts), texts
     assert any("autoResume" in t and "sometimes" in t for t in texts), texts
     fake.add("still working")
@@ -558,4 +573,4 @@ async def test_invalid_options_warn_and_fall_back_to_defaults(
     again = make_editor(options=dict(bad))
     changed = await started(again)
     assert len(resume_questions(again)) == 1  # autoResume fell back to "ask"
-    assert changed == {"sessionId": reply["sessionId"], "reason": "resumed"}
+    assert (changed["sessionId"], changed["reason"]) == (reply["sessionId"], "resumed")
