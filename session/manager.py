@@ -554,7 +554,8 @@ class SessionManager:
                 updated = _log_mtime(self.log_path(session_id))
                 if updated is not None and updated > state.updated_at:
                     state.updated_at = updated
-            title = state.title or (state.summary or "").strip().split("\n")[0][:TITLE_CHARS] or None
+            summary_line = (state.summary or "").strip().split("\n")[0][:TITLE_CHARS]
+            title = state.title or summary_line or None
             infos.append(
                 SessionInfo(
                     session_id,
