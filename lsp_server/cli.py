@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import signal
 import sys
 from types import FrameType
 
 from . import __version__
+
+# Subcommands beyond `serve`, each a module with `register(subparsers)` that adds its
+# parsers and sets `func` (imports inside `func` stay lazy: start-up must stay fast).
+EXTRA_COMMANDS = ("lsp_server.terminal", "lsp_server.admin", "lsp_server.demo")
 
 
 class ClientLogHandler(logging.Handler):
@@ -84,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve_parser.add_argument("--stdio", action="store_true", help="use stdio (the default)")
     serve_parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP for debugging")
     serve_parser.set_defaults(func=serve)
+    for module in EXTRA_COMMANDS:
+        try:
+            imported = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        imported.register(commands)
     return parser
 
 
