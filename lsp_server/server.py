@@ -20,6 +20,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from session.lifecycle import LifecycleConfig, SessionLifecycle
 from session.manager import SessionError, SessionManager
+from session.search import SearchIndex
 from session.storage import StorageError
 
 from . import __version__
@@ -80,6 +81,7 @@ class AgentAssistServer(LanguageServer):
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
         self.stop_watching = threading.Event()
+        self._search: SearchIndex | None = None
 
     # -- state ------------------------------------------------------------------------
 
@@ -118,6 +120,22 @@ class AgentAssistServer(LanguageServer):
         if self.lifecycle is None:
             raise RequestFailedError("the server is not initialized yet")
         return self.lifecycle
+
+    @property
+    def search_index(self) -> SearchIndex:
+        """Return the project's search index (opened on first use)."""
+        if self._search is None:
+            self._search = SearchIndex.for_project(self.session.manager)
+        return self._search
+
+    def index_session(self) -> None:
+        """Bring the search index up to date with the current session (best effort)."""
+        if self.lifecycle is None or self.lifecycle.session is None:
+            return
+        try:
+            self.search_index.sync_session(self.lifecycle.manager, self.lifecycle.session_id)
+        except Exception as exc:  # the index is a projection: never fail a turn for it
+            logger.warning("search index not updated: %s", exc)
 
     # -- client I/O ---------------------------------------------------------------------
 
@@ -202,11 +220,14 @@ class AgentAssistServer(LanguageServer):
             return
         self.closed = True
         self.stop_watching.set()
+        self.index_session()
         try:
             saved = self.lifecycle.close()
             logger.info("autosave on %s: %s", why, "written" if saved else "skipped")
         except (SessionError, StorageError, OSError) as exc:
             logger.error("autosave on %s failed: %s", why, exc)
+        if self._search is not None:
+            self._search.close()
 
     def terminate(self, why: str) -> None:
         """Autosave and exit at once (SIGTERM/SIGINT)."""

@@ -9,14 +9,13 @@ Schema (`PRAGMA user_version` = `SCHEMA_VERSION`)::
     sessions(num INTEGER PRIMARY KEY, session_id TEXT UNIQUE,   -- per-session progress
              log_offset, last_seq, line_hash, scanned_size,
              stream_text, stream_seq, stream_turn)
-    event_text USING fts5(text, turn UNINDEXED, type UNINDEXED,
-                          tokenize = 'unicode61 remove_diacritics 2')
-    indexed_events(session_id, seq, turn, type, text)            -- a view of both
+    event_text USING fts5(text, session_id UNINDEXED, seq UNINDEXED, turn UNINDEXED,
+                          type UNINDEXED, tokenize = 'unicode61 remove_diacritics 2')
 
-The rowid of an `event_text` row encodes where its text comes from:
+The rowid of an `event_text` row also encodes where its text comes from:
 `num << 40 | seq << 2 | part` (`part` 0: the event's own text, 1: streamed text). One
 session's rows are therefore one rowid range, which makes dropping a session, re-indexing
-it or restricting a search to it cheap.
+it or restricting a search to it cheap (FTS5 has no index on UNINDEXED columns).
 
 A session is indexed up to `log_offset`, the end of event `last_seq`; `line_hash` is the
 SHA-256 of the log line ending there, so a log that shrank or was replaced is noticed with
@@ -73,10 +72,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 INDEX_FILE = "index.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 1: an early draft (text, turn, type only); rebuilt on open
 TOKENIZER = "unicode61 remove_diacritics 2"
-SNIPPET_TOKENS = 12
 BUSY_TIMEOUT_S = 5.0
+WAL_LIMIT_BYTES = 8 << 20  # the WAL is truncated to this after a checkpoint
 
 _SESSION_SHIFT = 40  # rowid = num << 40 | seq << 2 | part
 _SEQ_SHIFT = 2
@@ -105,18 +104,22 @@ CREATE TABLE sessions (
     stream_turn INTEGER
 );
 CREATE VIRTUAL TABLE event_text USING fts5(
-    text, turn UNINDEXED, type UNINDEXED, tokenize = '{TOKENIZER}'
+    text, session_id UNINDEXED, seq UNINDEXED, turn UNINDEXED, type UNINDEXED,
+    tokenize = '{TOKENIZER}'
 );
-CREATE VIEW indexed_events (session_id, seq, turn, type, text) AS
-    SELECT s.session_id, (e.rowid >> {_SEQ_SHIFT}) & {_SEQ_LIMIT - 1}, e.turn, e.type, e.text
-    FROM event_text AS e JOIN sessions AS s ON s.num = e.rowid >> {_SESSION_SHIFT};
 PRAGMA user_version = {SCHEMA_VERSION};
-"""  # noqa: S608 (module constants only)
+"""
 _DROP = """
-DROP VIEW IF EXISTS indexed_events;
 DROP TABLE IF EXISTS event_text;
 DROP TABLE IF EXISTS sessions;
 """
+
+_SELECT = (  # snippet: matches in [ ], cut with …, at most 12 tokens
+    "SELECT session_id, seq, turn, type, snippet(event_text, 0, '[', ']', '…', 12), rank"
+    " FROM event_text WHERE event_text MATCH ?"
+)
+_SEARCH_SQL = _SELECT + " ORDER BY rank LIMIT ?"
+_SEARCH_ONE_SQL = _SELECT + " AND rowid BETWEEN ? AND ? ORDER BY rank LIMIT ?"
 
 T = TypeVar("T")
 
@@ -174,7 +177,7 @@ class _Progress:
     stream_turn: int | None = None
 
 
-Row = tuple[int, str, int | None, str]  # rowid, text, turn, type
+Row = tuple[int, str, str, int, int | None, str]  # rowid, text, session_id, seq, turn, type
 
 
 def _rowid(num: int, seq: int, part: int) -> int:
@@ -230,24 +233,26 @@ def fts_phrase(query: str) -> str:
 class _Extractor:
     """Turns events into text rows; carries an unfinished stream from one sync to the next."""
 
-    def __init__(self, num: int, progress: _Progress) -> None:
-        self.num = num
+    def __init__(self, session_id: str, progress: _Progress) -> None:
+        self.session_id = session_id
+        self.num = progress.num
         self.stream: list[str] = [progress.stream_text] if progress.stream_text else []
         self.stream_seq = progress.stream_seq
         self.stream_turn = progress.stream_turn
         self.rows: list[Row] = []
 
-    def _add(self, seq: int, part: int, turn: int | None, type_: str, text: str) -> None:
+    def add(self, seq: int, part: int, turn: int | None, type_: str, text: str) -> None:
         if seq >= _SEQ_LIMIT:
             raise SearchError(f"seq {seq} is too large for the search index")
         if text and not _PLACEHOLDER.fullmatch(text):
-            self.rows.append((_rowid(self.num, seq, part), _clean(text), turn, type_))
+            rowid = _rowid(self.num, seq, part)
+            self.rows.append((rowid, _clean(text), self.session_id, seq, turn, type_))
 
     def _flush_stream(self, seq: int | None = None) -> None:
         """Index streamed text that no `assistant/message` holds (at `seq` or its last chunk)."""
         if self.stream and self.stream_seq is not None:
             at = self.stream_seq if seq is None else seq
-            self._add(at, PART_STREAM, self.stream_turn, STREAM_TYPE, "".join(self.stream))
+            self.add(at, PART_STREAM, self.stream_turn, STREAM_TYPE, "".join(self.stream))
         self.stream = []
         self.stream_seq = None
         self.stream_turn = None
@@ -263,32 +268,32 @@ class _Extractor:
             text = _response_text(event.data.message) or "".join(self.stream)
             self.stream = []
             self.stream_seq = None
-            self._add(seq, PART_EVENT, turn, event.type, text)
+            self.add(seq, PART_EVENT, turn, event.type, text)
         elif isinstance(event, TurnStartEvent):
             self._flush_stream()
-            self._add(seq, PART_EVENT, turn, event.type, event.data.input)
+            self.add(seq, PART_EVENT, turn, event.type, event.data.input)
         elif isinstance(event, StepStartEvent):
             self._flush_stream()
         elif isinstance(event, TurnEndEvent):
             self._flush_stream(seq)
-            self._add(seq, PART_EVENT, turn, event.type, event.data.error or "")
+            self.add(seq, PART_EVENT, turn, event.type, event.data.error or "")
         elif isinstance(event, ToolCallEvent):
             args = _joined([_as_text(event.data.args)])
             text = f"{event.data.name} {args}" if args else event.data.name
-            self._add(seq, PART_EVENT, turn, event.type, text)
+            self.add(seq, PART_EVENT, turn, event.type, text)
         elif isinstance(event, ToolResultEvent):
-            self._add(seq, PART_EVENT, turn, event.type, _as_text(event.data.content))
+            self.add(seq, PART_EVENT, turn, event.type, _as_text(event.data.content))
         elif isinstance(event, CompactEvent):
             text = _joined([event.data.summary, *event.data.decisions])
-            self._add(seq, PART_EVENT, turn, event.type, text)
+            self.add(seq, PART_EVENT, turn, event.type, text)
         elif isinstance(event, DecisionEvent):
-            self._add(seq, PART_EVENT, turn, event.type, event.data.text)
+            self.add(seq, PART_EVENT, turn, event.type, event.data.text)
         elif isinstance(event, DriftEvent):
             data = event.data
             paths = _joined([*data.modified, *data.deleted, *data.created])
-            self._add(seq, PART_EVENT, turn, event.type, paths)
+            self.add(seq, PART_EVENT, turn, event.type, paths)
         elif isinstance(event, PhaseEvent):
-            self._add(seq, PART_EVENT, turn, event.type, event.data.phase or "")
+            self.add(seq, PART_EVENT, turn, event.type, event.data.phase or "")
 
     def open_stream(self) -> tuple[str | None, int | None, int | None]:
         """Return the stream still open after the last event (text, last chunk seq, turn)."""
@@ -415,6 +420,7 @@ class SearchIndex:
         try:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -621,7 +627,7 @@ class SearchIndex:
                 stats.reindexed += 1
             elif size == progress.scanned_size:
                 return  # nothing was appended since the last scan
-            self._index_tail(conn, fd, path, progress, size, stats)
+            self._index_tail(conn, fd, path, session_id, progress, size, stats)
         finally:
             os.close(fd)
 
@@ -638,6 +644,7 @@ class SearchIndex:
         conn: sqlite3.Connection,
         fd: int,
         path: Path,
+        session_id: str,
         progress: _Progress,
         size: int,
         stats: SyncStats,
@@ -656,16 +663,15 @@ class SearchIndex:
                     "DELETE FROM event_text WHERE rowid = ?",
                     (_rowid(num, progress.stream_seq, PART_STREAM),),
                 )
-            extractor = _Extractor(num, progress)
+            extractor = _Extractor(session_id, progress)
             for event in scan.events:
                 extractor.feed(event)
             text, stream_seq, stream_turn = extractor.open_stream()
-            if text is not None and stream_seq is not None:
-                extractor.rows.append(
-                    (_rowid(num, stream_seq, PART_STREAM), _clean(text), stream_turn, STREAM_TYPE)
-                )
+            if text is not None and stream_seq is not None:  # still streaming: provisional
+                extractor.add(stream_seq, PART_STREAM, stream_turn, STREAM_TYPE, text)
             conn.executemany(
-                "INSERT INTO event_text (rowid, text, turn, type) VALUES (?, ?, ?, ?)",
+                "INSERT INTO event_text (rowid, text, session_id, seq, turn, type)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
                 extractor.rows,
             )
             stats.rows += len(extractor.rows)
@@ -717,36 +723,19 @@ class SearchIndex:
     def _query(
         conn: sqlite3.Connection, phrase: str, session_id: str | None, limit: int
     ) -> list[SearchHit]:
-        sql = (
-            "SELECT rowid, turn, type, snippet(event_text, 0, '[', ']', '…', ?), rank"
-            " FROM event_text WHERE event_text MATCH ?"
-        )
-        params: list[object] = [SNIPPET_TOKENS, phrase]
+        sql = _SEARCH_SQL
+        params: tuple[object, ...] = (phrase, limit)
         if session_id is not None:
-            row = conn.execute("SELECT num FROM sessions WHERE session_id = ?", (session_id,))
-            found = row.fetchone()
+            found = conn.execute(
+                "SELECT num FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
             if found is None:
                 return []
-            sql += " AND rowid BETWEEN ? AND ?"
-            params += _session_range(found[0])
-        sql += " ORDER BY rank LIMIT ?"
-        params.append(limit)
-        rows = conn.execute(sql, params).fetchall()
-        if not rows:
-            return []
-        nums = sorted({rowid >> _SESSION_SHIFT for rowid, *_ in rows})
-        marks = ",".join("?" * len(nums))
-        ids = dict(
-            conn.execute(f"SELECT num, session_id FROM sessions WHERE num IN ({marks})", nums)  # noqa: S608
-        )
+            sql = _SEARCH_ONE_SQL
+            params = (phrase, *_session_range(found[0]), limit)
         groups: dict[str, list[SearchHit]] = {}
-        for rowid, turn, type_, snippet, rank in rows:
-            owner = ids.get(rowid >> _SESSION_SHIFT)
-            if owner is None:
-                continue
-            hit = SearchHit(
-                owner, (rowid >> _SEQ_SHIFT) & (_SEQ_LIMIT - 1), turn, type_, snippet, -rank
-            )
+        for owner, seq, turn, type_, snippet, rank in conn.execute(sql, params):
+            hit = SearchHit(owner, seq, turn, type_, snippet, -rank)
             groups.setdefault(owner, []).append(hit)
         return [hit for hits in groups.values() for hit in hits]
 

@@ -103,6 +103,7 @@ async def _turn(ls: AgentAssistServer, text: str) -> dict[str, Any]:
         recorder.end("error", error=message)
         raise RequestFailedError(message) from None
     recorder.end("completed")
+    ls.index_session()
     return {
         "sessionId": session_id,
         "turn": recorder.number,

@@ -8,6 +8,7 @@ from lsprotocol import types
 
 from session.derive import transcript
 from session.manager import SessionLockedError, SessionNotFoundError
+from session.search import SearchError
 
 from .. import protocol as proto
 from ..server import AgentAssistServer, RequestFailedError, request_handler
@@ -98,6 +99,35 @@ def setup(server: AgentAssistServer) -> None:
             raise RequestFailedError(f"no session {session_id} in this project")
         scan = lifecycle.manager.read_events(session_id)
         return {"sessionId": session_id, "items": proto.transcript_items(transcript(scan.events))}
+
+    @request_handler(server, proto.SEARCH, proto.SearchParams)
+    async def search(ls: AgentAssistServer, params: proto.SearchParams) -> dict[str, Any]:
+        await ls.ready.wait()
+        manager = ls.session.manager
+        if params.session_id is not None and not manager.exists(params.session_id):
+            raise RequestFailedError(f"no session {params.session_id} in this project")
+        try:
+            index = ls.search_index
+            if params.session_id is not None:
+                index.sync_session(manager, params.session_id)
+            else:
+                index.sync(manager)
+            hits = index.search(params.query, params.session_id, params.limit)
+        except SearchError as exc:
+            raise RequestFailedError(f"search is unavailable: {exc}") from None
+        return {
+            "results": [
+                {
+                    "sessionId": h.session_id,
+                    "seq": h.seq,
+                    "turn": h.turn,
+                    "type": h.type,
+                    "snippet": h.snippet,
+                    "score": h.score,
+                }
+                for h in hits
+            ]
+        }
 
     @request_handler(server, proto.SESSIONS, proto.EmptyParams)
     async def sessions(ls: AgentAssistServer, params: proto.EmptyParams) -> dict[str, Any]:

@@ -191,3 +191,30 @@ async def test_fork_switches_to_a_child_and_leaves_the_parent_alone(
     child_row = next(s for s in sessions if s["sessionId"] == forked["sessionId"])
     assert child_row["parentSessionId"] == parent and child_row["active"]
     assert sessions[0]["sessionId"] == forked["sessionId"]
+
+
+async def test_search_is_literal_and_finds_hidden_turns(make_editor, fake: FakeOpenAI) -> None:
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    fake.add("The migration plan uses VUE-THREE routers.")
+    first = await editor.request("agentAssist/chat", {"text": "plan the zebra migration"})
+    saved = await editor.request("agentAssist/save")
+    fake.add("Quokka details that will be rewound.")
+    await editor.request("agentAssist/chat", {"text": "tell me about quokka"})
+    await editor.request("agentAssist/checkpoint", {"number": saved["checkpoint"]})
+    hits = (await editor.request("agentAssist/search", {"query": "zebra migration"}))["results"]
+    assert hits and hits[0]["sessionId"] == first["sessionId"] and hits[0]["type"] == "turn/start"
+    assert "[zebra]" in hits[0]["snippet"] or "[zebra" in hits[0]["snippet"]
+    hidden = (await editor.request("agentAssist/search", {"query": "quokka"}))["results"]
+    assert hidden, "a rewound turn stays searchable"
+    for query in ['"', "NEAR(zebra", "zebra*", "a:b", "-zebra", "AND OR NOT", "(", "^"]:
+        result = await editor.request("agentAssist/search", {"query": query})
+        assert isinstance(result["results"], list)
+    only = await editor.request(
+        "agentAssist/search", {"query": "zebra", "sessionId": first["sessionId"]}
+    )
+    assert {h["sessionId"] for h in only["results"]} == {first["sessionId"]}
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/search", {"query": ""})
+    assert info.value.code == -32602
