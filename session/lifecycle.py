@@ -424,7 +424,7 @@ class SessionLifecycle:
             number,
             seq=event.seq,
             turn=session.state.turns,
-            title=title,
+            title=self.redactor.scrub({"title": title})["title"],
             files=files,
             auto=auto,
         )

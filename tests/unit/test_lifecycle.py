@@ -450,3 +450,17 @@ def test_log_lines_are_valid_json_with_dense_seq(manager: SessionManager) -> Non
     _, sid = saved_session(manager)
     lines = manager.log_path(sid).read_bytes().splitlines()
     assert [orjson.loads(line)["seq"] for line in lines] == list(range(len(lines)))
+
+
+def test_checkpoint_titles_are_scrubbed(manager: SessionManager, home: Path) -> None:
+    key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX0123"
+    lc = make_lifecycle(manager)
+    run_turn(lc, f"use {key} please", "ok")
+    lc.explicit_save()
+    lc.close()
+    assert key.encode() not in all_bytes_under(home)
+    lc2 = make_lifecycle(manager, persistence="metadata")
+    run_turn(lc2, "TOPSECRET-TITLE-7", "ok")
+    lc2.explicit_save()
+    lc2.close()
+    assert b"TOPSECRET-TITLE-7" not in all_bytes_under(home)
