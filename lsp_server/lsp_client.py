@@ -205,14 +205,22 @@ class LspClient:
         command: Sequence[str] | None = None,
         ask: Asker | None = None,
         client_name: str = "agent-assist-terminal",
+        stderr_sink: Callable[[str], None] | None = None,
     ) -> None:
         self.workspace = workspace.resolve()
         self.instance_id = instance_id
         self.options = dict(options or {})
         self.env = dict(env) if env is not None else dict(os.environ)
-        self.command = list(command or [sys.executable, "-m", "lsp_server.cli", "serve"])
+        if command is None:
+            command = [sys.executable, "-m", "lsp_server.cli", "serve"]
+            # The server runs this same code, even from a source checkout that is not installed.
+            source = str(Path(__file__).resolve().parents[1])
+            paths = [p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p]
+            self.env["PYTHONPATH"] = os.pathsep.join([source, *(p for p in paths if p != source)])
+        self.command = list(command)
         self.ask: Asker = ask or _dismiss
         self.client_name = client_name
+        self.stderr_sink = stderr_sink
         self.editor = WorkspaceEditor(self.workspace)
         self.notifications: dict[str, deque[Any]] = defaultdict(
             lambda: deque(maxlen=_KEPT_NOTIFICATIONS)
@@ -418,7 +426,10 @@ class LspClient:
     async def _read_stderr(self) -> None:
         assert self._process is not None and self._process.stderr is not None
         while line := await self._process.stderr.readline():
-            self.stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+            text = line.decode("utf-8", "replace").rstrip()
+            self.stderr_tail.append(text)
+            if self.stderr_sink is not None:
+                self.stderr_sink(text)
 
     async def _read_messages(self) -> None:
         assert self._process is not None and self._process.stdout is not None

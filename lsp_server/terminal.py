@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from rich.console import Console, RenderableType
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
     from rich.live import Live
 
     from .lsp_client import LspClient, PendingRequest
@@ -75,8 +75,11 @@ class PromptReader:
         self.session: PromptSession[str] = PromptSession(history=InMemoryHistory())
 
     async def read(self, prompt: str) -> str:
-        """Show `prompt` and return the line typed."""
-        return await self.session.prompt_async(prompt)
+        """Show `prompt` and return the line typed; what is printed meanwhile goes above it."""
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        with patch_stdout(raw=True):
+            return await self.session.prompt_async(prompt)
 
 
 class PlainReader:
@@ -106,6 +109,7 @@ class PlainReader:
         line = await self._queue.get()
         if line is None:
             self._queue.put_nowait(None)
+            sys.stdout.write("\n")
             raise EOFError
         sys.stdout.write(line + "\n")
         return line
@@ -121,24 +125,40 @@ def _args_summary(args: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+class StreamedMarkdown:
+    """Markdown of text that keeps growing; parsed only when the screen is refreshed."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.markdown import Markdown
+
+        yield Markdown(self.text)
+
+
 class ReplyView:
     """One streamed reply: a spinner until the first delta, then live Markdown."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
-        self.text = ""
+        self.body = StreamedMarkdown()
         self.live: Live | None = None
+        self._showing_text = False
+        self._printed = False
 
-    def _markdown(self) -> RenderableType:
-        from rich.markdown import Markdown
-
-        return Markdown(self.text)
+    @property
+    def text(self) -> str:
+        """Return the text streamed so far."""
+        return self.body.text
 
     def start(self) -> None:
-        """Show the spinner."""
+        """Show the spinner (refreshed ten times a second by rich)."""
         from rich.live import Live
         from rich.spinner import Spinner
 
+        if not self.console.is_terminal:
+            return  # piped output: the reply is printed once, when it is complete
         self.live = Live(
             Spinner("dots", text="Thinking…", style="cyan"),
             console=self.console,
@@ -148,21 +168,25 @@ class ReplyView:
         self.live.start()
 
     def delta(self, text: str) -> None:
-        """Append streamed text and re-render."""
-        self.text += text
-        if self.live is not None:
-            self.live.update(self._markdown(), refresh=True)
+        """Append streamed text; the next refresh shows it."""
+        self.body.text += text
+        if self.live is not None and not self._showing_text:
+            self._showing_text = True
+            self.live.update(self.body, refresh=True)
 
     def stop(self, final: str | None = None) -> None:
         """Render the final text and release the terminal."""
         from rich.text import Text
 
-        if final and not self.text.strip():
-            self.text = final
+        if final and not self.body.text.strip():
+            self.body.text = final
         if self.live is not None:
-            self.live.update(self._markdown() if self.text else Text(""), refresh=True)
+            self.live.update(self.body if self.body.text else Text(""), refresh=True)
             self.live.stop()
             self.live = None
+        elif self.body.text and not self._printed:
+            self.console.print(self.body)
+        self._printed = True
 
 
 # -- the app ---------------------------------------------------------------------------------
@@ -179,8 +203,10 @@ class ChatApp:
         console: Console,
         reader: LineReader,
         options: dict[str, Any] | None = None,
+        verbose: bool = False,
     ) -> None:
         self.workspace = workspace
+        self.verbose = verbose
         self.instance_id = instance_id
         self.console = console
         self.reader = reader
@@ -225,6 +251,9 @@ class ChatApp:
         """Print a warning line."""
         self.say(f"⚠ {text}", "yellow")
 
+    def _server_log(self, line: str) -> None:
+        sys.stderr.write(f"[server] {line}\n")
+
     # -- server events --------------------------------------------------------------------
 
     def _listen(self, client: LspClient) -> None:
@@ -262,6 +291,7 @@ class ChatApp:
 
     def _on_session_changed(self, params: dict[str, Any]) -> None:
         self.session_id = str(params.get("sessionId"))
+        self._resume_drift_pending = 0  # the server's drift message, if any, came before
 
     def _on_show_message(self, params: dict[str, Any]) -> None:
         message = str(params.get("message", ""))
@@ -290,10 +320,17 @@ class ChatApp:
 
     # -- questions from the server -------------------------------------------------------
 
+    async def read(self, prompt: str) -> str:
+        """Read a line; then take SIGINT back (prompt-toolkit replaces its handler)."""
+        try:
+            return await self.reader.read(prompt)
+        finally:
+            self._install_signals()
+
     async def confirm(self, prompt: str, default: bool) -> bool:
         """Ask a yes/no question; Enter takes the default."""
         while True:
-            answer = (await self.reader.read(prompt)).strip().lower()
+            answer = (await self.read(prompt)).strip().lower()
             if not answer:
                 return default
             if answer in ("y", "yes"):
@@ -316,7 +353,7 @@ class ChatApp:
             for number, title in enumerate(actions, 1):
                 self.say(f"  {number}. {title}")
             while True:
-                choice = (await self.reader.read("Choose a number (Enter: dismiss) ")).strip()
+                choice = (await self.read("Choose a number (Enter: dismiss) ")).strip()
                 if not choice:
                     return None
                 if choice.isdigit() and 1 <= int(choice) <= len(actions):
@@ -360,7 +397,11 @@ class ChatApp:
         self.main_task = asyncio.current_task()
         self._install_signals()
         client = LspClient(
-            self.workspace, instance_id=self.instance_id, options=self.options, ask=self.ask
+            self.workspace,
+            instance_id=self.instance_id,
+            options=self.options,
+            ask=self.ask,
+            stderr_sink=self._server_log if self.verbose else None,
         )
         self.client = client
         self._listen(client)
@@ -381,8 +422,8 @@ class ChatApp:
                 self.view.stop()
             with contextlib.suppress(asyncio.CancelledError):
                 await client.shutdown()
-            if self.session_id and client.returncode == 0:
-                self.say(f"Session {self.session_id} saved. Bye.", "dim")
+            if self.session_id:
+                self.say(f"Closed session {self.session_id}. Bye.", "dim")
         return code
 
     async def _banner(self) -> None:
@@ -408,10 +449,9 @@ class ChatApp:
 
         while True:
             try:
-                line = await self.reader.read("› ")
+                line = await self.read("› ")
             except (EOFError, KeyboardInterrupt):
                 return 0
-            self._install_signals()  # prompt-toolkit replaced the SIGINT handler
             line = line.strip()
             if not line:
                 continue
@@ -443,6 +483,7 @@ class ChatApp:
         try:
             self.turn = self.client.send_request(proto.CHAT, {"text": text})
             result = await self.turn.future
+            view.stop(str(result.get("text") or ""))
         except LspError as exc:
             view.stop()
             if exc.cancelled:
@@ -720,8 +761,15 @@ def run_chat(args: argparse.Namespace) -> int:
     if args.context_window is not None:
         options["contextWindow"] = args.context_window
     reader: LineReader = PromptReader() if sys.stdin.isatty() else PlainReader()
-    console = Console(highlight=False)
-    app = ChatApp(workspace, instance_id, console=console, reader=reader, options=options)
+    console = Console(highlight=False, soft_wrap=True)
+    app = ChatApp(
+        workspace,
+        instance_id,
+        console=console,
+        reader=reader,
+        options=options,
+        verbose=bool(getattr(args, "verbose", False)),
+    )
     try:
         return asyncio.run(app.run())
     except KeyboardInterrupt:

@@ -454,8 +454,14 @@ class SessionLifecycle:
         """Return this session's checkpoints, oldest first."""
         return self.checkpoints.records(self.session_id, self.warnings)
 
-    def plan_restore(self, number: int) -> RestorePlan:
-        """Work out what restoring checkpoint `number` writes; raises if there is none."""
+    def plan_restore(
+        self, number: int, open_documents: dict[str, bytes] | None = None
+    ) -> RestorePlan:
+        """Work out what restoring checkpoint `number` writes; raises if there is none.
+
+        `open_documents` are editor buffers (maybe unsaved): their text, not the disk's,
+        decides whether a file needs restoring.
+        """
         record = self.checkpoints.load(self.session_id, number)
         if record is None:
             known = [r.number for r in self.list_checkpoints()]
@@ -464,7 +470,11 @@ class SessionLifecycle:
                 + (f" (it has {', '.join(map(str, known))})" if known else " (it has none)")
             )
         self._refresh_workspace_state()
-        return self.checkpoints.plan_restore(record, dict(self.current.state.file_manifest))
+        current = dict(self.current.state.file_manifest)
+        for relative, data in (open_documents or {}).items():
+            if relative in current or relative in record.files:
+                current[relative] = hashlib.sha256(data).hexdigest()
+        return self.checkpoints.plan_restore(record, current)
 
     def restore(self, plan: RestorePlan, applied: set[str] | None = None) -> list[str]:
         """Restore a planned checkpoint: save the present, write files, rewind the talk.

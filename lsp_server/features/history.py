@@ -6,9 +6,11 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.uris import to_fs_path
 
 from session.compaction import extractive_summary, history_tokens, render_transcript
 from session.fork import fork_session
@@ -54,6 +56,21 @@ async def progress(ls: AgentAssistServer, title: str) -> AsyncIterator[Progress]
     finally:
         if token is not None:
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+
+
+def open_documents(ls: AgentAssistServer) -> dict[str, bytes]:
+    """Return the workspace files open in the editor, by relative path, with their text."""
+    out: dict[str, bytes] = {}
+    for uri, document in ls.workspace.text_documents.items():
+        path = to_fs_path(uri)
+        if path is None:
+            continue
+        try:
+            relative = Path(path).relative_to(ls.root).as_posix()
+        except ValueError:
+            continue
+        out[relative] = document.source.encode("utf-8")
+    return out
 
 
 async def compact_now(ls: AgentAssistServer) -> dict[str, Any]:
@@ -121,7 +138,7 @@ def setup(server: AgentAssistServer) -> None:
                 ],
             }
         async with ls.turn_lock:
-            plan = lifecycle.plan_restore(params.number)
+            plan = lifecycle.plan_restore(params.number, open_documents(ls))
             applied: set[str] = set()
             for relative, data in plan.writes:
                 try:

@@ -218,3 +218,25 @@ async def test_search_is_literal_and_finds_hidden_turns(make_editor, fake: FakeO
     with pytest.raises(JsonRpcException) as info:
         await editor.request("agentAssist/search", {"query": ""})
     assert info.value.code == -32602
+
+
+@pytest.mark.parametrize("client_name", ["vscode"])
+async def test_restore_also_reverts_unsaved_editor_buffers(make_editor, workspace: Path) -> None:
+    from lsprotocol import types
+    from pygls.uris import from_fs_path
+
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    saved = await editor.request("agentAssist/save")
+    uri = from_fs_path(str(workspace / "agent_spec.md")) or ""
+    editor.client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="markdown", version=1, text="unsaved edit\n"
+            )
+        )
+    )
+    restored = await editor.request("agentAssist/checkpoint", {"number": saved["checkpoint"]})
+    assert restored["restoredFiles"] == ["agent_spec.md"]  # disk matched; the buffer did not
+    assert any("agent_spec.md" in (e.label or "") for e in editor.edits)

@@ -1,0 +1,357 @@
+-- agent_assist.commands: `:AgentAssist {subcommand} [args]` and its completion.
+
+local client = require("agent_assist.client")
+
+local M = {}
+
+local methods = client.methods
+local WARN, ERROR = vim.log.levels.WARN, vim.log.levels.ERROR
+
+local function chat()
+  return require("agent_assist.chat")
+end
+
+--- Send a request for the current root; report errors, hand results to `on_result`.
+local function ask(method, params, on_result)
+  local root = client.root()
+  client.request(root, method, params or {}, function(err, result)
+    if err then
+      if err.code == client.errors.method_not_found then
+        client.notify(method .. " is not supported by this server version", WARN)
+      else
+        client.notify(err.message or "request failed", ERROR)
+      end
+      return
+    end
+    on_result(result, root)
+  end)
+end
+
+local function join(list)
+  if not list or #list == 0 then
+    return "none"
+  end
+  return table.concat(list, ", ")
+end
+
+local function when(iso)
+  if type(iso) ~= "string" then
+    return "?"
+  end
+  return (iso:sub(1, 16):gsub("T", " "))
+end
+
+---@param root string
+---@param session_id string
+---@param then_fn? fun()
+local function open_session(root, session_id, then_fn)
+  client.request(root, methods.open, { sessionId = session_id }, function(err, result)
+    if err then
+      client.notify(err.message, ERROR)
+      return
+    end
+    client.notify("opened session " .. result.sessionId)
+    chat().open(root)
+    chat().redraw(root, nil, then_fn)
+  end)
+end
+
+local function fork(params)
+  ask(methods.fork, params, function(result)
+    client.notify(
+      ("forked session %s from %s at event %s"):format(
+        result.sessionId,
+        result.parentSessionId,
+        tostring(result.boundary)
+      )
+    )
+  end)
+end
+
+local function restore(number)
+  ask(methods.checkpoint, { number = number }, function(result)
+    client.notify(
+      ("restored checkpoint %d: restored %s; created since (kept) %s; skipped %s"):format(
+        result.number,
+        join(result.restoredFiles),
+        join(result.createdFiles),
+        join(result.skippedFiles)
+      )
+    )
+  end)
+end
+
+local function show_context(context)
+  if not context or context == "" then
+    client.notify("this session has no resume context (fresh session)")
+    return
+  end
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(context, "\n", { plain = true }))
+  vim.bo[buf].filetype = "markdown"
+  vim.bo[buf].modifiable = false
+  vim.cmd("botright split")
+  vim.api.nvim_win_set_buf(0, buf)
+end
+
+---@type table<string, fun(args: string[])>
+M.subcommands = {
+  chat = function(args)
+    local text = table.concat(args, " ")
+    if vim.trim(text) == "" then
+      local c = chat().open()
+      chat().prompt(c.root)
+    else
+      chat().send(text)
+    end
+  end,
+  save = function()
+    ask(methods.save, {}, function(result)
+      client.notify(
+        ("saved session %s (checkpoint %s) to %s"):format(
+          result.sessionId,
+          tostring(result.checkpoint),
+          result.path
+        )
+      )
+    end)
+  end,
+  reset = function()
+    ask(methods.reset, {}, function(result)
+      local deleted = result.deletedFiles or {}
+      client.notify(
+        ("new session %s%s"):format(
+          result.sessionId,
+          #deleted > 0 and ("; deleted " .. join(deleted)) or ""
+        )
+      )
+    end)
+  end,
+  new = function()
+    -- A fresh session that keeps the current one (reset would delete it): restart the
+    -- server without resuming; it autosaves the current session on the way out.
+    local root = client.root()
+    if not client.restart(root, { autoResume = "never" }) then
+      return
+    end
+    client.request(root, methods.status, {}, function(err, result)
+      if err then
+        client.notify(err.message, ERROR)
+      else
+        client.notify("new session " .. result.sessionId .. " (the previous one is kept)")
+      end
+    end)
+  end,
+  resume = function()
+    ask(methods.resume, {}, function(result)
+      show_context(result.context)
+    end)
+  end,
+  checkpoint = function(args)
+    local number = tonumber(args[1])
+    if args[1] and not number then
+      client.notify("checkpoint takes a number", ERROR)
+      return
+    end
+    if number then
+      restore(number)
+      return
+    end
+    ask(methods.checkpoint, {}, function(result)
+      local items = result.checkpoints or {}
+      if #items == 0 then
+        client.notify("no checkpoints yet (:AgentAssist save makes one)")
+        return
+      end
+      vim.ui.select(items, {
+        prompt = "Agent Assist: restore checkpoint",
+        kind = "agent_assist.checkpoint",
+        format_item = function(cp)
+          return ("#%d  turn %d  %s  %s%s"):format(
+            cp.number,
+            cp.turn or 0,
+            when(cp.createdAt),
+            cp.title or "",
+            cp.auto and "  (auto)" or ""
+          )
+        end,
+      }, function(choice)
+        if choice then
+          restore(choice.number)
+        end
+      end)
+    end)
+  end,
+  compact = function()
+    ask(methods.compact, {}, function(result)
+      if not result.compacted then
+        client.notify("nothing to compact")
+        return
+      end
+      client.notify(
+        ("compacted: %d → %d messages, %d → %d tokens%s"):format(
+          result.messagesBefore,
+          result.messagesAfter,
+          result.tokensBefore,
+          result.tokensAfter,
+          result.fallback and " (extractive summary)" or ""
+        )
+      )
+    end)
+  end,
+  fork = function(args)
+    local boundary = tonumber(args[1])
+    if args[1] and not boundary then
+      client.notify("fork takes an event number", ERROR)
+      return
+    end
+    fork({ boundary = boundary })
+  end,
+  search = function(args)
+    local query = table.concat(args, " ")
+    if vim.trim(query) == "" then
+      client.notify("usage: :AgentAssist search {query}", ERROR)
+      return
+    end
+    ask(methods.search, { query = query }, function(result, root)
+      local hits = result.results or {}
+      if #hits == 0 then
+        client.notify("no results for " .. query)
+        return
+      end
+      vim.ui.select(hits, {
+        prompt = "Agent Assist: search " .. query,
+        kind = "agent_assist.search",
+        format_item = function(hit)
+          return ("%s  turn %s  %s: %s"):format(
+            hit.sessionId,
+            tostring(hit.turn),
+            hit.type or "",
+            ((hit.snippet or ""):gsub("%s+", " "))
+          )
+        end,
+      }, function(choice)
+        if choice then
+          open_session(root, choice.sessionId, function()
+            chat().goto_turn(root, choice.turn)
+          end)
+        end
+      end)
+    end)
+  end,
+  sessions = function()
+    ask(methods.sessions, {}, function(result, root)
+      local rows = result.sessions or {}
+      vim.ui.select(rows, {
+        prompt = "Agent Assist: sessions",
+        kind = "agent_assist.session",
+        format_item = function(s)
+          return ("%s  %s  %d turns  %s%s"):format(
+            s.sessionId,
+            when(s.updatedAt),
+            s.turns or 0,
+            s.title or "",
+            s.active and "  (active)" or ""
+          )
+        end,
+      }, function(choice)
+        if not choice then
+          return
+        end
+        vim.ui.select({ "Open", "Fork" }, {
+          prompt = "Agent Assist: session " .. choice.sessionId,
+          kind = "agent_assist.session_action",
+        }, function(action)
+          if action == "Open" then
+            open_session(root, choice.sessionId)
+          elseif action == "Fork" then
+            fork({ sessionId = choice.sessionId })
+          end
+        end)
+      end)
+    end)
+  end,
+  open = function(args)
+    if not args[1] then
+      client.notify("usage: :AgentAssist open {sessionId}", ERROR)
+      return
+    end
+    open_session(client.root(), args[1])
+  end,
+  history = function()
+    chat().open()
+    chat().redraw()
+  end,
+  status = function()
+    ask(methods.status, {}, function(s)
+      client.notify(table.concat({
+        ("session %s%s%s"):format(
+          s.sessionId,
+          s.resumed and " (resumed)" or "",
+          s.readOnly and " (read-only)" or ""
+        ),
+        ("state %s, %d waiting, %d turns"):format(s.state, s.waiting or 0, s.turns or 0),
+        ("model %s, persistence %s"):format(tostring(s.model or "not configured"), s.persistence),
+        ("files drifted: %d"):format(s.drift or 0),
+      }, "\n"))
+    end)
+  end,
+}
+
+M.names = vim.tbl_keys(M.subcommands)
+table.sort(M.names)
+
+--- Run `:AgentAssist` with its arguments.
+---@param fargs string[]
+function M.run(fargs)
+  local name = fargs[1] or "chat"
+  local fn = M.subcommands[name]
+  if not fn then
+    client.notify(
+      ("unknown subcommand %q; one of: %s"):format(name, table.concat(M.names, ", ")),
+      ERROR
+    )
+    return
+  end
+  fn(vim.list_slice(fargs, 2))
+end
+
+local function matching(candidates, prefix)
+  return vim.tbl_filter(function(c)
+    return vim.startswith(c, prefix)
+  end, candidates)
+end
+
+--- Completion of subcommands, checkpoint numbers and session ids.
+---@param arglead string
+---@param cmdline string
+---@return string[]
+function M.complete(arglead, cmdline, _)
+  local words = vim.split(vim.trim(cmdline), "%s+")
+  local count = #words + (cmdline:match("%s$") and 1 or 0)
+  if count <= 2 then
+    return matching(M.names, arglead)
+  end
+  if count ~= 3 then
+    return {}
+  end
+  local sub = words[2]
+  if sub == "checkpoint" then
+    local result = client.request_sync(nil, methods.checkpoint, {})
+    local numbers = {}
+    for _, cp in ipairs(result and result.checkpoints or {}) do
+      table.insert(numbers, tostring(cp.number))
+    end
+    return matching(numbers, arglead)
+  elseif sub == "open" then
+    local result = client.request_sync(nil, methods.sessions, {})
+    local ids = {}
+    for _, s in ipairs(result and result.sessions or {}) do
+      table.insert(ids, s.sessionId)
+    end
+    return matching(ids, arglead)
+  end
+  return {}
+end
+
+return M

