@@ -12,13 +12,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import append, drift, resume, search, server
+from . import append, compaction, drift, resume, search, server
 from .common import Mode, Result, fmt_s
 
 BENCHMARKS: dict[str, Callable[[Mode], Result]] = {
     "drift": drift.run,
     "resume": resume.run,
     "append": append.run,
+    "compaction": compaction.run,
     "server": server.run,
     "search": search.run,
 }
