@@ -544,8 +544,11 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def _search_index() -> Any:
+    """Return `session.search.SearchIndex`, or None in a build without search."""
+    import importlib
+
     try:
-        from session import search
+        search = importlib.import_module("session.search")
     except ImportError:
         return None
     return getattr(search, "SearchIndex", None)

@@ -253,6 +253,7 @@ class Demo:
                     style="bold yellow",
                 ),
                 markup=False,
+                soft_wrap=False,  # wrap inside the panel instead of cutting the text off
             )
         self.env = env
 

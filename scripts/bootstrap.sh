@@ -1,0 +1,17 @@
+# Sourced by ./run-tests and ./run-demo: a .venv with the locked dependencies (uv.lock),
+# made from nothing but Python 3.11+ and pip.
+PYTHON=${PYTHON:-python3}
+export UV_PYTHON_DOWNLOADS=never PYDANTIC_AI_NO_BANNER=1
+if [ ! -x .venv/bin/python ]; then
+  echo "== creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+if [ ! -x .venv/bin/uv ]; then
+  # a venv made by uv itself has no pip: bring it in first
+  .venv/bin/python -m pip --version >/dev/null 2>&1 || .venv/bin/python -m ensurepip --upgrade >/dev/null
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check uv
+fi
+echo "== installing locked dependencies (uv.lock)"
+extras=()
+if [ -n "${EXTRA-dev}" ]; then extras=(--extra "${EXTRA-dev}"); fi
+.venv/bin/uv sync --quiet --frozen "${extras[@]}" --inexact --python .venv/bin/python

@@ -1,0 +1,368 @@
+"""`agent-assist sessions …` and `agent-assist doctor` against fixture stores, broken ones too."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from lsp_server import cli
+from lsp_server.fake_openai import FakeOpenAI
+from session.derive import text_message
+from session.lifecycle import SessionLifecycle
+from session.manager import SessionManager
+
+from .conftest import clean_env, model_env, run_cli
+
+OLD = datetime(2020, 1, 2, 3, 4, tzinfo=UTC)
+
+
+def make_session(
+    workspace: Path, home: Path, turns: list[tuple[str, str]], *, instance: str = "fixture"
+) -> str:
+    """Write a real session through the session core (no server, no model)."""
+    lifecycle = SessionLifecycle(SessionManager(workspace, home=home), instance)
+    lifecycle.start_fresh()
+    for question, answer in turns:
+        recorder = lifecycle.begin_turn(question)
+        recorder.start_step([])
+        recorder.chunk(answer)
+        recorder.assistant_message(text_message(answer))
+        recorder.end_step()
+        recorder.end("completed")
+    session_id = lifecycle.session_id
+    lifecycle.close()
+    return session_id
+
+
+def age_session(manager: SessionManager, session_id: str, when: datetime = OLD) -> None:
+    """Make a session look last used at `when` (snapshot and log mtime)."""
+    path = manager.snapshot_path(session_id)
+    raw = json.loads(path.read_text())
+    raw["updated_at"] = raw["created_at"] = when.isoformat()
+    path.write_text(json.dumps(raw))
+    stamp = when.timestamp()
+    os.utime(manager.log_path(session_id), (stamp, stamp))
+
+
+def cli_json(*args: str, env: dict[str, str]) -> tuple[int, dict]:
+    result = run_cli(*args, "--json", env=env)
+    return result.returncode, json.loads(result.stdout) if result.stdout.strip() else {}
+
+
+@pytest.fixture
+def env(home: Path) -> dict[str, str]:
+    return clean_env(home)
+
+
+@pytest.fixture
+def other_project(tmp_path: Path) -> Path:
+    root = tmp_path / "other"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def store(workspace: Path, home: Path, other_project: Path) -> dict[str, str]:
+    """Two sessions here (one 2020-old), one old session in another project."""
+    recent = make_session(workspace, home, [("hello there", "General Kenobi")])
+    old = make_session(workspace, home, [("ancient question", "ancient answer")], instance="b")
+    age_session(SessionManager(workspace, home=home), old)
+    other = make_session(other_project, home, [("elsewhere", "other project")])
+    age_session(SessionManager(other_project, home=home), other)
+    return {"recent": recent, "old": old, "other": other}
+
+
+# -- list / show / export --------------------------------------------------------------------
+
+
+def test_list_this_project_and_all_projects(
+    workspace: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    code, data = cli_json("sessions", "list", "--workspace", str(workspace), env=env)
+    assert code == 0
+    ids = [row["sessionId"] for row in data["sessions"]]
+    assert ids == [store["recent"], store["old"]]  # newest first, this project only
+    assert data["sessions"][0]["title"] == "hello there"
+    assert data["sessions"][0]["turns"] == 1 and data["sessions"][0]["inUse"] is False
+
+    code, data = cli_json("sessions", "list", "--all-projects", env=env)
+    assert code == 0
+    assert {row["sessionId"] for row in data["sessions"]} == set(store.values())
+
+    table = run_cli("sessions", "list", "--workspace", str(workspace), env=env)
+    assert table.returncode == 0
+    assert store["recent"] in table.stdout and "hello there" in table.stdout
+
+
+def test_show_prints_the_transcript(
+    workspace: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    result = run_cli(
+        "sessions", "show", store["recent"][:6], "--workspace", str(workspace), env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert "You (turn 1): hello there" in result.stdout
+    assert "Assistant: General Kenobi" in result.stdout
+
+    code, data = cli_json(
+        "sessions", "show", store["recent"], "--workspace", str(workspace), env=env
+    )
+    assert code == 0
+    assert data["items"][0] == {"turn": 1, "role": "user", "text": "hello there"}
+    assert data["problems"] == [] and data["readOnly"] is None
+
+
+def test_export_markdown_and_json(
+    workspace: Path, home: Path, env: dict[str, str], store: dict[str, str], tmp_path: Path
+) -> None:
+    out = tmp_path / "export.md"
+    result = run_cli(
+        "sessions", "export", store["recent"], "--format", "md", "-o", str(out),
+        "--workspace", str(workspace), env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert text.startswith(f"# Session {store['recent']}: hello there")
+    assert "## Turn 1" in text and "**You:**\n\nhello there" in text
+    assert "**Assistant:**\n\nGeneral Kenobi" in text
+
+    result = run_cli(
+        "sessions", "export", store["recent"], "--format", "json", "--workspace", str(workspace),
+        env=env,
+    )  # fmt: skip
+    assert result.returncode == 0
+    data = json.loads(result.stdout)
+    assert data["session"]["sessionId"] == store["recent"]
+    assert data["events"][0]["type"] == "session/start"
+    logged = SessionManager(workspace, home=home).read_events(store["recent"]).events
+    assert [e["seq"] for e in data["events"]] == [e.seq for e in logged]
+    assert [item["role"] for item in data["transcript"]] == ["user", "assistant"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["sessions", "show", "abcdefabcdef"], 1),  # no such session
+        (["sessions", "show", "not-an-id"], 2),
+        (["sessions", "export", "abcdefabcdef", "--format", "xml"], 2),
+        (["sessions", "prune", "--older-than", "ninety days"], 2),
+        (["sessions"], 2),
+    ],
+)
+def test_exit_codes_for_problems_and_usage(
+    workspace: Path, env: dict[str, str], store: dict[str, str], args: list[str], code: int
+) -> None:
+    result = run_cli(*args, "--workspace", str(workspace), env=env)
+    assert result.returncode == code, (result.stdout, result.stderr)
+
+
+# -- rm / prune ------------------------------------------------------------------------------
+
+
+def test_rm_asks_and_refuses_without_a_yes(
+    workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    manager = SessionManager(workspace, home=home)
+    session_id = store["recent"]
+    result = run_cli(
+        "sessions", "rm", session_id, "--workspace", str(workspace), env=env, input="n\n"
+    )
+    assert result.returncode == 1
+    assert "[y/N]" in result.stderr and "nothing was deleted" in result.stderr
+    assert manager.exists(session_id)
+
+    result = run_cli(
+        "sessions", "rm", session_id, "--workspace", str(workspace), env=env, input="y\n"
+    )
+    assert result.returncode == 0, result.stderr
+    assert not manager.exists(session_id)
+    assert manager.read_pointer("fixture") is None  # its pointer went with it
+    assert manager.exists(store["old"])
+
+
+def test_rm_refuses_a_session_in_use(
+    workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    manager = SessionManager(workspace, home=home)
+    lock = manager.acquire_lock(store["recent"])  # as a running server holds it
+    try:
+        result = run_cli(
+            "sessions", "rm", store["recent"], "--yes", "--workspace", str(workspace), env=env
+        )
+        assert result.returncode == 1
+        assert "in use" in result.stderr
+        assert manager.exists(store["recent"])
+        code, data = cli_json("sessions", "list", "--workspace", str(workspace), env=env)
+        assert {r["sessionId"]: r["inUse"] for r in data["sessions"]}[store["recent"]] is True
+    finally:
+        lock.release()
+    result = run_cli(
+        "sessions", "rm", store["recent"], "-y", "--workspace", str(workspace), env=env
+    )
+    assert result.returncode == 0
+    assert not manager.exists(store["recent"])
+
+
+def test_prune_dry_run_then_delete_this_project_only(
+    workspace: Path, home: Path, other_project: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    manager = SessionManager(workspace, home=home)
+    code, data = cli_json(
+        "sessions", "prune", "--older-than", "90d", "--dry-run", "--workspace", str(workspace),
+        env=env,
+    )  # fmt: skip
+    assert code == 0
+    assert data["candidates"] == [store["old"]] and data["deleted"] == []
+    assert manager.exists(store["old"])
+
+    result = run_cli(
+        "sessions", "prune", "--older-than", "90d", "--workspace", str(workspace), env=env, input=""
+    )
+    assert result.returncode == 1  # no answer: not confirmed
+    assert manager.exists(store["old"])
+
+    code, data = cli_json(
+        "sessions", "prune", "--older-than", "90d", "--yes", "--workspace", str(workspace), env=env
+    )
+    assert code == 0 and data["deleted"] == [store["old"]]
+    assert not manager.exists(store["old"]) and manager.exists(store["recent"])
+    assert SessionManager(other_project, home=home).exists(store["other"])  # never touched
+
+
+# -- search / reindex ------------------------------------------------------------------------
+
+
+def test_search_and_reindex(workspace: Path, env: dict[str, str], store: dict[str, str]) -> None:
+    code, data = cli_json("sessions", "search", "Kenobi", "--workspace", str(workspace), env=env)
+    assert code == 0
+    assert [r["sessionId"] for r in data["results"]] == [store["recent"]]
+    assert "[Kenobi]" in data["results"][0]["snippet"]
+
+    code, data = cli_json("sessions", "search", "elsewhere", "--all-projects", env=env)
+    assert code == 0 and [r["sessionId"] for r in data["results"]] == [store["other"]]
+
+    code, data = cli_json("sessions", "reindex", "--workspace", str(workspace), env=env)
+    assert code == 0 and data["projects"][0]["sessions"] == 2
+
+
+def test_search_says_so_when_the_build_has_no_search(
+    workspace: Path,
+    home: Path,
+    store: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("AGENT_ASSIST_HOME", str(home))
+    monkeypatch.setitem(sys.modules, "session.search", None)  # import fails
+    code = cli.main(["sessions", "search", "Kenobi", "--workspace", str(workspace)])
+    assert code == 1
+    assert "search is not available in this build" in capsys.readouterr().err
+    assert cli.main(["sessions", "reindex", "--workspace", str(workspace)]) == 1
+
+
+# -- doctor ----------------------------------------------------------------------------------
+
+
+def test_doctor_healthy_store(
+    workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    code, data = cli_json("doctor", env=env)
+    assert code == 0, data
+    assert data["ok"] is True and data["problems"] == []
+    assert data["root"]["path"] == str(home) and data["root"]["writable"] is True
+    counts = {p["project"].rsplit("_", 1)[0]: len(p["sessions"]) for p in data["projects"]}
+    assert counts == {"project": 2, "other": 1}
+    assert data["model"] == {"name": None, "baseUrl": None, "apiKey": "unset", "configured": False}
+    human = run_cli("doctor", env=env)
+    assert human.returncode == 0 and "No problems found." in human.stdout
+
+
+def test_doctor_on_a_missing_store(tmp_path: Path) -> None:
+    code, data = cli_json("doctor", env=clean_env(tmp_path / "nothing-here"))
+    assert code == 0 and data["root"]["exists"] is False
+    assert not (tmp_path / "nothing-here").exists()  # looking never creates the store
+
+
+def test_doctor_finds_a_torn_log_tail(
+    workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    log = SessionManager(workspace, home=home).log_path(store["recent"])
+    with log.open("ab") as fh:
+        fh.write(b'{"seq": 99, "ts": "2026-')  # the process died mid-write
+    code, data = cli_json("doctor", env=env)
+    assert code == 1
+    assert any("incomplete last line" in p and store["recent"] in p for p in data["problems"])
+    human = run_cli("doctor", env=env)
+    assert human.returncode == 1 and "1 problem(s) found." in human.stdout
+    # The transcript is still readable up to the torn line.
+    shown = run_cli("sessions", "show", store["recent"], "--workspace", str(workspace), env=env)
+    assert shown.returncode == 0 and "General Kenobi" in shown.stdout
+
+
+def test_doctor_finds_a_bad_line_and_says_read_only(
+    workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    log = SessionManager(workspace, home=home).log_path(store["recent"])
+    lines = log.read_bytes().splitlines(keepends=True)
+    lines.insert(2, b"this is not json\n")
+    log.write_bytes(b"".join(lines))
+    code, data = cli_json("doctor", env=env)
+    assert code == 1
+    rows = {s["sessionId"]: s for p in data["projects"] for s in p["sessions"]}
+    assert "line 3" in rows[store["recent"]]["readOnly"]
+    assert any("opens read-only" in p for p in data["problems"])
+
+
+def test_doctor_finds_a_tampered_pointer(
+    workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    pointer = SessionManager(workspace, home=home).pointer_path("fixture")
+    pointer.write_text('{"sessionId": "../../../etc/passwd"}')
+    code, data = cli_json("doctor", env=env)
+    assert code == 1
+    assert any("active_fixture.json" in p and "ignored" in p for p in data["problems"])
+
+
+def test_doctor_finds_a_future_schema_snapshot(
+    workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    manager = SessionManager(workspace, home=home)
+    path = manager.snapshot_path(store["recent"])
+    raw = json.loads(path.read_text())
+    raw["schema_version"] = 99
+    path.write_text(json.dumps(raw))
+    code, data = cli_json("doctor", env=env)
+    assert code == 1
+    assert any("read-only" in p and store["recent"] in p for p in data["problems"])
+    code, shown = cli_json(
+        "sessions", "show", store["recent"], "--workspace", str(workspace), env=env
+    )
+    assert code == 0 and shown["readOnly"] and "schema" in shown["readOnly"]
+
+
+def test_doctor_round_trips_to_the_model_and_never_prints_the_key(
+    home: Path, store: dict[str, str], fake: FakeOpenAI
+) -> None:
+    env = clean_env(home, model_env(fake))
+    code, data = cli_json("doctor", env=env)
+    assert code == 0, data
+    assert data["model"]["apiKey"] == "set" and data["model"]["roundTrip"]["ok"] is True
+    assert len(fake.requests) == 1
+    human = run_cli("doctor", env=env)
+    assert "sk-test-KEY" not in human.stdout + human.stderr
+    assert "round trip answered" in human.stdout
+
+    fake.add({"error": 500, "message": "the model is down"})
+    code, data = cli_json("doctor", env=env)
+    assert code == 1
+    assert any("round trip failed" in p for p in data["problems"])
+
+    before = len(fake.requests)
+    code, data = cli_json("doctor", "--offline", env=env)
+    assert code == 0 and "roundTrip" not in data["model"]
+    assert len(fake.requests) == before

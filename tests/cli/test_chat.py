@@ -1,0 +1,242 @@
+"""`agent-assist chat` in a pseudo-terminal (pexpect) against the real server and loopback model."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from lsp_server.fake_openai import FakeOpenAI
+from lsp_server.terminal import default_instance_id
+from session.manager import SessionManager
+
+from .conftest import REPO, clean_env, model_env, run_cli
+
+PROMPT = "›"
+BANNER = re.compile(r"session ([a-f0-9]{12}) \((new|resumed)\)")
+
+
+def spawn_chat(
+    workspace: Path, home: Path, fake: FakeOpenAI, *extra: str, log: Path | None = None
+) -> pexpect.spawn:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "lsp_server.cli", "chat", "--workspace", str(workspace), *extra],
+        env=clean_env(home, model_env(fake)),
+        cwd=str(REPO),
+        encoding="utf-8",
+        timeout=40,
+        dimensions=(50, 160),
+    )
+    if log is not None:
+        child.logfile_read = log.open("a", encoding="utf-8")
+    return child
+
+
+def command(child: pexpect.spawn, line: str) -> None:
+    """Type a line at the prompt (Enter is a carriage return in a raw terminal)."""
+    child.expect_exact(PROMPT)
+    child.send(line + "\r")
+
+
+def finish(child: pexpect.spawn) -> int:
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus is not None
+    return child.exitstatus
+
+
+def test_chat_streams_cancels_and_runs_every_slash_command(
+    workspace: Path, home: Path, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    child = spawn_chat(workspace, home, fake, "--context-window", "1000", log=tmp_path / "tty")
+    child.expect(BANNER)
+    session_id, how = child.match.group(1), child.match.group(2)
+    assert how == "new"
+
+    command(child, "/help")
+    child.expect_exact("/checkpoint [n]")
+    child.expect_exact("/search <text>")
+
+    # Streaming: the first delta is on screen while the model is still answering.
+    fake.add({"hang": "Streaming first part"})
+    command(child, "hello")
+    child.expect_exact("Thinking")  # the spinner until the first delta
+    child.expect_exact("Streaming first part")
+    assert fake.wait_hanging(10)
+    fake.release()
+    child.expect(r"turn 1 · \d+ in / \d+ out tokens")
+
+    # Ctrl+C during a reply cancels the turn; the session goes on.
+    fake.add({"hang": "slow start"})
+    command(child, "slow please")
+    child.expect_exact("slow start")
+    child.sendintr()
+    child.expect_exact("Turn cancelled (recorded as aborted); the session continues.")
+    events = SessionManager(workspace, home=home).read_events(session_id).events
+    ends = [(e.turn, e.data.reason) for e in events if e.type == "turn/end"]
+    assert ends == [(1, "completed"), (2, "aborted")]
+
+    fake.add("Yes, the session continues.")
+    command(child, "still there?")
+    child.expect_exact("Yes, the session continues.")
+    child.expect_exact("turn 3 ·")
+
+    command(child, "/status")
+    child.expect(r"turns\s+3")
+    child.expect(rf"instance\s+{re.escape(default_instance_id(workspace))}")
+
+    command(child, "/save")
+    child.expect(rf"Saved: checkpoint 1 of session {session_id}")
+
+    command(child, "/checkpoint")
+    child.expect_exact(f"Checkpoints of {session_id}")
+
+    command(child, "/history")
+    child.expect_exact("You (turn 1): hello")
+    child.expect_exact("[turn 2 aborted]")
+    child.expect_exact("You (turn 3): still there?")
+
+    command(child, "/search continues")
+    index = child.expect_exact(["Matches for 'continues'", "Search is not available"])
+    if index == 0:  # served: the hit names the session
+        child.expect_exact(session_id)
+
+    command(child, "/sessions")
+    child.expect_exact("Sessions of this project")
+    child.expect_exact(session_id)
+
+    command(child, "/resume")
+    child.expect_exact("No resume context: this session was not resumed.")
+
+    # Enough history for /compact: the older turns get summarised, progress is shown.
+    fake.add({"text": "A long answer. " * 45})
+    command(child, "tell me more")
+    child.expect(r"turn 4 · ")
+    fake.add({"tool_calls": [{"name": "final_result", "arguments": {"summary": "We said hello."}}]})
+    command(child, "/compact")
+    child.expect_exact("Compacting the conversation")
+    child.expect(r"Compacted( \(extractive summary\))?: \d+ → \d+ messages")
+
+    command(child, "/checkpoint 1")
+    child.expect_exact("Restored checkpoint 1.")
+
+    command(child, "/fork 99999")  # a boundary the server refuses, with a readable reason
+    child.expect_exact("✗ ")
+    child.expect_exact("out of range")
+    command(child, "/fork")
+    child.expect(r"Forked ([a-f0-9]{12}) at seq \d+: now in session ([a-f0-9]{12})\.")
+    parent, forked = child.match.group(1), child.match.group(2)
+    assert parent == session_id and forked != session_id
+
+    command(child, f"/open {session_id[:6]}")
+    child.expect_exact(f"Opened session {session_id}.")
+
+    command(child, "/bogus")
+    child.expect_exact("Unknown command /bogus — type /help for the list.")
+
+    # /reset asks before deleting the spec file and templates/: Ctrl+C cancels,
+    command(child, "/reset")
+    child.expect_exact("[y/N]")
+    child.sendintr()
+    child.expect_exact("Reset cancelled; nothing was changed.")
+    # Enter keeps the files.
+    command(child, "/reset")
+    child.expect_exact("Also delete agent_spec.md and templates/? [y/N]")
+    child.send("\r")
+    child.expect(r"New session ([a-f0-9]{12})\.")
+    assert (workspace / "agent_spec.md").exists()
+
+    command(child, "/new")
+    child.expect_exact("[y/N]")
+    child.send("y\r")
+    child.expect_exact("(deleted agent_spec.md, templates)")
+    assert not (workspace / "agent_spec.md").exists()
+    assert not (workspace / "templates").exists()
+
+    child.expect_exact(PROMPT)
+    child.sendcontrol("d")
+    child.expect_exact("Bye.")
+    assert finish(child) == 0
+
+
+def test_resume_question_enter_resumes_and_n_starts_fresh(
+    workspace: Path, home: Path, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    log = tmp_path / "tty"
+    fake.add("first answer")
+    child = spawn_chat(workspace, home, fake, log=log)
+    child.expect(BANNER)
+    old_id = child.match.group(1)
+    command(child, "first question")
+    child.expect_exact("first answer")
+    child.expect_exact(PROMPT)
+    child.sendintr()  # Ctrl+C at the prompt: a clean exit, the server autosaves
+    child.expect_exact(f"Closed session {old_id}. Bye.")
+    assert finish(child) == 0
+    pointer = SessionManager(workspace, home=home).read_pointer(default_instance_id(workspace))
+    assert pointer == old_id
+
+    (workspace / "agent_spec.md").write_text("# Support agent\nfour tools now\n")
+
+    child = spawn_chat(workspace, home, fake, log=log)
+    child.expect(r"Previous session found \(last active: \d{4}-\d\d-\d\d \d\d:\d\d UTC\)")
+    child.expect_exact("Resume previous session? [Y/n]")
+    child.send("\r")
+    child.expect_exact("Drift since the last session: agent_spec.md (modified)")
+    child.expect(BANNER)
+    assert child.match.group(1) == old_id and child.match.group(2) == "resumed"
+    command(child, "/resume")
+    child.expect_exact("# Resumed Session Context")
+    child.expect_exact("- agent_spec.md: modified")
+    child.expect_exact(PROMPT)
+    # Edited while the chat waits at the prompt: the warning is printed as it arrives.
+    (workspace / "templates" / "reply.txt").write_text("Hi {name},\n")
+    child.expect_exact("Drift: changed outside the assistant: templates/reply.txt (modified)")
+    child.sendcontrol("d")
+    assert finish(child) == 0
+
+    child = spawn_chat(workspace, home, fake, log=log)
+    child.expect_exact("Resume previous session? [Y/n]")
+    child.send("n\r")
+    child.expect(BANNER)
+    new_id, how = child.match.group(1), child.match.group(2)
+    assert how == "new" and new_id != old_id
+    command(child, "/sessions")
+    child.expect_exact(old_id)  # the declined session stays on disk
+    child.expect_exact(PROMPT)
+    child.sendcontrol("d")
+    assert finish(child) == 0
+
+
+def test_explicit_instance_keeps_its_own_session(
+    workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    fake.add("noted")
+    child = spawn_chat(workspace, home, fake, "--instance", "left-pane")
+    child.expect(BANNER)
+    command(child, "remember me")
+    child.expect_exact("noted")
+    child.expect_exact(PROMPT)
+    child.sendcontrol("d")
+    assert finish(child) == 0
+    # Another instance id has no previous session: no question, a new session.
+    child = spawn_chat(workspace, home, fake, "--instance", "right-pane")
+    child.expect(BANNER)
+    assert child.match.group(2) == "new"
+    child.expect_exact(PROMPT)
+    child.sendcontrol("d")
+    assert finish(child) == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--instance", "bad id!"], ["--workspace", "/nonexistent/agent-assist-test"]],
+)
+def test_chat_usage_errors_exit_2(args: list[str], home: Path) -> None:
+    result = run_cli("chat", *args, env=clean_env(home))
+    assert result.returncode == 2
+    assert "agent-assist chat:" in result.stderr
