@@ -1,0 +1,160 @@
+/** Starts `agent-assist serve` over stdio with vscode-languageclient and relays its notifications. */
+import * as fs from "node:fs";
+import * as vscode from "vscode";
+import {
+  type CancellationToken,
+  LanguageClient,
+  type LanguageClientOptions,
+  MessageType,
+  type ServerOptions,
+  ShowMessageNotification,
+  State,
+  TransportKind,
+} from "vscode-languageclient/node";
+import { CHAT_DELTA, DRIFT, EXTENSION_ID, SESSION_CHANGED, TOOL_CALL } from "./constants";
+import { errorText } from "./logging";
+import type { ChatDeltaParams, DriftParams, SessionChangedParams, ToolCallParams } from "./protocol";
+import type { ApiKeyStore } from "./secrets";
+import { readSettings, resolveServerCommand, SECTION, toInitializationOptions } from "./settings";
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+// The server repeats a resume drift report as a Warning message; the drift notification already shows it.
+const DRIFT_MESSAGE_PREFIX = "Files changed since the last session";
+
+export class AgentServer implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private driftShown = false;
+  readonly onChatDelta = new vscode.EventEmitter<ChatDeltaParams>();
+  readonly onToolCall = new vscode.EventEmitter<ToolCallParams>();
+  readonly onDrift = new vscode.EventEmitter<DriftParams>();
+  readonly onSessionChanged = new vscode.EventEmitter<SessionChangedParams>();
+  readonly onRunning = new vscode.EventEmitter<boolean>();
+
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    private readonly instanceId: string,
+    private readonly apiKeys: ApiKeyStore,
+  ) {}
+
+  get running(): boolean {
+    return this.client?.state === State.Running;
+  }
+
+  async start(): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const settings = readSettings(vscode.workspace.getConfiguration(SECTION));
+    const resolved = resolveServerCommand(settings, folder?.uri.fsPath, process.env.PATH ?? "", isExecutable);
+    if (!resolved) {
+      const what = settings.serverCommand.length > 0 ? settings.serverCommand.join(" ") : "agent-assist";
+      this.log.error(`server not found: ${what}`);
+      void vscode.window
+        .showErrorMessage(
+          `Agent Assist: the server "${what}" was not found. Install agent-assist (pip install agent-assist) or set "agentAssist.server.command".`,
+          "Install docs",
+          "Open settings",
+        )
+        .then((choice) => {
+          const extension = vscode.extensions.getExtension(EXTENSION_ID);
+          if (choice === "Install docs" && extension) {
+            const readme = vscode.Uri.joinPath(extension.extensionUri, "README.md");
+            void vscode.commands.executeCommand("markdown.showPreview", readme);
+          } else if (choice === "Open settings") {
+            void vscode.commands.executeCommand("workbench.action.openSettings", SECTION);
+          }
+        });
+      return;
+    }
+    const apiKey = await this.apiKeys.get();
+    const serverOptions: ServerOptions = {
+      command: resolved.command,
+      args: resolved.args,
+      transport: TransportKind.stdio,
+      options: {
+        cwd: folder?.uri.fsPath,
+        env: { ...process.env, PYDANTIC_AI_NO_BANNER: "1" },
+      },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [],
+      outputChannel: this.log,
+      initializationOptions: toInitializationOptions(settings, this.instanceId, apiKey),
+    };
+    this.log.info(`starting ${resolved.command} ${resolved.args.join(" ")} (instance ${this.instanceId})`);
+    const client = new LanguageClient("agentAssist", "Agent Assist", serverOptions, clientOptions);
+    this.client = client;
+    client.onDidChangeState((e) => this.onRunning.fire(e.newState === State.Running));
+    client.onNotification(CHAT_DELTA, (p: ChatDeltaParams) => this.onChatDelta.fire(p));
+    client.onNotification(TOOL_CALL, (p: ToolCallParams) => this.onToolCall.fire(p));
+    client.onNotification(DRIFT, (p: DriftParams) => {
+      this.driftShown = p.source === "resume";
+      this.onDrift.fire(p);
+    });
+    client.onNotification(SESSION_CHANGED, (p: SessionChangedParams) => this.onSessionChanged.fire(p));
+    client.onNotification(ShowMessageNotification.type, (p) => this.showMessage(p.type, p.message));
+    try {
+      await client.start();
+    } catch (error) {
+      this.log.error(`the server did not start: ${errorText(error)}`);
+      void vscode.window.showErrorMessage(`Agent Assist: the server did not start: ${errorText(error)}`);
+    }
+  }
+
+  private showMessage(type: MessageType, message: string): void {
+    if (this.driftShown && message.startsWith(DRIFT_MESSAGE_PREFIX)) {
+      this.driftShown = false;
+      return;
+    }
+    const text = `Agent Assist: ${message}`;
+    if (type === MessageType.Error) {
+      void vscode.window.showErrorMessage(text);
+    } else if (type === MessageType.Warning) {
+      void vscode.window.showWarningMessage(text);
+    } else {
+      void vscode.window.showInformationMessage(text);
+    }
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client) {
+      try {
+        await client.stop(5000);
+      } catch (error) {
+        this.log.warn(`stopping the server: ${errorText(error)}`);
+      }
+    }
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  /** Send a request; rejects with a readable error when the server is not running. */
+  async request<R>(method: string, params: object, token?: CancellationToken): Promise<R> {
+    const client = this.client;
+    if (!client) {
+      throw new Error("the Agent Assist server is not running (Agent Assist: Restart Server)");
+    }
+    if (client.state !== State.Running) {
+      await client.start();
+    }
+    return token ? client.sendRequest<R>(method, params, token) : client.sendRequest<R>(method, params);
+  }
+
+  dispose(): void {
+    void this.stop();
+    for (const emitter of [this.onChatDelta, this.onToolCall, this.onDrift, this.onSessionChanged, this.onRunning]) {
+      emitter.dispose();
+    }
+  }
+}

@@ -1,0 +1,138 @@
+/** Settings (package.json `contributes.configuration`) parsed into typed objects; no vscode runtime import. */
+import * as path from "node:path";
+import type { AutoResume, InitializationOptions, Persistence } from "./protocol";
+
+export const SECTION = "agentAssist";
+
+/** The part of `vscode.WorkspaceConfiguration` this module reads. */
+export interface ConfigurationReader {
+  get(key: string): unknown;
+}
+
+export interface Settings {
+  serverCommand: string[];
+  modelName: string;
+  modelBaseUrl: string;
+  autoResume: AutoResume;
+  persistence: Persistence;
+  trackedFiles: string[];
+}
+
+export const DEFAULT_SETTINGS: Settings = {
+  serverCommand: [],
+  modelName: "",
+  modelBaseUrl: "",
+  autoResume: "ask",
+  persistence: "full",
+  trackedFiles: ["agent_spec.md", "templates/**"],
+};
+
+const AUTO_RESUME: readonly AutoResume[] = ["ask", "always", "never"];
+const PERSISTENCE: readonly Persistence[] = ["full", "metadata"];
+
+function oneOf<T extends string>(value: unknown, allowed: readonly T[], fallback: T): T {
+  return allowed.find((a) => a === value) ?? fallback;
+}
+
+function stringList(value: unknown, fallback: string[]): string[] {
+  if (!Array.isArray(value)) {
+    return fallback;
+  }
+  return value.filter((v): v is string => typeof v === "string" && v.trim() !== "");
+}
+
+function text(value: unknown): string {
+  return typeof value === "string" ? value.trim() : "";
+}
+
+/** Parse the `agentAssist` configuration section; a bad value falls back to its default. */
+export function readSettings(config: ConfigurationReader): Settings {
+  const command = config.get("server.command");
+  return {
+    serverCommand:
+      typeof command === "string"
+        ? command.split(/\s+/).filter((p) => p !== "")
+        : stringList(command, DEFAULT_SETTINGS.serverCommand),
+    modelName: text(config.get("model.name")),
+    modelBaseUrl: text(config.get("model.baseUrl")),
+    autoResume: oneOf(config.get("autoResume"), AUTO_RESUME, DEFAULT_SETTINGS.autoResume),
+    persistence: oneOf(config.get("persistence"), PERSISTENCE, DEFAULT_SETTINGS.persistence),
+    trackedFiles: stringList(config.get("trackedFiles"), DEFAULT_SETTINGS.trackedFiles),
+  };
+}
+
+/** The server's `initializationOptions`; empty model fields are left to the server's environment. */
+export function toInitializationOptions(
+  settings: Settings,
+  instanceId: string,
+  apiKey: string | undefined,
+): InitializationOptions {
+  const model = {
+    ...(settings.modelName ? { name: settings.modelName } : {}),
+    ...(settings.modelBaseUrl ? { baseUrl: settings.modelBaseUrl } : {}),
+    ...(apiKey ? { apiKey } : {}),
+  };
+  return {
+    instanceId,
+    autoResume: settings.autoResume,
+    persistence: settings.persistence,
+    trackedFiles: settings.trackedFiles,
+    ...(Object.keys(model).length > 0 ? { model } : {}),
+  };
+}
+
+/** A valid `instanceId` (`^[A-Za-z0-9_.-]{1,64}$`) from random hex. */
+export function makeInstanceId(randomHex: string): string {
+  return `vscode-${randomHex.replace(/[^A-Za-z0-9]/g, "").slice(0, 16)}`;
+}
+
+export function isValidInstanceId(value: unknown): value is string {
+  return typeof value === "string" && /^[A-Za-z0-9_.-]{1,64}$/.test(value);
+}
+
+export interface ServerCommand {
+  command: string;
+  args: string[];
+}
+
+/**
+ * The command that starts the server: the setting, else the workspace's `.venv`, else `PATH`.
+ * Returns undefined when nothing executable is found.
+ */
+export function resolveServerCommand(
+  settings: Settings,
+  workspaceFolder: string | undefined,
+  envPath: string,
+  isExecutable: (file: string) => boolean,
+): ServerCommand | undefined {
+  if (settings.serverCommand.length > 0) {
+    const [command, ...args] = settings.serverCommand;
+    if (command === undefined) {
+      return undefined;
+    }
+    const found = command.includes(path.sep) ? isExecutable(command) : findOnPath(command, envPath, isExecutable);
+    return found === false || found === undefined ? undefined : { command: typeof found === "string" ? found : command, args };
+  }
+  if (workspaceFolder) {
+    for (const venv of [".venv", "venv"]) {
+      const candidate = path.join(workspaceFolder, venv, "bin", "agent-assist");
+      if (isExecutable(candidate)) {
+        return { command: candidate, args: ["serve"] };
+      }
+    }
+  }
+  const onPath = findOnPath("agent-assist", envPath, isExecutable);
+  return onPath === undefined ? undefined : { command: onPath, args: ["serve"] };
+}
+
+function findOnPath(name: string, envPath: string, isExecutable: (file: string) => boolean): string | undefined {
+  for (const dir of envPath.split(path.delimiter)) {
+    if (dir !== "") {
+      const candidate = path.join(dir, name);
+      if (isExecutable(candidate)) {
+        return candidate;
+      }
+    }
+  }
+  return undefined;
+}

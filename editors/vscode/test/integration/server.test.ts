@@ -1,0 +1,125 @@
+// The extension's client code (settings → initializationOptions, protocol constants) against the real server.
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CancellationTokenSource, ResponseError } from "vscode-jsonrpc/node";
+import { CHAT, CHAT_DELTA, DRIFT, HISTORY, REQUEST_CANCELLED, SESSION_CHANGED, STATUS } from "../../src/common/constants";
+import type { ChatResult, HistoryResult, StatusResult } from "../../src/common/protocol";
+import { DEFAULT_SETTINGS, toInitializationOptions } from "../../src/common/settings";
+import { type FakeModel, SERVER, ServerSession, startFakeModel } from "./harness";
+
+const FIRST_REPLY = "Hello from the **fake** model; this reply streams in small chunks.";
+
+describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-assist serve`", () => {
+  let tmp: string;
+  let workspace: string;
+  let home: string;
+  let model: FakeModel;
+  const sessions: ServerSession[] = [];
+
+  beforeAll(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), "aa-vscode-it-"));
+    workspace = path.join(tmp, "project");
+    home = path.join(tmp, "home");
+    fs.mkdirSync(workspace);
+    fs.writeFileSync(path.join(workspace, "agent_spec.md"), "# Spec\nversion one\n");
+    model = await startFakeModel(tmp, [
+      { text: FIRST_REPLY, chunk: 8, delay: 0.02 },
+      { hang: "This reply will be stopped" },
+    ]);
+  });
+
+  afterAll(() => {
+    for (const s of sessions) {
+      s.kill();
+    }
+    model.stop();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  function options() {
+    const settings = { ...DEFAULT_SETTINGS, modelName: "fake-model", modelBaseUrl: model.baseUrl };
+    return toInitializationOptions(settings, "vscode-it", "sk-test-key");
+  }
+
+  it("chats with streaming, stops a reply, then resumes after a restart with drift", async () => {
+    // -- first window
+    const first = ServerSession.start(workspace, home, () => ({ title: "Resume" }));
+    sessions.push(first);
+    await first.initialize(workspace, options());
+    const started = await first.waitFor(SESSION_CHANGED);
+    expect(started.params.reason).toBe("new");
+
+    const result: ChatResult = await first.connection.sendRequest(CHAT, { text: "first question about apples" });
+    const deltas = first.notifications.filter((n) => n.method === CHAT_DELTA).map((n) => n.params);
+    expect(deltas.length).toBeGreaterThan(3);
+    expect(deltas.map((d) => d.delta).join("")).toBe(FIRST_REPLY);
+    expect(result.text).toBe(FIRST_REPLY);
+    expect(result.endReason).toBe("completed");
+    expect(deltas.every((d) => d.turn === result.turn && d.sessionId === result.sessionId)).toBe(true);
+    // the settings' model and the key from SecretStorage reach the model
+    await expect.poll(() => model.requests().length, { timeout: 5000 }).toBeGreaterThanOrEqual(1);
+    expect(model.requests()[0]?.model).toBe("fake-model");
+    expect(model.requests()[0]?.authorization).toBe("Bearer sk-test-key");
+
+    // -- Stop: cancel the chat through its token
+    const source = new CancellationTokenSource();
+    const stopped = first.connection.sendRequest(CHAT, { text: "second question, to be stopped" }, source.token);
+    await first.waitFor(CHAT_DELTA, (p) => p.turn === result.turn + 1);
+    source.cancel();
+    const error: unknown = await stopped.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ResponseError);
+    expect((error as ResponseError<unknown>).code).toBe(REQUEST_CANCELLED);
+    const status: StatusResult = await first.connection.sendRequest(STATUS, {});
+    expect(status.state).toBe("idle");
+    await first.shutdown();
+
+    // -- the tracked spec changes while no window is open
+    fs.writeFileSync(path.join(workspace, "agent_spec.md"), "# Spec\nversion two\n");
+
+    // -- the window reloads: same instanceId → the resume question → Resume
+    const second = ServerSession.start(workspace, home, () => ({ title: "Resume" }));
+    sessions.push(second);
+    await second.initialize(workspace, options());
+    const resumed = await second.waitFor(SESSION_CHANGED);
+    expect(second.messageRequests).toHaveLength(1);
+    expect(second.messageRequests[0].message).toContain("Resume previous session?");
+    expect(second.messageRequests[0].actions.map((a: { title: string }) => a.title)).toEqual(["Resume", "New session"]);
+    expect(resumed.params).toEqual({ sessionId: result.sessionId, reason: "resumed" });
+    const drift = await second.waitFor(DRIFT);
+    expect(drift.params.source).toBe("resume");
+    expect(drift.params.modified).toContain("agent_spec.md");
+
+    // -- the transcript the view redraws
+    const history: HistoryResult = await second.connection.sendRequest(HISTORY, {});
+    expect(history.sessionId).toBe(result.sessionId);
+    const texts = history.items.map((i) => `${i.role}:${i.text}`);
+    expect(texts).toContain("user:first question about apples");
+    expect(texts).toContain(`assistant:${FIRST_REPLY}`);
+
+    // -- the next reply is aware of the earlier turn: the model receives it
+    const before = model.requests().length;
+    const next: ChatResult = await second.connection.sendRequest(CHAT, { text: "what did I ask first?" });
+    expect(next.text).toBe("Echo: what did I ask first?");
+    expect(next.turn).toBeGreaterThan(result.turn);
+    await expect.poll(() => model.requests().length, { timeout: 5000 }).toBeGreaterThan(before);
+    const sent = JSON.stringify(model.requests().at(-1));
+    expect(sent).toContain("first question about apples");
+    await second.shutdown();
+  }, 90_000);
+
+  it("answers New session with a fresh session", async () => {
+    const third = ServerSession.start(workspace, home, () => ({ title: "New session" }));
+    sessions.push(third);
+    await third.initialize(workspace, options());
+    const changed = await third.waitFor(SESSION_CHANGED);
+    expect(changed.params.reason).toBe("new");
+    const history: HistoryResult = await third.connection.sendRequest(HISTORY, {});
+    expect(history.items).toEqual([]);
+    await third.shutdown();
+  }, 60_000);
+});

@@ -1,0 +1,64 @@
+"""The VS Code extension (editors/vscode): its own scripts, run as subprocesses.
+
+`scripts/test.sh`: npm ci, tsc --noEmit, eslint, unit tests, the integration test against this
+repo's server and the loopback fake model, and `vsce package`. `scripts/e2e.sh`: the `.vsix`
+installed into real VS Code (code-server from npm) driven through Debian's Chromium with
+playwright-core; screenshots land in `editors/vscode/test-results/`. Both install what they
+need (Node 24, code-server and Chromium under folders git ignores), so only `npm` is required.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+EXTENSION = REPO / "editors" / "vscode"
+VENV_BIN = Path(sys.executable).parent
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("npm") is None,
+    reason="npm is not installed: the VS Code extension cannot be built",
+)
+
+
+def _run(script: str, timeout: int) -> None:
+    env = dict(os.environ)
+    env.setdefault("AGENT_ASSIST_SERVER", str(VENV_BIN / "agent-assist"))
+    env.setdefault("AGENT_ASSIST_PYTHON", sys.executable)
+    try:
+        proc = subprocess.run(
+            ["bash", str(EXTENSION / "scripts" / script)],
+            cwd=EXTENSION,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"{script} took more than {timeout} s:\n{exc.stdout or ''}\n{exc.stderr or ''}")
+    # stage lines with their timings show up in pytest's report of this test
+    sys.stdout.write(proc.stdout[-20_000:])
+    if proc.returncode != 0:
+        pytest.fail(
+            f"{script} exited {proc.returncode}\n--- stdout\n{proc.stdout[-20_000:]}"
+            f"\n--- stderr\n{proc.stderr[-20_000:]}"
+        )
+
+
+def test_typecheck_lint_unit_integration_package() -> None:
+    """Tsc, eslint, unit and integration tests pass and `vsce package` makes the .vsix."""
+    _run("test.sh", timeout=900)
+    assert (EXTENSION / "agent-assist.vsix").stat().st_size > 10_000
+
+
+def test_end_to_end_in_code_server() -> None:
+    """Chat, reload, Resume, transcript back and a context-aware reply in real VS Code."""
+    _run("e2e.sh", timeout=1200)
+    assert (EXTENSION / "test-results" / "vscode-e2e.png").is_file()
