@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from session.checkpoints import unlink_if_hard_linked
 from session.compaction import CompactionSummary
 from session.lifecycle import SessionLifecycle, TurnRecorder
 from session.workspace import SKIPPED_DIRS, is_safe_relative_path
@@ -74,7 +75,7 @@ def read_file(deps: ToolDeps, path: str) -> str:
     """Read a UTF-8 text file of the workspace."""
     target = _checked_path(deps, path)
     try:
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         raise ToolError(f"{path} does not exist") from None
     except OSError as exc:
@@ -121,6 +122,7 @@ async def write_file(deps: ToolDeps, path: str, content: str) -> str:
     target.parent.mkdir(parents=True, exist_ok=True)
     if not is_safe_relative_path(deps.root, relative):  # parent dirs may have changed
         raise ToolError(f"path {path!r} is outside the workspace")
+    unlink_if_hard_linked(target)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(target, flags, 0o644)
     with os.fdopen(fd, "wb") as fh:

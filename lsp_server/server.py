@@ -13,9 +13,20 @@ from typing import Any, TypeVar
 
 import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcParseError,
+)
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    LanguageServerProtocol,
+    default_converter,
+)
 from pygls.uris import from_fs_path, to_fs_path
 
 from session.lifecycle import LifecycleConfig, SessionLifecycle
@@ -63,11 +74,49 @@ def _keep_params_as_dicts() -> cattrs.Converter:
     return converter
 
 
+class AgentAssistProtocol(LanguageServerProtocol):
+    """pygls' protocol, answering malformed JSON-RPC instead of dropping or crashing on it."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """Structure a message; one that cannot be is kept raw (an invalid request)."""
+        try:
+            return super().structure_message(data)
+        except JsonRpcException:
+            return data
+
+    def handle_message(self, message: Any) -> None:
+        """Answer -32600 to anything that is not a JSON-RPC request, notification or reply."""
+        raw = message if isinstance(message, dict) else None
+        msg_id = raw.get("id") if raw is not None else getattr(message, "id", None)
+        method = raw.get("method") if raw is not None else getattr(message, "method", "")
+        valid_id = msg_id is None or (
+            isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
+        )
+        if raw is not None or not hasattr(message, "jsonrpc") or not isinstance(method, str):
+            self.send_error(msg_id if valid_id else None, JsonRpcInvalidRequest())
+            return
+        if not valid_id:
+            self.send_error(None, JsonRpcInvalidRequest())
+            return
+        super().handle_message(message)
+
+    def send_error(self, msg_id: Any, error: JsonRpcException) -> None:
+        """Send an error response (id null when the request's id is unknown)."""
+        # A plain dict: the converter would drop `"id": null`, which JSON-RPC requires.
+        body = {"code": error.code, "message": error.message}
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": body})
+
+
 class AgentAssistServer(LanguageServer):
     """pygls server holding this editor instance's configuration and session."""
 
     def __init__(self) -> None:
-        super().__init__("agent-assist", __version__, converter_factory=_keep_params_as_dicts)
+        super().__init__(
+            "agent-assist",
+            __version__,
+            converter_factory=_keep_params_as_dicts,
+            protocol_cls=AgentAssistProtocol,
+        )
         self.config = ServerConfig()
         self.root: Path = Path.cwd()
         self.lifecycle: SessionLifecycle | None = None
@@ -82,6 +131,14 @@ class AgentAssistServer(LanguageServer):
         self.closed = False
         self.stop_watching = threading.Event()
         self._search: SearchIndex | None = None
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Log a message-loop error; answer a body that is not JSON with -32700."""
+        if isinstance(error, ValueError) and not isinstance(error, JsonRpcException):
+            protocol = self.protocol
+            if isinstance(protocol, AgentAssistProtocol):
+                protocol.send_error(None, JsonRpcParseError())
+        logger.error("%s", error)
 
     # -- state ------------------------------------------------------------------------
 

@@ -181,7 +181,7 @@ def read_workspace_file(root: Path, relative: str) -> bytes | None:
     if not is_safe_relative_path(root, relative):
         return None
     try:
-        fd = os.open(root / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(root / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as fh:
@@ -199,6 +199,7 @@ def write_workspace_file(root: Path, relative: str, data: bytes) -> None:
     parent.mkdir(parents=True, exist_ok=True)
     if not is_safe_relative_path(root, relative):  # a parent may have been a symlink
         raise StorageError(f"refusing to write {relative!r}: outside the workspace")
+    unlink_if_hard_linked(target)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(target, flags, 0o644)
@@ -206,3 +207,17 @@ def write_workspace_file(root: Path, relative: str, data: bytes) -> None:
         raise StorageError(f"cannot write {relative}: {exc.strerror}") from None
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
+
+
+def unlink_if_hard_linked(target: Path) -> None:
+    """Remove `target` if it is a file with other hard links (their bytes stay untouched).
+
+    Writing in place (`O_TRUNC`) would change every name of the inode, which may live
+    outside the workspace; a fresh file is created instead.
+    """
+    try:
+        st = os.lstat(target)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        os.unlink(target)

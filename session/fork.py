@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 
 from .derive import build_history
@@ -72,10 +73,17 @@ def fork_session(
     lineage) followed by the parent's events 1..boundary byte for byte, so seqs line up.
     """
     parent_log = manager.log_path(parent_id)
+    manager.check_store_dirs()
     try:
-        raw = parent_log.read_bytes()
+        fd = os.open(parent_log, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise SessionError(f"{parent_log.name} is not a regular file")
+            raw = fh.read()
     except FileNotFoundError:
         raise SessionError(f"no session {parent_id} in this project") from None
+    except OSError as exc:  # a symlink (ELOOP) is never followed
+        raise SessionError(f"cannot read {parent_log.name}: {exc.strerror or exc}") from None
     lines = _lines(raw)
     events: list[Event] = []
     for line in lines:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,11 +76,19 @@ def scan_log(path: Path, start_offset: int = 0, expect_seq: int = 0) -> LogScan:
     """Read events from `start_offset`; stop (read-only) at the first bad line in the middle."""
     scan = LogScan(start_offset=start_offset, end_offset=start_offset)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
+        return scan
+    except OSError as exc:  # a symlink (ELOOP) or worse: never followed, reported
+        scan.read_only_reason = f"{path.name}: cannot open log ({exc.strerror or exc})"
+        scan.problems.append(LogProblem("bad_line", 0, 0, 0, scan.read_only_reason))
         return scan
     try:
         with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                scan.read_only_reason = f"{path.name}: not a regular file"
+                scan.problems.append(LogProblem("bad_line", 0, 0, 0, scan.read_only_reason))
+                return scan
             fh.seek(start_offset)
             blob = fh.read()
     except OSError as exc:
@@ -244,7 +253,17 @@ class EventLog:
                 if exc.errno == errno.ELOOP:
                     raise LogError(f"{self.path} is a symlink; refusing to write") from None
                 raise LogError(f"cannot open {self.path}: {exc.strerror}") from None
-            self.offset = os.fstat(self._fd).st_size
+            st = os.fstat(self._fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+                # Appending in place would also write to the other name of a hard link,
+                # which may be outside the store.
+                os.close(self._fd)
+                self._fd = None
+                raise LogError(
+                    f"{self.path} is not a plain file with one link "
+                    f"({st.st_nlink} links); refusing to write"
+                )
+            self.offset = st.st_size
         return self._fd
 
     def _repair_tail(self) -> None:

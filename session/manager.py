@@ -6,6 +6,7 @@ import logging
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,6 +35,7 @@ from .models import (
 from .paths import is_valid_instance_id, is_valid_session_id, project_dir_name, storage_root
 from .redaction import Redactor
 from .storage import (
+    StorageError,
     atomic_write_json,
     ensure_private_dir,
     fsync_dir,
@@ -211,6 +213,18 @@ class SessionManager:
         for directory in (self.home, self.home / "projects", self.project_dir, self.sessions_dir):
             ensure_private_dir(directory)
 
+    def check_store_dirs(self) -> None:
+        """Raise StorageError if a store directory is a symlink: nothing is read through it."""
+        for directory in (self.home, self.home / "projects", self.project_dir, self.sessions_dir):
+            try:
+                st = os.lstat(directory)
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                raise StorageError(f"cannot use {directory}: {exc.strerror or exc}") from None
+            if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+                raise StorageError(f"{directory} is not a plain directory; refusing to use it")
+
     def _checked(self, session_id: str) -> str:
         if not is_valid_session_id(session_id):
             raise SessionNotFoundError(f"invalid session id {session_id!r}")
@@ -251,6 +265,11 @@ class SessionManager:
         """Return the session id this instance last used, or None (tampering → warning)."""
         path = self.pointer_path(instance_id)
         try:
+            self.check_store_dirs()
+        except StorageError as exc:
+            _warn(warnings, f"{path}: ignored ({exc})")
+            return None
+        try:
             raw = read_json_file(path, max_bytes=64 * 1024)
         except FileNotFoundError:
             return None
@@ -287,6 +306,11 @@ class SessionManager:
     ) -> tuple[SessionState | None, str | None]:
         """Read and migrate a snapshot: (state or None, read-only reason or None)."""
         path = self.snapshot_path(session_id)
+        try:
+            self.check_store_dirs()
+        except StorageError as exc:
+            _warn(warnings, f"{path}: snapshot ignored ({exc})")
+            return None, None
         try:
             raw = read_json_file(path)
         except FileNotFoundError:
@@ -418,6 +442,7 @@ class SessionManager:
     ) -> Session:
         """Open a session: snapshot + log tail (whole log only when the snapshot is stale)."""
         self._checked(session_id)
+        self.check_store_dirs()
         if not self.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id} in this project")
         lock = None if read_only else self.acquire_lock(session_id)
@@ -517,6 +542,7 @@ class SessionManager:
 
     def read_events(self, session_id: str) -> LogScan:
         """Read a session's whole log (for transcripts, search, fork)."""
+        self.check_store_dirs()
         return scan_log(self.log_path(session_id))
 
     def save(self, session: Session) -> Path:
@@ -529,6 +555,11 @@ class SessionManager:
     def session_ids(self) -> Iterator[str]:
         """Yield the ids of every session in this project (from file names)."""
         if not self.sessions_dir.is_dir():
+            return
+        try:
+            self.check_store_dirs()
+        except StorageError as exc:
+            logger.warning("%s: sessions not listed (%s)", self.sessions_dir, exc)
             return
         seen: set[str] = set()
         for entry in os.scandir(self.sessions_dir):

@@ -406,6 +406,12 @@ class SearchIndex:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise SearchError(f"{self.path} is not a regular file; refusing to use it")
+            if st.st_nlink > 1:
+                # A hard link: SQLite would write into the other name too (maybe outside
+                # the store). The index is a projection: drop this name, start afresh.
+                logger.warning("%s has %d hard links; rebuilding the index", self.path, st.st_nlink)
+                os.unlink(self.path)
+                return self._create_file()
             if stat.S_IMODE(st.st_mode) != FILE_MODE:
                 os.fchmod(fd, FILE_MODE)
             return st.st_dev, st.st_ino

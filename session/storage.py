@@ -79,7 +79,8 @@ def atomic_write_json(path: Path, value: Any) -> None:
 def read_json_file(path: Path, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """Read JSON without following a symlink; raise ValueError with a readable reason."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: a FIFO planted in the store must not hang the reader (no effect on files)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         raise
     except OSError as exc:

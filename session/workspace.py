@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import stat
@@ -16,6 +17,8 @@ DEFAULT_TRACKED = ("agent_spec.md", "templates/**")
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "__pycache__"})
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _NANOS = 1_000_000_000
+
+logger = logging.getLogger(__name__)
 
 
 def is_lexically_safe(relative: object) -> bool:
@@ -143,10 +146,18 @@ class DriftReport:
         return bool(self.modified or self.deleted or self.created)
 
 
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def sha256_file(path: Path) -> str | None:
     """Hash a regular file without following a symlink; None if it cannot be read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None
     try:
@@ -267,6 +278,13 @@ class _Scanner:
                 with os.scandir(fd) as entries:
                     for entry in entries:
                         if entry.is_symlink():
+                            continue
+                        if not _is_utf8(entry.name):
+                            # Not representable in the JSON manifest: skipped, said once.
+                            logger.warning(
+                                "%r: file name is not UTF-8; not tracked",
+                                os.path.join(relative, entry.name),
+                            )
                             continue
                         name = f"{relative}/{entry.name}" if relative else entry.name
                         if entry.is_dir(follow_symlinks=False):
