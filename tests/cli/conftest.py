@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.fake_openai import FakeOpenAI
+from tests.fixtures import make_workspace
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,12 +60,7 @@ def run_cli(
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "agent_spec.md").write_text("# Support agent\nthree tools\n")
-    (root / "templates").mkdir()
-    (root / "templates" / "reply.txt").write_text("Dear {name},\n")
-    return root
+    return make_workspace(tmp_path)
 
 
 @pytest.fixture

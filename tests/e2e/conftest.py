@@ -9,18 +9,14 @@ from typing import Any
 import pytest
 
 from lsp_server.fake_openai import FakeOpenAI
+from tests.fixtures import make_workspace
 
 from .harness import Editor
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "agent_spec.md").write_text("# Support agent\nthree tools\n")
-    (root / "templates").mkdir()
-    (root / "templates" / "reply.txt").write_text("Dear {name},\n")
-    return root
+    return make_workspace(tmp_path)
 
 
 @pytest.fixture

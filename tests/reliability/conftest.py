@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.fake_openai import FakeOpenAI
+from tests.fixtures import make_workspace
 
 API_KEY = "sk-relia-KEY-7c1f0e9d2b3a4c5d6e7f"
 # Secrets a user might paste: each must be redacted before anything reaches the store.
@@ -63,12 +64,7 @@ def register_store(home: Path) -> Path:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "agent_spec.md").write_text("# Support agent\nthree tools\n")
-    (root / "templates").mkdir()
-    (root / "templates" / "reply.txt").write_text("Dear {name},\n")
-    return root
+    return make_workspace(tmp_path)
 
 
 @pytest.fixture
