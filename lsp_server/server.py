@@ -32,7 +32,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from session.lifecycle import LifecycleConfig, SessionLifecycle
 from session.manager import SessionError, SessionManager
 from session.search import SearchIndex
-from session.storage import StorageError
+from session.storage import StorageError, explain_write_error
 
 from . import __version__
 from . import protocol as proto
@@ -309,7 +309,7 @@ def request_handler(
             except (asyncio.CancelledError, JsonRpcException):
                 raise
             except (SessionError, StorageError) as exc:
-                raise RequestFailedError(str(exc)) from None
+                raise RequestFailedError(explain_write_error(str(exc), exc.errno)) from None
             except Exception as exc:
                 logger.exception("%s failed", method)
                 if ls.lifecycle is not None:

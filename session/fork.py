@@ -31,12 +31,16 @@ def _lines(raw: bytes) -> list[bytes]:
 
 
 def check_boundary(events: list[Event], boundary: int | None) -> int:
-    """Return a valid boundary seq (default: the last event) or raise ForkError."""
+    """Return a valid boundary seq or raise ForkError.
+
+    The default is the last event outside a turn: the end of the session, or, while a turn
+    is open (streaming, or its end could not be recorded), the point just before it.
+    """
     if not events:
         raise ForkError("the session has no events to fork")
     last = events[-1].seq
     if boundary is None:
-        boundary = last
+        boundary = _last_closed(events)
     if boundary < 0 or boundary > last:
         raise ForkError(f"boundary {boundary} is out of range: this session has seqs 0..{last}")
     open_turn: int | None = None
@@ -58,6 +62,18 @@ def check_boundary(events: list[Event], boundary: int | None) -> int:
             f"fork at a closed turn boundary, e.g. {hint}"
         )
     return boundary
+
+
+def _last_closed(events: list[Event]) -> int:
+    closed, open_turn = 0, False
+    for event in events:
+        if isinstance(event, TurnStartEvent):
+            open_turn = True
+        elif isinstance(event, TurnEndEvent):
+            open_turn = False
+        if not open_turn:
+            closed = event.seq
+    return closed
 
 
 def fork_session(

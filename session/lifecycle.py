@@ -16,6 +16,7 @@ from .context import build_resume_context, format_utc
 from .derive import Message
 from .manager import (
     DEFAULT_HISTORY_TOKENS,
+    UNWRITABLE_ERRNOS,
     Session,
     SessionError,
     SessionLockedError,
@@ -117,6 +118,9 @@ class SessionLifecycle:
         self._headers_sent: set[str] = set()
         self._turn_wrote = False
         self.checkpoints = CheckpointStore(manager)
+        # Set while the store refuses writes (read-only, permissions): the session is open
+        # read-only and `ensure_writable` takes it back for writing once the store allows it.
+        self.store_fault: str | None = None
 
     # -- state -------------------------------------------------------------------
 
@@ -160,12 +164,24 @@ class SessionLifecycle:
     def start_fresh(self) -> Session:
         """Start a new session with a random id (its files appear at the first event)."""
         self._close_current(autosave=True)
-        self.session = self.manager.create_session(
-            instance_id=self.instance_id,
-            persistence=self.config.persistence,
-            redactor=self.redactor,
-            write_start=False,
-        )
+        try:
+            self.session = self.manager.create_session(
+                instance_id=self.instance_id,
+                persistence=self.config.persistence,
+                redactor=self.redactor,
+                write_start=False,
+            )
+            self.store_fault = None
+        except (SessionError, StorageError) as exc:
+            if exc.errno not in UNWRITABLE_ERRNOS:
+                raise
+            reason = self._store_refused(exc, "a new session is shown but")
+            self.session = self.manager.detached_session(
+                reason,
+                instance_id=self.instance_id,
+                persistence=self.config.persistence,
+                redactor=self.redactor,
+            )
         self.session.history_tokens = self.config.history_tokens
         self.resumed = False
         self.resume_context = ""
@@ -186,7 +202,14 @@ class SessionLifecycle:
 
     def resume(self, session_id: str) -> DriftReport:
         """Carry a previous session forward: same id, drift checked, context injected."""
-        session = self.manager.open_session(session_id, redactor=self.redactor)
+        try:
+            session = self.manager.open_session(session_id, redactor=self.redactor)
+            self.store_fault = None
+        except (SessionError, StorageError) as exc:
+            if exc.errno not in UNWRITABLE_ERRNOS:
+                raise
+            session = self.manager.open_session(session_id, redactor=self.redactor, read_only=True)
+            session.read_only_reason = self._store_refused(exc, f"session {session_id} is open but")
         session.history_tokens = self.config.history_tokens
         self._close_current(autosave=True)
         self.session = session
@@ -217,6 +240,49 @@ class SessionLifecycle:
             self.manager.write_pointer(self.instance_id, session_id)
             self._pointer_current = True
         return drift
+
+    def _store_refused(self, exc: SessionError | StorageError, what: str) -> str:
+        """Remember that the store refuses writes; warn; return the read-only reason."""
+        self.store_fault = f"the session store {self.manager.home} is not writable ({exc})"
+        self.warnings.append(
+            f"{self.store_fault}: {what} nothing new can be recorded until it is writable again"
+        )
+        return self.store_fault
+
+    def ensure_writable(self) -> None:
+        """After a store fault, take the session back for writing; raise if still refused."""
+        if self.store_fault is None or self.session is None:
+            return
+        old = self.session
+        try:
+            if self.manager.exists(old.session_id):
+                session = self.manager.open_session(old.session_id, redactor=self.redactor)
+            else:  # a fresh session nothing was written for yet: same id, same baseline
+                session = self.manager.create_session(
+                    instance_id=self.instance_id,
+                    persistence=self.config.persistence,
+                    redactor=self.redactor,
+                    session_id=old.session_id,
+                    write_start=False,
+                )
+                session.state = old.state
+        except (SessionError, StorageError) as exc:
+            if exc.errno in UNWRITABLE_ERRNOS:
+                raise SessionError(
+                    f"the session store {self.manager.home} is still not writable ({exc})",
+                    errno=exc.errno,
+                ) from None
+            raise
+        old.close()
+        session.history_tokens = self.config.history_tokens
+        self.session = session
+        self.store_fault = None
+        self.warnings.extend(session.warnings)
+        if self.resumed:
+            if self.last_drift is not None and self.last_drift.has_drift:
+                self._record_drift(self.last_drift, "resume")  # not recorded while refused
+            self.manager.write_pointer(self.instance_id, session.session_id)
+            self._pointer_current = True
 
     def adopt(self, session: Session) -> None:
         """Make `session` (e.g. a fresh fork) this instance's current session."""
@@ -251,8 +317,16 @@ class SessionLifecycle:
 
     def begin_turn(self, text: str) -> TurnRecorder:
         """Open a turn for the user's `text`; every event of it goes to the log as it happens."""
+        self.ensure_writable()
         session = self.current
         self._ensure_started()
+        if session.open_turn is not None:
+            # A turn whose end the disk refused to record (a full disk): close it first.
+            session.append(
+                "turn/end",
+                {"reason": "interrupted", "error": "its end could not be recorded"},
+                turn=session.open_turn,
+            )
         number = session.state.turns + 1
         session.append("turn/start", {"input": text}, turn=number)
         return TurnRecorder(self, number)
@@ -392,6 +466,7 @@ class SessionLifecycle:
 
     def explicit_save(self) -> SaveResult:
         """`/save`: refresh spec path and manifest, record a checkpoint, write, move pointer."""
+        self.ensure_writable()
         session = self.current
         record = self._checkpoint(auto=False, title=self._checkpoint_title())
         path = self.manager.save(session)
@@ -559,10 +634,10 @@ class SessionLifecycle:
         if self.session is None:
             return False
         session = self.session
-        if session.open_turn is not None and not session.read_only:
-            # The process is stopping mid-turn: say so now rather than on the next start.
-            session.append("turn/end", {"reason": "interrupted"}, turn=session.open_turn)
         try:
+            if session.open_turn is not None and not session.read_only:
+                # The process is stopping mid-turn: say so now rather than on the next start.
+                session.append("turn/end", {"reason": "interrupted"}, turn=session.open_turn)
             if autosave:
                 saved = self.snapshot_and_save()
         finally:
@@ -638,10 +713,13 @@ class TurnRecorder:
         """Close the turn (fsynced)."""
         if self.closed:
             raise SessionError(f"turn {self.number} is already closed")
-        self.closed = True
-        event = self._session.append(
-            "turn/end", {"reason": reason, "error": error}, turn=self.number
-        )
+        try:
+            event = self._session.append(
+                "turn/end", {"reason": reason, "error": error}, turn=self.number
+            )
+        finally:
+            # Closed once its end is in the log; if the disk refused, the next turn closes it.
+            self.closed = self._session.open_turn != self.number
         if reason == "completed":
             self.lifecycle._turn_completed()
         return event

@@ -24,7 +24,14 @@ _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOL
 
 
 class LogError(Exception):
-    """The log cannot be written (read-only, closed, or the disk refused)."""
+    """The log cannot be written (read-only, closed, or the disk refused: see `errno`)."""
+
+    def __init__(
+        self, message: str, *, errno: int | None = None, written: Event | None = None
+    ) -> None:
+        super().__init__(message)
+        self.errno = errno
+        self.written = written  # the event is in the file, but the fsync after it failed
 
 
 @dataclass(frozen=True)
@@ -252,7 +259,9 @@ class EventLog:
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
                     raise LogError(f"{self.path} is a symlink; refusing to write") from None
-                raise LogError(f"cannot open {self.path}: {exc.strerror}") from None
+                raise LogError(
+                    f"cannot open {self.path}: {exc.strerror}", errno=exc.errno
+                ) from None
             st = os.fstat(self._fd)
             if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
                 # Appending in place would also write to the other name of a hard link,
@@ -271,13 +280,18 @@ class EventLog:
         if self._missing_newline:
             self._write(b"\n")
             self._missing_newline = False
-        if self._torn_tail is not None:
-            offset, length = self._torn_tail
-            self._write(b"\n")
-            self._torn_tail = None
-            self.append(
-                "session/recover", {"offset": offset, "length": length, "reason": "torn write"}
-            )
+        torn, self._torn_tail = self._torn_tail, None  # None: `append` below must not recurse
+        if torn is not None:
+            offset, length = torn
+            try:
+                if self.offset == offset + length:  # not terminated yet (a retry may find it is)
+                    self._write(b"\n")
+                self.append(
+                    "session/recover", {"offset": offset, "length": length, "reason": "torn write"}
+                )
+            except LogError:
+                self._torn_tail = torn  # acknowledge it on the next attempt
+                raise
 
     def _write(self, payload: bytes) -> None:
         assert self._fd is not None
@@ -288,8 +302,26 @@ class EventLog:
                 view = view[written:]
                 self.offset += written
         except OSError as exc:
-            raise LogError(f"cannot write {self.path.name}: {exc.strerror}") from None
+            raise LogError(
+                f"cannot write the session log {self.path}: {exc.strerror}", errno=exc.errno
+            ) from None
         self._dirty = True
+
+    def _undo_partial(self, start: int) -> None:
+        """After a failed write, cut the file back to `start` so no partial line stays.
+
+        Shrinking a file needs no free space. If even that fails, the partial line is
+        remembered as a torn tail and repaired before the next event.
+        """
+        if self.offset <= start:
+            return
+        assert self._fd is not None
+        try:
+            os.ftruncate(self._fd, start)
+        except OSError:
+            self._torn_tail = (start, self.offset - start)
+        else:
+            self.offset = start
 
     def append(
         self,
@@ -318,12 +350,14 @@ class EventLog:
         try:
             self._write(orjson.dumps(stored, option=orjson.OPT_UTC_Z) + b"\n")
         except LogError:
-            if self.offset > start:  # a partial line is on disk: repair it before the next one
-                self._torn_tail = (start, self.offset - start)
+            self._undo_partial(start)
             raise
         self.next_seq += 1
         if sync if sync is not None else type_ in SYNC_TYPES:
-            self.sync()
+            try:
+                self.sync()
+            except LogError as exc:
+                raise LogError(str(exc), errno=exc.errno, written=event) from None
         return event
 
     def append_raw(self, payload: bytes, next_seq: int) -> None:
@@ -332,7 +366,12 @@ class EventLog:
         if self._torn_tail is not None or self._missing_newline:
             self._repair_tail()
         if payload:
-            self._write(payload)
+            start = self.offset
+            try:
+                self._write(payload)
+            except LogError:
+                self._undo_partial(start)
+                raise
         self.next_seq = next_seq
 
     def sync(self) -> None:
@@ -341,7 +380,9 @@ class EventLog:
             try:
                 os.fsync(self._fd)
             except OSError as exc:
-                raise LogError(f"cannot fsync {self.path.name}: {exc.strerror}") from None
+                raise LogError(
+                    f"cannot fsync the session log {self.path}: {exc.strerror}", errno=exc.errno
+                ) from None
             self.fsync_count += 1
             self._dirty = False
 

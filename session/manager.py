@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import secrets
@@ -52,7 +53,22 @@ DEFAULT_HISTORY_TOKENS = 64_000
 
 
 class SessionError(Exception):
-    """A session operation a user can act on failed; the message says why."""
+    """A session operation a user can act on failed; the message says why.
+
+    `errno` is set when the operating system refused a write (a full disk, a read-only store).
+    """
+
+    def __init__(self, message: str, *, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+
+class StoreNotWritableError(SessionError):
+    """The operating system refuses writes to the store (read-only, permissions)."""
+
+
+# errnos meaning "this store cannot be written at all", as opposed to a full disk
+UNWRITABLE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
 
 class SessionLockedError(SessionError):
@@ -163,7 +179,13 @@ class Session:
         try:
             event = self.log.append(type_, data, turn=turn, step=step, sync=sync)
         except LogError as exc:
-            raise SessionError(str(exc)) from None
+            if exc.written is not None:  # in the file, not known durable: keep state in step
+                self._fold(exc.written)
+            raise SessionError(str(exc), errno=exc.errno) from None
+        self._fold(event)
+        return event
+
+    def _fold(self, event: Event) -> None:
         apply_event_to_state(self.state, event)
         try:
             self.history.apply(event)
@@ -171,7 +193,6 @@ class Session:
             self.history = _replay_history(self.log.path, self.state)
         if self.history.open_turn is None:
             self.mark_boundary()
-        return event
 
     def mark_boundary(self) -> None:
         """Remember the current end of the log as a point no turn spans (for snapshots)."""
@@ -382,8 +403,26 @@ class SessionManager:
                 f"session {session_id} is in use by another editor window or process"
             ) from None
         except OSError as exc:
-            raise SessionError(f"cannot lock session {session_id}: {exc}") from None
+            cls = StoreNotWritableError if exc.errno in UNWRITABLE_ERRNOS else SessionError
+            raise cls(
+                f"cannot lock session {session_id} ({self.lock_path(session_id)}): "
+                f"{exc.strerror or exc}",
+                errno=exc.errno,
+            ) from None
         return lock
+
+    def detached_session(
+        self, reason: str, *, instance_id: str | None, persistence: Persistence, redactor: Redactor
+    ) -> Session:
+        """Return a new session that is never written (the store refused): no files."""
+        state = SessionState(
+            session_id=self.new_session_id(),
+            instance_id=instance_id,
+            workspace_root=str(self.workspace_root),
+            persistence=persistence,
+        )
+        log = EventLog(self.log_path(state.session_id), redactor=redactor, read_only=True)
+        return Session(state, log, HistoryBuilder(), None, read_only_reason=reason)
 
     def create_session(
         self,

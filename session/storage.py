@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno as _errno
 import os
 import secrets
 import stat
@@ -16,7 +17,38 @@ MAX_JSON_BYTES = 64 * 1024 * 1024
 
 
 class StorageError(Exception):
-    """The store cannot be used as asked (unwritable, a symlink where a dir should be...)."""
+    """The store cannot be used as asked (unwritable, a symlink where a dir should be...).
+
+    `errno` is set when the operating system refused (a full disk, a read-only store...).
+    """
+
+    def __init__(self, message: str, *, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+
+# What the user can do about an operating-system refusal, by errno.
+_DISK_HINTS = {
+    _errno.ENOSPC: "the disk holding the store is full: free some space and try again",
+    _errno.EDQUOT: "the disk quota of the store is used up: free some space and try again",
+    _errno.EROFS: "the store is on a read-only file system: make it writable and try again",
+    _errno.EACCES: "the store is not writable: check its permissions and try again",
+    _errno.EPERM: "the store is not writable: check its permissions and try again",
+    _errno.EIO: "the disk reported an I/O error: check it and try again",
+}
+
+
+def disk_hint(errno: int | None) -> str | None:
+    """Return what to do about a write refused with `errno` (None: nothing to suggest)."""
+    return None if errno is None else _DISK_HINTS.get(errno)
+
+
+def explain_write_error(message: str, errno: int | None) -> str:
+    """`message` plus, for a disk refusal, what to do and that nothing stored is lost."""
+    hint = disk_hint(errno)
+    if hint is None:
+        return message
+    return f"{message} ({hint}; everything recorded before this is intact)"
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -25,7 +57,9 @@ def ensure_private_dir(path: Path) -> None:
         path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
         st = os.lstat(path)
     except OSError as exc:
-        raise StorageError(f"cannot create {path}: {exc.strerror or exc}") from None
+        raise StorageError(
+            f"cannot create {path}: {exc.strerror or exc}", errno=exc.errno
+        ) from None
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise StorageError(f"{path} is not a plain directory; refusing to use it")
 
@@ -51,7 +85,7 @@ def atomic_write_bytes(path: Path, payload: bytes) -> None:
     try:
         fd = os.open(tmp, flags, FILE_MODE)
     except OSError as exc:
-        raise StorageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", errno=exc.errno) from None
     try:
         view = memoryview(payload)
         while view:
@@ -67,7 +101,7 @@ def atomic_write_bytes(path: Path, payload: bytes) -> None:
             os.unlink(tmp)
         except OSError:
             pass
-        raise StorageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}", errno=exc.errno) from None
     fsync_dir(path.parent)
 
 

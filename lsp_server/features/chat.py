@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
-from session.manager import ReadOnlySessionError
+from session.manager import ReadOnlySessionError, SessionError
+from session.storage import explain_write_error
 
 from .. import protocol as proto
 from ..agent import ToolDeps, TurnResult
@@ -97,6 +99,14 @@ async def _turn(ls: AgentAssistServer, text: str) -> dict[str, Any]:
     except asyncio.CancelledError:
         recorder.end("aborted")
         raise
+    except SessionError as exc:  # the log refused a write (a full disk...): not the model
+        message = explain_write_error(
+            f"turn {recorder.number} could not be recorded: {exc}", exc.errno
+        )
+        logger.warning("%s", message)
+        with contextlib.suppress(SessionError):
+            recorder.end("error", error=message)
+        raise RequestFailedError(message) from None
     except Exception as exc:
         message = describe_model_error(exc)
         logger.warning("turn %d failed: %s", recorder.number, message)

@@ -76,6 +76,17 @@ def test_fork_boundaries_are_checked(manager: SessionManager) -> None:
     whole.session.close()
 
 
+def test_fork_defaults_to_before_an_open_turn(manager: SessionManager) -> None:
+    lc = make_lifecycle(manager)
+    run_turn(lc, "one", "first")
+    end_of_one = lc.current.state.last_seq
+    lc.begin_turn("still streaming")  # open: its end is not in the log
+    result = fork_session(manager, lc.session_id)
+    assert result.boundary == end_of_one and result.session.state.turns == 1
+    result.session.close()
+    lc.close()
+
+
 def test_child_continues_numbering(manager: SessionManager) -> None:
     lc = make_lifecycle(manager)
     run_turn(lc, "one", "first")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -184,3 +185,56 @@ def test_partial_write_is_repaired_on_next_append(tmp_path: Path) -> None:
     scan = scan_log(path)
     assert scan.read_only_reason is None
     assert [e.type for e in scan.events[-2:]] == ["session/recover", "turn/start"]
+
+
+class _DiskFull:
+    """`os.write` that stores `room` more bytes, then fails with ENOSPC (as a full disk)."""
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+        self.real = os.write
+
+    def __call__(self, fd: int, data: bytes | memoryview) -> int:
+        if self.room <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written = self.real(fd, bytes(data[: self.room]))
+        self.room -= written
+        return written
+
+
+def test_a_write_refused_half_way_leaves_no_partial_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.events.jsonl"
+    log = EventLog(path)
+    write_turns(log, 1)
+    size = path.stat().st_size
+    monkeypatch.setattr(os, "write", _DiskFull(room=10))
+    with pytest.raises(LogError, match="No space left on device") as caught:
+        log.append("turn/start", {"input": "lost"}, turn=2)
+    assert caught.value.errno == errno.ENOSPC and str(path) in str(caught.value)
+    assert path.stat().st_size == size == log.offset  # the 10 bytes were cut off again
+    monkeypatch.undo()  # space returns
+    log.append("turn/start", {"input": "kept"}, turn=2)
+    log.close()
+    scan = scan_log(path)
+    assert scan.problems == [] and scan.read_only_reason is None
+    assert [e.seq for e in scan.events] == list(range(5))
+    assert scan.events[-1].data.input == "kept"  # type: ignore[union-attr]
+
+
+def test_a_failed_fsync_still_reports_the_written_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = EventLog(tmp_path / "s.events.jsonl")
+    log.append("session/start", {"session_id": "abcdef012345"})
+    log.append("turn/start", {"input": "q"}, turn=1)
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(LogError) as caught:
+        log.append("turn/end", {"reason": "completed"}, turn=1)
+    assert caught.value.written is not None and caught.value.written.seq == 2
+    assert log.next_seq == 3  # in the file: the next event must not reuse its seq
