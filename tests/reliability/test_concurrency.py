@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from lsprotocol import types
+from pygls.uris import from_fs_path
 
 from lsp_server.fake_openai import FakeOpenAI
+from session.derive import build_history
 from session.manager import SessionManager
 
 from ..e2e.harness import Editor
@@ -97,3 +100,81 @@ async def test_save_during_a_streaming_reply(tmp_path: Path) -> None:
     reopened = SessionManager(workspace, home=home).open_session(session_id)
     assert not reopened.read_only and reopened.state.turns == 2
     reopened.close()
+
+
+def _changed(path: Path) -> types.DidChangeWatchedFilesParams:
+    uri = from_fs_path(str(path)) or ""
+    return types.DidChangeWatchedFilesParams(
+        changes=[types.FileEvent(uri=uri, type=types.FileChangeType.Changed)]
+    )
+
+
+@pytest.mark.parametrize("client", ["vscode", "neovim"])
+async def test_chat_while_the_watcher_fires(tmp_path: Path, client: str) -> None:
+    """Files change on disk all through streaming replies: client-side watcher events
+    (VS Code) or the server's own watcher (Neovim). The drift events land between whole
+    lines, every turn completes, and the log replays to the history the server held."""
+    workspace = tmp_path / "project"
+    (workspace / "templates").mkdir(parents=True)
+    spec = workspace / "agent_spec.md"
+    spec.write_text("# spec\n")
+    templates = [workspace / "templates" / f"t{n}.txt" for n in range(5)]
+    for path in templates:
+        path.write_text("v0\n")
+    home = register_store(tmp_path / "store")
+    with FakeOpenAI() as fake:
+        editor = Editor(
+            workspace,
+            home,
+            client=client,
+            options={"instanceId": "w", "model": model_options(fake)},
+        )
+        await editor.start()
+        try:
+            session_id = (await editor.ready())["sessionId"]
+            await asyncio.sleep(0.5)  # the server-side watcher arms itself
+            stop = asyncio.Event()
+
+            async def edit_files() -> int:
+                edits = 0
+                while not stop.is_set():
+                    path = [spec, *templates][edits % (len(templates) + 1)]
+                    path.write_text(f"edit {edits}\n")
+                    if client == "vscode":
+                        editor.client.workspace_did_change_watched_files(_changed(path))
+                    edits += 1
+                    await asyncio.sleep(0.01)
+                return edits
+
+            editing = asyncio.ensure_future(edit_files())
+            texts = [f"question {n} while files change" for n in range(1, TURNS + 3)]
+            for text in texts:
+                fake.add({"text": f"a streamed answer to {text} " * 4, "chunk": 7, "delay": 0.01})
+                reply = await editor.request("agentAssist/chat", {"text": text})
+                assert reply["endReason"] == "completed"
+            stop.set()
+            edits = await editing
+            await asyncio.sleep(0.3)  # the last watcher events
+            drift = editor.notifications["agentAssist/drift"]
+            assert drift and all(d["source"] == "watcher" for d in drift)
+            assert "[workspace notice]" in json.dumps(fake.messages(-1))
+            held = await editor.request("agentAssist/history")
+        finally:
+            await editor.stop()
+    inputs = check_logs(workspace, home)
+    assert inputs[session_id] == texts
+    manager = SessionManager(workspace, home=home)
+    scan = manager.read_events(session_id)
+    assert any(e.type == "workspace/drift" for e in scan.events)
+    reopened = manager.open_session(session_id)
+    try:
+        assert reopened.state.turns == len(texts) and reopened.open_turn is None
+        replayed = build_history(scan.events).messages()
+        assert reopened.history.messages() == replayed  # snapshot + tail == full replay
+    finally:
+        reopened.close()
+    users = [i["text"] for i in held["items"] if i["role"] == "user"]
+    assert users == texts
+    FIGURES["concurrency.watcher_turns"] += len(texts)
+    FIGURES["concurrency.watcher_file_edits"] += edits
+    FIGURES["concurrency.watcher_drift_notifications"] += len(drift)
