@@ -1,4 +1,9 @@
-"""`python -m bench [--smoke|--long] [--only NAME] [--write-readme]`: run the benchmarks."""
+"""`python -m bench [--smoke|--long] [--only NAME] [--write-readme] [--plot PNG]`: run benchmarks.
+
+`--write-readme` rewrites the results below the marker of bench/README.md and draws the
+cost-vs-size plot into bench/results.png. In smoke mode the plot is drawn into a temporary
+directory (then removed) unless `--plot` says where, so CI runs the plotting code too.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,9 @@ import argparse
 import logging
 import os
 import platform
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -14,6 +21,7 @@ from pathlib import Path
 
 from . import append, compaction, drift, resume, search, server
 from .common import Mode, Result, fmt_s
+from .plot import write_plot
 
 BENCHMARKS: dict[str, Callable[[Mode], Result]] = {
     "drift": drift.run,
@@ -24,6 +32,8 @@ BENCHMARKS: dict[str, Callable[[Mode], Result]] = {
     "search": search.run,
 }
 README = Path(__file__).with_name("README.md")
+PLOT = README.with_name("results.png")
+PLOT_ALT = "Cost vs size, log-log: resume, drift and search, ours and the baselines"
 MARKER = "<!-- results -->"
 HEADER = ("benchmark", "measure", "ours", "baseline", "ratio", "target", "result")
 
@@ -65,7 +75,7 @@ def machine_line(mode: Mode, elapsed: float) -> str:
     )
 
 
-def write_readme(results: list[Result], mode: Mode, elapsed: float) -> None:
+def write_readme(results: list[Result], mode: Mode, elapsed: float, plot: bool) -> None:
     """Replace everything below the results marker of bench/README.md."""
     intro = README.read_text() if README.exists() else "# Benchmarks\n\n"
     head = intro.split(MARKER, 1)[0].rstrip() + "\n\n" + MARKER + "\n"
@@ -77,6 +87,10 @@ def write_readme(results: list[Result], mode: Mode, elapsed: float) -> None:
         "",
         markdown_table(table(results)),
         "",
+    ]
+    if plot:
+        body += [f"![{PLOT_ALT}]({PLOT.name})", ""]
+    body += [
         "### Details",
         "",
     ]
@@ -95,7 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--smoke", action="store_true", help="tiny sizes, a few seconds (CI)")
     size.add_argument("--long", action="store_true", help="bigger sizes (minutes)")
     parser.add_argument("--only", choices=sorted(BENCHMARKS), action="append", help="repeatable")
-    parser.add_argument("--write-readme", action="store_true", help="rewrite README results")
+    parser.add_argument(
+        "--write-readme", action="store_true", help=f"rewrite README results and {PLOT.name}"
+    )
+    parser.add_argument("--plot", type=Path, metavar="PNG", help="draw the plot into this file")
     args = parser.parse_args(argv)
     mode: Mode = "smoke" if args.smoke else "long" if args.long else "default"
     # Expected warnings (e.g. the first open of a generated log has no snapshot) are noise.
@@ -118,8 +135,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{result.name} ({fmt_s(result.seconds)}):")
         for line in result.details:
             print(f"  - {line}")
+    plotted = False
+    target: Path | None = args.plot or (PLOT if args.write_readme else None)
+    scratch = None
+    if target is None and mode == "smoke":
+        scratch = Path(tempfile.mkdtemp(prefix="agent-assist-bench-plot-"))
+        target = scratch / PLOT.name
+    if target is not None:
+        title = f"agent-assist benchmarks, mode {mode}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+        try:
+            plotted = write_plot(results, target, title)
+        except ImportError as exc:
+            print(f"\nno plot: {exc} (install the dev extra: matplotlib)", file=sys.stderr)
+        else:
+            if plotted:
+                head = target.read_bytes()[:8]
+                assert head == b"\x89PNG\r\n\x1a\n", head
+                where = "a temporary directory (removed)" if scratch else str(target)
+                print(f"\nplot: {target.stat().st_size:,} B PNG written to {where}")
+        finally:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
     if args.write_readme:
-        write_readme(results, mode, elapsed)
+        embed = plotted and target is not None and target.resolve() == PLOT.resolve()
+        write_readme(results, mode, elapsed, embed)
         print(f"\nwrote {README}")
     return 0
 

@@ -34,13 +34,48 @@ class Row:
 
 
 @dataclass
+class Curve:
+    """One line of a cost-vs-size plot: (size, seconds) points, a colour and a line style."""
+
+    label: str
+    color: str = "C0"  # matplotlib colour cycle: ours C0, baselines C1, C2, ...
+    linestyle: str = "-"
+    points: list[tuple[float, float]] = field(default_factory=list)
+
+
+@dataclass
+class Plot:
+    """A log-log panel of cost vs size for one benchmark (drawn by bench/plot.py)."""
+
+    title: str
+    xlabel: str
+    xunit: Literal["count", "bytes"] = "count"
+    ylabel: str = "time"
+    curves: list[Curve] = field(default_factory=list)
+    targets: list[tuple[float, str]] = field(default_factory=list)  # horizontal lines (y, label)
+
+    def add(
+        self, label: str, size: float, value: float, *, color: str = "C0", linestyle: str = "-"
+    ) -> None:
+        """Add the point (size, value) to the curve called `label` (made on first use)."""
+        for curve in self.curves:
+            if curve.label == label:
+                break
+        else:
+            curve = Curve(label, color, linestyle)
+            self.curves.append(curve)
+        curve.points.append((size, value))
+
+
+@dataclass
 class Result:
-    """What one benchmark measured: table rows and free-text details."""
+    """What one benchmark measured: table rows, free-text details and an optional plot."""
 
     name: str
     rows: list[Row] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    plot: Plot | None = None
 
 
 def timed_runs(fn: Callable[[], object], repeats: int) -> list[float]:
