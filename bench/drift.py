@@ -1,4 +1,4 @@
-"""Drift detection on an unchanged (and a 1%-changed) tree vs `git status` and a full rehash."""
+"""Drift detection on unchanged and 1%-changed trees vs `git status` and a full rehash."""
 
 from __future__ import annotations
 
@@ -11,10 +11,28 @@ from pathlib import Path
 
 from session.workspace import Manifest, TrackedPatterns, build_file_manifest, detect_file_drift
 
-from .common import Mode, Result, Row, fmt_s, median, ratio_row, scratch_dir, spread, timed_runs
+from .common import (
+    Mode,
+    Plot,
+    Result,
+    Row,
+    fmt_s,
+    median,
+    ratio_row,
+    scratch_dir,
+    spread,
+    timed_runs,
+)
 
-SIZES: dict[Mode, int] = {"smoke": 500, "default": 20_000, "long": 100_000}
+# Tracked files per size (each size is a separate tree, measured unchanged and 1% changed).
+SIZES: dict[Mode, list[int]] = {
+    "smoke": [200, 1_000],
+    "default": [1_000, 20_000, 100_000],
+    "long": [1_000, 20_000, 100_000],
+}
 REPEATS = 5
+SMALL_REPEATS = 11  # trees of up to SMALL_TREE files take a few ms: more runs, same budget
+SMALL_TREE = 5_000
 PATTERNS = TrackedPatterns(("agent_spec.md", "templates/**"))
 FILES_PER_DIR = 100
 DIRS_PER_GROUP = 20
@@ -85,124 +103,134 @@ def hash_everything(root: Path) -> int:
     return count + 1
 
 
+def target_rows(label: str, ours: float, git_s: float | None, hash_s: float) -> list[Row]:
+    """Rows of one tree state: ours vs `git status` (≤ 2×) and vs hashing everything (≥ 4×)."""
+    rows = []
+    if git_s is None:
+        rows.append(Row(f"{label} vs `git status`", "git not installed", ok=None))
+    else:
+        rows.append(ratio_row(f"{label} vs `git status`", ours, git_s, GIT_TARGET))
+    row = ratio_row(f"{label} vs sha256 of every file", ours, hash_s, HASH_TARGET)
+    row.target = f"≤ {HASH_TARGET:g}× (≥ {1 / HASH_TARGET:g}× faster)"
+    rows.append(row)
+    return rows
+
+
+def measure_size(count: int, tmp: Path, result: Result, plot: Plot) -> None:
+    """Build a tree of `count` files, time drift / git / hashing unchanged and 1% changed."""
+    repeats = SMALL_REPEATS if count <= SMALL_TREE else REPEATS
+    tag = f"{count:,} files"
+    root = tmp / f"ws{count}"
+    root.mkdir()
+    start = time.perf_counter()
+    paths = make_tree(root, count)
+    made = time.perf_counter() - start
+
+    have_git = shutil.which("git") is not None
+    env = git_env(tmp)
+    setup = f"{tag}: tree of ~200 B files in {-(-count // FILES_PER_DIR):,} leaf dirs (3 levels) "
+    setup += f"made in {fmt_s(made)}"
+    if have_git:
+        start = time.perf_counter()
+        git(root, env, "init", "-q")
+        git(root, env, "add", "-A")
+        git(root, env, "commit", "-q", "--no-gpg-sign", "-m", "templates")
+        setup += f"; git init+add+commit {fmt_s(time.perf_counter() - start)}"
+
+    start = time.perf_counter()
+    first = build_file_manifest(root, PATTERNS)
+    setup += f"; first manifest (hash all {first.hashed:,}) {fmt_s(time.perf_counter() - start)}"
+    result.details.append(setup)
+    # Entries whose mtime is in the second the manifest was recorded are "racy" and
+    # always rehashed: let the clock move on before recording the manifest we reuse.
+    time.sleep(1.1)
+    manifest = build_file_manifest(root, PATTERNS, previous=first)
+    if have_git:
+        git(root, env, "status", "--porcelain", "--untracked-files=no")  # refresh index
+
+    # -- unchanged tree ------------------------------------------------------------------
+    def ours() -> None:
+        report, _ = detect_file_drift(root, manifest.files, PATTERNS, previous=manifest)
+        assert not report.has_drift
+
+    report, current = detect_file_drift(root, manifest.files, PATTERNS, previous=manifest)
+    assert not report.has_drift and report.unchanged == count + 1, report
+    assert current.hashed == 0, f"drift re-hashed {current.hashed} files of an unchanged tree"
+    ours_times = timed_runs(ours, repeats)
+    git_times: list[float] | None = None
+    if have_git:
+
+        def git_status() -> None:
+            out = git(root, env, "status", "--porcelain", "--untracked-files=no")
+            assert out == "", out
+
+        git_times = timed_runs(git_status, repeats)
+    hash_times = timed_runs(lambda: hash_everything(root), repeats)
+    result.details.append(
+        f"{tag}, unchanged (drift re-hashed 0 of {report.unchanged:,}, stat cache warm): "
+        f"drift {spread(ours_times)}"
+        + ("" if git_times is None else f"; git status {spread(git_times)}")
+        + f"; sha256 of every file {spread(hash_times)}"
+    )
+
+    # -- 1% changed: every 100th file gets a line appended ---------------------------------
+    changed = paths[::100]
+    for relative in changed:
+        with open(root / relative, "ab") as fh:
+            fh.write(b"edited\n")
+
+    def ours_changed() -> Manifest:
+        report, fresh = detect_file_drift(root, manifest.files, PATTERNS, previous=manifest)
+        assert len(report.modified) == len(changed), len(report.modified)
+        return fresh
+
+    fresh = ours_changed()
+    assert fresh.hashed == len(changed), (fresh.hashed, len(changed))
+    changed_times = timed_runs(ours_changed, repeats)
+    git_changed_times: list[float] | None = None
+    if have_git:
+
+        def git_changed() -> None:
+            out = git(root, env, "status", "--porcelain", "--untracked-files=no")
+            assert out.count("\n") == len(changed), out
+
+        git_changed_times = timed_runs(git_changed, repeats)
+    hash_changed_times = timed_runs(lambda: hash_everything(root), repeats)
+    result.details.append(
+        f"{tag}, 1% changed ({len(changed):,} files; drift re-hashed exactly those): "
+        f"drift {spread(changed_times)} ({median(changed_times) / median(ours_times):.2f}× "
+        "unchanged)"
+        + ("" if git_changed_times is None else f"; git status {spread(git_changed_times)}")
+        + f"; sha256 of every file {spread(hash_changed_times)}"
+    )
+
+    git_s = None if git_times is None else median(git_times)
+    git_changed_s = None if git_changed_times is None else median(git_changed_times)
+    result.rows += target_rows(
+        f"drift, {tag} unchanged", median(ours_times), git_s, median(hash_times)
+    )
+    result.rows += target_rows(
+        f"drift, {tag}, 1% changed",
+        median(changed_times),
+        git_changed_s,
+        median(hash_changed_times),
+    )
+    for state, style, ours_s, git_state_s, hash_s in (
+        ("unchanged", "-", median(ours_times), git_s, median(hash_times)),
+        ("1% changed", "--", median(changed_times), git_changed_s, median(hash_changed_times)),
+    ):
+        plot.add(f"ours (detect_file_drift), {state}", count, ours_s, linestyle=style)
+        if git_state_s is not None:
+            plot.add(f"git status, {state}", count, git_state_s, color="C1", linestyle=style)
+        plot.add(f"sha256 of every file, {state}", count, hash_s, color="C2", linestyle=style)
+    shutil.rmtree(root, ignore_errors=True)
+
+
 def run(mode: Mode) -> Result:
-    """Run the drift benchmark and return its rows."""
-    count = SIZES[mode]
+    """Run the drift benchmark at every size of `mode` and return its rows."""
     result = Result("drift")
+    result.plot = Plot("drift check (unchanged: solid; 1% changed: dashed)", "tracked files")
     with scratch_dir("drift") as tmp:
-        root = tmp / "ws"
-        root.mkdir()
-        start = time.perf_counter()
-        paths = make_tree(root, count)
-        result.details.append(
-            f"tree: {count:,} files of ~200 B under templates/ in "
-            f"{-(-count // FILES_PER_DIR):,} leaf dirs (3 levels), made in "
-            f"{fmt_s(time.perf_counter() - start)}"
-        )
-
-        have_git = shutil.which("git") is not None
-        env = git_env(tmp)
-        if have_git:
-            start = time.perf_counter()
-            git(root, env, "init", "-q")
-            git(root, env, "add", "-A")
-            git(root, env, "commit", "-q", "--no-gpg-sign", "-m", "templates")
-            result.details.append(f"git init+add+commit: {fmt_s(time.perf_counter() - start)}")
-
-        start = time.perf_counter()
-        first = build_file_manifest(root, PATTERNS)
-        result.details.append(
-            f"first manifest (hash all {first.hashed:,}): {fmt_s(time.perf_counter() - start)}"
-        )
-        # Entries whose mtime is in the second the manifest was recorded are "racy" and
-        # always rehashed: let the clock move on before recording the manifest we reuse.
-        time.sleep(1.1)
-        manifest = build_file_manifest(root, PATTERNS, previous=first)
-        if have_git:
-            git(root, env, "status", "--porcelain", "--untracked-files=no")  # refresh index
-
-        def ours() -> None:
-            report, _ = detect_file_drift(root, manifest.files, PATTERNS, previous=manifest)
-            assert not report.has_drift
-
-        report, current = detect_file_drift(root, manifest.files, PATTERNS, previous=manifest)
-        assert not report.has_drift and report.unchanged == count + 1, report
-        result.details.append(
-            f"unchanged tree: drift re-hashed {current.hashed} of {report.unchanged:,} files "
-            "(stat cache warm)"
-        )
-        ours_times = timed_runs(ours, REPEATS)
-        result.details.append(f"drift, unchanged: {spread(ours_times)}")
-
-        if have_git:
-
-            def git_status() -> None:
-                out = git(root, env, "status", "--porcelain", "--untracked-files=no")
-                assert out == "", out
-
-            git_times = timed_runs(git_status, REPEATS)
-            result.details.append(f"git status, unchanged: {spread(git_times)}")
-            result.rows.append(
-                ratio_row(
-                    f"drift, {count:,} files unchanged vs `git status`",
-                    median(ours_times),
-                    median(git_times),
-                    GIT_TARGET,
-                )
-            )
-        else:
-            result.rows.append(Row("drift vs `git status`", "git not installed", ok=None))
-
-        hash_times = timed_runs(lambda: hash_everything(root), REPEATS)
-        result.details.append(f"sha256 of every file: {spread(hash_times)}")
-        row = ratio_row(
-            f"drift, {count:,} files unchanged vs sha256 of every file",
-            median(ours_times),
-            median(hash_times),
-            HASH_TARGET,
-        )
-        row.target = f"≤ {HASH_TARGET:g}× (≥ {1 / HASH_TARGET:g}× faster)"
-        result.rows.append(row)
-
-        # 1% changed: every 100th file gets a line appended.
-        changed = paths[::100]
-        for relative in changed:
-            with open(root / relative, "ab") as fh:
-                fh.write(b"edited\n")
-
-        def ours_changed() -> Manifest:
-            report, fresh = detect_file_drift(root, manifest.files, PATTERNS, previous=manifest)
-            assert len(report.modified) == len(changed), len(report.modified)
-            return fresh
-
-        fresh = ours_changed()
-        result.details.append(
-            f"1% changed ({len(changed):,} files): drift re-hashed {fresh.hashed:,} files"
-        )
-        changed_times = timed_runs(ours_changed, REPEATS)
-        result.details.append(f"drift, 1% changed: {spread(changed_times)}")
-        result.rows.append(
-            ratio_row(
-                f"drift, {count:,} files, 1% changed vs drift unchanged",
-                median(changed_times),
-                median(ours_times),
-                None,
-            )
-        )
-        if have_git:
-
-            def git_changed() -> None:
-                out = git(root, env, "status", "--porcelain", "--untracked-files=no")
-                assert out.count("\n") == len(changed)
-
-            git_changed_times = timed_runs(git_changed, REPEATS)
-            result.details.append(f"git status, 1% changed: {spread(git_changed_times)}")
-            result.rows.append(
-                ratio_row(
-                    f"drift, {count:,} files, 1% changed vs `git status`",
-                    median(changed_times),
-                    median(git_changed_times),
-                    None,
-                )
-            )
+        for count in SIZES[mode]:
+            measure_size(count, tmp, result, result.plot)
     return result
