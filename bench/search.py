@@ -22,18 +22,21 @@ from session.manager import SessionManager
 from session.models import EVENT_ADAPTER
 from session.search import SearchIndex
 
-from .common import Mode, Result, Row, fmt_bytes, fmt_s, median, ratio_row, scratch_dir
+from .common import Mode, Plot, Result, Row, fmt_bytes, fmt_s, median, ratio_row, scratch_dir
 from .resume import _ts, text_response, user_request
 
-# Events in all logs per mode (each size is built, indexed and queried separately).
+# Events in all logs per mode (each size is built, indexed and queried separately). The 1M
+# size costs ~50 s of the default run (generating 260 MB of logs, indexing, grep over them).
 SIZES: dict[Mode, list[int]] = {
-    "smoke": [2_000],
-    "default": [10_000],
-    "long": [100_000, 1_000_000],
+    "smoke": [1_000, 3_000],
+    "default": [10_000, 100_000, 1_000_000],
+    "long": [10_000, 100_000, 1_000_000],
 }
 EVENTS_PER_SESSION = 2_500
 QUERIES = 50
-QUERY_ROUNDS = 3  # each query's time is its median over this many rounds (1 for 1M events)
+# Each query's time (ours and grep's) is its median over this many rounds; one round above
+# 100k events except in long mode.
+QUERY_ROUNDS = 3
 INCREMENTAL_TURNS: dict[Mode, int] = {"smoke": 5, "default": 20, "long": 20}
 GREP_SPEEDUP_TARGET = 50.0  # ours p50 ≤ grep p50 / 50
 P50_TARGET_S = 0.020
@@ -215,7 +218,7 @@ class LogWriter:
         turn = 0
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb", buffering=1 << 20) as fh:
-            start = {
+            start: dict[str, Any] = {
                 "session_id": session_id,
                 "parent_session_id": None,
                 "fork_boundary": None,
@@ -250,7 +253,7 @@ def grep_time(query: str, root: Path, grep: str) -> tuple[float, int]:
     return elapsed, done.stdout.count(b"\n")
 
 
-def measure_size(mode: Mode, total: int, tmp: Path, result: Result) -> None:
+def measure_size(mode: Mode, total: int, tmp: Path, result: Result, plot: Plot) -> None:
     """Build logs of `total` events, index, query, and append turns; add rows and details."""
     label = f"{total:,} events"
     workspace = tmp / f"ws{total}"
@@ -263,7 +266,7 @@ def measure_size(mode: Mode, total: int, tmp: Path, result: Result) -> None:
     sessions = max(2, total // EVENTS_PER_SESSION)
     start = time.perf_counter()
     written = 0
-    ids = []
+    ids: list[str] = []
     for _ in range(sessions):
         session_id = secrets.token_hex(6)
         ids.append(session_id)
@@ -306,7 +309,7 @@ def measure_size(mode: Mode, total: int, tmp: Path, result: Result) -> None:
     # -- queries: ours vs grep -F -r over the same logs --------------------------------------
     grep = shutil.which("grep")
     queries = corpus.queries(QUERIES)
-    rounds = QUERY_ROUNDS if total <= 100_000 else 1
+    rounds = QUERY_ROUNDS if total <= 100_000 or mode == "long" else 1
     ours: list[float] = []
     theirs: list[float] = []
     hits_total = 0
@@ -326,8 +329,12 @@ def measure_size(mode: Mode, total: int, tmp: Path, result: Result) -> None:
             grep_lines += runs[0][1]
             theirs.append(median([t for t, _ in runs]))
     ours_p50, ours_p95 = median(ours), percentile(ours, 95)
+    plot.add("ours (SearchIndex.search), p50", total, ours_p50)
+    plot.add("ours, p95", total, ours_p95, linestyle=":")
     if theirs:
         grep_p50, grep_p95 = median(theirs), percentile(theirs, 95)
+        plot.add("grep -F -r, p50", total, grep_p50, color="C1")
+        plot.add("grep -F -r, p95", total, grep_p95, color="C1", linestyle=":")
         ratio = ours_p50 / grep_p50
         result.rows.append(
             Row(
@@ -435,7 +442,9 @@ def measure_size(mode: Mode, total: int, tmp: Path, result: Result) -> None:
 def run(mode: Mode) -> Result:
     """Run the search benchmark and return its rows."""
     result = Result("search")
+    plot = result.plot = Plot("search query time", "events in all logs")
+    plot.targets.append((P50_TARGET_S, f"target p50 ≤ {P50_TARGET_S * 1e3:g} ms"))
     with scratch_dir("search") as tmp:
         for total in SIZES[mode]:
-            measure_size(mode, total, tmp, result)
+            measure_size(mode, total, tmp, result, plot)
     return result
