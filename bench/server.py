@@ -41,7 +41,10 @@ Handler = Callable[[Any, Any], None]
 SPAWNS: dict[Mode, int] = {"smoke": 2, "default": 7, "long": 15}
 NOCACHE_SPAWNS: dict[Mode, int] = {"smoke": 1, "default": 3, "long": 5}
 TURNS: dict[Mode, int] = {"smoke": 3, "default": 30, "long": 100}  # timed, per path
-TOTAL_TURNS: dict[Mode, int] = {"smoke": 5, "default": 100, "long": 1000}  # for the RSS row
+# For the RSS row. 1,000 turns cost ~5 min on a 2-CPU machine (the round trip grows with the
+# session, see the details), so only the long mode runs them.
+TOTAL_TURNS: dict[Mode, int] = {"smoke": 5, "default": 100, "long": 1000}
+GROWTH_MIN_TURNS = 40  # filler turns needed for the "round trip, end vs start" row
 LONG_REPEATS: dict[Mode, int] = {"smoke": 1, "default": 3, "long": 5}
 LONG_REPLY: dict[Mode, tuple[int, int]] = {  # (chars, chunks)
     "smoke": (2_000, 200),
@@ -140,11 +143,16 @@ class BenchClient:
     """A lean LSP client: timestamps every chat delta as it is handled."""
 
     def __init__(
-        self, env: dict[str, str], workspace: Path, model: dict[str, str] | None = None
+        self,
+        env: dict[str, str],
+        workspace: Path,
+        model: dict[str, str] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> None:
         self.env = env
         self.workspace = workspace
         self.model_options = model or {}
+        self.options = options or {}  # more initializationOptions (e.g. autoResume)
         self.client = LanguageClient(
             "agent-assist-bench", "0", converter_factory=_plain_json_converter
         )
@@ -225,7 +233,11 @@ class BenchClient:
                     capabilities=capabilities,
                     root_uri=uri,
                     workspace_folders=[types.WorkspaceFolder(uri=uri, name="bench")],
-                    initialization_options={"instanceId": "bench", "model": self.model_options},
+                    initialization_options={
+                        "instanceId": "bench",
+                        "model": self.model_options,
+                        **self.options,
+                    },
                     client_info=types.ClientInfo(name="Bench Editor"),
                 )
             ),
@@ -454,6 +466,7 @@ class Measured:
     direct_rates: list[float]
     long_deltas: int
     fill_seconds: float
+    fill_turns: list[float]
     extra_requests: int
     messages_last: tuple[int, int]
 
@@ -544,9 +557,11 @@ async def measure(mode: Mode, tmp: Path) -> Measured:
         turns_done = 1 + TURNS[mode]
         total = max(TOTAL_TURNS[mode], turns_done)
         requests_before = fake.request_count
+        fill_turns: list[float] = []
         for number in range(turns_done, total):
-            _, _, result = await client.chat(f"question {number}")
+            seconds, _, result = await client.chat(f"question {number}")
             assert result["endReason"] == "completed" and client.delta_chars == len(reply), result
+            fill_turns.append(seconds)
         extra_requests = fake.request_count - requests_before - (total - turns_done)
         fill_seconds = time.perf_counter() - fill_start
         await asyncio.sleep(0.2)
@@ -594,6 +609,7 @@ async def measure(mode: Mode, tmp: Path) -> Measured:
         direct_rates=direct_rates,
         long_deltas=chunks,
         fill_seconds=fill_seconds,
+        fill_turns=fill_turns,
         extra_requests=extra_requests,
         messages_last=messages_last,
     )
@@ -701,6 +717,19 @@ def run(mode: Mode) -> Result:
             )
         )
 
+    tenth = len(m.fill_turns) // 10
+    if len(m.fill_turns) >= GROWTH_MIN_TURNS:
+        start_s, end_s = median(m.fill_turns[:tenth]), median(m.fill_turns[-tenth:])
+        rows.append(
+            Row(
+                f"chat round trip, last {tenth} vs first {tenth} of turns "
+                f"{m.total_turns - len(m.fill_turns) + 1:,}-{m.total_turns:,} (untimed filler)",
+                fmt_s(end_s),
+                fmt_s(start_s),
+                end_s / start_s,
+            )
+        )
+
     d = result.details
     d.append(
         "cold = a new server process on a new store, its .pyc files already cached "
@@ -745,5 +774,11 @@ def run(mode: Mode) -> Result:
         f"untimed filler turns took {fmt_s(m.fill_seconds)} and made {m.extra_requests} model "
         "request(s) besides the turns' own (e.g. a summary when the server compacts history)"
     )
+    if tenth:
+        d.append(
+            f"filler turns {m.total_turns - len(m.fill_turns) + 1:,}-{m.total_turns:,}, chat "
+            f"round trip (no gc.collect before each): first {tenth} "
+            f"{_spread(m.fill_turns[:tenth])}; last {tenth} {_spread(m.fill_turns[-tenth:])}"
+        )
     d.append("phases: " + ", ".join(f"{name} {fmt_s(sec)}" for name, sec in m.phases))
     return result
