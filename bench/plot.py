@@ -28,9 +28,16 @@ def fmt_tick_s(seconds: float) -> str:
     return f"{seconds * 1e6:g} µs"
 
 
+PANEL_ORDER = ("resume", "drift", "search")  # as the issue lists them; any other after
+
+
 def plots_of(results: list[Result]) -> list[Plot]:
-    """Return the plots with at least one point, in the order of `results`."""
-    return [r.plot for r in results if r.plot is not None and any(c.points for c in r.plot.curves)]
+    """Return the plots with at least one point: resume, drift, search, then any other."""
+    ranked = sorted(
+        results,
+        key=lambda r: PANEL_ORDER.index(r.name) if r.name in PANEL_ORDER else len(PANEL_ORDER),
+    )
+    return [r.plot for r in ranked if r.plot is not None and any(c.points for c in r.plot.curves)]
 
 
 def write_plot(results: list[Result], path: Path, title: str) -> bool:
