@@ -32,6 +32,7 @@ SIZES: dict[Mode, list[int]] = {
 }
 REPEATS = 5
 SMALL_REPEATS = 11  # trees of up to SMALL_TREE files take a few ms: more runs, same budget
+SMOKE_REPEATS = 3  # smoke mode checks that the code runs; its times mean nothing
 SMALL_TREE = 5_000
 PATTERNS = TrackedPatterns(("agent_spec.md", "templates/**"))
 FILES_PER_DIR = 100
@@ -150,9 +151,11 @@ def target_rows(label: str, ours: float, git_s: float | None, hash_s: float) -> 
     return rows
 
 
-def measure_size(count: int, tmp: Path, result: Result, plot: Plot) -> None:
+def measure_size(mode: Mode, count: int, tmp: Path, result: Result, plot: Plot) -> None:
     """Build a tree of `count` files, time drift / git / hashing unchanged and 1% changed."""
     repeats = SMALL_REPEATS if count <= SMALL_TREE else REPEATS
+    if mode == "smoke":
+        repeats = SMOKE_REPEATS
     tag = f"{count:,} files"
     root = tmp / f"ws{count}"
     root.mkdir()
@@ -271,5 +274,5 @@ def run(mode: Mode) -> Result:
     result.plot = Plot("drift check (unchanged: solid; 1% changed: dashed)", "tracked files")
     with scratch_dir("drift") as tmp:
         for count in SIZES[mode]:
-            measure_size(count, tmp, result, result.plot)
+            measure_size(mode, count, tmp, result, result.plot)
     return result

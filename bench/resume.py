@@ -54,8 +54,8 @@ SIZES: dict[Mode, list[tuple[str, int]]] = {
         ("1 GB", 1_000_000_000),
     ],
 }
-READY_REPEATS = 15  # a resume takes a few ms: many runs, median
-REPLAY_REPEATS = 5
+READY_REPEATS: dict[Mode, int] = {"smoke": 3, "default": 15, "long": 15}  # a resume is ms
+REPLAY_REPEATS: dict[Mode, int] = {"smoke": 2, "default": 5, "long": 5}
 SERVER_SPAWNS: dict[Mode, int] = {"smoke": 1, "default": 3, "long": 5}  # per size
 READY_TARGET_S = 0.150  # resume context ready, absolute (the issue names it)
 GROWTH_TARGET = 1.2  # ready(big) ≤ 1.2 × ready(smallest)
@@ -235,7 +235,7 @@ def make_session(manager: SessionManager, workspace: Path, size: int) -> dict[st
     }
 
 
-def budgeted_runs(fn: Callable[[], object], repeats: int = REPLAY_REPEATS) -> list[float]:
+def budgeted_runs(fn: Callable[[], object], repeats: int) -> list[float]:
     """Time `fn` `repeats` times, or fewer (at least 1) if one run is very slow."""
     times = timed_runs(fn, 1)
     if times[0] * (repeats - 1) <= SLOW_BUDGET_S:
@@ -322,7 +322,7 @@ def run(mode: Mode) -> Result:
         # weighs on all of them alike; the instance pointer is set (untimed) before each.
         warnings: dict[str, list[str]] = {label: [] for label, _ in sizes}
         times: dict[str, list[float]] = {label: [] for label, _ in sizes}
-        for round_ in range(READY_REPEATS + 1):
+        for round_ in range(READY_REPEATS[mode] + 1):
             for label, _ in sizes:
                 session_id = infos[label]["id"]
                 manager.write_pointer(INSTANCE, session_id)
@@ -342,7 +342,7 @@ def run(mode: Mode) -> Result:
                 assert scan.read_only_reason is None
                 derive_message_dicts(scan.events)
 
-            replay_times = budgeted_runs(replay)
+            replay_times = budgeted_runs(replay, REPLAY_REPEATS[mode])
             result.details.append(
                 f"{label}: full replay (scan_log + derive): {spread(replay_times)}"
             )
