@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import sqlite3
 import stat
 from pathlib import Path
@@ -18,7 +19,7 @@ from session.log import LogScan
 from session.manager import SessionManager
 from session.search import INDEX_FILE, SearchError, SearchHit, SearchIndex
 
-from .conftest import make_lifecycle, request, run_turn
+from .conftest import make_lifecycle, request, response, run_turn
 
 
 def make_manager(tmp_path: Path) -> SessionManager:
@@ -607,3 +608,136 @@ def test_sync_on_an_empty_project(tmp_path: Path) -> None:
     with index_of(manager) as index:
         stats = index.sync(manager)
         assert stats.sessions == 0 and index.search("anything") == []
+
+
+VOCABULARY = "the of to a heron osprey tern gannet puffin parser template config".split()
+
+
+def vocabulary_history(manager: SessionManager, turns: int, seed: int = 3) -> list[str]:
+    """Two sessions of `turns` turns each, text drawn from a small vocabulary (skewed)."""
+    rng = random.Random(seed)
+    weights = [1.0 / (rank + 1) for rank in range(len(VOCABULARY))]
+    ids = []
+    lc = make_lifecycle(manager)
+    for session in range(2):
+        if session:
+            lc.start_fresh()
+        for _ in range(turns):
+            prompt = " ".join(rng.choices(VOCABULARY, weights, k=rng.randint(3, 12)))
+            reply = " ".join(rng.choices(VOCABULARY, weights, k=rng.randint(5, 40)))
+            turn = lc.begin_turn(prompt)
+            turn.start_step([request(prompt)])
+            turn.assistant_message(response(reply))
+            turn.end_step({})
+            turn.end("completed")
+        ids.append(lc.session_id)
+    lc.close()
+    return ids
+
+
+def fts5_ranked(
+    index: SearchIndex, query: str, session_id: str | None, limit: int
+) -> list[SearchHit]:
+    """What FTS5 alone returns: bm25 order (ties by rowid), grouped by session."""
+    conn = sqlite3.connect(index.path)
+    try:
+        lo, hi = 0, 1 << 62
+        if session_id is not None:
+            (num,) = conn.execute(
+                "SELECT num FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            lo, hi = num << 40, ((num + 1) << 40) - 1
+        rows = conn.execute(
+            "SELECT session_id, seq, turn, type, snippet(event_text, 0, '[', ']', '…', 12),"
+            " -bm25(event_text) FROM event_text WHERE event_text MATCH ?"
+            " AND rowid BETWEEN ? AND ? ORDER BY bm25(event_text), rowid LIMIT ?",
+            (search_mod.fts_phrase(query), lo, hi, limit),
+        ).fetchall()
+    finally:
+        conn.close()
+    groups: dict[str, list[SearchHit]] = {}
+    for row in rows:
+        groups.setdefault(row[0], []).append(SearchHit(*row))
+    return [hit for hits in groups.values() for hit in hits]
+
+
+@pytest.mark.parametrize(("min_budget", "rows_per_snippet"), [(8, 1000), (1, 1000), (2, 1)])
+def test_hits_and_scores_are_fts5_bm25(
+    mgr: SessionManager, monkeypatch: pytest.MonkeyPatch, min_budget: int, rows_per_snippet: int
+) -> None:
+    """Whichever plan a query takes (rank here, count first, FTS5 ranks), FTS5's answer."""
+    monkeypatch.setattr(search_mod, "_MIN_BUDGET", min_budget)
+    monkeypatch.setattr(search_mod, "_ROWS_PER_SNIPPET", rows_per_snippet)
+    first, second = vocabulary_history(mgr, 40)
+    queries = [
+        *VOCABULARY,
+        "the heron",
+        "heron the",
+        "of the",
+        "osprey tern",
+        "a puffin parser",
+        "heron heron",  # occurrences can overlap: FTS5 ranks them
+        "the the the",
+        "config template",
+        "Puffin, PARSER!",
+        "nothing here",
+    ]
+    with index_of(mgr) as index:
+        index.sync(mgr)
+        counts = []
+        for query in queries:
+            for limit in (1, 3, 10, 50, 1000):
+                for session_id in (None, first, second):
+                    got = index.search(query, session_id, limit)
+                    want = fts5_ranked(index, query, session_id, limit)
+                    assert [h[:5] for h in got] == [h[:5] for h in want], (query, limit)
+                    assert [h.score for h in got] == pytest.approx([h.score for h in want])
+            counts.append(len(index.search(query, limit=1000)))
+        assert min(counts) == 0 and max(counts) > 50  # few, some and many matches
+
+
+def test_bulk_sync_merges_the_index(mgr: SessionManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    vocabulary_history(mgr, 30)
+
+    def segments_after_build(optimize_rows: int) -> int:
+        monkeypatch.setattr(search_mod, "_OPTIMIZE_ROWS", optimize_rows)
+        for name in os.listdir(mgr.project_dir):
+            if name.startswith(INDEX_FILE):
+                os.unlink(mgr.project_dir / name)
+        with index_of(mgr) as index:
+            assert index.search("heron") == []  # creates the empty index
+            conn = sqlite3.connect(index.path)
+            conn.execute("INSERT INTO event_text (event_text, rank) VALUES ('hashsize', 64)")
+            conn.commit()
+            conn.close()
+            index.close()  # FTS5 reads its configuration when a connection opens the table
+            assert index.sync(mgr).rows == 120
+            conn = sqlite3.connect(index.path)
+            (count,) = conn.execute("SELECT count(DISTINCT segid) FROM event_text_idx").fetchone()
+            conn.close()
+            assert index.search("heron")
+            return int(count)
+
+    assert segments_after_build(10_000) > 1  # a small write: left to automerge
+    assert segments_after_build(100) == 1  # most of the index written: merged
+
+
+def test_varints() -> None:
+    values = [0, 1, 127, 128, 300, 16_383, 16_384, 1 << 21, 1 << 35, (1 << 56) - 1, 1 << 56]
+    values += [(1 << 63) - 1, 2**64 - 1]
+
+    def encode(value: int) -> bytes:
+        if value >= 1 << 56:  # nine bytes: 8 × 7 bits, then 8 bits
+            tail = value & 0xFF
+            value >>= 8
+            head = [((value >> (7 * i)) & 0x7F) | 0x80 for i in reversed(range(8))]
+            return bytes([*head, tail])
+        out = [value & 0x7F]
+        value >>= 7
+        while value:
+            out.append((value & 0x7F) | 0x80)
+            value >>= 7
+        return bytes(reversed(out))
+
+    assert search_mod._varints(b"".join(encode(v) for v in values)) == values
+    assert search_mod._varints(b"") == []
