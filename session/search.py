@@ -50,6 +50,7 @@ import sqlite3
 import stat
 import threading
 import unicodedata
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -75,7 +76,7 @@ from .models import (
     TurnStartEvent,
 )
 from .paths import is_valid_session_id
-from .storage import FILE_MODE, ensure_private_dir
+from .storage import FILE_MODE, StorageError, ensure_private_dir
 
 if TYPE_CHECKING:
     from .manager import SessionManager
@@ -101,8 +102,11 @@ PART_STREAM = 1
 STREAM_TYPE = "assistant/chunk"
 
 _SIDECARS = ("-wal", "-shm", "-journal")
+# errnos meaning the store refuses writes (not a full disk): the index is then read as is
+_UNWRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 _CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB (primary codes)
 _BUSY_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
+_NO_SPACE_CODES = frozenset({8, 13})  # SQLITE_READONLY, SQLITE_FULL
 _PLACEHOLDER = re.compile(r"\[not persisted: sha256:[0-9a-f]{16}, \d+ chars\]")
 _LINE_WINDOW = 1 << 14
 
@@ -389,6 +393,9 @@ class SearchIndex:
         self._conn: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None
         self._lock = threading.RLock()
+        # True while the store refuses writes (read-only file system, permissions): the
+        # existing index is searched as it is and syncs are skipped until it is writable.
+        self.read_only = False
 
     @classmethod
     def for_project(cls, manager: SessionManager) -> SearchIndex:
@@ -421,11 +428,14 @@ class SearchIndex:
 
     def _create_file(self) -> tuple[int, int]:
         """Create or check the database file: no symlinks, a regular file, mode 0600."""
+        self.read_only = False
         try:
             ensure_private_dir(self.path.parent)
         except OSError as exc:
             raise SearchError(f"cannot create {self.path.parent}: {exc}") from None
-        except Exception as exc:  # StorageError: a symlink or a file in the directory's place
+        except StorageError as exc:  # a symlink or a file in the directory's place, or EROFS
+            if exc.errno in _UNWRITABLE:
+                return self._existing_read_only(exc.errno)
             raise SearchError(str(exc)) from None
         for path in self._files()[1:]:
             try:
@@ -440,6 +450,8 @@ class SearchIndex:
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise SearchError(f"{self.path} is a symlink; refusing to open it") from None
+            if exc.errno in _UNWRITABLE:
+                return self._existing_read_only(exc.errno)
             raise SearchError(f"cannot open {self.path}: {exc.strerror or exc}") from None
         try:
             st = os.fstat(fd)
@@ -457,8 +469,43 @@ class SearchIndex:
         finally:
             os.close(fd)
 
+    def _existing_read_only(self, code: int | None) -> tuple[int, int]:
+        """Use the index file as it is (the store refuses writes), if there is one."""
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+            raise SearchError(
+                f"cannot open {self.path}: {os.strerror(code or errno.EROFS)} "
+                "(the store is not writable and there is no index to read)"
+            )
+        self.read_only = True
+        return st.st_dev, st.st_ino
+
+    def _open_read_only(self, identity: tuple[int, int]) -> sqlite3.Connection:
+        # immutable: no locks, no -shm/-wal files (nothing can be created on this store)
+        uri = f"file:{urllib.parse.quote(str(self.path))}?mode=ro&immutable=1"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version != SCHEMA_VERSION:
+                raise SearchError(
+                    f"{self.path} is from another version ({version}) and the store is not "
+                    "writable, so it cannot be rebuilt"
+                )
+        except BaseException:
+            conn.close()
+            raise
+        logger.warning("%s: the store is not writable; searching the index as it is", self.path)
+        self._identity = identity
+        return conn
+
     def _open(self) -> sqlite3.Connection:
         identity = self._create_file()
+        if self.read_only:
+            return self._open_read_only(identity)
         conn = sqlite3.connect(
             self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
         )
@@ -541,6 +588,12 @@ class SearchIndex:
     ) -> SyncStats:
         with self._lock:
             stats = SyncStats()
+            if self.read_only:
+                self.close()  # look again: the store may be writable by now
+                self._connection()
+                if self.read_only:
+                    stats.skipped = "the store is not writable: searching the index as it is"
+                    return stats
             try:
                 self._attempt(lambda conn: self._transaction(conn, fn, stats))
                 return stats
@@ -562,6 +615,10 @@ class SearchIndex:
         if _error_code(exc) in _BUSY_CODES:
             logger.warning("%s is busy (%s); the next sync catches up", self.path, exc)
             stats.skipped = f"index busy: {exc}"
+            return stats
+        if _error_code(exc) in _NO_SPACE_CODES:  # the existing index still answers searches
+            logger.warning("%s cannot be written (%s); searching it as it is", self.path, exc)
+            stats.skipped = f"index not writable: {exc}"
             return stats
         raise SearchError(f"{self.path}: {exc}") from None
 

@@ -131,6 +131,8 @@ async def test_full_disk_keeps_the_snapshot_and_recovers(
             for method in ("agentAssist/save", "agentAssist/fork"):
                 await expect_fault(editor, method, {})
             assert snapshot_bytes(home) == before  # the previous snapshot is intact
+            found = await editor.request("agentAssist/search", {"query": "second question"})
+            assert found["results"], "search answers from the index as it is"
             listed = await editor.request("agentAssist/sessions")
             assert [s["sessionId"] for s in listed["sessions"]] == [session_id]  # no half fork
             status = await editor.request("agentAssist/status")  # still answering
@@ -243,6 +245,8 @@ async def test_read_only_store_keeps_the_snapshot_and_recovers(
             assert "make it writable" in message
             for method in ("agentAssist/save", "agentAssist/fork"):
                 await expect_fault(editor, method, {})
+            search = await editor.request("agentAssist/search", {"query": "before"})
+            assert search["results"], "search answers from the index as it is"
             assert editor.process.returncode is None
             subprocess.run(["mount", "-o", "remount,rw", str(small_fs)], check=True)
             assert snapshot_bytes(home) == before
@@ -250,6 +254,8 @@ async def test_read_only_store_keeps_the_snapshot_and_recovers(
             assert reply["endReason"] == "completed"
             saved = await editor.request("agentAssist/save")
             assert json.loads(Path(saved["path"]).read_text())["session_id"] == session_id
+            found = await editor.request("agentAssist/search", {"query": "after"})
+            assert found["results"], "the index is written again"
         finally:
             await editor.stop()
     check_store(workspace, home, session_id, ["before", "after"])
