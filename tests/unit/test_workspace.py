@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import os
+import random
+import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from session import workspace as scanner
 from session.workspace import (
+    DriftReport,
+    Manifest,
     TrackedPatterns,
+    _is_utf8,
     build_file_manifest,
+    compare_manifests,
     detect_file_drift,
     glob_to_regex,
     is_safe_relative_path,
@@ -160,3 +169,322 @@ def test_extra_paths_join_the_manifest(workspace: Path) -> None:
         workspace, TrackedPatterns(("agent_spec.md",)), extra=["src/main.py"]
     )
     assert set(manifest.files) == {"agent_spec.md", "src/main.py"}
+
+
+# -- the find(1) fast path -------------------------------------------------------------------
+
+PATTERNS = TrackedPatterns(("agent_spec.md", "templates/**"))
+EVERYWHERE = TrackedPatterns(("**/*.md",))
+NAMES = ["a.md", "b.txt", "new\nline.md", "-dash.md", "[glob]*?.md", "sp ace.md", "ü.md"]
+
+
+def gnu_find_available() -> bool:
+    return scanner._gnu_find(os.environ.get("PATH")) is not None
+
+
+needs_find = pytest.mark.skipif(not gnu_find_available(), reason="no GNU find (Linux only)")
+
+
+@pytest.fixture
+def find_always(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Use find on trees of any size; record whether each walk got an answer from it."""
+    monkeypatch.setattr(scanner, "_FIND_MIN_FILES", 0)
+    answers: list[bool] = []
+    real = scanner._find_changes
+
+    def spy(*args: object) -> object:
+        found = real(*args)  # type: ignore[arg-type]
+        answers.append(found is not None)
+        return found
+
+    monkeypatch.setattr(scanner, "_find_changes", spy)
+    return answers
+
+
+def wait_until_ctimes_are_old(root: Path) -> None:
+    """Sleep until every ctime under `root` is before the next manifest's safe second."""
+    newest = max(os.lstat(os.path.join(d, n)).st_ctime_ns for d, ds, fs in os.walk(root)
+                 for n in [*ds, *fs, "."])  # fmt: skip
+    while time.time_ns() < (newest // 1_000_000_000 + 2) * 1_000_000_000 + 200_000_000:
+        time.sleep(0.05)
+
+
+def listing_of(manifest: Manifest) -> dict[str, tuple[list[str], list[str]]]:
+    assert manifest.listing is not None
+    return {d: (sorted(f), sorted(s)) for d, (f, s) in manifest.listing.items()}
+
+
+class RandomTree:
+    """A workspace that random edits are applied to; remembers edits stats cannot see."""
+
+    def __init__(self, root: Path, outside: Path, seed: int) -> None:
+        self.root = root
+        self.outside = outside
+        self.rng = random.Random(seed)
+        self.stealth: set[int] = set()  # inodes: same size, same mtime, new content
+        self.sneaky: set[str] = set()  # directories whose mtime was put back
+        root.mkdir()
+        outside.mkdir()
+        (outside / "secret.md").write_text("outside the workspace\n")
+        (root / "agent_spec.md").write_text("# Spec\n")
+        for _ in range(40):
+            self.create()
+        (root / "templates" / "node_modules").mkdir()
+        (root / "templates" / "node_modules" / "dep.md").write_text("pruned\n")
+        os.mkdir(os.path.join(os.fsencode(root), b"templates/d\xfe"))
+        with open(os.path.join(os.fsencode(root), b"templates/d\xfe/x.md"), "wb") as fh:
+            fh.write(b"not UTF-8 dir\n")
+
+    def dirs(self) -> list[Path]:
+        found = [self.root / "templates"]
+        for dirpath, dirnames, _ in os.walk(self.root / "templates"):
+            dirnames[:] = [
+                d
+                for d in dirnames
+                if d != "node_modules" and _is_utf8(d) and not os.path.islink(f"{dirpath}/{d}")
+            ]
+            found += [Path(dirpath) / d for d in dirnames]
+        return found
+
+    def files(self) -> list[Path]:
+        return [
+            p
+            for d in self.dirs()
+            for p in d.iterdir()
+            if p.is_file() and not p.is_symlink() and _is_utf8(p.name)
+        ]
+
+    def relative(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def create(self) -> None:
+        rng = self.rng
+        parent = self.root / "templates"
+        for _ in range(rng.randint(0, 3)):
+            parent /= rng.choice(["g1", "g2", "sub dir", "-x"])
+        parent.mkdir(parents=True, exist_ok=True)
+        if parent.is_symlink() or not parent.is_dir():
+            return
+        name = f"{rng.randint(0, 99)}{rng.choice(NAMES)}"
+        (parent / name).write_bytes(rng.randbytes(rng.randint(0, 300)))
+
+    def change(self) -> str:
+        """Apply one random change; return its name."""
+        rng = self.rng
+        files = self.files()
+        kind = rng.choice(
+            ["same size and mtime", "append", "truncate", "delete", "create", "create",
+             "rename", "rename over", "symlink", "to directory", "chmod", "pruned", "not utf-8",
+             "hard link", "rmtree", "move directory", "directory to symlink",
+             "create, directory mtime put back"]
+        )  # fmt: skip
+        if not files:
+            kind = "create"
+        target = rng.choice(files) if files else self.root
+        if kind == "same size and mtime":
+            before = target.stat()
+            if before.st_size:
+                target.write_bytes(bytes(b ^ 0xFF for b in target.read_bytes()))
+                os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+                self.stealth.add(before.st_ino)
+        elif kind == "append":
+            with target.open("ab") as fh:
+                fh.write(b"more\n")
+        elif kind == "truncate":
+            target.write_bytes(b"")
+        elif kind == "delete":
+            target.unlink()
+        elif kind == "create":
+            self.create()
+        elif kind == "rename":
+            target.rename(rng.choice(self.dirs()) / f"moved{rng.randint(0, 99)}.md")
+        elif kind == "rename over":
+            other = rng.choice(files)
+            if other != target:
+                target.rename(other)
+        elif kind == "symlink":
+            target.unlink()
+            target.symlink_to(self.outside / "secret.md")
+        elif kind == "to directory":
+            target.unlink()
+            target.mkdir()
+            (target / "inner.md").write_text("inside a new directory\n")
+        elif kind == "chmod":
+            target.chmod(0o600 if target.stat().st_mode & 0o044 else 0o644)
+        elif kind == "pruned":
+            dep = self.root / "templates" / "node_modules" / "dep.md"
+            dep.write_text(dep.read_text() + "x")
+        elif kind == "not utf-8":
+            parent = os.fsencode(rng.choice(self.dirs()))
+            with open(os.path.join(parent, b"bad\xff%d.md" % rng.randint(0, 9)), "wb") as fh:
+                fh.write(b"skipped\n")
+        elif kind == "hard link":
+            linked = rng.choice(self.dirs()) / f"link{rng.randint(0, 99)}.md"
+            if not linked.exists():
+                os.link(target, linked)
+        elif kind in ("rmtree", "move directory", "directory to symlink"):
+            subdirs = self.dirs()[1:]
+            if subdirs:
+                victim = rng.choice(subdirs)
+                if kind == "rmtree":
+                    shutil.rmtree(victim)
+                elif kind == "move directory":
+                    victim.rename(self.root / "templates" / f"moved{rng.randint(0, 99)}")
+                else:
+                    shutil.rmtree(victim)
+                    victim.symlink_to(self.outside)
+        elif kind == "create, directory mtime put back":
+            parent = rng.choice(self.dirs())
+            before = parent.stat()
+            (parent / f"sneaky{rng.randint(0, 99)}.md").write_text("created\n")
+            os.utime(parent, ns=(before.st_atime_ns, before.st_mtime_ns))
+            self.sneaky.add(self.relative(parent))
+        return kind
+
+
+@needs_find
+def test_find_path_matches_python_and_the_truth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, find_always: list[bool]
+) -> None:
+    trees = [RandomTree(tmp_path / f"ws{s}", tmp_path / f"out{s}", seed=s) for s in range(3)]
+    for tree in trees:
+        wait_until_ctimes_are_old(tree.root)
+    for tree in trees:
+        previous = {}
+        for patterns in (PATTERNS, EVERYWHERE):  # walks from templates/, and from the root
+            first = build_file_manifest(tree.root, patterns)
+            previous[patterns] = build_file_manifest(tree.root, patterns, previous=first)
+            assert previous[patterns].hashed == 0  # old ctimes: find printed no file
+        assert find_always == [True, True]
+        find_always.clear()
+        for _ in range(20):
+            time.sleep(0.02)  # past the kernel's timestamp granularity
+            tree.stealth.clear()
+            tree.sneaky.clear()
+            changes = [tree.change() for _ in range(tree.rng.randint(1, 4))]
+            for patterns, before in previous.items():
+                previous[patterns] = check_round(tree, patterns, before, changes, monkeypatch)
+                assert find_always == [True], changes
+                find_always.clear()
+
+
+def check_round(
+    tree: RandomTree,
+    patterns: TrackedPatterns,
+    previous: Manifest,
+    changes: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> Manifest:
+    """Compare drift with find, without it, and with everything hashed anew."""
+    report, fast = detect_file_drift(tree.root, previous.files, patterns, previous=previous)
+    with monkeypatch.context() as patch:
+        patch.setattr(scanner, "_find_changes", lambda *args: None)
+        slow_report, slow = detect_file_drift(
+            tree.root, previous.files, patterns, previous=previous
+        )
+    truth = build_file_manifest(tree.root, patterns, extra=previous.files.keys())
+    # find sees everything; stats alone miss what `stealth` and `sneaky` list.
+    assert fast.files == truth.files, changes
+    assert report == compare_manifests(previous.files, truth, patterns), changes
+    assert fast.stats == truth.stats and fast.dirs == truth.dirs, changes
+    differ = {p for p in fast.files.keys() | slow.files.keys()
+              if fast.files.get(p) != slow.files.get(p)}  # fmt: skip
+    for path in differ:
+        assert (path in fast.files and fast.stats[path][2] in tree.stealth) or path.rpartition("/")[
+            0
+        ] in tree.sneaky, (path, changes)
+    if not differ:
+        assert report == slow_report and fast.stats == slow.stats, changes
+        assert fast.dirs == slow.dirs and listing_of(fast) == listing_of(slow), changes
+    assert all("secret" not in p and "node_modules" not in p for p in fast.files)
+    return fast
+
+
+def drift_after_edits(root: Path) -> tuple[DriftReport, Manifest, Manifest]:
+    """A manifest, then edits (modify, delete, create), then drift with `previous`."""
+    for i in range(30):
+        (root / "templates" / f"f{i}.md").write_text(f"file {i}\n")
+    first = build_file_manifest(root, PATTERNS)
+    (root / "templates" / "f1.md").write_text("changed\n")
+    (root / "templates" / "f2.md").unlink()
+    (root / "templates" / "new").mkdir()
+    (root / "templates" / "new" / "n.md").write_text("new\n")
+    report, current = detect_file_drift(root, first.files, PATTERNS, previous=first)
+    return report, current, build_file_manifest(root, PATTERNS)
+
+
+def expect_fallback(workspace: Path, find_always: list[bool]) -> None:
+    report, current, truth = drift_after_edits(workspace)
+    assert find_always == [False]  # asked, and fell back to the Python scanner
+    assert report.modified == ["templates/f1.md"]
+    assert report.deleted == ["templates/f2.md"]
+    assert report.created == ["templates/new/n.md"]
+    assert current.files == truth.files and current.stats == truth.stats
+    assert current.dirs == truth.dirs
+
+
+def test_without_find_on_path_the_python_scanner_is_used(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, find_always: list[bool]
+) -> None:
+    (tmp_path / "empty-bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    expect_fallback(workspace, find_always)
+
+
+def fake_find(tmp_path: Path, script: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir()
+    (bin_dir / "find").write_text(f"#!/bin/sh\n{script}\n")
+    (bin_dir / "find").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+@needs_find
+def test_a_find_that_fails_midway_is_not_trusted(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, find_always: list[bool]
+) -> None:
+    real = shutil.which("find")
+    # Passes the probe, then prints part of an answer and fails (as on an unreadable dir).
+    fake_find(
+        tmp_path,
+        f'case "$*" in *maxdepth*) exec {real} "$@";; esac\n'
+        "printf 'd./templates\\0000.0\\000ext4\\000'; exit 1",
+        monkeypatch,
+    )
+    assert scanner._gnu_find(os.environ["PATH"]) == str(tmp_path / "fake-bin" / "find")
+    expect_fallback(workspace, find_always)
+
+
+@needs_find
+def test_a_find_that_is_not_gnu_find_is_not_used(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, find_always: list[bool]
+) -> None:
+    fake_find(tmp_path, "exit 0", monkeypatch)  # accepts anything, prints nothing
+    expect_fallback(workspace, find_always)
+
+
+@needs_find
+@pytest.mark.parametrize("mtime_ns", [1_700_000_000_500_000_000, 1_700_000_000, -5_250_000_000])
+def test_find_times_parse_to_the_stat_ns(tmp_path: Path, mtime_ns: int) -> None:
+    target = tmp_path / "f"
+    target.write_text("x")
+    os.utime(target, ns=(mtime_ns, mtime_ns))
+    exe = scanner._gnu_find(os.environ.get("PATH"))
+    assert exe is not None
+    printed = subprocess.run(
+        [exe, str(target), "-printf", "%T@"], capture_output=True, text=True, check=True
+    ).stdout
+    assert scanner._parse_find_time(printed) == target.stat().st_mtime_ns == mtime_ns
+
+
+@needs_find
+def test_find_path_skips_non_utf8_names_with_the_warning(
+    workspace: Path, find_always: list[bool], caplog: pytest.LogCaptureFixture
+) -> None:
+    first = build_file_manifest(workspace, PATTERNS)
+    with open(os.path.join(os.fsencode(workspace), b"templates/bad\xff.md"), "wb") as fh:
+        fh.write(b"x")
+    report, current = detect_file_drift(workspace, first.files, PATTERNS, previous=first)
+    assert find_always == [True]
+    assert not report.has_drift and set(current.files) == set(first.files)
+    assert "templates/bad\\udcff.md" in caplog.text and "not UTF-8" in caplog.text
