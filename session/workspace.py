@@ -214,8 +214,9 @@ def _children_index(previous: Manifest) -> Listing:
 # than shortly before the previous manifest was recorded: ctime cannot be set back
 # from user space (unlike mtime: `touch -d`, `rsync -t`, `tar`), and writes, truncation,
 # renames, links, chmod and utime all move it. So a known file that find did not print, in
-# a directory whose entries did not change, still has the stat the previous manifest took:
-# no stat of ours. This relies on a manifest's stats being taken after its `recorded_ns`
+# a directory whose entries did not change (and that one such file proves is the same
+# directory, not another moved onto its path), still has the stat the previous manifest
+# took: no stat of ours. This relies on a manifest's stats being taken after its `recorded_ns`
 # (the scanner reads the clock first), and on ctime coming from this machine's clock: only
 # on local filesystems, never when the clock is behind the previous manifest.
 _FIND_MIN_FILES = 3_000  # below this, starting find costs about what it saves (measured)
@@ -385,13 +386,37 @@ class _Scanner:
             self.manifest.stats[path] = key
             self.to_hash.append(path)
 
+    def same_directory(self, files: list[str], printed: set[str]) -> bool:
+        """Return True if one known file proves the directory is the one listed before."""
+        # A directory moved onto this path (keeping its own mtime, and the ctimes below it)
+        # would pass for the old one. A known file find did not print, with one link, has
+        # not moved since before the previous manifest: if it is the same inode as then,
+        # it is in the same directory. With no file to prove it, the directory is listed.
+        for name in files:
+            if name in printed:
+                continue
+            key = self.prev_stats.get(name)
+            if key is None:
+                return False
+            try:
+                st = os.stat(os.path.join(self.root_str, name), follow_symlinks=False)
+            except (OSError, ValueError):
+                return False
+            return (
+                stat.S_ISREG(st.st_mode)
+                and st.st_nlink == 1
+                and (st.st_size, st.st_mtime_ns, st.st_ino) == key
+            )
+        return False
+
     def take_unchanged_dir(
         self, relative: str, cached: tuple[list[str], list[str]], printed: set[str]
     ) -> None:
         """Take a directory find saw unchanged: its unprinted files keep hash and stat."""
-        # Same directory mtime and no ctime change: no entry was added, removed or renamed.
-        # A known file find did not print has had no inode change (ctime) since before the
-        # previous manifest took its stat, so that stat still holds: no stat of ours.
+        # The same directory (`same_directory`), same mtime and no ctime change: no entry
+        # was added, removed or renamed. A known file find did not print has had no inode
+        # change (ctime) since before the previous manifest took its stat, so that stat
+        # still holds: no stat of ours.
         files, subdirs = cached
         kept = list(files)  # (the previous listing stays as it was)
         if files:
@@ -463,13 +488,14 @@ class _Scanner:
                     and not seen[1]
                     and cached is not None
                     and self.prev_dirs.get(relative) == seen[0] < safe_before
+                    and self.same_directory(cached[0], by_find.files)
                 ):
                     manifest.dirs[relative] = seen[0]
                     self.take_unchanged_dir(relative, cached, by_find.files)
                     stack.extend(cached[1])
                     continue
-                # Anything else find saw (a new or changed directory, or one whose ctime
-                # moved: `touch -d` or `rsync -t` on a directory) is listed again below.
+                # Anything else (a new or changed directory, one whose ctime moved as with
+                # `touch -d` or `rsync -t`, one not proven the same) is listed again below.
             try:  # O_NOFOLLOW: a directory replaced by a symlink is never entered
                 path = os.path.join(self.root_str, relative) if relative else self.root_str
                 fd = os.open(path, self._DIR_FLAGS)

@@ -488,3 +488,33 @@ def test_find_path_skips_non_utf8_names_with_the_warning(
     assert find_always == [True]
     assert not report.has_drift and set(current.files) == set(first.files)
     assert "templates/bad\\udcff.md" in caplog.text and "not UTF-8" in caplog.text
+
+
+@needs_find
+def test_a_directory_moved_over_another_with_the_same_mtime_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, find_always: list[bool]
+) -> None:
+    # templates/a/x and templates/b/x: same names, same directory mtimes, other content.
+    root = tmp_path / "ws"
+    for side in ("a", "b"):
+        (root / "templates" / side / "x").mkdir(parents=True)
+        (root / "templates" / side / "x" / "f.md").write_text(f"{side} content\n")
+    (root / "templates" / "b" / "x" / "only_b").mkdir()
+    (root / "templates" / "b" / "x" / "only_b" / "g.md").write_text("only in b\n")
+    (root / "templates" / "a" / "x" / "only_b").mkdir()  # same subdirectory names
+    (root / "templates" / "b" / "x" / "extra").mkdir()
+    (root / "templates" / "b" / "x" / "extra" / "h.md").write_text("extra\n")
+    for side in ("a", "b"):
+        os.utime(root / "templates" / side / "x", ns=(1_600_000_000_000_000_000,) * 2)
+        os.utime(root / "templates" / side / "x" / "only_b", ns=(1_600_000_000_000_000_000,) * 2)
+    wait_until_ctimes_are_old(root)
+    previous = build_file_manifest(root, PATTERNS, previous=build_file_manifest(root, PATTERNS))
+    # The move keeps the ctime of everything below b: only b itself (and templates) move.
+    shutil.rmtree(root / "templates" / "a")
+    (root / "templates" / "b").rename(root / "templates" / "a")
+    report, current = detect_file_drift(root, previous.files, PATTERNS, previous=previous)
+    assert find_always[-1] is True
+    truth = build_file_manifest(root, PATTERNS)
+    assert current.files == truth.files
+    assert report.modified == ["templates/a/x/f.md"]
+    assert report.created == ["templates/a/x/extra/h.md", "templates/a/x/only_b/g.md"]
