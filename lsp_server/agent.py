@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from session.checkpoints import unlink_if_hard_linked
 from session.compaction import CompactionSummary
+from session.derive import ModelMessageCache
 from session.lifecycle import SessionLifecycle, TurnRecorder
 from session.workspace import SKIPPED_DIRS, is_safe_relative_path
 
@@ -164,6 +165,8 @@ class ChatRunner:
     def __init__(self, model: ModelConfig) -> None:
         self.model = model
         self._agent: Agent[ToolDeps, str] | None = None
+        # The history as pydantic-ai objects: each turn converts only its new messages.
+        self._history = ModelMessageCache()
 
     def _build(self) -> Agent[ToolDeps, str]:
         from .pydantic_agent import build_agent
@@ -177,6 +180,10 @@ class ChatRunner:
         summarizer = build_summarizer(self.model)
         result = await summarizer.run(f"Conversation to summarise:\n\n{transcript}")
         return result.output
+
+    def prepare_history(self, history: list[dict[str, Any]]) -> None:
+        """Convert `history` ahead of the next turn (idle time), which then reuses it."""
+        self._history.convert(history)
 
     @property
     def agent(self) -> Agent[ToolDeps, str]:
@@ -204,12 +211,11 @@ class ChatRunner:
             TextPartDelta,
         )
 
-        from session.derive import to_model_messages
-
         agent = self.agent
         text_parts: list[str] = []
         model_name = self.model.name or ""
-        async with agent.iter(prompt, message_history=to_model_messages(history), deps=deps) as run:
+        messages = self._history.convert(history)
+        async with agent.iter(prompt, message_history=messages, deps=deps) as run:
             async for node in run:
                 if Agent.is_model_request_node(node):
                     async with node.stream(run.ctx) as stream:

@@ -7,7 +7,7 @@ edge, lazily.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -72,12 +72,17 @@ class HistoryItem:
     tokens: int = 0
     starts_turn: bool = False
     has_system: bool = False
+    plain: bool = False  # nothing `sanitize_messages` could drop, whatever its neighbours
 
     def __post_init__(self) -> None:
+        parts = self.message["parts"]
         self.tokens = estimate_tokens(self.message)
         self.starts_turn = _starts_turn(self.message)
         self.has_system = self.message["kind"] == "request" and any(
-            p["part_kind"] == "system-prompt" for p in self.message["parts"]
+            p["part_kind"] == "system-prompt" for p in parts
+        )
+        self.plain = bool(parts) and not any(
+            _is_empty_text(p) or p["part_kind"] in _CALL_KINDS or _is_tool_answer(p) for p in parts
         )
 
 
@@ -162,16 +167,30 @@ class HistoryBuilder:
         With `max_tokens`, only the newest whole turns that fit are returned (see
         `reconstruct_history`); the cost then depends on the tail, not on the session.
         """
-        pending = self.items
+        return tail_of(self._pending(), max_tokens)
+
+    def token_bound(self) -> int:
+        """Return an upper bound of the estimated tokens of `messages()`, for any budget.
+
+        Trimming and sanitizing only drop messages and parts, and carried system parts move
+        between messages; the cached per-item estimates add up to at least as much, so a
+        threshold check costs one addition per message instead of re-estimating each.
+        """
+        return sum(item.tokens for item in self._pending())
+
+    def _pending(self) -> list[HistoryItem]:
         if self.open_turn is not None and self._chunks and not self._step_answered:
-            pending = [*pending, HistoryItem(-1, text_message("".join(self._chunks)))]
-        return tail_of(pending, max_tokens)
+            return [*self.items, HistoryItem(-1, text_message("".join(self._chunks)))]
+        return self.items
 
 
 def tail_of(items: Sequence[HistoryItem], max_tokens: int | None) -> list[Message]:
-    """Return the messages of `items`, trimmed to `max_tokens` from the end if given."""
+    """Return the messages of `items`, trimmed to `max_tokens` from the end if given.
+
+    Uses the tokens and turn starts cached on the items: no message is re-estimated.
+    """
     if max_tokens is None:
-        return sanitize_messages([item.message for item in items])
+        return _sanitize_items(items, [])
     start = len(items)
     total = 0
     seen_start = False
@@ -180,38 +199,116 @@ def tail_of(items: Sequence[HistoryItem], max_tokens: int | None) -> list[Messag
         start -= 1
         total += items[start].tokens
         seen_start = seen_start or items[start].starts_turn
-    carried = [
-        part
-        for item in items[:start]
-        if item.has_system
-        for part in item.message["parts"]
-        if part["part_kind"] == "system-prompt"
+    carried = _system_parts(item.message for item in items[:start] if item.has_system)
+    window = items[start:]
+    if not window:
+        return []
+    cut = _cut_at_turn_start(
+        len(window),
+        [i for i, item in enumerate(window) if item.starts_turn],
+        lambda a, b: sum(item.tokens for item in window[a:b]),
+        max_tokens,
+    )
+    head = _system_parts(item.message for item in window[:cut] if item.has_system)
+    return _sanitize_items(window[cut:], [*carried, *head])
+
+
+def _sanitize_items(
+    items: Sequence[HistoryItem], system_parts: list[dict[str, Any]]
+) -> list[Message]:
+    """`_with_system_parts` for history items; skips the checks when every item is plain.
+
+    A plain message (no empty text, no tool call, no tool result) is never changed by
+    `sanitize_messages`, nor is its neighbour because of it; carried system-prompt parts
+    keep a message plain. A chat without tools therefore costs one flag test per message.
+    """
+    kept = [item.message for item in items]
+    if not all(item.plain for item in items):
+        return _with_system_parts(kept, system_parts)
+    return _carry(kept, system_parts)
+
+
+def _cut_at_turn_start(
+    count: int, starts: Sequence[int], span_tokens: Callable[[int, int], int], budget: int
+) -> int:
+    """Return where the kept tail of `count` messages begins (see `reconstruct_history`)."""
+    cut = count
+    total = 0
+    for start in reversed(starts):
+        total += span_tokens(start, cut)
+        if total > budget and cut != count:
+            break
+        cut = start
+    if cut == count:
+        cut = starts[-1] if starts else 0
+    elif starts and cut == starts[0]:
+        cut = 0  # every turn fits: keep what precedes the first one too, as it is
+    return cut
+
+
+def _system_parts(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    return [
+        p
+        for m in messages
+        if m["kind"] == "request"
+        for p in m["parts"]
+        if p["part_kind"] == "system-prompt"
     ]
-    tail = [item.message for item in items[start:]]
-    return reconstruct_history(tail, max_tokens, carried)
+
+
+def _with_system_parts(kept: list[Message], system_parts: list[dict[str, Any]]) -> list[Message]:
+    """Carry `system_parts` into the kept messages (`_carry`), then sanitize."""
+    return sanitize_messages(_carry(kept, system_parts))
+
+
+def _carry(kept: list[Message], system_parts: list[dict[str, Any]]) -> list[Message]:
+    """Put `system_parts` first in the first kept message, a request (copied).
+
+    When the kept tail starts with a response, they go in a request of their own before
+    it: system-prompt parts in a response are not a valid message.
+    """
+    if system_parts and kept:
+        first = kept[0]
+        if first["kind"] == "request":
+            kept[0] = {**first, "parts": [*system_parts, *first["parts"]]}
+        else:
+            kept.insert(0, {"kind": "request", "parts": list(system_parts)})
+    return kept
 
 
 def sanitize_messages(messages: Sequence[Message]) -> list[Message]:
-    """Drop empty responses, dangling tool calls and orphan tool results."""
+    """Drop empty responses, dangling tool calls and orphan tool results.
+
+    A message that loses nothing is returned as is (the very dict, never copied), so the
+    history hands out the same objects turn after turn and conversions cached by identity
+    (`ModelMessageCache`) stay valid. Messages are never mutated in place, here or by callers.
+    """
     cleaned: list[Message] = []
     for message in messages:
-        parts = [p for p in message["parts"] if not _is_empty_text(p)]
-        if parts:
-            cleaned.append({**message, "parts": parts})
+        parts = message["parts"]
+        if any(_is_empty_text(p) for p in parts):
+            parts = [p for p in parts if not _is_empty_text(p)]
+            if parts:
+                cleaned.append({**message, "parts": parts})
+        elif parts:
+            cleaned.append(message)
     result: list[Message] = []
+    last = len(cleaned) - 1
     for index, message in enumerate(cleaned):
         parts = message["parts"]
         if message["kind"] == "response":
-            following = cleaned[index + 1] if index + 1 < len(cleaned) else None
-            answered = _answered_ids(following)
-            parts = [
-                p for p in parts if p["part_kind"] not in _CALL_KINDS or _call_id(p) in answered
-            ]
-        else:
+            if any(p["part_kind"] in _CALL_KINDS for p in parts):
+                answered = _answered_ids(cleaned[index + 1] if index < last else None)
+                parts = [
+                    p for p in parts if p["part_kind"] not in _CALL_KINDS or _call_id(p) in answered
+                ]
+        elif any(_is_tool_answer(p) for p in parts):
             previous = result[-1] if result and result[-1]["kind"] == "response" else None
             calls = _call_ids(previous)
             parts = [p for p in parts if not _is_tool_answer(p) or _call_id(p) in calls]
-        if parts:
+        if len(parts) == len(message["parts"]):
+            result.append(message)
+        elif parts:
             result.append({**message, "parts": parts})
     # Removing a whole message can orphan a neighbour; one more pass settles it.
     return result if len(result) == len(cleaned) else sanitize_messages(result)
@@ -274,6 +371,36 @@ def to_model_messages(messages: Sequence[Message]) -> list[ModelMessage]:
     return ModelMessagesTypeAdapter.validate_python(list(messages))
 
 
+class ModelMessageCache:
+    """Converts the history to pydantic-ai objects, validating only messages not seen last time.
+
+    Keyed by identity: history messages are never mutated, and the history hands out the
+    same dict for a message turn after turn (`sanitize_messages` copies only what it
+    changes), so a turn validates just the messages added since the previous one.
+    Compaction, rewind, fork, reset and resume produce new dicts, which simply miss. Only
+    the last call's messages are kept (each with a reference, so an id is never reused
+    while it is a key). pydantic-ai treats the history it is given as read-only: it copies
+    the list and only ever changes the run's own new request.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[Message, ModelMessage]] = {}
+
+    def convert(self, messages: Sequence[Message]) -> list[ModelMessage]:
+        """Return `messages` as pydantic-ai objects (the same as `to_model_messages`)."""
+        hits = [self._seen.get(id(m)) for m in messages]
+        missing = [
+            m for m, hit in zip(messages, hits, strict=True) if hit is None or hit[0] is not m
+        ]
+        fresh = iter(to_model_messages(missing) if missing else [])
+        result = [
+            hit[1] if hit is not None and hit[0] is m else next(fresh)
+            for m, hit in zip(messages, hits, strict=True)
+        ]
+        self._seen = {id(m): (m, c) for m, c in zip(messages, result, strict=True)}
+        return result
+
+
 def estimate_tokens(message: Message) -> int:
     """Estimate tokens (about 4 bytes each) without a tokenizer: no downloads, no network."""
     size = 0
@@ -300,31 +427,13 @@ def reconstruct_history(
     """
     if not messages:
         return []
-    budget = max_tokens
-    cut = len(messages)
-    total = 0
-    starts = [i for i, m in enumerate(messages) if _starts_turn(m)]
-    for start in reversed(starts):
-        total += sum(estimate_tokens(m) for m in messages[start:cut])
-        if total > budget and cut != len(messages):
-            break
-        cut = start
-    if cut == len(messages):
-        cut = starts[-1] if starts else 0
-    elif starts and cut == starts[0]:
-        cut = 0  # every turn fits: keep what precedes the first one too, as it is
-    kept = [dict(m) for m in messages[cut:]]
-    system_parts = [*carried] + [
-        p
-        for m in messages[:cut]
-        if m["kind"] == "request"
-        for p in m["parts"]
-        if p["part_kind"] == "system-prompt"
-    ]
-    if system_parts and kept:
-        first = kept[0]
-        first["parts"] = [*system_parts, *first["parts"]]
-    return sanitize_messages(kept)
+    cut = _cut_at_turn_start(
+        len(messages),
+        [i for i, m in enumerate(messages) if _starts_turn(m)],
+        lambda a, b: sum(estimate_tokens(m) for m in messages[a:b]),
+        max_tokens,
+    )
+    return _with_system_parts(list(messages[cut:]), [*carried, *_system_parts(messages[:cut])])
 
 
 def _starts_turn(message: Message) -> bool:

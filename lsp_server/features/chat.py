@@ -83,7 +83,10 @@ async def _turn(ls: AgentAssistServer, text: str) -> dict[str, Any]:
     lifecycle = ls.session
     assert ls.runner is not None
     history = lifecycle.message_history()
-    if await compact_if_needed(ls, history):
+    # The cached per-message estimates bound the history's tokens: the exact count (one
+    # estimate per message) is only needed near the threshold.
+    maybe_over = lifecycle.current.history.token_bound() > ls.config.compact_threshold
+    if maybe_over and await compact_if_needed(ls, history):
         history = lifecycle.message_history()
     try:
         recorder = lifecycle.begin_turn(text)
@@ -112,8 +115,12 @@ async def _turn(ls: AgentAssistServer, text: str) -> dict[str, Any]:
         logger.warning("turn %d failed: %s", recorder.number, message)
         recorder.end("error", error=message)
         raise RequestFailedError(message) from None
-    recorder.end("completed")
-    ls.index_session()
+    recorder.end("completed")  # fsynced: the turn is durable before its result is sent
+    task = asyncio.current_task()
+    if task is None:
+        _after_turn(ls)
+    else:  # runs once the result is on its way (pygls' own callback was added first)
+        task.add_done_callback(lambda _: _after_turn(ls))
     return {
         "sessionId": session_id,
         "turn": recorder.number,
@@ -121,6 +128,21 @@ async def _turn(ls: AgentAssistServer, text: str) -> dict[str, Any]:
         "endReason": "completed",
         "usage": result.usage,
     }
+
+
+def _after_turn(ls: AgentAssistServer) -> None:
+    """Work a turn needs done but its result need not wait for.
+
+    The search index is a projection, brought up to date before every search anyway; the
+    history's conversion for the next turn is a cache (`ModelMessageCache`) that only saves
+    the next request from converting this turn's messages.
+    """
+    ls.index_session()
+    if ls.runner is not None and ls.lifecycle is not None and ls.lifecycle.session is not None:
+        try:
+            ls.runner.prepare_history(ls.lifecycle.message_history())
+        except Exception as exc:  # a cache: the next turn converts what it needs itself
+            logger.warning("history not prepared for the next turn: %s", exc)
 
 
 def setup(server: AgentAssistServer) -> None:

@@ -9,13 +9,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
+from session.compaction import history_tokens
 from session.derive import (
     COMPACTION_PREFIX,
     HistoryBuilder,
+    ModelMessageCache,
+    build_history,
     derive_message_dicts,
     derive_messages,
     reconstruct_history,
     sanitize_messages,
+    summary_message,
+    to_model_messages,
     transcript,
 )
 from session.models import EVENT_ADAPTER, Event
@@ -232,6 +237,21 @@ def test_reconstruct_history_keeps_pairs_system_prompt_and_last_turn() -> None:
     assert reconstruct_history([], 100) == []
 
 
+def test_a_tail_starting_with_a_response_carries_the_summary_in_a_request() -> None:
+    builder = HistoryBuilder.from_snapshot(
+        [summary_message("S"), request("q1"), response("x" * 400), request("q2"), response("a2")],
+        0,
+    )
+    trimmed = builder.messages(max_tokens=30)
+    assert trimmed == [
+        {"kind": "request", "parts": [summary_message("S")["parts"][0]]},
+        response("x" * 400),
+        request("q2"),
+        response("a2"),
+    ]
+    ModelMessagesTypeAdapter.validate_python(trimmed)
+
+
 # -- property: any sequence of events derives a valid, paired history -------------
 
 step_kinds = st.sampled_from(["text", "tool", "empty", "chunks_only"])
@@ -317,3 +337,91 @@ def test_any_event_sequence_derives_a_valid_paired_history(events: list[Event]) 
     transcript(events)  # never raises
     trimmed = reconstruct_history(messages, max_tokens=50)
     ModelMessagesTypeAdapter.validate_python(trimmed)
+
+
+# -- identity: unchanged messages are handed out as the same objects ------------------
+
+
+def _without_timestamps(value: Any) -> Any:
+    """pydantic-ai fills a missing timestamp with "now": compare everything else."""
+    if isinstance(value, dict):
+        return {k: _without_timestamps(v) for k, v in value.items() if k != "timestamp"}
+    if isinstance(value, list):
+        return [_without_timestamps(v) for v in value]
+    return value
+
+
+def _as_json(messages: Any) -> Any:
+    return _without_timestamps(ModelMessagesTypeAdapter.dump_python(messages, mode="json"))
+
+
+def test_sanitize_returns_untouched_messages_as_is_and_copies_what_it_changes() -> None:
+    kept = request("q")
+    dangling = tool_call_response("c1", "Reading")
+    parts_before = list(dangling["parts"])
+    out = sanitize_messages([kept, dangling])
+    assert out[0] is kept
+    assert out[1] is not dangling and out[1] == response("Reading")
+    assert dangling["parts"] == parts_before  # the input is never mutated
+
+
+def test_history_hands_out_the_same_message_objects_turn_after_turn() -> None:
+    log = Log()
+    simple_turn(log, 1, "one", "first")
+    builder = build_history(log.events)
+    before = builder.messages(10**6)
+    seen = len(log.events)
+    simple_turn(log, 2, "two", "second")
+    for event in log.events[seen:]:
+        builder.apply(event)
+    after = builder.messages(10**6)
+    assert len(after) == 4
+    assert all(a is b for a, b in zip(before, after[:2], strict=True))
+    assert builder.messages() == after
+
+
+def test_model_message_cache_converts_only_new_messages() -> None:
+    log = Log()
+    simple_turn(log, 1, "one", "first")
+    builder = build_history(log.events)
+    cache = ModelMessageCache()
+    first = cache.convert(builder.messages())
+    simple_turn(log, 2, "two", "second")
+    for event in log.events[-5:]:
+        builder.apply(event)
+    history = builder.messages()
+    second = cache.convert(history)
+    assert second[0] is first[0] and second[1] is first[1]
+    assert _as_json(second) == _as_json(to_model_messages(history))
+
+
+@settings(max_examples=200, deadline=None)
+@given(event_logs(), st.sampled_from([None, 30, 10**6]))
+def test_model_message_cache_matches_a_fresh_conversion_as_the_log_grows(
+    events: list[Event], budget: int | None
+) -> None:
+    """Turn by turn, with compactions, rewinds and interrupted turns, like the server."""
+    cache = ModelMessageCache()
+    builder = HistoryBuilder()
+    for index, event in enumerate(events):
+        if event.type == "session/rewind":
+            builder = build_history(events[: index + 1])
+        else:
+            builder.apply(event)
+        if event.type in ("turn/start", "turn/end", "session/compact", "session/rewind"):
+            history = builder.messages(budget)
+            assert _as_json(cache.convert(history)) == _as_json(to_model_messages(history))
+
+
+@settings(max_examples=200, deadline=None)
+@given(event_logs(), st.sampled_from([None, 1, 30, 120, 10**6]))
+def test_token_bound_is_never_below_the_estimate_of_what_is_sent(
+    events: list[Event], budget: int | None
+) -> None:
+    builder = HistoryBuilder()
+    for index, event in enumerate(events):
+        if event.type == "session/rewind":
+            builder = build_history(events[: index + 1])
+        else:
+            builder.apply(event)
+        assert builder.token_bound() >= history_tokens(builder.messages(budget))
