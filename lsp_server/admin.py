@@ -43,10 +43,16 @@ class ProblemError(Exception):
 # -- shared helpers ----------------------------------------------------------------------------
 
 
-def _quiet_session_logs(args: argparse.Namespace) -> None:
-    """Damage is reported by the command itself; the library's warnings would repeat it."""
+def _quiet_session_logs(args: argparse.Namespace) -> int:
+    """Damage is reported by the command itself; the library's warnings would repeat it.
+
+    Return the level to put back afterwards (the commands also run in-process).
+    """
+    logger = logging.getLogger("session")
+    previous = logger.level
     if not getattr(args, "verbose", False):
-        logging.getLogger("session").setLevel(logging.ERROR)
+        logger.setLevel(logging.ERROR)
+    return previous
 
 
 def _console() -> Console:
@@ -223,7 +229,7 @@ def _run(args: argparse.Namespace, fn: Any) -> int:
     from session.manager import SessionError
     from session.storage import StorageError
 
-    _quiet_session_logs(args)
+    level = _quiet_session_logs(args)
     try:
         return int(fn(args))
     except UsageError as exc:
@@ -232,6 +238,8 @@ def _run(args: argparse.Namespace, fn: Any) -> int:
     except (ProblemError, SessionError, StorageError, OSError) as exc:
         sys.stderr.write(f"agent-assist: {exc}\n")
         return PROBLEM
+    finally:
+        logging.getLogger("session").setLevel(level)
 
 
 # -- sessions list / show / export -------------------------------------------------------------

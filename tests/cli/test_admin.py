@@ -366,3 +366,19 @@ def test_doctor_round_trips_to_the_model_and_never_prints_the_key(
     code, data = cli_json("doctor", "--offline", env=env)
     assert code == 0 and "roundTrip" not in data["model"]
     assert len(fake.requests) == before
+
+
+def test_a_command_run_in_process_leaves_the_session_log_level_as_it_was() -> None:
+    import argparse
+    import logging
+
+    from lsp_server import admin
+
+    logger = logging.getLogger("session")
+    before = logger.level
+    seen: list[int] = []
+    code = admin._run(
+        argparse.Namespace(verbose=False), lambda args: seen.append(logger.level) or 0
+    )
+    assert seen == [logging.ERROR]  # quiet while the command runs (it reports damage itself)
+    assert code == 0 and logger.level == before
