@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -395,6 +396,17 @@ def test_model_message_cache_converts_only_new_messages() -> None:
     assert _as_json(second) == _as_json(to_model_messages(history))
 
 
+def _replayed(events: list[Event]) -> Iterator[tuple[Event, HistoryBuilder]]:
+    """Fold `events` one by one as the server does (a rewind rebuilds); yield each state."""
+    builder = HistoryBuilder()
+    for index, event in enumerate(events):
+        if event.type == "session/rewind":
+            builder = build_history(events[: index + 1])
+        else:
+            builder.apply(event)
+        yield event, builder
+
+
 @settings(max_examples=200, deadline=None)
 @given(event_logs(), st.sampled_from([None, 30, 10**6]))
 def test_model_message_cache_matches_a_fresh_conversion_as_the_log_grows(
@@ -402,12 +414,7 @@ def test_model_message_cache_matches_a_fresh_conversion_as_the_log_grows(
 ) -> None:
     """Turn by turn, with compactions, rewinds and interrupted turns, like the server."""
     cache = ModelMessageCache()
-    builder = HistoryBuilder()
-    for index, event in enumerate(events):
-        if event.type == "session/rewind":
-            builder = build_history(events[: index + 1])
-        else:
-            builder.apply(event)
+    for event, builder in _replayed(events):
         if event.type in ("turn/start", "turn/end", "session/compact", "session/rewind"):
             history = builder.messages(budget)
             assert _as_json(cache.convert(history)) == _as_json(to_model_messages(history))
@@ -418,10 +425,5 @@ def test_model_message_cache_matches_a_fresh_conversion_as_the_log_grows(
 def test_token_bound_is_never_below_the_estimate_of_what_is_sent(
     events: list[Event], budget: int | None
 ) -> None:
-    builder = HistoryBuilder()
-    for index, event in enumerate(events):
-        if event.type == "session/rewind":
-            builder = build_history(events[: index + 1])
-        else:
-            builder.apply(event)
+    for _event, builder in _replayed(events):
         assert builder.token_bound() >= history_tokens(builder.messages(budget))
