@@ -29,7 +29,11 @@ class ClientLogHandler(logging.Handler):
         from lsprotocol import types
 
         server = self.server
-        if self._busy or getattr(server.protocol, "writer", None) is None:  # type: ignore[attr-defined]
+        if (
+            self._busy
+            or getattr(server, "output_closed", False)
+            or getattr(server.protocol, "writer", None) is None  # type: ignore[attr-defined]
+        ):
             return
         self._busy = True
         try:
@@ -57,12 +61,7 @@ def serve(args: argparse.Namespace) -> int:
     logging.getLogger().addHandler(ClientLogHandler(server))
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        loop = server.loop
-        name = signal.Signals(signum).name
-        if loop is not None and loop.is_running():
-            loop.call_soon_threadsafe(server.terminate, name)
-        else:
-            server.terminate(name)
+        server.finish_soon(signal.Signals(signum).name, 0)
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -104,11 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the agent-assist command line."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    from .lifetime import BoundedStderrHandler
+
+    stderr = BoundedStderrHandler()
+    stderr.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[stderr])
     if not args.verbose:  # pygls logs every message at INFO
         for noisy in ("pygls", "httpx", "httpx2", "openai"):
             logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 import logging
 import os
 import stat
@@ -12,7 +13,7 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, NoReturn, TypeVar
 
 import cattrs
 import orjson
@@ -24,7 +25,7 @@ from pygls.exceptions import (
     JsonRpcInvalidRequest,
     JsonRpcParseError,
 )
-from pygls.io_ import StdoutWriter, run_async
+from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
@@ -165,25 +166,47 @@ class AgentAssistProtocol(LanguageServerProtocol):
         (~16 µs); a chat streams one notification per delta. Anything orjson refuses
         (lone surrogates, non-string keys, huge ints) takes pygls' own path.
         """
-        writer = self.writer
-        if writer is None:
-            super().notify(method, params)
-            return
         try:
             body = orjson.dumps({"jsonrpc": "2.0", "method": method, "params": params})
         except TypeError:
             super().notify(method, params)
             return
+        self._write_frame(b"Content-Length: %d%s%s" % (len(body), _HEADER_TAIL, body))
+
+    def _send_data(self, data: Any) -> None:
+        """Send a message (pygls' serialization), through the one guarded write."""
+        if not data:
+            return
         try:
-            sent = writer.write(b"Content-Length: %d%s%s" % (len(body), _HEADER_TAIL, body))
+            body = json.dumps(data, default=self._serialize_message).encode(self.CHARSET)
+        except Exception as error:  # a result that cannot be serialized: answer the error
+            logger.exception("cannot serialize a message")
+            self._server._report_server_error(error, JsonRpcInternalError)
+            return
+        if not self._include_headers:
+            self._write_frame(body)
+            return
+        self._write_frame(b"Content-Length: %d%s%s" % (len(body), _HEADER_TAIL, body))
+
+    def _write_frame(self, frame: bytes) -> None:
+        """Write one framed message; a transport that is gone is reported once, never raised.
+
+        Raising here would fail whatever was sending (a streamed delta would fail its turn),
+        and logging each failure as an error would be forwarded to the same dead transport.
+        """
+        server = self._server
+        writer = self.writer
+        if writer is None or (isinstance(server, AgentAssistServer) and server.output_closed):
+            return
+        try:
+            sent = writer.write(frame)
             if inspect.isawaitable(sent):  # a websocket writer
                 asyncio.ensure_future(sent)
-        except BrokenPipeError:
-            logger.exception("Error sending data. BrokenPipeError", exc_info=True)
-            raise
-        except Exception as error:
-            logger.exception("Error sending data", exc_info=True)
-            self._server._report_server_error(error, JsonRpcInternalError)
+        except (OSError, ValueError) as exc:  # EPIPE, a closed file, ECONNRESET...
+            if isinstance(server, AgentAssistServer):
+                server.transport_lost(exc)
+            else:
+                raise
 
     def send_error(self, msg_id: Any, error: JsonRpcException) -> None:
         """Send an error response (id null when the request's id is unknown)."""
@@ -216,45 +239,60 @@ class AgentAssistServer(LanguageServer):
         self.closed = False
         self.stop_watching = threading.Event()
         self._search: SearchIndex | None = None
+        # In-flight request handlers, cancelled (and briefly awaited) when the process ends.
+        self.requests: set[asyncio.Task[Any]] = set()
+        self.stdout: BinaryIO | None = None
+        self.shutdown_requested = False
+        self.output_closed = False  # nothing more is written to the client
+        self.finishing = False
 
     def _start_io_async(
         self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
     ) -> None:
-        """Serve stdio, reading stdin in the event loop when it is a pipe (see PipeReader)."""
+        """Serve stdio until the client goes; every ending leaves through `finish`.
+
+        stdin is read in the event loop when it is a pipe (see PipeReader), else through
+        pygls' thread-pool reader.
+        """
         stdin = stdin or sys.stdin.buffer
         stdout = stdout or sys.stdout.buffer
-        if not _readable_in_loop(stdin, stdout):
-            super()._start_io_async(stdin, stdout)
-            return
-        logger.info("Starting async IO server (stdin read in the event loop)")
+        self.stdout = stdout
         self._stop_event = stop_event = threading.Event()
         self.protocol.set_writer(StdoutWriter(stdout))
+        in_loop = _readable_in_loop(stdin, stdout)
+        logger.info("Starting async IO server%s", " (stdin read in the event loop)" * in_loop)
 
         async def serve() -> None:
-            loop = asyncio.get_running_loop()
-            stream = asyncio.StreamReader(loop=loop)
-            transport, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(stream), stdin
-            )
+            loop = self.loop = asyncio.get_running_loop()
+            transport: asyncio.BaseTransport | None = None
+            reader: Any
+            if in_loop:
+                stream = asyncio.StreamReader(loop=loop)
+                transport, _ = await loop.connect_read_pipe(
+                    lambda: asyncio.StreamReaderProtocol(stream), stdin
+                )
+                reader = PipeReader(stream)
+            else:
+                reader = StdinAsyncReader(stdin, self.thread_pool)
             try:
                 await run_async(
                     stop_event=stop_event,
-                    reader=PipeReader(stream),
+                    reader=reader,
                     protocol=self.protocol,
                     logger=logger,
                     error_handler=self.report_server_error,
                 )
             finally:
-                transport.close()
+                if transport is not None:
+                    transport.close()
+            await self.finish("end of input", 0 if self.shutdown_requested else 1)
 
         try:
             asyncio.run(serve())
-        except BrokenPipeError:
-            logger.error("Connection to the client is lost! Shutting down the server.")
         except (KeyboardInterrupt, SystemExit):
             pass
         finally:
-            self.shutdown()  # type: ignore[no-untyped-call]
+            self.exit_now("server stop", 0)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Log a message-loop error; answer a body that is not JSON with -32700."""
@@ -409,15 +447,66 @@ class AgentAssistServer(LanguageServer):
         try:
             saved = self.lifecycle.close()
             logger.info("autosave on %s: %s", why, "written" if saved else "skipped")
-        except (SessionError, StorageError, OSError) as exc:
+        except Exception as exc:  # on the way out: report it, never raise it
             logger.error("autosave on %s failed: %s", why, exc)
         if self._search is not None:
             self._search.close()
 
-    def terminate(self, why: str) -> None:
-        """Autosave and exit at once (SIGTERM/SIGINT)."""
+    def transport_lost(self, exc: BaseException) -> None:
+        """Handle a lost stdout reader: say so once, stop writing, and leave."""
+        if self.output_closed:
+            return
+        self.output_closed = True
+        logger.warning("the connection to the editor is lost (%s); stopping", exc)
+        self.finish_soon("the editor closed the connection", 1)
+
+    def finish_soon(self, why: str, code: int) -> None:
+        """Leave through `finish` from any thread or callback (a signal, a failed write)."""
+        from .lifetime import start_watchdog
+
+        start_watchdog(code, why)  # even if the loop never runs `finish`
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            self.exit_now(why, code)
+
+        def schedule() -> None:
+            self.spawn(self.finish(why, code), f"finish ({why})")
+
+        try:
+            loop.call_soon_threadsafe(schedule)
+        except RuntimeError:  # the loop is closing
+            self.exit_now(why, code)
+
+    async def cancel_work(self, timeout: float) -> None:
+        """Cancel in-flight requests and background tasks; give them `timeout` to record."""
+        current = asyncio.current_task()
+        pending = [t for t in (*self.requests, *self.tasks) if t is not current and not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+
+    async def finish(self, why: str, code: int) -> None:
+        """Leave the one way out: stop writing, cancel work (briefly awaited), autosave, exit."""
+        from .lifetime import GRACE_SECONDS, start_watchdog
+
+        if self.finishing:  # another ending is already on its way out
+            await asyncio.Event().wait()
+        self.finishing = True
+        start_watchdog(code, why)
+        if why != "shutdown":
+            self.output_closed = True  # nothing reaches stdout after `exit`
+        await self.cancel_work(GRACE_SECONDS)
+        self.exit_now(why, code)
+
+    def exit_now(self, why: str, code: int) -> NoReturn:
+        """Autosave and end the process at once (never returns)."""
+        from .lifetime import hard_exit
+
+        self.output_closed = True
         self.autosave(why)
-        os._exit(0)
+        hard_exit(code)
+        raise AssertionError("unreachable")  # pragma: no cover - os._exit does not return
 
 
 def request_handler(
@@ -432,6 +521,10 @@ def request_handler(
                 params = proto.parse_params(model, method, raw)
             except proto.ParamsError as exc:
                 raise JsonRpcInvalidParams(str(exc)) from None
+            task = asyncio.current_task()
+            if task is not None:
+                ls.requests.add(task)
+                task.add_done_callback(ls.requests.discard)
             try:
                 return await fn(ls, params)
             except (asyncio.CancelledError, JsonRpcException):

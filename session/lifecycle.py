@@ -121,6 +121,9 @@ class SessionLifecycle:
         # Set while the store refuses writes (read-only, permissions): the session is open
         # read-only and `ensure_writable` takes it back for writing once the store allows it.
         self.store_fault: str | None = None
+        # Set by `close`: the process is stopping, and nothing may open a session again
+        # (a late event from a cancelled turn must not create a fresh, empty one).
+        self.stopped = False
 
     # -- state -------------------------------------------------------------------
 
@@ -163,6 +166,7 @@ class SessionLifecycle:
 
     def start_fresh(self) -> Session:
         """Start a new session with a random id (its files appear at the first event)."""
+        self._refuse_if_stopped()
         self._close_current(autosave=True)
         try:
             self.session = self.manager.create_session(
@@ -202,6 +206,7 @@ class SessionLifecycle:
 
     def resume(self, session_id: str) -> DriftReport:
         """Carry a previous session forward: same id, drift checked, context injected."""
+        self._refuse_if_stopped()
         try:
             session = self.manager.open_session(session_id, redactor=self.redactor)
             self.store_fault = None
@@ -240,6 +245,10 @@ class SessionLifecycle:
             self.manager.write_pointer(self.instance_id, session_id)
             self._pointer_current = True
         return drift
+
+    def _refuse_if_stopped(self) -> None:
+        if self.stopped:
+            raise SessionError("the session is closed: the server is stopping")
 
     def _store_refused(self, exc: SessionError | StorageError, what: str) -> str:
         """Remember that the store refuses writes; warn; return the read-only reason."""
@@ -286,6 +295,7 @@ class SessionLifecycle:
 
     def adopt(self, session: Session) -> None:
         """Make `session` (e.g. a fresh fork) this instance's current session."""
+        self._refuse_if_stopped()
         self._close_current(autosave=True)
         session.history_tokens = self.config.history_tokens
         self.session = session
@@ -575,6 +585,8 @@ class SessionLifecycle:
         """Autosave on exit: skipped after a reset with nothing since; True if written."""
         if self.session is None or self.session_deleted or self.session.read_only:
             return False
+        if self.session.log.next_seq == 0 and not self.resumed:
+            return False  # nothing was ever recorded: leaving creates no session
         self._ensure_started()
         self._refresh_workspace_state()
         self.manager.save(self.session)
@@ -626,7 +638,8 @@ class SessionLifecycle:
         return deleted
 
     def close(self) -> bool:
-        """Autosave (unless skipped) and release the session; return True if saved."""
+        """Autosave (unless skipped) and release the session for good; True if saved."""
+        self.stopped = True
         return self._close_current(autosave=True)
 
     def _close_current(self, *, autosave: bool) -> bool:

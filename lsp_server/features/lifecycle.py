@@ -10,6 +10,7 @@ from lsprotocol import types
 from session.workspace import DriftReport
 
 from .. import protocol as proto
+from ..lifetime import GRACE_SECONDS, watch_client
 from ..server import AgentAssistServer
 
 logger = logging.getLogger(__name__)
@@ -93,15 +94,23 @@ def setup(server: AgentAssistServer) -> None:
         for warning in ls.configure(params):
             ls.show(warning)
         logger.info("agent-assist for %s, instance %s", ls.root, ls.config.instance_id)
+        ls.spawn(
+            watch_client(params.process_id, ls.stdout, lambda why: ls.finish_soon(why, 1)),
+            "watch-client",
+        )
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: AgentAssistServer, params: types.InitializedParams) -> None:
         ls.spawn(start_session(ls), "start-session")
 
     @server.feature(types.SHUTDOWN)
-    def shutdown(ls: AgentAssistServer, params: object) -> None:
+    async def shutdown(ls: AgentAssistServer, params: object) -> None:
+        # Turns in flight are cancelled first, so they record `aborted` before the autosave.
+        ls.shutdown_requested = True
+        await ls.cancel_work(GRACE_SECONDS)
         ls.autosave("shutdown")
 
     @server.feature(types.EXIT)
-    def exit_(ls: AgentAssistServer, params: object) -> None:
-        ls.autosave("exit")
+    async def exit_(ls: AgentAssistServer, params: object) -> None:
+        # Never returns: pygls' own exit handler (sys.exit inside a callback) never runs.
+        await ls.finish("exit", 0 if ls.shutdown_requested else 1)
