@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from session.checkpoints import unlink_if_hard_linked
-from session.compaction import CompactionSummary
-from session.derive import ModelMessageCache
+from session.compaction import CompactionSummary, history_tokens
+from session.derive import ModelMessageCache, estimate_tokens
 from session.lifecycle import SessionLifecycle, TurnRecorder
 from session.workspace import SKIPPED_DIRS, is_safe_relative_path
 
@@ -22,6 +22,7 @@ from .config import ModelConfig
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
+    from pydantic_ai.settings import ModelSettings
 
 BASE_INSTRUCTIONS = (
     "You are Agent Assist, an AI assistant working inside the user's code editor on the "
@@ -134,10 +135,10 @@ async def write_file(deps: ToolDeps, path: str, content: str) -> str:
 
 @dataclass
 class TurnResult:
-    """How a turn ended."""
+    """How a turn (or one attempt at it) ended."""
 
     text: str
-    usage: dict[str, int]
+    usage: dict[str, Any]
 
 
 class TurnSink(Protocol):
@@ -159,6 +160,46 @@ def _dump(message: Any) -> dict[str, Any]:
     return dumped[0]
 
 
+@dataclass
+class UsageTally:
+    """Token usage over a turn's model calls; estimated where the server sent none."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    estimated: bool = False
+
+    def add(self, usage: Any, prompt_estimate: int, response: dict[str, Any]) -> dict[str, Any]:
+        """Count one model call; return its usage as recorded in `step/end`."""
+        step: dict[str, Any] = {
+            "input_tokens": int(getattr(usage, "input_tokens", 0) or 0),
+            "output_tokens": int(getattr(usage, "output_tokens", 0) or 0),
+        }
+        if not step["input_tokens"] and not step["output_tokens"]:
+            # llama.cpp's servers (and some proxies) send no usage in a stream.
+            step = {
+                "input_tokens": prompt_estimate,
+                "output_tokens": estimate_tokens(response),
+                "estimated": True,
+            }
+            self.estimated = True
+        self.input_tokens += step["input_tokens"]
+        self.output_tokens += step["output_tokens"]
+        self.requests += 1
+        return step
+
+    def result(self) -> dict[str, Any]:
+        """Return the usage of a `ChatResult`."""
+        out: dict[str, Any] = {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "requests": self.requests,
+        }
+        if self.estimated:
+            out["estimated"] = True
+        return out
+
+
 class ChatRunner:
     """Builds the agent once per model config and runs turns with it."""
 
@@ -178,8 +219,16 @@ class ChatRunner:
         from .pydantic_agent import build_summarizer
 
         summarizer = build_summarizer(self.model)
-        result = await summarizer.run(f"Conversation to summarise:\n\n{transcript}")
+        result = await summarizer.run(
+            f"Conversation to summarise:\n\n{transcript}",
+            model_settings={"timeout": self.non_streamed_timeout},
+        )
         return result.output
+
+    @property
+    def non_streamed_timeout(self) -> float:
+        """Seconds a request answered in one piece may take (no data flows until it ends)."""
+        return max(300.0, 5 * self.model.stream_timeout)
 
     def prepare_history(self, history: list[dict[str, Any]]) -> None:
         """Convert `history` ahead of the next turn (idle time), which then reuses it."""
@@ -192,15 +241,23 @@ class ChatRunner:
             self._agent = self._build()
         return self._agent
 
-    async def run_turn(
+    async def run_attempt(
         self,
         deps: ToolDeps,
         recorder: TurnRecorder,
-        prompt: str | Sequence[str],
+        prompt: str | Sequence[str] | None,
         history: list[dict[str, Any]],
         sink: TurnSink,
+        *,
+        stream: bool = True,
     ) -> TurnResult:
-        """Run one turn, recording every step as it happens and streaming to `sink`."""
+        """Run one attempt at a turn, recording every step as it happens.
+
+        `prompt` None continues from `history`, whose last message is the request to send
+        again (after `TurnRecorder.retry_step`). With `stream` False the model answers in
+        one piece, which is sent to `sink` as one delta (a server whose stream came back
+        empty is asked again that way, which also gets its real error).
+        """
         from pydantic_ai import Agent
         from pydantic_ai.messages import (
             FunctionToolCallEvent,
@@ -210,20 +267,39 @@ class ChatRunner:
             TextPart,
             TextPartDelta,
         )
+        from pydantic_ai.settings import ModelSettings
 
         agent = self.agent
         text_parts: list[str] = []
         model_name = self.model.name or ""
         messages = self._history.convert(history)
-        async with agent.iter(prompt, message_history=messages, deps=deps) as run:
+        tally = UsageTally()
+        sent_tokens = history_tokens(history)
+        settings: ModelSettings | None = (
+            None if stream else ModelSettings(timeout=self.non_streamed_timeout)
+        )
+        instructions = ""
+
+        def record_request(request: Any) -> None:
+            nonlocal sent_tokens, instructions
+            message = _dump(request)
+            instructions = message.pop("instructions", None) or ""
+            recorded = recorder.start_step([message])
+            sent_tokens += history_tokens(getattr(recorded.data, "messages", []))
+            sent_tokens += len(instructions) // 4
+            recorder.request_header(model_name, {}, instructions)
+
+        in_one_piece = not stream  # only the attempt's first request
+        async with agent.iter(
+            prompt, message_history=messages, deps=deps, model_settings=settings
+        ) as run:
             async for node in run:
                 if Agent.is_model_request_node(node):
-                    async with node.stream(run.ctx) as stream:
-                        message = _dump(node.request)
-                        instructions = message.pop("instructions", None) or ""
-                        recorder.start_step([message])
-                        recorder.request_header(model_name, {}, instructions)
-                        async for event in stream:
+                    if in_one_piece:
+                        continue  # made when the run moves on; recorded with its answer
+                    async with node.stream(run.ctx) as model_stream:
+                        record_request(node.request)  # prepared now: instructions set
+                        async for event in model_stream:
                             delta = ""
                             if isinstance(event, PartStartEvent) and isinstance(
                                 event.part, TextPart
@@ -238,9 +314,17 @@ class ChatRunner:
                                 sink.delta(delta)
                 elif Agent.is_call_tools_node(node):
                     response = node.model_response
-                    recorder.assistant_message(_dump(response))
-                    recorder.end_step(_usage_dict(response.usage))
+                    dumped = _dump(response)
                     text_parts = [p.content for p in response.parts if isinstance(p, TextPart)]
+                    if in_one_piece:
+                        in_one_piece = False
+                        record_request(run.all_messages()[-2])
+                        if "".join(text_parts):
+                            sink.delta("".join(text_parts))
+                    recorder.assistant_message(dumped)
+                    recorder.end_step(tally.add(response.usage, sent_tokens, dumped))
+                    sent_tokens -= len(instructions) // 4
+                    sent_tokens += estimate_tokens(dumped)
                     calls: dict[str, tuple[str, Any]] = {}
                     async with node.stream(run.ctx) as tool_stream:
                         async for event in tool_stream:
@@ -263,15 +347,7 @@ class ChatRunner:
                                     is_error=failed,
                                 )
                                 sink.tool(name or "", args, "failed" if failed else "done")
-            usage = run.usage
-        return TurnResult(
-            "".join(text_parts),
-            {
-                "inputTokens": usage.input_tokens,
-                "outputTokens": usage.output_tokens,
-                "requests": usage.requests,
-            },
-        )
+        return TurnResult("".join(text_parts), tally.result())
 
 
 def _usage_dict(usage: Any) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from session.paths import is_valid_instance_id, sanitize_instance_id
@@ -20,6 +20,12 @@ HOW_TO_CONFIGURE_MODEL = (
 )
 
 
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_STREAM_TIMEOUT = 60.0
+DEFAULT_CONTEXT_WINDOW = 128_000
+MIN_CONTEXT_WINDOW = 1_000
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """An OpenAI-compatible chat model; the key is held in memory only."""
@@ -27,6 +33,8 @@ class ModelConfig:
     name: str | None = None
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    max_retries: int = DEFAULT_MAX_RETRIES
+    stream_timeout: float = DEFAULT_STREAM_TIMEOUT
 
     @property
     def configured(self) -> bool:
@@ -43,7 +51,7 @@ class ServerConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     persistence: Persistence = "full"
     tracked_files: tuple[str, ...] = DEFAULT_TRACKED
-    context_window: int = 128_000
+    context_window: int = DEFAULT_CONTEXT_WINDOW
     compact_at: float = 0.6
 
     @property
@@ -61,11 +69,31 @@ class ServerConfig:
         """Return the most history ever sent: a guard below the context window."""
         return int(self.context_window * 0.85)
 
+    def with_window(self, tokens: int) -> ServerConfig:
+        """Return this configuration with a smaller working context window."""
+        return replace(self, context_window=max(MIN_CONTEXT_WINDOW, tokens))
+
 
 def _first(*values: object) -> str | None:
     for value in values:
         if isinstance(value, str) and value.strip():
             return value.strip()
+    return None
+
+
+def _number(value: object, kind: type[int] | type[float]) -> float | None:
+    """Return `value` as a number (an env string too), or None if it is not one of `kind`."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = kind(value.strip())
+        except ValueError:
+            return None
+    if kind is int and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) or (kind is float and isinstance(value, float)):
+        return value
     return None
 
 
@@ -128,10 +156,31 @@ def parse_initialization_options(
 
     model_opts = options.get("model")
     if model_opts is not None and not isinstance(model_opts, Mapping):
-        warnings.append("model must be an object {name, baseUrl, apiKey}; using the environment")
+        warnings.append(
+            "model must be an object {name, baseUrl, apiKey, maxRetries, streamTimeout}; "
+            "using the environment"
+        )
         model_opts = None
     model_opts = model_opts or {}
+    max_retries = DEFAULT_MAX_RETRIES
+    value = model_opts.get("maxRetries", env.get("AGENT_ASSIST_LLM_MAX_RETRIES"))
+    parsed = _number(value, int)
+    if parsed is not None and 0 <= parsed <= 10:
+        max_retries = int(parsed)
+    elif value is not None:
+        warnings.append(f"model.maxRetries {value!r} is invalid (0..10); using {max_retries}")
+    stream_timeout = DEFAULT_STREAM_TIMEOUT
+    value = model_opts.get("streamTimeout", env.get("AGENT_ASSIST_LLM_STREAM_TIMEOUT"))
+    parsed = _number(value, float)
+    if parsed is not None and 1 <= parsed <= 3600:
+        stream_timeout = float(parsed)
+    elif value is not None:
+        warnings.append(
+            f"model.streamTimeout {value!r} is invalid (1..3600 seconds); using {stream_timeout:g}"
+        )
     model = ModelConfig(
+        max_retries=max_retries,
+        stream_timeout=stream_timeout,
         name=_first(
             model_opts.get("name"),
             env.get("AGENT_ASSIST_LLM_MODEL_NAME"),

@@ -11,6 +11,22 @@ Replies are dicts (the same shape as the CLI's JSON script file)::
     {"length": "partial text", "chunk": 8}         # finish_reason "length"
     {"hang": "first delta"}                        # one delta, then wait for release()
 
+Faults real servers produce (each streams its text first, then fails):
+
+    {"cut": "partial"}             # the stream ends: no finish_reason, no [DONE]
+    {"drop": "partial"}            # the connection is reset mid-stream
+    {"corrupt": "partial"}         # a chunk that is not JSON, then the rest
+    {"stall": "partial", "seconds": 5}   # nothing for `seconds`, then the stream ends
+    {"error": 429, "retry_after": 2}     # any error can carry a Retry-After header
+    {"error": 400, "code": "context_length_exceeded", "message": "..."}
+    {"text": "...", "first_delay": 3}    # headers at once, the first chunk later
+    {"text": "...", "usage": False}      # no usage in the stream (llama.cpp's servers)
+
+``FakeOpenAI(context_window=N, overflow="openai"|"llama-cpp"|"vllm"|"llama-server")``
+answers every request whose prompt is over N tokens (4 bytes each) the way that server
+does, before any scripted reply is used: ``llama-cpp`` (llama-cpp-python) sends HTTP 200
+with an empty body when streamed, HTTP 400 ``context_length_exceeded`` when not.
+
 When the queue is empty the reply is ``Echo: <last user message>``.
 Run ``python -m lsp_server.fake_openai --port 0 --script FILE`` to serve from a subprocess; the
 first line on stdout is the base URL.
@@ -24,6 +40,7 @@ import logging
 import select
 import signal
 import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -35,8 +52,33 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "fake-model"
-_KINDS = ("text", "tool_calls", "error", "empty", "length", "hang")
-_OPTIONS = {"chunk", "delay", "message", "type", "retry", "text"}
+_KINDS = (
+    "text",
+    "tool_calls",
+    "error",
+    "empty",
+    "length",
+    "hang",
+    "cut",
+    "drop",
+    "corrupt",
+    "stall",
+)
+_FAULTS = ("cut", "drop", "corrupt", "stall")
+_OPTIONS = {
+    "chunk",
+    "delay",
+    "message",
+    "type",
+    "retry",
+    "text",
+    "code",
+    "retry_after",
+    "seconds",
+    "first_delay",
+    "usage",
+}
+OVERFLOW_STYLES = ("openai", "llama-cpp", "vllm", "llama-server")
 
 
 class ClientGoneError(Exception):
@@ -56,6 +98,11 @@ class Reply:
     retry: bool = False
     chunk: int = 8
     delay: float = 0.0
+    code: str | None = None
+    retry_after: str | None = None
+    seconds: float = 0.0
+    first_delay: float = 0.0
+    usage: bool = True
 
 
 @dataclass
@@ -65,6 +112,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)  # when it arrived
 
 
 def parse_reply(spec: str | dict[str, Any] | Reply) -> Reply:
@@ -81,6 +129,11 @@ def parse_reply(spec: str | dict[str, Any] | Reply) -> Reply:
     chunk, delay = max(1, int(spec.get("chunk", 8))), float(spec.get("delay", 0))
     text = str(spec.get("text", "")) if kind in ("text", "tool_calls") else ""
     reply = Reply(kind=kind, text=text, chunk=chunk, delay=delay)
+    reply.first_delay = float(spec.get("first_delay", 0))
+    reply.usage = bool(spec.get("usage", True))
+    if kind in _FAULTS:
+        reply.text = str(spec[kind])
+        reply.seconds = float(spec.get("seconds", 0))
     if kind == "tool_calls":
         for call in spec["tool_calls"]:
             args = call.get("arguments", {})
@@ -96,6 +149,9 @@ def parse_reply(spec: str | dict[str, Any] | Reply) -> Reply:
         reply.message = str(spec.get("message", reply.message))
         reply.error_type = str(spec.get("type", reply.error_type))
         reply.retry = bool(spec.get("retry", False))
+        reply.code = str(spec["code"]) if spec.get("code") is not None else None
+        if spec.get("retry_after") is not None:
+            reply.retry_after = str(spec["retry_after"])
     elif kind == "length":
         reply.text = str(spec["length"])
     elif kind == "hang":
@@ -126,8 +182,14 @@ class FakeOpenAI:
         label: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        context_window: int | None = None,
+        overflow: str = "openai",
     ) -> None:
+        if overflow not in OVERFLOW_STYLES:
+            raise ValueError(f"overflow must be one of {OVERFLOW_STYLES}")
         self.model_id = f"agent-assist-{label}" if label else DEFAULT_MODEL
+        self.context_window = context_window
+        self.overflow = overflow
         self.disconnects = 0
         self._queue: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
@@ -285,10 +347,21 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
         number = self.fake._record(self.path, headers, body)
+        window = self.fake.context_window
+        if window is not None and (tokens := prompt_tokens(body)) > window:
+            self._overflow(body, window, tokens)
+            return
         reply = self.fake._next_reply(body)
         try:
             if reply.kind == "error":
-                self._error(reply.status, reply.message, reply.error_type, retry=reply.retry)
+                self._error(
+                    reply.status,
+                    reply.message,
+                    reply.error_type,
+                    retry=reply.retry,
+                    code=reply.code,
+                    retry_after=reply.retry_after,
+                )
             elif body.get("stream"):
                 self._stream(reply, body, number)
             else:
@@ -300,19 +373,71 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     # -- plain responses ---------------------------------------------------
-    def _json(self, status: int, payload: dict[str, Any], retry: bool | None = None) -> None:
+    def _json(
+        self,
+        status: int,
+        payload: dict[str, Any],
+        retry: bool | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         if retry is not None:
             self.send_header("x-should-retry", "true" if retry else "false")
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, message: str, kind: str, retry: bool = False) -> None:
-        error = {"message": message, "type": kind, "param": None, "code": None}
-        self._json(status, {"error": error}, retry=retry)
+    def _error(
+        self,
+        status: int,
+        message: str,
+        kind: str,
+        retry: bool = False,
+        code: str | None = None,
+        retry_after: str | None = None,
+    ) -> None:
+        error = {"message": message, "type": kind, "param": None, "code": code}
+        extra = {"Retry-After": retry_after} if retry_after is not None else {}
+        self._json(status, {"error": error}, retry=retry, headers=extra)
+
+    def _overflow(self, body: dict[str, Any], window: int, tokens: int) -> None:
+        """Refuse a prompt over the window, worded as the chosen server words it."""
+        style = self.fake.overflow
+        completion = 100
+        if style == "llama-cpp" and body.get("stream"):  # llama-cpp-python: 200, empty body
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            return
+        requested = f"you requested {tokens + completion} tokens ({tokens} in the messages, "
+        requested += f"{completion} in the completion)"
+        if style == "llama-server":
+            error = {
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": tokens,
+                "n_ctx": window,
+            }
+            self._json(400, {"error": error})
+        elif style == "vllm":  # no "error" wrapper, no code string
+            message = (
+                f"This model's maximum context length is {window} tokens. However, {requested}. "
+                "Please reduce the length of the messages or completion."
+            )
+            payload = {"object": "error", "message": message, "type": "BadRequestError"}
+            self._json(400, {**payload, "param": None, "code": 400})
+        else:  # OpenAI, and llama-cpp-python without streaming
+            message = (
+                f"This model's maximum context length is {window} tokens. However, {requested}."
+            )
+            self._error(400, message, "invalid_request_error", code="context_length_exceeded")
 
     def _complete(self, reply: Reply, body: dict[str, Any], number: int) -> None:
         if reply.kind == "hang":
@@ -347,6 +472,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(self._envelope("chat.completion.chunk", body, number, [choice]))
 
         calls = self._calls(reply)
+        self._pause(reply.first_delay)
         if reply.text or not calls:
             send({"role": "assistant", "content": ""})
         if reply.kind == "hang":
@@ -357,6 +483,9 @@ class _Handler(BaseHTTPRequestHandler):
                 if i:
                     self._pause(reply.delay)
                 send({"content": piece})
+        if reply.kind in _FAULTS:
+            self._fault(reply, body, number)
+            return
         for index, call in enumerate(calls):
             self._pause(reply.delay)
             head = {
@@ -374,12 +503,28 @@ class _Handler(BaseHTTPRequestHandler):
                 self._pause(reply.delay)
                 send({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
         send({}, self._finish(reply))
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if reply.usage and (body.get("stream_options") or {}).get("include_usage"):
             usage = self._envelope("chat.completion.chunk", body, number, [])
             usage["usage"] = self._usage(body, reply)
             self._event(usage)
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
+
+    def _fault(self, reply: Reply, body: dict[str, Any], number: int) -> None:
+        """End a stream the way a failing server does (after its text was sent)."""
+        if reply.kind == "stall":
+            self._pause(reply.seconds)  # then the stream just ends, unfinished
+        elif reply.kind == "drop":  # RST instead of FIN: the client sees a reset
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+        elif reply.kind == "corrupt":
+            self.wfile.write(b'data: {"id": "chatcmpl-broken", "choices": [{"delta": {"cont\n\n')
+            self.wfile.flush()
+            choice = {"index": 0, "delta": {"content": " and more"}, "finish_reason": "stop"}
+            self._event(self._envelope("chat.completion.chunk", body, number, [choice]))
+            self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()  # "cut": the handler returns and the connection closes cleanly
 
     def _event(self, payload: dict[str, Any]) -> None:
         self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
@@ -387,8 +532,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _pause(self, delay: float) -> None:
         """Sleep between chunks; notice a client that hung up meanwhile."""
-        if delay > 0:
-            self.fake._stopping.wait(delay)
+        end = time.monotonic() + delay
+        while delay > 0 and (left := end - time.monotonic()) > 0:
+            if self.fake._stopping.wait(min(left, 0.05)):
+                return
             if self._client_gone():
                 raise ClientGoneError
 
@@ -447,6 +594,11 @@ class _Handler(BaseHTTPRequestHandler):
         return dict(
             prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
         )
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """Estimate a request's prompt tokens as the fake counts them: 4 bytes each."""
+    return len(json.dumps(body.get("messages") or [])) // 4
 
 
 def load_script(path: str | Path) -> tuple[list[Any], str | None]:

@@ -27,6 +27,7 @@ STATUS = "agentAssist/status"
 
 # Notifications (server → client)
 CHAT_DELTA = "agentAssist/chatDelta"
+CHAT_RETRY = "agentAssist/chatRetry"
 TOOL_CALL = "agentAssist/toolCall"
 DRIFT = "agentAssist/drift"
 SESSION_CHANGED = "agentAssist/sessionChanged"
@@ -130,5 +131,7 @@ def transcript_items(items: list[TranscriptItem]) -> list[dict[str, Any]]:
             wire["endReason"] = item.end_reason
         if item.status is not None:
             wire["status"] = item.status
+        if item.partial:
+            wire["partial"] = True
         out.append(wire)
     return out

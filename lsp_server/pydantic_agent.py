@@ -6,6 +6,7 @@ import os
 
 os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
 
+from openai import AsyncOpenAI  # noqa: E402
 from pydantic_ai import Agent, ModelRetry, RunContext  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
@@ -14,11 +15,19 @@ from session.compaction import SUMMARY_INSTRUCTIONS, CompactionSummary  # noqa: 
 
 from .agent import BASE_INSTRUCTIONS, ToolDeps, ToolError, list_files, read_file, write_file  # noqa: E402
 from .config import ModelConfig  # noqa: E402
+from .model_transport import build_http_client  # noqa: E402
 
 
 def _model(config: ModelConfig) -> OpenAIChatModel:
-    provider = OpenAIProvider(base_url=config.base_url, api_key=config.api_key or "none")
-    return OpenAIChatModel(config.name or "", provider=provider)
+    # Our own HTTP client (read timeout, streams that must finish) and no SDK retries:
+    # the chat loop retries, so it can tell the client and keep the log honest.
+    client = AsyncOpenAI(
+        base_url=config.base_url,
+        api_key=config.api_key or "none",
+        http_client=build_http_client(config.stream_timeout),
+        max_retries=0,
+    )
+    return OpenAIChatModel(config.name or "", provider=OpenAIProvider(openai_client=client))
 
 
 def build_summarizer(config: ModelConfig) -> Agent[None, CompactionSummary]:

@@ -45,13 +45,16 @@ def history_tokens(messages: Sequence[Message]) -> int:
     return sum(estimate_tokens(m) for m in messages)
 
 
-def plan_compaction(builder: HistoryBuilder, keep_tokens: int) -> CompactionPlan | None:
+def plan_compaction(
+    builder: HistoryBuilder, keep_tokens: int, *, open_turn: bool = False
+) -> CompactionPlan | None:
     """Choose the newest whole turns within `keep_tokens` to keep; None if nothing to do.
 
     The cut is always at the start of a turn, so a tool call never loses its result, and
-    at least the last turn is kept.
+    at least the last turn is kept. A turn in progress is only compacted around when
+    `open_turn` says so (a prompt the model refused as too long): it is the kept last turn.
     """
-    if builder.open_turn is not None:
+    if builder.open_turn is not None and not open_turn:
         return None
     items: list[HistoryItem] = builder.items
     starts = [i for i, item in enumerate(items) if item.starts_turn]

@@ -20,6 +20,7 @@ from .models import (
     EndReason,
     Event,
     RewindEvent,
+    StepRetryEvent,
     StepStartEvent,
     ToolCallEvent,
     ToolResultEvent,
@@ -127,6 +128,10 @@ class HistoryBuilder:
             self._step_answered = False
         elif isinstance(event, ChunkEvent):
             self._chunks.append(event.data.delta)
+        elif isinstance(event, StepRetryEvent):
+            # The failed attempt's text is dropped; the step's request stays, to be resent.
+            self._chunks = []
+            self._step_answered = False
         elif isinstance(event, AssistantMessageEvent):
             self._add(event.seq, event.data.message)
             self._chunks = []
@@ -459,6 +464,7 @@ class TranscriptItem:
     seq: int
     end_reason: EndReason | None = None
     status: str | None = None
+    partial: bool = False  # an answer cut short (stopped, failed): only what was streamed
 
 
 def _response_text(message: dict[str, Any]) -> str:
@@ -483,7 +489,7 @@ def transcript(events: Iterable[Event]) -> list[TranscriptItem]:
             items.append(TranscriptItem(event.turn, "user", event.data.input, event.seq))
         elif isinstance(event, ChunkEvent):
             chunks.append(event.data.delta)
-        elif isinstance(event, StepStartEvent):
+        elif isinstance(event, StepStartEvent | StepRetryEvent):
             chunks = []
         elif isinstance(event, AssistantMessageEvent):
             text = _response_text(event.data.message) or "".join(chunks)
@@ -500,8 +506,10 @@ def transcript(events: Iterable[Event]) -> list[TranscriptItem]:
             if (call := tools.get(event.data.tool_call_id)) is not None:
                 call.status = "failed" if event.data.is_error else "done"
         elif isinstance(event, TurnEndEvent):
-            if chunks:
-                items.append(TranscriptItem(event.turn, "assistant", "".join(chunks), event.seq))
+            if chunks:  # streamed, never completed: shown as a partial reply
+                item = TranscriptItem(event.turn, "assistant", "".join(chunks), event.seq)
+                item.partial = True
+                items.append(item)
                 chunks = []
             last = items[-1] if items else None
             if last is None or last.role != "assistant" or last.turn != event.turn:

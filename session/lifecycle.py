@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -514,9 +514,17 @@ class SessionLifecycle:
             auto=auto,
         )
 
-    def plan_compaction(self, keep_tokens: int) -> CompactionPlan | None:
+    def plan_compaction(
+        self, keep_tokens: int, *, open_turn: bool = False
+    ) -> CompactionPlan | None:
         """Choose the turns a compaction would summarise (None: nothing to compact)."""
-        return plan_compaction(self.current.history, keep_tokens)
+        return plan_compaction(self.current.history, keep_tokens, open_turn=open_turn)
+
+    def set_history_budget(self, tokens: int) -> None:
+        """Send at most `tokens` of history from now on (a smaller context window)."""
+        self.config = replace(self.config, history_tokens=tokens)
+        if self.session is not None:
+            self.session.history_tokens = tokens
 
     def compact(
         self, plan: CompactionPlan, summary: CompactionSummary, *, fallback: bool
@@ -670,6 +678,8 @@ class TurnRecorder:
         self.number = number
         self.step = 0
         self.closed = False
+        self.attempt = 1  # of the current model request
+        self.resending = False
 
     @property
     def _session(self) -> Session:
@@ -679,9 +689,32 @@ class TurnRecorder:
         return self._session.append(type_, data, turn=self.number, step=self.step or None)
 
     def start_step(self, messages: list[Message]) -> Event:
-        """Start a model request; `messages` are the new request messages it carries."""
+        """Start a model request; `messages` are the new request messages it carries.
+
+        After `retry_step` the first step resends the request already in the history, so
+        it records no new messages.
+        """
         self.step += 1
+        if self.resending:
+            self.resending = False
+            return self._append("step/start", {"messages": [], "attempt": self.attempt})
         return self._append("step/start", {"messages": messages})
+
+    def retry_step(self, kind: str, reason: str, delay: float, streamed: bool) -> Event:
+        """Abandon the current step's answer; the next step resends its request."""
+        event = self._append(
+            "step/retry",
+            {
+                "attempt": self.attempt,
+                "kind": kind,
+                "reason": reason,
+                "delay": round(delay, 3),
+                "streamed": streamed,
+            },
+        )
+        self.attempt += 1
+        self.resending = self.step > 0  # else nothing was sent: the prompt goes out afresh
+        return event
 
     def request_header(self, model: str, settings: dict[str, Any], system_prompt: str) -> Event:
         """Record the request's model, settings and system prompt (text once, then hash)."""

@@ -136,6 +136,19 @@ class StepStartData(_Data):
     messages: list[dict[str, Any]]
 
 
+class StepRetryData(_Data):
+    """`step/retry`: this step's answer is abandoned and its request is sent again.
+
+    The abandoned attempt (its chunks) stays in the log but never enters the history.
+    """
+
+    attempt: int  # the attempt that failed (1 = the first)
+    kind: str  # cut, stall, connection, rate-limit, server, corrupt, empty, overflow...
+    reason: str
+    delay: float = 0.0
+    streamed: bool = False  # text of the failed attempt had reached the client
+
+
 class StepEndData(_Data):
     """`step/end`: usage of this model call."""
 
@@ -270,6 +283,13 @@ class StepStartEvent(_EventBase):
     data: StepStartData
 
 
+class StepRetryEvent(_EventBase):
+    """See `StepRetryData`."""
+
+    type: Literal["step/retry"]
+    data: StepRetryData
+
+
 class StepEndEvent(_EventBase):
     """See `StepEndData`."""
 
@@ -366,6 +386,7 @@ Event = Annotated[
     | TurnStartEvent
     | TurnEndEvent
     | StepStartEvent
+    | StepRetryEvent
     | StepEndEvent
     | RequestHeaderEvent
     | ChunkEvent
@@ -389,6 +410,7 @@ EVENT_TYPES: frozenset[str] = frozenset(
         "turn/start",
         "turn/end",
         "step/start",
+        "step/retry",
         "step/end",
         "request/header",
         "assistant/chunk",

@@ -7,14 +7,16 @@ import contextlib
 import logging
 from typing import Any
 
+from session.lifecycle import TurnRecorder
 from session.manager import ReadOnlySessionError, SessionError
 from session.storage import explain_write_error
 
 from .. import protocol as proto
 from ..agent import ToolDeps, TurnResult
 from ..config import HOW_TO_CONFIGURE_MODEL
+from ..model_faults import RETRY_AFTER_CAP, ModelFault, backoff, classify
 from ..server import AgentAssistServer, RequestFailedError, request_handler
-from .history import compact_if_needed
+from .history import compact_if_needed, compact_now
 
 logger = logging.getLogger(__name__)
 
@@ -26,11 +28,21 @@ class NotifyingSink:
         self.ls = ls
         self.session_id = session_id
         self.turn = turn
+        self.streamed = False  # text of the current attempt reached the client
 
     def delta(self, text: str) -> None:
         """Send `agentAssist/chatDelta`."""
+        self.streamed = True
         self.ls.notify(
             proto.CHAT_DELTA, {"sessionId": self.session_id, "turn": self.turn, "delta": text}
+        )
+
+    def retry(self, attempt: int, reason: str) -> None:
+        """Send `agentAssist/chatRetry`: the partial reply shown is dropped, deltas restart."""
+        self.streamed = False
+        self.ls.notify(
+            proto.CHAT_RETRY,
+            {"sessionId": self.session_id, "turn": self.turn, "attempt": attempt, "reason": reason},
         )
 
     def tool(self, name: str, args: Any, status: str) -> None:
@@ -47,18 +59,106 @@ class NotifyingSink:
         )
 
 
-def describe_model_error(exc: BaseException) -> str:
-    """Turn a model/HTTP failure into one readable line."""
-    status = getattr(exc, "status_code", None)
-    body = getattr(exc, "body", None)
-    detail = ""
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        detail = str(error.get("message", "")) if isinstance(error, dict) else str(error)
-    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    if status is not None:
-        return f"The model request failed (HTTP {status}): {detail or message}"
-    return f"The model request failed: {message}"
+class TurnFailedError(Exception):
+    """A turn's model requests failed for good; the message says what happened."""
+
+
+async def run_attempts(
+    ls: AgentAssistServer,
+    recorder: TurnRecorder,
+    prompt: str | list[str],
+    history: list[dict[str, Any]],
+    sink: NotifyingSink,
+) -> TurnResult:
+    """Run a turn's attempts until one completes: retry what may succeed, heal an overflow.
+
+    A retryable fault (a cut or stalled stream, a dropped connection, a corrupted chunk,
+    429, 5xx) is retried after a backoff, at most `model.maxRetries` times; a stream that
+    came back empty is asked again without streaming (which also gets a server's real
+    error); a prompt over the context window compacts the session and is retried once.
+    Every abandoned attempt is recorded (`step/retry`) and never enters the history.
+    """
+    assert ls.runner is not None
+    runner = ls.runner
+    lifecycle = ls.session
+    deps = ToolDeps(lifecycle, ls)
+    retries = 0
+    healed = False
+    stream = True
+    attempt_prompt: str | list[str] | None = prompt
+    while True:
+        try:
+            return await runner.run_attempt(
+                deps, recorder, attempt_prompt, history, sink, stream=stream
+            )
+        except (asyncio.CancelledError, SessionError):
+            raise
+        except Exception as exc:
+            fault = classify(exc)
+            delay = 0.0
+            if fault.kind == "empty" and stream:
+                stream = False  # ask once in one piece: the answer, or the real error
+            elif fault.kind == "overflow" and not healed:
+                healed = True
+                stream = True
+                await heal_overflow(ls, fault)
+            elif fault.retryable and retries < runner.model.max_retries:
+                if fault.retry_after is not None and fault.retry_after > RETRY_AFTER_CAP:
+                    raise TurnFailedError(
+                        f"The model request failed: {fault.message}; the provider asks to "
+                        f"wait {fault.retry_after:.0f} s. Try again later."
+                    ) from None
+                retries += 1
+                delay = backoff(retries, fault.retry_after)
+            else:
+                raise TurnFailedError(final_message(ls, fault, recorder.attempt, healed)) from None
+            logger.warning(
+                "turn %d attempt %d failed (%s); retrying in %.1f s",
+                recorder.number,
+                recorder.attempt,
+                fault.message,
+                delay,
+            )
+            streamed = sink.streamed
+            recorder.retry_step(fault.kind, fault.message, delay, streamed)
+            if streamed:
+                sink.retry(recorder.attempt, fault.message)
+            await asyncio.sleep(delay)
+            attempt_prompt = None if recorder.resending else prompt
+            history = lifecycle.message_history() if recorder.resending else history
+
+
+def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int, healed: bool) -> str:
+    """Say why a turn failed, and what the user can do about it."""
+    if fault.kind == "overflow":
+        return (
+            f"The model refused the prompt as too long for its context window "
+            f"({fault.message.split('(', 1)[-1].rstrip(')')}), even after compacting. The "
+            f"working contextWindow is {ls.config.context_window} tokens: set contextWindow "
+            "to the model's real window, run /compact, or start a new session."
+        )
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+    status = (
+        f" (HTTP {fault.status})"
+        if fault.status is not None and "HTTP" not in fault.message
+        else ""
+    )
+    return f"The model request failed{tries}{status}: {fault.message}"
+
+
+async def heal_overflow(ls: AgentAssistServer, fault: ModelFault) -> None:
+    """Heal a prompt over the window: use the window the server reported, and compact."""
+    if fault.window is not None and fault.window < ls.config.context_window:
+        logger.warning(
+            "the model reports a context window of %d tokens (configured: %d); using it",
+            fault.window,
+            ls.config.context_window,
+        )
+        ls.config = ls.config.with_window(fault.window)
+        ls.session.set_history_budget(ls.config.history_budget)
+    result = await compact_now(ls, open_turn=True)
+    if not result["compacted"]:
+        logger.warning("the prompt did not fit the context window and nothing could be compacted")
 
 
 async def run_chat(ls: AgentAssistServer, text: str) -> dict[str, Any]:
@@ -96,9 +196,8 @@ async def _turn(ls: AgentAssistServer, text: str) -> dict[str, Any]:
     prompt: str | list[str] = [note, text] if note else text
     session_id = lifecycle.session_id
     sink = NotifyingSink(ls, session_id, recorder.number)
-    deps = ToolDeps(lifecycle, ls)
     try:
-        result: TurnResult = await ls.runner.run_turn(deps, recorder, prompt, history, sink)
+        result = await run_attempts(ls, recorder, prompt, history, sink)
     except asyncio.CancelledError:
         recorder.end("aborted")
         raise
@@ -110,8 +209,8 @@ async def _turn(ls: AgentAssistServer, text: str) -> dict[str, Any]:
         with contextlib.suppress(SessionError):
             recorder.end("error", error=message)
         raise RequestFailedError(message) from None
-    except Exception as exc:
-        message = describe_model_error(exc)
+    except TurnFailedError as exc:
+        message = str(exc)
         logger.warning("turn %d failed: %s", recorder.number, message)
         recorder.end("error", error=message)
         raise RequestFailedError(message) from None
@@ -127,6 +226,7 @@ async def _turn(ls: AgentAssistServer, text: str) -> dict[str, Any]:
         "text": result.text,
         "endReason": "completed",
         "usage": result.usage,
+        "attempts": recorder.attempt,
     }
 
 

@@ -73,8 +73,11 @@ def open_documents(ls: AgentAssistServer) -> dict[str, bytes]:
     return out
 
 
-async def compact_now(ls: AgentAssistServer) -> dict[str, Any]:
-    """Summarise older turns (model, else extractive) and keep the recent tail."""
+async def compact_now(ls: AgentAssistServer, *, open_turn: bool = False) -> dict[str, Any]:
+    """Summarise older turns (model, else extractive) and keep the recent tail.
+
+    `open_turn`: compact around the turn in progress (its prompt did not fit the window).
+    """
     lifecycle = ls.session
     current = lifecycle.message_history()
     result: dict[str, Any] = {
@@ -85,7 +88,7 @@ async def compact_now(ls: AgentAssistServer) -> dict[str, Any]:
         "tokensAfter": history_tokens(current),
         "compacted": False,
     }
-    plan = lifecycle.plan_compaction(ls.config.keep_tokens)
+    plan = lifecycle.plan_compaction(ls.config.keep_tokens, open_turn=open_turn)
     if plan is None:
         return result
     async with progress(ls, "Compacting the conversation") as bar:
@@ -93,7 +96,9 @@ async def compact_now(ls: AgentAssistServer) -> dict[str, Any]:
         if ls.runner is not None and ls.config.model.configured:
             bar.report("Summarising older turns with the model", 10)
             try:
-                summary = await ls.runner.summarize(render_transcript(plan.old))
+                # Half the window for what is summarised: the summary request must fit too.
+                limit = ls.config.context_window * 2
+                summary = await ls.runner.summarize(render_transcript(plan.old)[-limit:])
             except Exception as exc:
                 logger.warning("model summary failed: %s", exc)
                 ls.show(f"The model could not summarise ({exc}); used an extractive summary.")

@@ -86,6 +86,7 @@ def setup(server: AgentAssistServer) -> None:
             "drift": ls.drift_count,
             "readOnly": session.read_only,
             "persistence": session.state.persistence,
+            "contextWindow": ls.config.context_window,
         }
 
     @request_handler(server, proto.HISTORY, proto.HistoryParams)

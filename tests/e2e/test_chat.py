@@ -149,7 +149,7 @@ def openai_messages(system: str, messages: list[dict]) -> list[dict]:
 async def test_model_error_is_recorded_and_readable(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:
-    fake.add({"error": 500, "message": "upstream exploded"})
+    fake.add(*[{"error": 500, "message": "upstream exploded"}] * 3)  # 1 + maxRetries (2)
     editor: Editor = make_editor()
     await editor.start()
     await editor.ready()
@@ -157,6 +157,7 @@ async def test_model_error_is_recorded_and_readable(
         await editor.request("agentAssist/chat", {"text": "hi"})
     assert info.value.code == -32803
     assert "HTTP 500" in info.value.message and "upstream exploded" in info.value.message
+    assert "after 3 attempts" in info.value.message and len(fake.requests) == 3
     status = await editor.request("agentAssist/status")
     assert status["state"] == "idle"
     events = SessionManager(workspace, home=home).read_events(status["sessionId"]).events

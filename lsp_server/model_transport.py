@@ -1,0 +1,86 @@
+"""The HTTP client the model is spoken to with: a read timeout, and streams that must finish.
+
+A streamed completion is complete when it carried a `finish_reason` or ended with
+`data: [DONE]`. One that simply stops (the connection closed cleanly mid-answer, a proxy
+giving up, a server that died behind a load balancer) looks to the OpenAI SDK like a short
+answer; here it raises `StreamCutError`, so the turn can be retried instead of recording
+half an answer as complete. A stream that ends before sending anything at all (what
+llama-cpp-python's server sends for a prompt over its window) raises `EmptyStreamError`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+import httpx2
+
+CONNECT_TIMEOUT = 10.0
+_FINISHED = re.compile(rb'"finish_reason"\s*:\s*"|^data:\s*\[DONE\]', re.MULTILINE)
+_TAIL = 64  # bytes of the previous chunk kept, so a marker split across chunks is seen
+
+
+class StreamCutError(httpx2.RemoteProtocolError):
+    """The model's stream ended before it finished (no finish_reason, no [DONE])."""
+
+
+class EmptyStreamError(StreamCutError):
+    """The model's stream ended without sending anything (e.g. a prompt over the window)."""
+
+
+class _CheckedStream(httpx2.AsyncByteStream):
+    """Passes an SSE body through, raising at its end if it never said it finished."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+        self.inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        finished = False
+        received = 0
+        tail = b""
+        async for chunk in self.inner:
+            received += len(chunk)
+            if not finished:
+                finished = _FINISHED.search(tail + chunk) is not None
+                tail = chunk[-_TAIL:]
+            yield chunk
+        if not received:
+            raise EmptyStreamError("the model's stream ended without sending anything")
+        if not finished:
+            raise StreamCutError(
+                "the model's stream ended before the answer was complete "
+                "(no finish_reason, no [DONE])"
+            )
+
+    async def aclose(self) -> None:
+        """Close the wrapped stream."""
+        await self.inner.aclose()
+
+
+class CompletionCheckTransport(httpx2.AsyncBaseTransport):
+    """Wraps a transport so that event streams that stop short raise instead of ending."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send `request`; check the body of a successful event stream as it is read."""
+        response = await self.inner.handle_async_request(request)
+        content_type = response.headers.get("content-type", "")
+        if response.status_code == 200 and content_type.startswith("text/event-stream"):
+            stream = response.stream
+            assert isinstance(stream, httpx2.AsyncByteStream)
+            response.stream = _CheckedStream(stream)
+        return response
+
+    async def aclose(self) -> None:
+        """Close the wrapped transport."""
+        await self.inner.aclose()
+
+
+def build_http_client(stream_timeout: float) -> httpx2.AsyncClient:
+    """Return the client for model requests: `stream_timeout` s without data is a stall."""
+    timeout = httpx2.Timeout(stream_timeout, connect=min(CONNECT_TIMEOUT, stream_timeout))
+    return httpx2.AsyncClient(
+        transport=CompletionCheckTransport(httpx2.AsyncHTTPTransport()), timeout=timeout
+    )

@@ -1,0 +1,256 @@
+"""The faults real model servers produce, through the real server and the real OpenAI client.
+
+Each test scripts the fault into the loopback model and checks what the editor receives
+(deltas, `agentAssist/chatRetry`, the result or the error), what the log holds, what the
+next model request contains, and that retries wait as asked and never exceed the cap.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from lsp_server.fake_openai import FakeOpenAI
+from session.derive import build_history
+from session.manager import SessionManager
+
+from .harness import Editor
+from .test_chat import assert_requests_rebuildable
+
+pytestmark = pytest.mark.parametrize("client_name", ["vscode"])
+
+RETRY = "agentAssist/chatRetry"
+
+
+def events_of(workspace: Path, home: Path, session_id: str) -> list[Any]:
+    return SessionManager(workspace, home=home).read_events(session_id).events
+
+
+def history_text(workspace: Path, home: Path, session_id: str) -> str:
+    """The derived model history, as JSON text."""
+    return json.dumps(build_history(events_of(workspace, home, session_id)).messages())
+
+
+async def started(make_editor: Any, **model: Any) -> Editor:
+    options: dict[str, Any] = {"instanceId": "faults"}
+    if model:
+        options["model"] = {"name": "test-model", "apiKey": "sk-x", **model}
+    editor: Editor = make_editor(options=options)
+    await editor.start()
+    await editor.ready()
+    return editor
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"cut": "Half of an answer that "},
+        {"drop": "Half of an answer that "},
+        {"corrupt": "Half of an answer that "},
+    ],
+    ids=["cut", "drop", "corrupt"],
+)
+async def test_a_broken_stream_is_retried_and_the_partial_never_enters_history(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path, fault: dict[str, str]
+) -> None:
+    fake.add(fault, {"text": "The whole answer, second time round.", "chunk": 5})
+    editor = await started(make_editor)
+    reply = await editor.request("agentAssist/chat", {"text": "explain the design"})
+    assert reply["endReason"] == "completed" and reply["attempts"] == 2
+    assert reply["text"] == "The whole answer, second time round."
+    retries = editor.notifications[RETRY]
+    assert len(retries) == 1 and retries[0]["attempt"] == 2 and retries[0]["turn"] == 1
+    kind = next(iter(fault))
+    if kind == "cut":
+        assert "incomplete" in retries[0]["reason"]
+    # The client saw the partial text, then the retry, then the whole answer.
+    assert editor.deltas() == "Half of an answer that " + reply["text"]
+    assert len(fake.requests) == 2
+    retried = json.dumps(fake.messages(1))
+    assert "explain the design" in retried and "Half of an answer" not in retried
+    events = events_of(workspace, home, reply["sessionId"])
+    marks = [e for e in events if e.type == "step/retry"]
+    assert len(marks) == 1 and marks[0].data.streamed
+    assert marks[0].data.kind == {"cut": "cut", "drop": "connection", "corrupt": "corrupt"}[kind]
+    chunks = "".join(e.data.delta for e in events if e.type == "assistant/chunk")
+    assert chunks.startswith("Half of an answer that ")  # the abandoned attempt is kept...
+    assert "Half of an answer" not in history_text(workspace, home, reply["sessionId"])  # ...out
+    fake.add("next")
+    await editor.request("agentAssist/chat", {"text": "and then?"})
+    assert "Half of an answer" not in json.dumps(fake.messages(-1))
+    await editor.stop()
+    assert_requests_rebuildable(fake, workspace, home, reply["sessionId"])
+
+
+async def test_a_stream_cut_every_time_ends_in_error_with_the_partial_kept(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.add({"cut": "first try "}, {"cut": "second try "}, {"cut": "third try, also cut"})
+    editor = await started(make_editor)
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/chat", {"text": "a long answer please"})
+    assert info.value.code == -32803
+    assert "incomplete" in info.value.message and "after 3 attempts" in info.value.message
+    assert len(fake.requests) == 3  # 1 + model.maxRetries (2), never more
+    assert [n["attempt"] for n in editor.notifications[RETRY]] == [2, 3]
+    history = await editor.request("agentAssist/history")
+    last = history["items"][-1]
+    assert last["role"] == "assistant" and last["text"] == "third try, also cut"
+    assert last["partial"] is True and last["endReason"] == "error"
+    events = events_of(workspace, home, history["sessionId"])
+    assert events[-1].type == "turn/end" and events[-1].data.reason == "error"
+    assert "incomplete" in (events[-1].data.error or "")
+
+
+async def test_a_stall_is_abandoned_after_the_stream_timeout_and_retried(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.add({"stall": "Starting to answer ", "seconds": 30}, "Recovered answer.")
+    editor = await started(make_editor, baseUrl=fake.base_url, streamTimeout=1)
+    reply = await editor.request("agentAssist/chat", {"text": "go"})
+    assert reply["text"] == "Recovered answer." and reply["attempts"] == 2
+    retries = editor.notifications[RETRY]
+    assert len(retries) == 1 and "stopped sending" in retries[0]["reason"]
+    first, second = fake.requests
+    assert second.at - first.at >= 1.0  # waited for the timeout, no longer than needed to
+    marks = [e for e in events_of(workspace, home, reply["sessionId"]) if e.type == "step/retry"]
+    assert [m.data.kind for m in marks] == ["stall"]
+
+
+async def test_a_slow_first_token_within_the_timeout_is_not_a_stall(
+    make_editor, fake: FakeOpenAI
+) -> None:
+    fake.add({"text": "Slow but fine.", "first_delay": 0.4})
+    editor = await started(make_editor, baseUrl=fake.base_url, streamTimeout=3)
+    reply = await editor.request("agentAssist/chat", {"text": "go"})
+    assert reply["text"] == "Slow but fine." and reply["attempts"] == 1
+    assert len(fake.requests) == 1 and editor.notifications[RETRY] == []
+
+
+async def test_no_first_token_within_the_timeout_is_retried_without_a_retry_notice(
+    make_editor, fake: FakeOpenAI
+) -> None:
+    fake.add({"text": "too late", "first_delay": 20}, "On time.")
+    editor = await started(make_editor, baseUrl=fake.base_url, streamTimeout=1)
+    reply = await editor.request("agentAssist/chat", {"text": "go"})
+    assert reply["text"] == "On time." and reply["attempts"] == 2
+    assert editor.notifications[RETRY] == []  # nothing had been shown, nothing to drop
+    assert editor.deltas() == "On time."
+
+
+async def test_429_waits_as_long_as_retry_after_asks(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.add({"error": 429, "message": "slow down", "retry_after": 1}, "After the wait.")
+    editor = await started(make_editor)
+    reply = await editor.request("agentAssist/chat", {"text": "go"})
+    assert reply["text"] == "After the wait."
+    first, second = fake.requests
+    assert second.at - first.at >= 1.0
+    marks = [e for e in events_of(workspace, home, reply["sessionId"]) if e.type == "step/retry"]
+    assert marks[0].data.kind == "rate-limit" and marks[0].data.delay == 1.0
+
+
+async def test_a_retry_after_far_in_the_future_is_reported_not_waited_on(
+    make_editor, fake: FakeOpenAI
+) -> None:
+    fake.add({"error": 429, "message": "quota window", "retry_after": 3600})
+    editor = await started(make_editor)
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/chat", {"text": "go"})
+    assert "3600 s" in info.value.message and len(fake.requests) == 1
+
+
+async def test_503s_are_retried_at_most_max_retries_times(make_editor, fake: FakeOpenAI) -> None:
+    fake.add(*[{"error": 503, "message": "overloaded"}] * 5)
+    editor = await started(make_editor, baseUrl=fake.base_url, maxRetries=1)
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/chat", {"text": "go"})
+    assert "HTTP 503" in info.value.message and "after 2 attempts" in info.value.message
+    assert len(fake.requests) == 2 and fake.remaining == 3
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+async def test_client_errors_are_never_retried(
+    make_editor, fake: FakeOpenAI, status: int
+) -> None:
+    fake.add({"error": status, "message": f"refused with {status}"}, "never sent")
+    editor = await started(make_editor)
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/chat", {"text": "go"})
+    assert f"HTTP {status}" in info.value.message and f"refused with {status}" in info.value.message
+    assert len(fake.requests) == 1 and fake.remaining == 1
+
+
+async def test_usage_is_estimated_when_the_server_sends_none(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.add({"text": "An answer without any usage figures.", "usage": False}, "With usage.")
+    editor = await started(make_editor)
+    reply = await editor.request("agentAssist/chat", {"text": "how big is this?"})
+    usage = reply["usage"]
+    assert usage["estimated"] is True and usage["inputTokens"] > 0 and usage["outputTokens"] > 0
+    ends = [e for e in events_of(workspace, home, reply["sessionId"]) if e.type == "step/end"]
+    assert ends[-1].data.usage["estimated"] is True
+    counted = await editor.request("agentAssist/chat", {"text": "and this?"})
+    assert "estimated" not in counted["usage"]  # reported usage is taken as it is
+
+
+SUMMARY = {
+    "tool_calls": [
+        {
+            "name": "final_result",
+            "arguments": {"summary": "The user asked two long questions.", "decisions": []},
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize("style", ["openai", "vllm", "llama-server", "llama-cpp"])
+async def test_a_full_context_window_heals_itself(
+    make_editor, workspace: Path, home: Path, style: str
+) -> None:
+    with FakeOpenAI(context_window=2048, overflow=style) as model:
+        model.add("answer 1", "answer 2", SUMMARY, "answer 3")
+        editor = await started(make_editor, baseUrl=model.base_url)
+        for n in (1, 2):
+            await editor.request("agentAssist/chat", {"text": f"question {n} " + "x" * 3000})
+        reply = await editor.request("agentAssist/chat", {"text": "question 3 " + "y" * 3000})
+        assert reply["text"] == "answer 3" and reply["endReason"] == "completed"
+        status = await editor.request("agentAssist/status")
+        assert status["contextWindow"] == 2048  # what the server reported (or the fallback)
+        sent = json.dumps(model.messages(-1))
+        assert "The user asked two long questions." in sent and "question 3" in sent
+        assert "question 1" not in sent
+        events = events_of(workspace, home, reply["sessionId"])
+        kinds = [e.data.kind for e in events if e.type == "step/retry"]
+        assert kinds == (["empty", "overflow"] if style == "llama-cpp" else ["overflow"])
+        turn_start = max(e.seq for e in events if e.type == "turn/start")
+        compacts = [e for e in events if e.type == "session/compact"]
+        assert len(compacts) == 1 and compacts[0].seq > turn_start
+        assert events[-1].type == "turn/end" and events[-1].data.reason == "completed"
+        model.add("answer 4")
+        fourth = await editor.request("agentAssist/chat", {"text": "question 4"})
+        assert fourth["text"] == "answer 4"
+        await editor.stop()
+
+
+@pytest.mark.parametrize("style", ["openai", "llama-cpp"])
+async def test_a_prompt_that_cannot_fit_says_what_to_do(
+    make_editor, workspace: Path, home: Path, style: str
+) -> None:
+    with FakeOpenAI(context_window=2048, overflow=style) as model:
+        editor = await started(make_editor, baseUrl=model.base_url)
+        with pytest.raises(JsonRpcException) as info:
+            await editor.request("agentAssist/chat", {"text": "z" * 12_000})
+        message = info.value.message
+        assert "contextWindow" in message and "/compact" in message and "2048" in message
+        assert model.remaining == 0
+        status = await editor.request("agentAssist/status")
+        events = events_of(workspace, home, status["sessionId"])
+        assert events[-1].type == "turn/end" and events[-1].data.reason == "error"
+        await editor.stop()
