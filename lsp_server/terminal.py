@@ -174,6 +174,15 @@ class ReplyView:
             self._showing_text = True
             self.live.update(self.body, refresh=True)
 
+    def restart(self) -> None:
+        """Drop the partial reply (the server retries; its deltas start over)."""
+        from rich.spinner import Spinner
+
+        self.body.text = ""
+        if self.live is not None and self._showing_text:
+            self._showing_text = False
+            self.live.update(Spinner("dots", text="Retrying…", style="cyan"), refresh=True)
+
     def stop(self, final: str | None = None) -> None:
         """Render the final text and release the terminal."""
         from rich.text import Text
@@ -260,6 +269,7 @@ class ChatApp:
         from . import protocol as proto
 
         client.on(proto.CHAT_DELTA, self._on_delta)
+        client.on(proto.CHAT_RETRY, self._on_retry)
         client.on(proto.TOOL_CALL, self._on_tool)
         client.on(proto.DRIFT, self._on_drift)
         client.on(proto.SESSION_CHANGED, self._on_session_changed)
@@ -269,6 +279,12 @@ class ChatApp:
     def _on_delta(self, params: dict[str, Any]) -> None:
         if self.view is not None:
             self.view.delta(str(params.get("delta", "")))
+
+    def _on_retry(self, params: dict[str, Any]) -> None:
+        if self.view is not None:
+            self.view.restart()
+        attempt, reason = params.get("attempt"), params.get("reason")
+        self.say(f"  ↻ retrying (attempt {attempt}): {reason}", "yellow")
 
     def _on_tool(self, params: dict[str, Any]) -> None:
         status = params.get("status")
@@ -496,9 +512,13 @@ class ChatApp:
             self.view = None
             view.stop()
         usage = result.get("usage") or {}
+        about = "≈" if usage.get("estimated") else ""
+        attempts = result.get("attempts") or 1
         self.say(
-            f"turn {result.get('turn')} · {usage.get('inputTokens', 0)} in / "
-            f"{usage.get('outputTokens', 0)} out tokens",
+            f"turn {result.get('turn')} · {about}{usage.get('inputTokens', 0)} in / "
+            f"{about}{usage.get('outputTokens', 0)} out tokens"
+            + (" (estimated)" if about else "")
+            + (f" · {attempts} attempts" if attempts > 1 else ""),
             "dim",
         )
 
@@ -693,7 +713,11 @@ class ChatApp:
             elif role == "assistant":
                 if item.get("text"):
                     self.console.print(Markdown(item["text"]))
-                if reason and reason != "completed":
+                if item.get("partial"):
+                    self.say(
+                        f"  [turn {item.get('turn')} {reason or 'open'}: incomplete]", "yellow"
+                    )
+                elif reason and reason != "completed":
                     self.say(f"  [turn {item.get('turn')} {reason}]", "yellow")
             elif role == "tool":
                 self.say(f"  tool {item.get('text')} ({item.get('status')})", "dim")

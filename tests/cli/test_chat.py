@@ -212,6 +212,25 @@ def test_resume_question_enter_resumes_and_n_starts_fresh(
     assert finish(child) == 0
 
 
+def test_a_retried_reply_starts_over_and_usage_estimates_are_marked(
+    workspace: Path, home: Path, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake.add({"cut": "Half an answer "}, {"text": "The whole answer.", "usage": False})
+    child = spawn_chat(workspace, home, fake, log=tmp_path / "tty")
+    child.expect(BANNER)
+    command(child, "go")
+    child.expect_exact("↻ retrying (attempt 2): the answer was incomplete")
+    child.expect_exact("The whole answer.")
+    child.expect(r"turn 1 · ≈\d+ in / ≈\d+ out tokens \(estimated\) · 2 attempts")
+    command(child, "/history")
+    child.expect_exact("You (turn 1): go")
+    child.expect_exact("The whole answer.")
+    child.expect_exact(PROMPT)
+    assert "Half an answer" not in str(child.before)  # the abandoned attempt is not shown
+    child.sendcontrol("d")
+    assert finish(child) == 0
+
+
 def test_explicit_instance_keeps_its_own_session(
     workspace: Path, home: Path, fake: FakeOpenAI
 ) -> None:

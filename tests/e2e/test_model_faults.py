@@ -175,9 +175,7 @@ async def test_503s_are_retried_at_most_max_retries_times(make_editor, fake: Fak
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
-async def test_client_errors_are_never_retried(
-    make_editor, fake: FakeOpenAI, status: int
-) -> None:
+async def test_client_errors_are_never_retried(make_editor, fake: FakeOpenAI, status: int) -> None:
     fake.add({"error": status, "message": f"refused with {status}"}, "never sent")
     editor = await started(make_editor)
     with pytest.raises(JsonRpcException) as info:

@@ -1,0 +1,281 @@
+"""Classifying model failures, the stream completion check, and retry bookkeeping in the log."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator
+
+import httpx2
+import pytest
+from pydantic_ai import exceptions as pe
+
+from lsp_server.config import parse_initialization_options
+from lsp_server.model_faults import backoff, classify, overflow_window
+from lsp_server.model_transport import (
+    CompletionCheckTransport,
+    EmptyStreamError,
+    StreamCutError,
+)
+from session.derive import build_history, transcript
+from session.manager import SessionManager
+
+from .conftest import make_lifecycle, request, response
+
+# How each server words a prompt over its window, with the window it names (if any).
+OVERFLOWS = [
+    (  # OpenAI
+        {
+            "message": "This model's maximum context length is 128000 tokens. However, your "
+            "messages resulted in 130412 tokens. Please reduce the length of the messages.",
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+        },
+        128000,
+    ),
+    (  # vLLM (no "error" wrapper in the body)
+        {
+            "object": "error",
+            "message": "This model's maximum context length is 6048 tokens. However, you "
+            "requested 6616 tokens (568 in the messages, 6048 in the completion). Please "
+            "reduce the length of the messages or completion.",
+            "type": "BadRequestError",
+            "code": 400,
+        },
+        6048,
+    ),
+    (  # llama.cpp's llama-server
+        {
+            "code": 400,
+            "message": "the request exceeds the available context size, try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 5000,
+            "n_ctx": 4096,
+        },
+        4096,
+    ),
+    (  # llama-cpp-python, without streaming
+        {
+            "code": "context_length_exceeded",
+            "message": "This model's maximum context length is 2048 tokens. However, you "
+            "requested 3041 tokens (2941 in the messages, 100 in the completion).",
+        },
+        2048,
+    ),
+    ({"error": "the input length exceeds the context length"}, None),  # Ollama
+    (  # LiteLLM
+        {
+            "message": "litellm.ContextWindowExceededError: litellm.BadRequestError: "
+            "ContextWindowExceededError: OpenAIException - This model's maximum context "
+            "length is 8192 tokens.",
+            "code": "400",
+        },
+        8192,
+    ),
+    ({"message": "prompt is too long: 210000 tokens > 200000 maximum"}, 200000),  # Anthropic
+    (  # Mistral
+        {
+            "message": "Prompt contains 40000 tokens and 0 draft tokens, too large for model "
+            "with 32768 maximum context length"
+        },
+        32768,
+    ),
+    (  # Gemini's OpenAI-compatible endpoint
+        {
+            "message": "The input token count (1200000) exceeds the maximum number of tokens "
+            "allowed (1048576)."
+        },
+        1048576,
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "window"), OVERFLOWS)
+def test_every_known_overflow_wording_is_an_overflow(body: dict, window: int | None) -> None:
+    fault = classify(pe.ModelHTTPError(400, "m", {"error": body} if "object" not in body else body))
+    assert fault.kind == "overflow" and not fault.retryable
+    assert fault.window == window
+
+
+def test_an_overflow_category_from_pydantic_ai_is_an_overflow() -> None:
+    error = pe.ModelHTTPError.for_category(
+        pe.ModelContextWindowExceededError, status_code=400, model_name="m", body={}
+    )
+    assert classify(error).kind == "overflow"
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "retryable"),
+    [
+        (429, "rate-limit", True),
+        (500, "server", True),
+        (502, "server", True),
+        (503, "server", True),
+        (408, "server", True),
+        (400, "rejected", False),
+        (401, "rejected", False),
+        (403, "rejected", False),
+        (404, "rejected", False),
+        (422, "rejected", False),
+    ],
+)
+def test_http_statuses(status: int, kind: str, retryable: bool) -> None:
+    fault = classify(pe.ModelHTTPError(status, "m", {"error": {"message": "nope"}}))
+    assert (fault.kind, fault.retryable, fault.status) == (kind, retryable, status)
+    assert f"HTTP {status}" in fault.message and "nope" in fault.message
+
+
+def test_retry_after_is_carried_and_exhausted_quota_is_not_retried() -> None:
+    limited = pe.ModelHTTPError(429, "m", {}, headers={"Retry-After": "7"})
+    assert classify(limited).retry_after == 7.0
+    quota = pe.ModelHTTPError.for_category(
+        pe.ModelQuotaExceededError, status_code=429, model_name="m", body={}
+    )
+    assert not classify(quota).retryable
+
+
+def test_stream_faults_found_in_the_cause_chain() -> None:
+    def wrapped(inner: BaseException) -> pe.ModelConnectionError:
+        outer = pe.ModelConnectionError("m", "Connection error.")
+        outer.__cause__ = inner
+        return outer
+
+    assert classify(wrapped(StreamCutError("cut"))).kind == "cut"
+    assert classify(wrapped(EmptyStreamError("empty"))).kind == "empty"
+    assert classify(wrapped(httpx2.ReadTimeout("slow"))).kind == "stall"
+    assert classify(wrapped(httpx2.ReadError("reset"))).kind == "connection"
+    assert classify(pe.ModelTimeoutError("m", "timed out")).kind == "stall"
+    corrupt = pe.ModelAPIError("m", "Failed to decode response as JSON: Unterminated string")
+    assert classify(corrupt).kind == "corrupt"
+    assert classify(ValueError("a bug")).retryable is False
+
+
+def test_window_numbers_out_of_range_are_ignored() -> None:
+    assert overflow_window("maximum context length is 12 tokens") is None
+    assert overflow_window("maximum context length is 32768 tokens") == 32768
+
+
+def test_backoff_honours_retry_after_and_grows_with_jitter() -> None:
+    rng = random.Random(7)
+    assert backoff(1, 3.5) == 3.5
+    waits = [backoff(n, None, rng) for n in (1, 2, 3, 4, 5, 6)]
+    assert 0.375 <= waits[0] <= 0.625 and 0.75 <= waits[1] <= 1.25
+    assert all(w <= 8 * 1.25 for w in waits) and waits[5] >= 8 * 0.75  # capped
+
+
+# -- the stream completion check ---------------------------------------------------------
+
+
+class Body(httpx2.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            yield chunk
+
+
+class Canned(httpx2.AsyncBaseTransport):
+    def __init__(self, chunks: list[bytes], content_type: str = "text/event-stream") -> None:
+        self.chunks = chunks
+        self.content_type = content_type
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(
+            200, headers={"content-type": self.content_type}, stream=Body(self.chunks)
+        )
+
+
+def read(chunks: list[bytes], content_type: str = "text/event-stream") -> bytes:
+    async def go() -> bytes:
+        transport = CompletionCheckTransport(Canned(chunks, content_type))
+        async with httpx2.AsyncClient(transport=transport) as client:
+            response = await client.get("http://model.test/v1")
+            return await response.aread()
+
+    return asyncio.run(go())
+
+
+CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}, "finish_reason": null}]}\n\n'
+FINISH = b'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}\n\n'
+
+
+def test_a_finished_stream_passes_whole() -> None:
+    assert read([CHUNK, FINISH]) == CHUNK + FINISH
+    assert read([CHUNK, b"data: [DONE]\n\n"]).endswith(b"[DONE]\n\n")  # [DONE] alone is enough
+    # A marker split across two chunks is still seen.
+    assert read([CHUNK + FINISH[:30], FINISH[30:]]) == CHUNK + FINISH
+
+
+def test_a_stream_that_stops_short_raises() -> None:
+    with pytest.raises(StreamCutError):
+        read([CHUNK, CHUNK])
+    with pytest.raises(EmptyStreamError):
+        read([])
+    assert read([b"not a stream"], content_type="application/json") == b"not a stream"
+
+
+# -- retries in the log ------------------------------------------------------------------
+
+
+def test_an_abandoned_attempt_stays_in_the_log_but_not_in_the_history(
+    manager: SessionManager,
+) -> None:
+    lc = make_lifecycle(manager)
+    turn = lc.begin_turn("question")
+    turn.start_step([request("question")])
+    turn.chunk("half an ans")
+    turn.retry_step("cut", "the answer was incomplete", 0.5, streamed=True)
+    assert turn.resending and turn.attempt == 2
+    turn.start_step([request("question")])  # what pydantic-ai resends: not recorded twice
+    turn.chunk("the whole answer")
+    turn.assistant_message(response("the whole answer"))
+    turn.end_step({})
+    turn.end("completed")
+    events = manager.read_events(lc.session_id).events
+    retry = next(e for e in events if e.type == "step/retry")
+    assert retry.data.kind == "cut" and retry.data.attempt == 1 and retry.data.streamed
+    resent = [e for e in events if e.type == "step/start"][1]
+    assert resent.data.messages == [] and resent.data.model_extra == {"attempt": 2}
+    assert build_history(events).messages() == [request("question"), response("the whole answer")]
+    assert lc.message_history() == [request("question"), response("the whole answer")]
+    assistant = [item for item in transcript(events) if item.role == "assistant"]
+    assert [(a.text, a.partial) for a in assistant] == [("the whole answer", False)]
+
+
+def test_an_error_after_retries_keeps_the_last_partial_marked(manager: SessionManager) -> None:
+    lc = make_lifecycle(manager)
+    turn = lc.begin_turn("question")
+    turn.start_step([request("question")])
+    turn.chunk("first try")
+    turn.retry_step("cut", "incomplete", 0.5, streamed=True)
+    turn.start_step([])
+    turn.chunk("second try")
+    turn.end("error", error="incomplete")
+    events = manager.read_events(lc.session_id).events
+    last = transcript(events)[-1]
+    assert (last.text, last.partial, last.end_reason) == ("second try", True, "error")
+    assert "first try" not in str(build_history(events).messages())
+
+
+def test_a_retry_before_any_request_sends_the_prompt_afresh(manager: SessionManager) -> None:
+    lc = make_lifecycle(manager)
+    turn = lc.begin_turn("question")
+    turn.retry_step("connection", "refused", 0.5, streamed=False)
+    assert not turn.resending  # nothing was sent: the next attempt starts from the prompt
+
+
+def test_model_retry_options_are_parsed_with_warnings() -> None:
+    config, warnings = parse_initialization_options(
+        {"model": {"name": "m", "maxRetries": 4, "streamTimeout": 2.5}}, None, {}
+    )
+    assert (config.model.max_retries, config.model.stream_timeout, warnings) == (4, 2.5, [])
+    config, warnings = parse_initialization_options(
+        {"model": {"name": "m"}}, None, {"AGENT_ASSIST_LLM_STREAM_TIMEOUT": "90"}
+    )
+    assert config.model.stream_timeout == 90.0 and config.model.max_retries == 2
+    config, warnings = parse_initialization_options(
+        {"model": {"name": "m", "maxRetries": -1, "streamTimeout": "soon"}}, None, {}
+    )
+    assert (config.model.max_retries, config.model.stream_timeout) == (2, 60.0)
+    assert len(warnings) == 2 and "maxRetries" in warnings[0] and "streamTimeout" in warnings[1]
