@@ -97,7 +97,7 @@ def test_chat_streams_cancels_and_runs_every_slash_command(
 
     command(child, "/history")
     child.expect_exact("You (turn 1): hello")
-    child.expect_exact("[turn 2 aborted]")
+    child.expect_exact("[turn 2 aborted: incomplete]")
     child.expect_exact("You (turn 3): still there?")
 
     command(child, "/search continues")

@@ -25,6 +25,7 @@ from tests.e2e.harness import REPO, server_env
 from tests.fixtures import make_workspace
 from tests.unit.conftest import run_turn
 
+from .conftest import EXIT_SECONDS
 from .driver import STATES, LspProcess, bring_into, script_for
 
 ENDINGS = ("shutdown+exit", "exit", "eof", "stdout-closed", "sigterm", "sigint")
@@ -129,6 +130,7 @@ def test_every_ending_in_every_state_is_prompt(
             client.proc.wait(timeout=EXIT_DEADLINE)
         except subprocess.TimeoutExpired:
             pytest.fail(f"the server still runs {EXIT_DEADLINE} s after {ending} in {state}")
+        EXIT_SECONDS.append((f"{ending}/{state}", time.monotonic() - moment))
         if ending in ("exit", "shutdown+exit"):
             late = [
                 f for f in client.frames_after(moment) if f.get("method") != "agentAssist/chatDelta"
@@ -168,6 +170,7 @@ def test_a_killed_editor_never_leaves_a_server_behind(
         while time.monotonic() < deadline and process_exists(server_pid):
             time.sleep(0.02)
         assert not process_exists(server_pid), f"the server outlived its editor in {state}"
+        EXIT_SECONDS.append((f"editor-killed/{state}", time.monotonic() - deadline + EXIT_DEADLINE))
     finally:
         if editor.poll() is None:
             editor.kill()
