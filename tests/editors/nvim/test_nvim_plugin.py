@@ -447,7 +447,8 @@ def test_sessions_picker_opens_a_session(commands: dict[str, Any]) -> None:
     assert rows["choice"].startswith(commands["cancel_session"])
     assert actions["items"] == ["Open", "Fork"] and actions["choice"] == "Open"
     assert commands["chat_after_open"][:2] == ["## You (turn 1)", "tell me a long story"]
-    assert "_(aborted)_" in commands["chat_after_open"]
+    # the stopped reply was cut short: it comes back marked incomplete, not as an answer
+    assert "_(incomplete: aborted)_" in commands["chat_after_open"]
 
 
 def test_float_layout(commands: dict[str, Any], commands_project: Project) -> None:
@@ -466,3 +467,95 @@ def test_resume_shows_the_context_and_compact_reports(commands: dict[str, Any]) 
     assert commands["resume_context"][0] == "# Resumed Session Context"
     assert any(commands["cancel_session"] in line for line in commands["resume_context"])
     assert commands["compact"] == "Agent Assist: nothing to compact"  # one short turn
+
+
+# -- scenario 3: model faults: retried attempts, replies cut short, the retry options ---------
+
+
+@pytest.fixture(scope="module")
+def retry_project(tmp_path_factory: pytest.TempPathFactory, nvim: str) -> Iterator[Project]:
+    with FakeOpenAI() as server:
+        server.add(
+            {"cut": "Half an answer "},
+            {"text": "The whole answer.", "chunk": 4},
+            {"cut": "first try "},
+            {"cut": "second try, also cut"},
+            {
+                "text": "Let me look.",
+                "tool_calls": [{"name": "read_file", "arguments": {"path": "agent_spec.md"}}],
+            },
+            {"cut": "It says four "},
+            "It says three tools.",
+        )
+        yield make_project(tmp_path_factory.mktemp("nvim-retry"), server, nvim)
+
+
+@pytest.fixture(scope="module")
+def retry(retry_project: Project) -> dict[str, Any]:
+    return retry_project.launch("retry_spec")
+
+
+CUT_NOTE = re.compile(r"> Retrying \(attempt 2\): .*incomplete.*")
+
+
+def test_a_retried_attempt_leaves_only_the_whole_answer(retry: dict[str, Any]) -> None:
+    [event] = retry["retries_turn1"]
+    assert event["attempt"] == 2 and event["turn"] == 1
+    chat = retry["chat_after_retry"]
+    assert chat[:4] == ["## You (turn 1)", "explain it", "", "## Assistant"]
+    assert CUT_NOTE.fullmatch(chat[4]), chat
+    assert chat[5:] == ["", "The whole answer.", ""]
+    assert "Half an answer" not in "\n".join(chat)
+
+
+def test_a_turn_cut_every_time_shows_the_error(retry: dict[str, Any]) -> None:
+    turn = retry["chat_after_failure"][len(retry["chat_after_retry"]) :]
+    assert turn[:4] == ["## You (turn 2)", "again please", "", "## Assistant"]
+    assert CUT_NOTE.fullmatch(turn[4]), turn
+    assert turn[5:7] == ["", "second try, also cut"]
+    assert "first try" not in "\n".join(turn)
+    assert any(line.startswith("> **Error:**") and "after 2 attempts" in line for line in turn)
+
+
+def test_a_retry_after_a_tool_call_keeps_the_earlier_text(retry: dict[str, Any]) -> None:
+    turn = retry["chat_after_tool_retry"][len(retry["chat_after_failure"]) :]
+    assert turn[:5] == ["## You (turn 3)", "read the spec", "", "## Assistant", "Let me look."]
+    assert turn[5:8] == ["", "> tool `read_file` path=agent_spec.md: done", ""]
+    assert CUT_NOTE.fullmatch(turn[8]), turn
+    assert turn[9:] == ["", "It says three tools.", ""]
+
+
+def test_a_reply_cut_short_is_marked_incomplete_in_the_transcript(retry: dict[str, Any]) -> None:
+    history = retry["history"]
+    text = "\n".join(history)
+    assert "Half an answer" not in text and "first try" not in text  # retries stay out
+    start = history.index("## You (turn 2)")
+    assert history[start : start + 8] == [
+        "## You (turn 2)",
+        "again please",
+        "",
+        "## Assistant",
+        "second try, also cut",
+        "",
+        "_(incomplete: error)_",
+        "",
+    ]
+    assert "_(incomplete" not in "\n".join(history[:start])  # turn 1 completed
+
+
+def test_retry_and_window_options_reach_the_server(retry: dict[str, Any]) -> None:
+    assert retry["init"]["model"] == {"maxRetries": 1, "streamTimeout": 20}
+    assert retry["init"]["contextWindow"] == 64000 and retry["init"]["compactAt"] == 0.7
+    # one retry allowed: the failing turn made exactly two attempts
+    assert "after 2 attempts" in retry["chat_after_failure"][-2]
+    assert "context window 64000 tokens" in retry["status_note"]
+    warnings = notes(retry, WARN)
+    assert not [w for w in warnings if "maxRetries" in w or "streamTimeout" in w], warnings
+
+
+def test_invalid_retry_and_window_options_fall_back(retry: dict[str, Any]) -> None:
+    init = retry["invalid_init"]
+    assert "model" not in init and "contextWindow" not in init and "compactAt" not in init
+    [note] = [n["msg"] for n in retry["invalid_notes"]]
+    for key in ("model.max_retries", "model.stream_timeout", "context_window", "compact_at"):
+        assert key in note, note

@@ -11,6 +11,8 @@ local M = {}
 ---@field request_id? integer
 ---@field turn? integer        server turn number, known from the first delta or the result
 ---@field header_line integer  0-based line of its "## You" header
+---@field reply_line integer   0-based line where the current model request's text begins
+---@field retry_line? integer  0-based line of the retry note just above `reply_line`
 ---@field got_delta boolean
 ---@field cancelled boolean
 
@@ -139,6 +141,25 @@ function M.tool_line(params)
   return line .. ": " .. tostring(params.status)
 end
 
+--- The mark under an answer that did not complete, e.g. "(incomplete: aborted)"; nil if it did.
+---@param item agent_assist.TranscriptItem
+---@return string?
+function M.end_mark(item)
+  local reason = item.endReason ~= "completed" and item.endReason or nil
+  if item.partial then
+    return reason and ("(incomplete: %s)"):format(reason) or "(incomplete)"
+  end
+  return reason and ("(%s)"):format(reason) or nil
+end
+
+--- The note shown when a model attempt is retried.
+---@param params agent_assist.ChatRetryParams
+---@return string
+function M.retry_line(params)
+  local reason = split_lines(tostring(params.reason or ""))[1]
+  return ("> Retrying (attempt %s): %s"):format(tostring(params.attempt), reason)
+end
+
 --- Transcript items (`agentAssist/history`) as chat buffer lines.
 ---@param items agent_assist.TranscriptItem[]
 ---@return string[]
@@ -156,8 +177,9 @@ function M.render(items)
     elseif item.role == "assistant" then
       add({ ASSISTANT_HEADER })
       add(text)
-      if item.endReason and item.endReason ~= "completed" then
-        add({ "", ("_(%s)_"):format(item.endReason) })
+      local mark = M.end_mark(item)
+      if mark then
+        add({ "", ("_%s_"):format(mark) })
       end
       add({ "" })
     else
@@ -323,10 +345,12 @@ start_turn = function(chat, text)
   vim.list_extend(lines, split_lines(text))
   vim.list_extend(lines, { "", ASSISTANT_HEADER, "" })
   append(chat, lines)
+  local count = vim.api.nvim_buf_line_count(chat.buf)
   ---@type agent_assist.Turn
   local turn = {
     text = text,
-    header_line = vim.api.nvim_buf_line_count(chat.buf) - #lines,
+    header_line = count - #lines,
+    reply_line = count - 1,
     got_delta = false,
     cancelled = false,
   }
@@ -405,6 +429,31 @@ function M.on_delta(root, params)
   append_text(chat, params.delta or "")
 end
 
+--- `agentAssist/chatRetry`: drop the text the failed attempt streamed, note the retry; the
+--- next deltas start the answer over below the note. An earlier note of the same request is
+--- replaced, so retries stay one line.
+---@param root string
+---@param params agent_assist.ChatRetryParams
+function M.on_retry(root, params)
+  local chat = M.chats[root]
+  local turn = chat and chat.pending
+  if not valid(chat) or not turn or turn.cancelled then
+    return
+  end
+  if turn.turn and params.turn ~= turn.turn then
+    return
+  end
+  number_turn(chat, turn, params.turn)
+  local start = turn.reply_line
+  if turn.retry_line and turn.retry_line == start - 2 then
+    start = turn.retry_line
+  end
+  set_lines(chat, start, -1, { M.retry_line(params), "", "" })
+  turn.retry_line = start
+  turn.reply_line = start + 2
+  turn.got_delta = false -- no delta after this: the result's text is the answer
+end
+
 --- `agentAssist/toolCall`: one activity line per call, updated when it ends.
 ---@param root string
 ---@param params agent_assist.ToolCallParams
@@ -433,6 +482,9 @@ function M.on_tool_call(root, params)
     append(chat, { "", line, "", "" })
     chat.tools[key] = last + 2
   end
+  -- a tool call ends a model request the server keeps: a retry drops only what follows
+  chat.pending.reply_line = vim.api.nvim_buf_line_count(chat.buf) - 1
+  chat.pending.retry_line = nil
 end
 
 --- Redraw the chat from transcript items (or fetch them with `agentAssist/history`).

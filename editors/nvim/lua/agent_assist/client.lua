@@ -21,6 +21,7 @@ M.methods = {
   fork = "agentAssist/fork",
   search = "agentAssist/search",
   chat_delta = "agentAssist/chatDelta",
+  chat_retry = "agentAssist/chatRetry",
   tool_call = "agentAssist/toolCall",
   drift = "agentAssist/drift",
   session_changed = "agentAssist/sessionChanged",
@@ -34,12 +35,20 @@ M.methods = {
 ---@field turn integer
 ---@field text string
 ---@field endReason "completed"
----@field usage { inputTokens: integer, outputTokens: integer, requests: integer }
+---@field usage { inputTokens: integer, outputTokens: integer, requests: integer, estimated?: boolean } estimated: the server sent no counts
+---@field attempts integer model attempts the turn took (more than 1 after retries)
 
 ---@class agent_assist.ChatDeltaParams
 ---@field sessionId string
 ---@field turn integer
 ---@field delta string
+
+--- A model attempt failed after some of its text was streamed: drop that text, deltas restart.
+---@class agent_assist.ChatRetryParams
+---@field sessionId string
+---@field turn integer
+---@field attempt integer the attempt about to start (2 on the first retry)
+---@field reason string
 
 ---@class agent_assist.ToolCallParams
 ---@field sessionId string
@@ -66,6 +75,19 @@ M.methods = {
 ---@field text string
 ---@field endReason? string
 ---@field status? string
+---@field partial? boolean an answer cut short (stopped, failed): only what was streamed of it
+
+---@class agent_assist.StatusResult
+---@field sessionId string
+---@field state "idle"|"running"
+---@field waiting integer
+---@field resumed boolean
+---@field turns integer
+---@field model string?
+---@field drift integer
+---@field readOnly boolean
+---@field persistence "full"|"metadata"
+---@field contextWindow integer the window in use: lower than configured if the model server reported less
 
 ---@class agent_assist.SearchParams
 ---@field query string
@@ -221,6 +243,13 @@ local function on_delta(_, params, ctx)
   end
 end
 
+local function on_retry(_, params, ctx)
+  local project = project_of(ctx)
+  if project then
+    require("agent_assist.chat").on_retry(project.root, params)
+  end
+end
+
 local function on_tool_call(_, params, ctx)
   local project = project_of(ctx)
   if project then
@@ -235,6 +264,7 @@ local function handlers()
     [M.methods.drift] = on_drift,
     [M.methods.session_changed] = on_session_changed,
     [M.methods.chat_delta] = on_delta,
+    [M.methods.chat_retry] = on_retry,
     [M.methods.tool_call] = on_tool_call,
     -- workspace/applyEdit: Neovim's built-in handler (edits land in buffers, undoable).
   }

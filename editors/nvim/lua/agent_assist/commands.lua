@@ -284,7 +284,7 @@ M.subcommands = {
   end,
   status = function()
     ask(methods.status, {}, function(s)
-      client.notify(table.concat({
+      local lines = {
         ("session %s%s%s"):format(
           s.sessionId,
           s.resumed and " (resumed)" or "",
@@ -292,8 +292,12 @@ M.subcommands = {
         ),
         ("state %s, %d waiting, %d turns"):format(s.state, s.waiting or 0, s.turns or 0),
         ("model %s, persistence %s"):format(tostring(s.model or "not configured"), s.persistence),
-        ("files drifted: %d"):format(s.drift or 0),
-      }, "\n"))
+      }
+      if type(s.contextWindow) == "number" then -- the window in use: the server may have lowered it
+        table.insert(lines, ("context window %d tokens"):format(s.contextWindow))
+      end
+      table.insert(lines, ("files drifted: %d"):format(s.drift or 0))
+      client.notify(table.concat(lines, "\n"))
     end)
   end,
 }

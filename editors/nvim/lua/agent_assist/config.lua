@@ -3,6 +3,8 @@
 ---@class agent_assist.ModelOptions
 ---@field name? string     model name; falls back to $AGENT_ASSIST_LLM_MODEL_NAME in the server
 ---@field base_url? string OpenAI-compatible base URL; falls back to $AGENT_ASSIST_LLM_BASE_URL
+---@field max_retries? integer     retries of a failed model request, 0-10; server: $AGENT_ASSIST_LLM_MAX_RETRIES, else 2
+---@field stream_timeout? number   seconds without stream data before an attempt is retried, 1-3600; server: $AGENT_ASSIST_LLM_STREAM_TIMEOUT, else 60
 
 ---@class agent_assist.Keymaps
 ---@field prompt string|false  chat buffer, normal mode: open the input prompt
@@ -21,6 +23,8 @@
 ---@field model agent_assist.ModelOptions the API key is never set here: the server reads it from the environment
 ---@field persistence "full"|"metadata"
 ---@field tracked_files? string[]        globs whose drift is watched; default the server's
+---@field context_window? integer        tokens of the model's context window, 1000-10000000; server default 128000
+---@field compact_at? number             fraction of the window at which older turns are compacted, 0.1-0.95; server default 0.6
 ---@field keymaps agent_assist.Keymaps
 ---@field layout "split"|"vsplit"|"float"
 ---@field float agent_assist.FloatOptions
@@ -37,6 +41,8 @@ M.defaults = {
   model = {},
   persistence = "full",
   tracked_files = nil,
+  context_window = nil,
+  compact_at = nil,
   keymaps = { prompt = "i", cancel = "<C-c>", close = "q" },
   layout = "vsplit",
   float = { width = 0.8, height = 0.8, border = "rounded" },
@@ -90,12 +96,27 @@ local function is_string_list(value)
   return true
 end
 
+--- A check that `value` is a number in [min, max], a whole one if `integer`.
+local function number_in(min, max, integer)
+  return function(value)
+    return type(value) == "number"
+      and value >= min
+      and value <= max
+      and (not integer or math.floor(value) == value)
+  end
+end
+
 local function one_of(...)
   local allowed = { ... }
   return function(value)
     return vim.tbl_contains(allowed, value)
   end
 end
+
+local MODEL_CHECKS = {
+  max_retries = { number_in(0, 10, true), "a whole number, 0-10" },
+  stream_timeout = { number_in(1, 3600, false), "a number of seconds, 1-3600" },
+}
 
 local CHECKS = {
   cmd = { is_string_list, "a non-empty list of strings" },
@@ -108,6 +129,8 @@ local CHECKS = {
   auto_resume = { one_of("ask", "always", "never"), "ask|always|never" },
   persistence = { one_of("full", "metadata"), "full|metadata" },
   tracked_files = { is_string_list, "a list of glob strings" },
+  context_window = { number_in(1000, 10000000, true), "a whole number of tokens, 1000-10000000" },
+  compact_at = { number_in(0.1, 0.95, false), "a fraction of the context window, 0.1-0.95" },
   layout = { one_of("split", "vsplit", "float"), "split|vsplit|float" },
   stop_timeout = {
     function(v)
@@ -139,8 +162,18 @@ function M.setup(opts)
     end
   end
   if type(merged.model) ~= "table" then
-    table.insert(problems, "model must be a table { name, base_url }; using the environment")
+    table.insert(
+      problems,
+      "model must be a table { name, base_url, max_retries, stream_timeout }; using the environment"
+    )
     merged.model = {}
+  end
+  for key, check in pairs(MODEL_CHECKS) do
+    local value = merged.model[key]
+    if value ~= nil and not check[1](value) then
+      table.insert(problems, ("model.%s must be %s; using the server's"):format(key, check[2]))
+      merged.model[key] = nil
+    end
   end
   for _, secret in ipairs({ "api_key", "apiKey", "key" }) do
     if merged.model[secret] ~= nil then
@@ -205,6 +238,8 @@ function M.init_options(root)
     autoResume = options.auto_resume,
     persistence = options.persistence,
     trackedFiles = options.tracked_files,
+    contextWindow = options.context_window,
+    compactAt = options.compact_at,
   }
   local model = {}
   if options.model.name then
@@ -213,6 +248,8 @@ function M.init_options(root)
   if options.model.base_url then
     model.baseUrl = options.model.base_url
   end
+  model.maxRetries = options.model.max_retries
+  model.streamTimeout = options.model.stream_timeout
   if next(model) then
     init.model = model
   end

@@ -143,6 +143,20 @@ function M.check()
   else
     health.info("API key: not set (fine for a local model that needs none)")
   end
+  local function model_option(value, env_name, default)
+    if value ~= nil then
+      return ("%s (from setup())"):format(value)
+    end
+    local from_env = first_env({ env_name })
+    return from_env and ("%s (from $%s)"):format(from_env, env_name)
+      or ("%s (default)"):format(default)
+  end
+  health.info(
+    ("retries: %s; stream timeout: %s s"):format(
+      model_option(opts.model.max_retries, "AGENT_ASSIST_LLM_MAX_RETRIES", 2),
+      model_option(opts.model.stream_timeout, "AGENT_ASSIST_LLM_STREAM_TIMEOUT", 60)
+    )
+  )
 
   health.start("Storage")
   local dir = M.storage_dir()

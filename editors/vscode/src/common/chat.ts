@@ -21,6 +21,10 @@ export class ChatController implements vscode.Disposable {
   ) {
     this.disposables.push(
       server.onChatDelta.event((p) => this.post({ type: "delta", turn: p.turn, delta: p.delta })),
+      server.onChatRetry.event((p) => {
+        this.log.warn(`turn ${p.turn}: retrying (attempt ${p.attempt}): ${p.reason}`);
+        this.post({ type: "retry", turn: p.turn, attempt: p.attempt, reason: p.reason });
+      }),
       server.onToolCall.event((p) =>
         this.post({ type: "tool", turn: p.turn, tool: p.tool, status: p.status, detail: describeToolArgs(p.args) }),
       ),
@@ -92,7 +96,12 @@ export class ChatController implements vscode.Disposable {
     try {
       const status = await this.server.request<StatusResult>(STATUS, {});
       this.sessionId = status.sessionId;
-      this.status.update({ sessionId: status.sessionId, drift: status.drift, running: this.busy || status.state === "running" });
+      this.status.update({
+        sessionId: status.sessionId,
+        drift: status.drift,
+        running: this.busy || status.state === "running",
+        contextWindow: status.contextWindow,
+      });
     } catch (error) {
       this.log.warn(`status: ${errorText(error)}`);
     }

@@ -16,6 +16,7 @@ export const STATUS = "agentAssist/status";
 
 // Notifications (server → client)
 export const CHAT_DELTA = "agentAssist/chatDelta";
+export const CHAT_RETRY = "agentAssist/chatRetry";
 export const TOOL_CALL = "agentAssist/toolCall";
 export const DRIFT = "agentAssist/drift";
 export const SESSION_CHANGED = "agentAssist/sessionChanged";

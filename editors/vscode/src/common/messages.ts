@@ -25,6 +25,7 @@ export type HostMessage =
   | { type: "transcript"; sessionId: string; items: TranscriptItem[] }
   | { type: "userMessage"; text: string }
   | { type: "delta"; turn: number; delta: string }
+  | { type: "retry"; turn: number; attempt: number; reason: string }
   | { type: "tool"; turn: number; tool: string; status: string; detail: string }
   | { type: "turnEnd"; turn: number; text: string; endReason: string }
   | { type: "error"; text: string }
@@ -75,6 +76,7 @@ function parseItem(value: unknown): TranscriptItem | undefined {
     text: value.text,
     ...(typeof value.endReason === "string" ? { endReason: value.endReason } : {}),
     ...(typeof value.status === "string" ? { status: value.status } : {}),
+    ...(value.partial === true ? { partial: true } : {}),
   };
 }
 
@@ -93,6 +95,14 @@ export function parseHostMessage(value: unknown): HostMessage | undefined {
   }
   if (type === "delta" && typeof value.turn === "number" && typeof value.delta === "string") {
     return { type, turn: value.turn, delta: value.delta };
+  }
+  if (
+    type === "retry" &&
+    typeof value.turn === "number" &&
+    typeof value.attempt === "number" &&
+    typeof value.reason === "string"
+  ) {
+    return { type, turn: value.turn, attempt: value.attempt, reason: value.reason };
   }
   if (
     type === "tool" &&

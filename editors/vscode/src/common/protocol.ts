@@ -7,6 +7,10 @@ export interface ModelOptions {
   name?: string;
   baseUrl?: string;
   apiKey?: string;
+  /** Retries of a failed model request (0..10; the server's default is 2). */
+  maxRetries?: number;
+  /** Seconds without stream data before an attempt is abandoned and retried (1..3600; default 60). */
+  streamTimeout?: number;
 }
 
 export interface InitializationOptions {
@@ -15,12 +19,18 @@ export interface InitializationOptions {
   persistence: Persistence;
   trackedFiles: string[];
   model?: ModelOptions;
+  /** Tokens of the model's context window (1000..10000000; the server's default is 128000). */
+  contextWindow?: number;
+  /** Fraction of `contextWindow` at which older turns are compacted (0.1..0.95; default 0.6). */
+  compactAt?: number;
 }
 
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
   requests: number;
+  /** The token counts are estimated: the model server sent none. */
+  estimated?: boolean;
 }
 
 export interface ChatResult {
@@ -29,6 +39,8 @@ export interface ChatResult {
   text: string;
   endReason: string;
   usage: Usage;
+  /** Model attempts the turn took (more than 1 after retries). */
+  attempts: number;
 }
 
 export interface SaveResult {
@@ -57,6 +69,8 @@ export interface StatusResult {
   drift: number;
   readOnly: boolean;
   persistence: Persistence;
+  /** The context window in use: lower than configured when the model server reported a smaller one. */
+  contextWindow: number;
 }
 
 export type TranscriptRole = "user" | "assistant" | "tool" | "notice";
@@ -67,6 +81,8 @@ export interface TranscriptItem {
   text: string;
   endReason?: string;
   status?: string;
+  /** An answer cut short (stopped, failed): only what was streamed of it. */
+  partial?: boolean;
 }
 
 export interface HistoryResult {
@@ -147,6 +163,14 @@ export interface ChatDeltaParams {
   sessionId: string;
   turn: number;
   delta: string;
+}
+
+/** A model attempt failed after some of its text was streamed: drop that text, deltas restart. */
+export interface ChatRetryParams {
+  sessionId: string;
+  turn: number;
+  attempt: number;
+  reason: string;
 }
 
 export interface ToolCallParams {

@@ -11,9 +11,9 @@ import {
   State,
   TransportKind,
 } from "vscode-languageclient/node";
-import { CHAT_DELTA, DRIFT, EXTENSION_ID, SESSION_CHANGED, TOOL_CALL } from "./constants";
+import { CHAT_DELTA, CHAT_RETRY, DRIFT, EXTENSION_ID, SESSION_CHANGED, TOOL_CALL } from "./constants";
 import { errorText } from "./logging";
-import type { ChatDeltaParams, DriftParams, SessionChangedParams, ToolCallParams } from "./protocol";
+import type { ChatDeltaParams, ChatRetryParams, DriftParams, SessionChangedParams, ToolCallParams } from "./protocol";
 import type { ApiKeyStore } from "./secrets";
 import { readSettings, resolveServerCommand, SECTION, toInitializationOptions } from "./settings";
 
@@ -33,6 +33,7 @@ export class AgentServer implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private driftShown = false;
   readonly onChatDelta = new vscode.EventEmitter<ChatDeltaParams>();
+  readonly onChatRetry = new vscode.EventEmitter<ChatRetryParams>();
   readonly onToolCall = new vscode.EventEmitter<ToolCallParams>();
   readonly onDrift = new vscode.EventEmitter<DriftParams>();
   readonly onSessionChanged = new vscode.EventEmitter<SessionChangedParams>();
@@ -92,6 +93,7 @@ export class AgentServer implements vscode.Disposable {
     this.client = client;
     client.onDidChangeState((e) => this.onRunning.fire(e.newState === State.Running));
     client.onNotification(CHAT_DELTA, (p: ChatDeltaParams) => this.onChatDelta.fire(p));
+    client.onNotification(CHAT_RETRY, (p: ChatRetryParams) => this.onChatRetry.fire(p));
     client.onNotification(TOOL_CALL, (p: ToolCallParams) => this.onToolCall.fire(p));
     client.onNotification(DRIFT, (p: DriftParams) => {
       this.driftShown = p.source === "resume";
@@ -153,7 +155,7 @@ export class AgentServer implements vscode.Disposable {
 
   dispose(): void {
     void this.stop();
-    for (const emitter of [this.onChatDelta, this.onToolCall, this.onDrift, this.onSessionChanged, this.onRunning]) {
+    for (const emitter of [this.onChatDelta, this.onChatRetry, this.onToolCall, this.onDrift, this.onSessionChanged, this.onRunning]) {
       emitter.dispose();
     }
   }

@@ -13,6 +13,11 @@ export interface Settings {
   serverCommand: string[];
   modelName: string;
   modelBaseUrl: string;
+  /** Unset (undefined): the server decides (its environment, else its default). */
+  modelMaxRetries: number | undefined;
+  modelStreamTimeout: number | undefined;
+  contextWindow: number | undefined;
+  compactAt: number | undefined;
   autoResume: AutoResume;
   persistence: Persistence;
   trackedFiles: string[];
@@ -22,6 +27,10 @@ export const DEFAULT_SETTINGS: Settings = {
   serverCommand: [],
   modelName: "",
   modelBaseUrl: "",
+  modelMaxRetries: undefined,
+  modelStreamTimeout: undefined,
+  contextWindow: undefined,
+  compactAt: undefined,
   autoResume: "ask",
   persistence: "full",
   trackedFiles: ["agent_spec.md", "templates/**"],
@@ -45,6 +54,14 @@ function text(value: unknown): string {
   return typeof value === "string" ? value.trim() : "";
 }
 
+/** A number in [min, max] (a whole one if `integer`), else undefined: the server's default applies. */
+function numberIn(value: unknown, min: number, max: number, integer: boolean): number | undefined {
+  if (typeof value !== "number" || !Number.isFinite(value) || (integer && !Number.isInteger(value))) {
+    return undefined;
+  }
+  return value >= min && value <= max ? value : undefined;
+}
+
 /** Parse the `agentAssist` configuration section; a bad value falls back to its default. */
 export function readSettings(config: ConfigurationReader): Settings {
   const command = config.get("server.command");
@@ -55,13 +72,17 @@ export function readSettings(config: ConfigurationReader): Settings {
         : stringList(command, DEFAULT_SETTINGS.serverCommand),
     modelName: text(config.get("model.name")),
     modelBaseUrl: text(config.get("model.baseUrl")),
+    modelMaxRetries: numberIn(config.get("model.maxRetries"), 0, 10, true),
+    modelStreamTimeout: numberIn(config.get("model.streamTimeout"), 1, 3600, false),
+    contextWindow: numberIn(config.get("contextWindow"), 1000, 10_000_000, true),
+    compactAt: numberIn(config.get("compactAt"), 0.1, 0.95, false),
     autoResume: oneOf(config.get("autoResume"), AUTO_RESUME, DEFAULT_SETTINGS.autoResume),
     persistence: oneOf(config.get("persistence"), PERSISTENCE, DEFAULT_SETTINGS.persistence),
     trackedFiles: stringList(config.get("trackedFiles"), DEFAULT_SETTINGS.trackedFiles),
   };
 }
 
-/** The server's `initializationOptions`; empty model fields are left to the server's environment. */
+/** The server's `initializationOptions`; empty fields are left to the server (its environment, its defaults). */
 export function toInitializationOptions(
   settings: Settings,
   instanceId: string,
@@ -71,12 +92,16 @@ export function toInitializationOptions(
     ...(settings.modelName ? { name: settings.modelName } : {}),
     ...(settings.modelBaseUrl ? { baseUrl: settings.modelBaseUrl } : {}),
     ...(apiKey ? { apiKey } : {}),
+    ...(settings.modelMaxRetries === undefined ? {} : { maxRetries: settings.modelMaxRetries }),
+    ...(settings.modelStreamTimeout === undefined ? {} : { streamTimeout: settings.modelStreamTimeout }),
   };
   return {
     instanceId,
     autoResume: settings.autoResume,
     persistence: settings.persistence,
     trackedFiles: settings.trackedFiles,
+    ...(settings.contextWindow === undefined ? {} : { contextWindow: settings.contextWindow }),
+    ...(settings.compactAt === undefined ? {} : { compactAt: settings.compactAt }),
     ...(Object.keys(model).length > 0 ? { model } : {}),
   };
 }

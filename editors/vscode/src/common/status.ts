@@ -1,4 +1,4 @@
-/** Status bar item: short session id, idle/running, drift count. */
+/** Status bar item: short session id, idle/running, drift count; the context window in its tooltip. */
 import * as vscode from "vscode";
 
 export interface StatusView {
@@ -6,6 +6,8 @@ export interface StatusView {
   running: boolean;
   drift: number;
   connected: boolean;
+  /** Tokens of the context window in use (`agentAssist/status`); 0 until known. */
+  contextWindow: number;
 }
 
 export function statusText(view: StatusView): string {
@@ -18,9 +20,17 @@ export function statusText(view: StatusView): string {
   return `${icon} ${id} ${view.running ? "running" : "idle"}${drift}`;
 }
 
+export function statusTooltip(view: StatusView): string {
+  if (!view.sessionId) {
+    return "Agent Assist";
+  }
+  const context = view.contextWindow > 0 ? `, context window: ${view.contextWindow} tokens` : "";
+  return `Agent Assist session ${view.sessionId} (${view.running ? "running" : "idle"}), drifted files: ${view.drift}${context}`;
+}
+
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
-  private view: StatusView = { sessionId: "", running: false, drift: 0, connected: false };
+  private view: StatusView = { sessionId: "", running: false, drift: 0, connected: false, contextWindow: 0 };
 
   constructor() {
     this.item.name = "Agent Assist";
@@ -36,9 +46,7 @@ export class StatusBar implements vscode.Disposable {
 
   private render(): void {
     this.item.text = statusText(this.view);
-    this.item.tooltip = this.view.sessionId
-      ? `Agent Assist session ${this.view.sessionId} (${this.view.running ? "running" : "idle"}), drifted files: ${this.view.drift}`
-      : "Agent Assist";
+    this.item.tooltip = statusTooltip(this.view);
   }
 
   dispose(): void {

@@ -2,6 +2,7 @@
 import { parseHostMessage, type HostMessage, type WebviewMessage } from "../common/messages";
 import type { TranscriptItem } from "../common/protocol";
 import { renderMarkdown } from "./markdown";
+import { applyHostMessage, endMark, RETRY_STATUS } from "./transcript";
 
 interface VsCodeApi {
   postMessage(message: WebviewMessage): void;
@@ -58,13 +59,16 @@ function itemElement(item: TranscriptItem): HTMLElement {
   el.dataset.turn = String(item.turn);
   if (item.role === "assistant") {
     el.innerHTML = renderMarkdown(item.text); // escaped, then formatted: no raw HTML survives
-    if (item.endReason && item.endReason !== "completed") {
-      const mark = document.createElement("div");
-      mark.className = "end-reason";
-      mark.textContent = `(${item.endReason})`;
-      el.appendChild(mark);
+    el.classList.toggle("partial", item.partial === true);
+    const mark = endMark(item);
+    if (mark !== undefined) {
+      const note = document.createElement("div");
+      note.className = "end-reason";
+      note.textContent = mark;
+      el.appendChild(note);
     }
   } else {
+    el.classList.toggle("retry", item.role === "notice" && item.status === RETRY_STATUS);
     el.textContent = item.role === "tool" ? `⚙ ${item.text}` : item.text;
   }
   return el;
@@ -77,17 +81,6 @@ function render(): void {
   save();
 }
 
-function lastAssistant(turn: number): TranscriptItem {
-  const last = state.items[state.items.length - 1];
-  if (last && last.role === "assistant" && (last.turn === turn || last.turn < 0)) {
-    last.turn = turn;
-    return last;
-  }
-  const item: TranscriptItem = { turn, role: "assistant", text: "" };
-  state.items.push(item);
-  return item;
-}
-
 function setRunning(value: boolean): void {
   running = value;
   sendButton.hidden = value;
@@ -96,40 +89,9 @@ function setRunning(value: boolean): void {
 }
 
 function handle(message: HostMessage): void {
-  switch (message.type) {
-    case "transcript":
-      state = { ...state, sessionId: message.sessionId, items: message.items };
-      break;
-    case "userMessage":
-      state.items.push({ turn: -1, role: "user", text: message.text });
-      break;
-    case "delta":
-      lastAssistant(message.turn).text += message.delta;
-      break;
-    case "tool":
-      state.items.push({
-        turn: message.turn,
-        role: "tool",
-        text: `${message.tool} ${message.detail} — ${message.status}`,
-      });
-      break;
-    case "turnEnd": {
-      const item = lastAssistant(message.turn);
-      if (message.text) {
-        item.text = message.text;
-      }
-      item.endReason = message.endReason;
-      break;
-    }
-    case "error":
-      state.items.push({ turn: -1, role: "notice", text: message.text });
-      break;
-    case "state":
-      setRunning(message.running);
-      if (message.sessionId) {
-        state.sessionId = message.sessionId;
-      }
-      break;
+  state = { ...state, ...applyHostMessage(state, message) };
+  if (message.type === "state") {
+    setRunning(message.running);
   }
   render();
 }

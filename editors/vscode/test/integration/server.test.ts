@@ -4,9 +4,20 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CancellationTokenSource, ResponseError } from "vscode-jsonrpc/node";
-import { CHAT, CHAT_DELTA, DRIFT, HISTORY, REQUEST_CANCELLED, SESSION_CHANGED, STATUS } from "../../src/common/constants";
+import {
+  CHAT,
+  CHAT_DELTA,
+  CHAT_RETRY,
+  DRIFT,
+  HISTORY,
+  REQUEST_CANCELLED,
+  SESSION_CHANGED,
+  STATUS,
+} from "../../src/common/constants";
+import type { HostMessage } from "../../src/common/messages";
 import type { ChatResult, HistoryResult, StatusResult } from "../../src/common/protocol";
 import { DEFAULT_SETTINGS, toInitializationOptions } from "../../src/common/settings";
+import { applyHostMessage, endMark, type Transcript } from "../../src/webview/transcript";
 import { type FakeModel, SERVER, ServerSession, startFakeModel } from "./harness";
 
 const FIRST_REPLY = "Hello from the **fake** model; this reply streams in small chunks.";
@@ -100,6 +111,10 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
     const texts = history.items.map((i) => `${i.role}:${i.text}`);
     expect(texts).toContain("user:first question about apples");
     expect(texts).toContain(`assistant:${FIRST_REPLY}`);
+    // the stopped reply comes back marked as cut short, never as a completed answer
+    const stoppedReply = history.items.find((i) => i.role === "assistant" && i.text.startsWith("This reply will be stopped"));
+    expect(stoppedReply).toMatchObject({ partial: true, endReason: "aborted" });
+    expect(endMark(stoppedReply!)).toBe("(incomplete: aborted)");
 
     // -- the next reply is aware of the earlier turn: the model receives it
     const before = model.requests().length;
@@ -111,6 +126,72 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
     expect(sent).toContain("first question about apples");
     await second.shutdown();
   }, 90_000);
+
+  it("drops a retried attempt's streamed text and shows only the whole answer", async () => {
+    const dir = fs.mkdtempSync(path.join(tmp, "retry-"));
+    const project = path.join(dir, "project");
+    fs.mkdirSync(project);
+    const faulty = await startFakeModel(dir, [
+      { cut: "Half an answer " },
+      { text: "The whole answer.", chunk: 5 },
+      { text: "No usage sent.", usage: false },
+    ]);
+    try {
+      const settings = {
+        ...DEFAULT_SETTINGS,
+        modelName: "fake-model",
+        modelBaseUrl: faulty.baseUrl,
+        modelMaxRetries: 1,
+        modelStreamTimeout: 20,
+        contextWindow: 64_000,
+        compactAt: 0.7,
+      };
+      const session = ServerSession.start(project, path.join(dir, "home"), () => ({ title: "New session" }));
+      sessions.push(session);
+      await session.initialize(project, toInitializationOptions(settings, "vscode-retry", "sk-test-key"));
+      await session.waitFor(SESSION_CHANGED);
+
+      const result: ChatResult = await session.connection.sendRequest(CHAT, { text: "explain it" });
+      expect(result.text).toBe("The whole answer.");
+      expect(result.attempts).toBe(2);
+      // what ChatController posts to the view, in the order the server sent it
+      const posted: HostMessage[] = [{ type: "userMessage", text: "explain it" }];
+      for (const n of session.notifications) {
+        if (n.method === CHAT_DELTA && n.params.turn === result.turn) {
+          posted.push({ type: "delta", turn: n.params.turn, delta: n.params.delta });
+        } else if (n.method === CHAT_RETRY) {
+          expect(n.params).toMatchObject({ sessionId: result.sessionId, turn: result.turn, attempt: 2 });
+          posted.push({ type: "retry", turn: n.params.turn, attempt: n.params.attempt, reason: n.params.reason });
+        }
+      }
+      expect(posted.filter((m) => m.type === "retry")).toHaveLength(1);
+      const live = posted.reduce(applyHostMessage, { sessionId: result.sessionId, items: [] } satisfies Transcript);
+      expect(live.items.map((i) => `${i.role}:${i.text}`)).toEqual([
+        "user:explain it",
+        expect.stringMatching(/^notice:Retrying \(attempt 2\): .*incomplete/),
+        "assistant:The whole answer.",
+      ]);
+      const done = applyHostMessage(live, { type: "turnEnd", turn: result.turn, text: result.text, endReason: "completed" });
+      expect(done.items.at(-1)).toEqual({ turn: result.turn, role: "assistant", text: "The whole answer.", endReason: "completed" });
+
+      // the redrawn transcript never has the abandoned attempt
+      const history: HistoryResult = await session.connection.sendRequest(HISTORY, {});
+      expect(JSON.stringify(history.items)).not.toContain("Half an answer");
+
+      const estimated: ChatResult = await session.connection.sendRequest(CHAT, { text: "and usage?" });
+      expect(estimated.text).toBe("No usage sent.");
+      expect(estimated.usage.estimated).toBe(true);
+      expect(result.usage.estimated).toBeFalsy();
+
+      const status: StatusResult = await session.connection.sendRequest(STATUS, {});
+      expect(status.contextWindow).toBe(64_000);
+      const warnings = session.notifications.filter((n) => n.method === "window/showMessage").map((n) => n.params.message);
+      expect(warnings.filter((m: string) => /maxRetries|streamTimeout|contextWindow|compactAt/.test(m))).toEqual([]);
+      await session.shutdown();
+    } finally {
+      faulty.stop();
+    }
+  }, 60_000);
 
   it("answers New session with a fresh session", async () => {
     const third = ServerSession.start(workspace, home, () => ({ title: "New session" }));

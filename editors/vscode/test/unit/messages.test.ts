@@ -35,6 +35,7 @@ describe("extension → webview messages", () => {
       { type: "transcript", sessionId: "abc", items: [{ turn: 1, role: "user", text: "hi" }] },
       { type: "userMessage", text: "hi" },
       { type: "delta", turn: 1, delta: "Ec" },
+      { type: "retry", turn: 1, attempt: 2, reason: "the stream was cut short" },
       { type: "tool", turn: 1, tool: "read_file", status: "started", detail: "path=a" },
       { type: "turnEnd", turn: 1, text: "Echo: hi", endReason: "completed" },
       { type: "error", text: "boom" },
@@ -51,6 +52,7 @@ describe("extension → webview messages", () => {
       sessionId: "s",
       items: [
         { turn: 1, role: "assistant", text: "a", endReason: "aborted", status: "x" },
+        { turn: 2, role: "assistant", text: "cut sho", endReason: "error", partial: true },
         { turn: 2, role: "system", text: "hidden" },
         { turn: "3", role: "user", text: "bad turn" },
       ],
@@ -58,12 +60,16 @@ describe("extension → webview messages", () => {
     expect(parsed).toEqual({
       type: "transcript",
       sessionId: "s",
-      items: [{ turn: 1, role: "assistant", text: "a", endReason: "aborted", status: "x" }],
+      items: [
+        { turn: 1, role: "assistant", text: "a", endReason: "aborted", status: "x" },
+        { turn: 2, role: "assistant", text: "cut sho", endReason: "error", partial: true },
+      ],
     });
   });
 
   it("rejects wrong field types", () => {
     expect(parseHostMessage({ type: "delta", turn: "1", delta: "x" })).toBeUndefined();
+    expect(parseHostMessage({ type: "retry", turn: 1, attempt: "2", reason: "x" })).toBeUndefined();
     expect(parseHostMessage({ type: "state", running: "yes", sessionId: "" })).toBeUndefined();
     expect(parseHostMessage({ type: "nope" })).toBeUndefined();
   });

@@ -1,3 +1,5 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { describeDrift } from "../../src/common/protocol";
 import {
@@ -8,7 +10,7 @@ import {
   resolveServerCommand,
   toInitializationOptions,
 } from "../../src/common/settings";
-import { statusText } from "../../src/common/status";
+import { statusText, statusTooltip } from "../../src/common/status";
 
 function reader(values: Record<string, unknown>): { get(key: string): unknown } {
   return { get: (key: string) => values[key] };
@@ -25,6 +27,10 @@ describe("readSettings", () => {
         "server.command": ["/opt/aa/bin/agent-assist", "serve"],
         "model.name": " gpt-test ",
         "model.baseUrl": "http://127.0.0.1:9/v1",
+        "model.maxRetries": 0,
+        "model.streamTimeout": 12.5,
+        contextWindow: 32_768,
+        compactAt: 0.8,
         autoResume: "always",
         persistence: "metadata",
         trackedFiles: ["spec/**", "", 3],
@@ -34,6 +40,10 @@ describe("readSettings", () => {
       serverCommand: ["/opt/aa/bin/agent-assist", "serve"],
       modelName: "gpt-test",
       modelBaseUrl: "http://127.0.0.1:9/v1",
+      modelMaxRetries: 0,
+      modelStreamTimeout: 12.5,
+      contextWindow: 32_768,
+      compactAt: 0.8,
       autoResume: "always",
       persistence: "metadata",
       trackedFiles: ["spec/**"],
@@ -47,11 +57,46 @@ describe("readSettings", () => {
     expect(settings.trackedFiles).toEqual(DEFAULT_SETTINGS.trackedFiles);
   });
 
+  it("leaves out-of-range or non-numeric model and window settings to the server", () => {
+    const settings = readSettings(
+      reader({
+        "model.maxRetries": 11,
+        "model.streamTimeout": 0,
+        contextWindow: 1000.5,
+        compactAt: "0.5",
+      }),
+    );
+    expect(settings.modelMaxRetries).toBeUndefined();
+    expect(settings.modelStreamTimeout).toBeUndefined();
+    expect(settings.contextWindow).toBeUndefined();
+    expect(settings.compactAt).toBeUndefined();
+    expect(readSettings(reader({ "model.maxRetries": 2.5, "model.streamTimeout": null })).modelMaxRetries).toBeUndefined();
+  });
+
   it("splits a command given as one string", () => {
     expect(readSettings(reader({ "server.command": "agent-assist  serve" })).serverCommand).toEqual([
       "agent-assist",
       "serve",
     ]);
+  });
+});
+
+describe("package.json contributes.configuration", () => {
+  const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, "../../package.json"), "utf-8"));
+  const properties = manifest.contributes.configuration.properties;
+
+  it("declares the retry and window settings with the server's ranges, unset by default", () => {
+    expect(properties["agentAssist.model.maxRetries"]).toMatchObject({ default: null, minimum: 0, maximum: 10 });
+    expect(properties["agentAssist.model.streamTimeout"]).toMatchObject({ default: null, minimum: 1, maximum: 3600 });
+    expect(properties["agentAssist.contextWindow"]).toMatchObject({ default: null, minimum: 1000, maximum: 10_000_000 });
+    expect(properties["agentAssist.compactAt"]).toMatchObject({ default: null, minimum: 0.1, maximum: 0.95 });
+  });
+
+  it("gives null (unset) for the declared defaults", () => {
+    const defaults = Object.fromEntries(
+      Object.entries(properties).map(([key, value]: [string, any]) => [key.slice("agentAssist.".length), value.default]),
+    );
+    expect(readSettings(reader(defaults))).toEqual(DEFAULT_SETTINGS);
   });
 });
 
@@ -74,6 +119,23 @@ describe("toInitializationOptions", () => {
 
   it("sends only the key when only the key is set", () => {
     expect(toInitializationOptions(DEFAULT_SETTINGS, "i", "k").model).toEqual({ apiKey: "k" });
+  });
+
+  it("passes retries and the stream timeout in model, the window options at the top level", () => {
+    const settings = {
+      ...DEFAULT_SETTINGS,
+      modelMaxRetries: 0,
+      modelStreamTimeout: 30,
+      contextWindow: 8192,
+      compactAt: 0.5,
+    };
+    const options = toInitializationOptions(settings, "i", undefined);
+    expect(options.model).toEqual({ maxRetries: 0, streamTimeout: 30 });
+    expect(options.contextWindow).toBe(8192);
+    expect(options.compactAt).toBe(0.5);
+    const unset = toInitializationOptions(DEFAULT_SETTINGS, "i", undefined);
+    expect(unset).not.toHaveProperty("contextWindow");
+    expect(unset).not.toHaveProperty("compactAt");
   });
 });
 
@@ -124,12 +186,21 @@ describe("resolveServerCommand", () => {
 
 describe("status and drift text", () => {
   it("shows the short session id, state and drift", () => {
-    expect(statusText({ sessionId: "0123456789ab", running: true, drift: 2, connected: true })).toBe(
+    expect(statusText({ sessionId: "0123456789ab", running: true, drift: 2, connected: true, contextWindow: 0 })).toBe(
       "$(sync~spin) 01234567 running $(warning) 2",
     );
-    expect(statusText({ sessionId: "0123456789ab", running: false, drift: 0, connected: true })).toBe(
+    expect(statusText({ sessionId: "0123456789ab", running: false, drift: 0, connected: true, contextWindow: 0 })).toBe(
       "$(comment-discussion) 01234567 idle",
     );
+  });
+
+  it("shows the context window in use in the tooltip once it is known", () => {
+    const view = { sessionId: "0123456789ab", running: false, drift: 1, connected: true, contextWindow: 4096 };
+    expect(statusTooltip(view)).toBe(
+      "Agent Assist session 0123456789ab (idle), drifted files: 1, context window: 4096 tokens",
+    );
+    expect(statusTooltip({ ...view, contextWindow: 0 })).not.toContain("context window");
+    expect(statusTooltip({ ...view, sessionId: "" })).toBe("Agent Assist");
   });
 
   it("lists drifted files", () => {

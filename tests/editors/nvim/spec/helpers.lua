@@ -3,7 +3,7 @@ local H = {
   notifications = {}, ---@type {msg: string, level: integer}[]
   selects = {}, ---@type {prompt: string, items: string[], choice: string?}[]
   inputs = {},
-  events = { session_changed = {}, deltas = {}, tools = {} },
+  events = { session_changed = {}, deltas = {}, retries = {}, tools = {} },
   --- Answer a vim.ui.select: a function(prompt, formatted_items, items) -> index, or nil.
   answer = nil,
   out = {},
@@ -37,6 +37,7 @@ local chat = require("agent_assist.chat")
 for name, list in pairs({
   on_session_changed = "session_changed",
   on_delta = "deltas",
+  on_retry = "retries",
   on_tool_call = "tools",
 }) do
   local original = chat[name]

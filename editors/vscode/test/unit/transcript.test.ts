@@ -1,0 +1,105 @@
+import { describe, expect, it } from "vitest";
+import type { HostMessage } from "../../src/common/messages";
+import { applyHostMessage, endMark, RETRY_STATUS, type Transcript } from "../../src/webview/transcript";
+
+const EMPTY: Transcript = { sessionId: "s", items: [] };
+
+function replay(messages: HostMessage[], from: Transcript = EMPTY): Transcript {
+  return messages.reduce(applyHostMessage, from);
+}
+
+function shown(transcript: Transcript): string[] {
+  return transcript.items.map((i) => `${i.role}:${i.text}`);
+}
+
+describe("the streamed reply", () => {
+  it("appends deltas to one reply and takes the result's text at the end", () => {
+    const t = replay([
+      { type: "userMessage", text: "hi" },
+      { type: "delta", turn: 1, delta: "Hel" },
+      { type: "delta", turn: 1, delta: "lo" },
+      { type: "turnEnd", turn: 1, text: "Hello", endReason: "completed" },
+    ]);
+    expect(t.items).toEqual([
+      { turn: -1, role: "user", text: "hi" },
+      { turn: 1, role: "assistant", text: "Hello", endReason: "completed" },
+    ]);
+  });
+
+  it("drops the partial text of a retried attempt and keeps what follows", () => {
+    const t = replay([
+      { type: "userMessage", text: "question" },
+      { type: "delta", turn: 3, delta: "Half an " },
+      { type: "delta", turn: 3, delta: "answer " },
+      { type: "retry", turn: 3, attempt: 2, reason: "the stream was cut short" },
+      { type: "delta", turn: 3, delta: "The whole " },
+      { type: "delta", turn: 3, delta: "answer." },
+    ]);
+    expect(shown(t)).toEqual([
+      "user:question",
+      "notice:Retrying (attempt 2): the stream was cut short",
+      "assistant:The whole answer.",
+    ]);
+    expect(t.items[1]?.status).toBe(RETRY_STATUS);
+    expect(JSON.stringify(t)).not.toContain("Half an");
+  });
+
+  it("keeps one retry note per turn and drops every failed attempt's text", () => {
+    const t = replay([
+      { type: "userMessage", text: "q" },
+      { type: "delta", turn: 1, delta: "first try" },
+      { type: "retry", turn: 1, attempt: 2, reason: "cut" },
+      { type: "delta", turn: 1, delta: "second try" },
+      { type: "retry", turn: 1, attempt: 3, reason: "stalled" },
+      { type: "delta", turn: 1, delta: "third" },
+      { type: "turnEnd", turn: 1, text: "third", endReason: "completed" },
+    ]);
+    expect(shown(t)).toEqual(["user:q", "notice:Retrying (attempt 3): stalled", "assistant:third"]);
+  });
+
+  it("keeps the text of a model request that ended in a tool call", () => {
+    // The server keeps that request's answer: only what streamed after the tool line is retried.
+    const t = replay([
+      { type: "userMessage", text: "update the spec" },
+      { type: "delta", turn: 2, delta: "Let me look." },
+      { type: "tool", turn: 2, tool: "read_file", status: "done", detail: "path=a.md" },
+      { type: "delta", turn: 2, delta: "It says x, so" },
+      { type: "retry", turn: 2, attempt: 2, reason: "cut" },
+      { type: "delta", turn: 2, delta: "It says x." },
+    ]);
+    expect(shown(t)).toEqual([
+      "user:update the spec",
+      "assistant:Let me look.",
+      "tool:read_file path=a.md — done",
+      "notice:Retrying (attempt 2): cut",
+      "assistant:It says x.",
+    ]);
+  });
+
+  it("leaves the replies of other turns alone", () => {
+    const before: Transcript = {
+      sessionId: "s",
+      items: [{ turn: 1, role: "assistant", text: "earlier answer", endReason: "completed" }],
+    };
+    const t = replay([{ type: "retry", turn: 2, attempt: 2, reason: "cut" }], before);
+    expect(shown(t)).toEqual(["assistant:earlier answer", "notice:Retrying (attempt 2): cut"]);
+  });
+});
+
+describe("end marks", () => {
+  it("marks a partial answer as incomplete, never as a completed one", () => {
+    expect(endMark({ turn: 1, role: "assistant", text: "Once", endReason: "aborted", partial: true })).toBe(
+      "(incomplete: aborted)",
+    );
+    expect(endMark({ turn: 1, role: "assistant", text: "Once", partial: true })).toBe("(incomplete)");
+    expect(endMark({ turn: 1, role: "assistant", text: "Once", endReason: "completed", partial: true })).toBe(
+      "(incomplete)",
+    );
+  });
+
+  it("shows other end reasons and nothing for a completed answer", () => {
+    expect(endMark({ turn: 1, role: "assistant", text: "", endReason: "error" })).toBe("(error)");
+    expect(endMark({ turn: 1, role: "assistant", text: "done", endReason: "completed" })).toBeUndefined();
+    expect(endMark({ turn: 1, role: "assistant", text: "done" })).toBeUndefined();
+  });
+});
