@@ -5,9 +5,10 @@ pydantic-ai is imported when the first chat builds the agent, never at start-up.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -169,8 +170,13 @@ class UsageTally:
     requests: int = 0
     estimated: bool = False
 
-    def add(self, usage: Any, prompt_estimate: int, response: dict[str, Any]) -> dict[str, Any]:
-        """Count one model call; return its usage as recorded in `step/end`."""
+    def add(
+        self, usage: Any, prompt_estimate: Callable[[], int], response: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Count one model call; return its usage as recorded in `step/end`.
+
+        `prompt_estimate` is only called when the server sent no usage (it walks the history).
+        """
         step: dict[str, Any] = {
             "input_tokens": int(getattr(usage, "input_tokens", 0) or 0),
             "output_tokens": int(getattr(usage, "output_tokens", 0) or 0),
@@ -178,7 +184,7 @@ class UsageTally:
         if not step["input_tokens"] and not step["output_tokens"]:
             # llama.cpp's servers (and some proxies) send no usage in a stream.
             step = {
-                "input_tokens": prompt_estimate,
+                "input_tokens": prompt_estimate(),
                 "output_tokens": estimate_tokens(response),
                 "estimated": True,
             }
@@ -274,11 +280,14 @@ class ChatRunner:
         model_name = self.model.name or ""
         messages = self._history.convert(history)
         tally = UsageTally()
-        sent_tokens = history_tokens(history)
+        sent_tokens = 0  # this attempt's messages; the history is added only if needed
         settings: ModelSettings | None = (
             None if stream else ModelSettings(timeout=self.non_streamed_timeout)
         )
         instructions = ""
+
+        def sum_tokens(sent: int) -> int:
+            return history_tokens(history) + sent
 
         def record_request(request: Any) -> None:
             nonlocal sent_tokens, instructions
@@ -322,7 +331,8 @@ class ChatRunner:
                         if "".join(text_parts):
                             sink.delta("".join(text_parts))
                     recorder.assistant_message(dumped)
-                    recorder.end_step(tally.add(response.usage, sent_tokens, dumped))
+                    estimate = functools.partial(sum_tokens, sent_tokens)
+                    recorder.end_step(tally.add(response.usage, estimate, dumped))
                     sent_tokens -= len(instructions) // 4
                     sent_tokens += estimate_tokens(dumped)
                     calls: dict[str, tuple[str, Any]] = {}
