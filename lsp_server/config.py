@@ -97,6 +97,25 @@ def _number(value: object, kind: type[int] | type[float]) -> float | None:
     return None
 
 
+def _bounded(
+    warnings: list[str],
+    name: str,
+    value: object,
+    kind: type[int] | type[float],
+    low: float,
+    high: float,
+    default: float,
+    unit: str = "",
+) -> float:
+    """Return `value` if it is a `kind` within [low, high]; else warn and return `default`."""
+    parsed = _number(value, kind)
+    if parsed is not None and low <= parsed <= high:
+        return kind(parsed)
+    if value is not None:
+        warnings.append(f"{name} {value!r} is invalid ({low:n}..{high:n}{unit}); using {default:n}")
+    return default
+
+
 def parse_initialization_options(
     raw: object, client_name: str | None, env: Mapping[str, str]
 ) -> tuple[ServerConfig, list[str]]:
@@ -140,19 +159,19 @@ def parse_initialization_options(
     elif value is not None:
         warnings.append("trackedFiles must be a list of glob strings; using the default")
 
-    context_window = 128_000
-    value = options.get("contextWindow")
-    if isinstance(value, int) and not isinstance(value, bool) and 1_000 <= value <= 10_000_000:
-        context_window = value
-    elif value is not None:
-        warnings.append(f"contextWindow {value!r} is invalid (1000..10000000 tokens); using 128000")
-
-    compact_at = 0.6
-    value = options.get("compactAt")
-    if isinstance(value, int | float) and not isinstance(value, bool) and 0.1 <= value <= 0.95:
-        compact_at = float(value)
-    elif value is not None:
-        warnings.append(f"compactAt {value!r} is invalid (0.1..0.95); using 0.6")
+    context_window = int(
+        _bounded(
+            warnings,
+            "contextWindow",
+            options.get("contextWindow"),
+            int,
+            1_000,
+            10_000_000,
+            DEFAULT_CONTEXT_WINDOW,
+            " tokens",
+        )
+    )
+    compact_at = _bounded(warnings, "compactAt", options.get("compactAt"), float, 0.1, 0.95, 0.6)
 
     model_opts = options.get("model")
     if model_opts is not None and not isinstance(model_opts, Mapping):
@@ -162,22 +181,27 @@ def parse_initialization_options(
         )
         model_opts = None
     model_opts = model_opts or {}
-    max_retries = DEFAULT_MAX_RETRIES
-    value = model_opts.get("maxRetries", env.get("AGENT_ASSIST_LLM_MAX_RETRIES"))
-    parsed = _number(value, int)
-    if parsed is not None and 0 <= parsed <= 10:
-        max_retries = int(parsed)
-    elif value is not None:
-        warnings.append(f"model.maxRetries {value!r} is invalid (0..10); using {max_retries}")
-    stream_timeout = DEFAULT_STREAM_TIMEOUT
-    value = model_opts.get("streamTimeout", env.get("AGENT_ASSIST_LLM_STREAM_TIMEOUT"))
-    parsed = _number(value, float)
-    if parsed is not None and 1 <= parsed <= 3600:
-        stream_timeout = float(parsed)
-    elif value is not None:
-        warnings.append(
-            f"model.streamTimeout {value!r} is invalid (1..3600 seconds); using {stream_timeout:g}"
+    max_retries = int(
+        _bounded(
+            warnings,
+            "model.maxRetries",
+            model_opts.get("maxRetries", env.get("AGENT_ASSIST_LLM_MAX_RETRIES")),
+            int,
+            0,
+            10,
+            DEFAULT_MAX_RETRIES,
         )
+    )
+    stream_timeout = _bounded(
+        warnings,
+        "model.streamTimeout",
+        model_opts.get("streamTimeout", env.get("AGENT_ASSIST_LLM_STREAM_TIMEOUT")),
+        float,
+        1,
+        3600,
+        DEFAULT_STREAM_TIMEOUT,
+        " seconds",
+    )
     model = ModelConfig(
         max_retries=max_retries,
         stream_timeout=stream_timeout,

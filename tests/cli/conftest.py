@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from lsp_server.fake_openai import FakeOpenAI
-from tests.fixtures import make_workspace
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,16 +55,6 @@ def run_cli(
         text=True,
         timeout=timeout,
     )
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return make_workspace(tmp_path)
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "store"
 
 
 @pytest.fixture

@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lsp_server.fake_openai import FakeOpenAI
-from tests.fixtures import make_workspace
 
 from .harness import Editor
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return make_workspace(tmp_path)
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "store"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
 
 
 @pytest.fixture(params=["vscode", "neovim"])

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ from lsp_server.fake_openai import FakeOpenAI
 from session.lifecycle import SessionLifecycle
 from session.manager import SessionManager
 from tests.e2e.harness import REPO, server_env
-from tests.fixtures import make_workspace
 from tests.unit.conftest import run_turn
 
 from .conftest import EXIT_SECONDS
@@ -32,22 +30,6 @@ ENDINGS = ("shutdown+exit", "exit", "eof", "stdout-closed", "sigterm", "sigint")
 EXIT_DEADLINE = 2.0  # seconds, from the ending to the process being gone
 STDERR_LIMIT = 32 * 1024
 INSTANCE = "proc"
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return make_workspace(tmp_path)
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "store"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
 
 
 def previous_session(workspace: Path, home: Path) -> str:
@@ -93,6 +75,7 @@ def assert_ended_cleanly(
     text = stderr.read_text(errors="replace")
     assert len(text) < STDERR_LIMIT, f"stderr grew to {len(text)} bytes"
     assert "Traceback" not in text, text[-4000:]
+    assert text.count("the connection to the editor is lost") <= 1  # said once, never again
     after = logs(home)
     if state in ("idle", "prompt"):
         assert after == before, "a session was created on the way out"

@@ -9,13 +9,11 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lsp_server.fake_openai import FakeOpenAI
-from tests.fixtures import make_workspace
 
 API_KEY = "sk-relia-KEY-7c1f0e9d2b3a4c5d6e7f"
 # Secrets a user might paste: each must be redacted before anything reaches the store.
@@ -63,19 +61,8 @@ def register_store(home: Path) -> Path:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return make_workspace(tmp_path)
-
-
-@pytest.fixture
 def home(tmp_path: Path) -> Path:
     return register_store(tmp_path / "store")
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
 
 
 def clear_queue(fake: FakeOpenAI) -> None:
