@@ -73,6 +73,7 @@ class ModelFault:
     retry_after: float | None = None
     window: int | None = None  # the context window the server reported, if it did
     status: int | None = None
+    detail: str = ""  # what the server said, verbatim
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -149,6 +150,7 @@ def classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision tab
             False,
             window=overflow_window(text),
             status=status,
+            detail=_detail(exc),
         )
     if isinstance(exc, pe.UnexpectedModelBehavior) and "ended without content" in str(exc):
         return ModelFault("empty", "the model's stream ended without content", True)

@@ -98,10 +98,9 @@ async def run_attempts(
             delay = 0.0
             if fault.kind == "empty" and stream:
                 stream = False  # ask once in one piece: the answer, or the real error
-            elif fault.kind == "overflow" and not healed:
+            elif fault.kind == "overflow" and not healed and await heal_overflow(ls, fault):
                 healed = True
                 stream = True
-                await heal_overflow(ls, fault)
             elif fault.retryable and retries < runner.model.max_retries:
                 if fault.retry_after is not None and fault.retry_after > RETRY_AFTER_CAP:
                     raise TurnFailedError(
@@ -111,7 +110,7 @@ async def run_attempts(
                 retries += 1
                 delay = backoff(retries, fault.retry_after)
             else:
-                raise TurnFailedError(final_message(ls, fault, recorder.attempt, healed)) from None
+                raise TurnFailedError(final_message(ls, fault, recorder.attempt)) from None
             logger.warning(
                 "turn %d attempt %d failed (%s); retrying in %.1f s",
                 recorder.number,
@@ -128,14 +127,14 @@ async def run_attempts(
             history = lifecycle.message_history() if recorder.resending else history
 
 
-def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int, healed: bool) -> str:
+def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int) -> str:
     """Say why a turn failed, and what the user can do about it."""
     if fault.kind == "overflow":
         return (
-            f"The model refused the prompt as too long for its context window "
-            f"({fault.message.split('(', 1)[-1].rstrip(')')}), even after compacting. The "
-            f"working contextWindow is {ls.config.context_window} tokens: set contextWindow "
-            "to the model's real window, run /compact, or start a new session."
+            f"The model refused the prompt as too long for its context window ({fault.detail}),"
+            f" even after compacting what could be. The working contextWindow is "
+            f"{ls.config.context_window} tokens: set contextWindow to the model's real window, "
+            "run /compact, or start a new session (a single message this long cannot be sent)."
         )
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     status = (
@@ -146,9 +145,13 @@ def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int, heale
     return f"The model request failed{tries}{status}: {fault.message}"
 
 
-async def heal_overflow(ls: AgentAssistServer, fault: ModelFault) -> None:
-    """Heal a prompt over the window: use the window the server reported, and compact."""
-    if fault.window is not None and fault.window < ls.config.context_window:
+async def heal_overflow(ls: AgentAssistServer, fault: ModelFault) -> bool:
+    """Heal a prompt over the window: take the window the server reported, and compact.
+
+    Return False if neither changed anything (sending the same prompt again is pointless).
+    """
+    lowered = fault.window is not None and fault.window < ls.config.context_window
+    if fault.window is not None and lowered:
         logger.warning(
             "the model reports a context window of %d tokens (configured: %d); using it",
             fault.window,
@@ -159,6 +162,7 @@ async def heal_overflow(ls: AgentAssistServer, fault: ModelFault) -> None:
     result = await compact_now(ls, open_turn=True)
     if not result["compacted"]:
         logger.warning("the prompt did not fit the context window and nothing could be compacted")
+    return lowered or bool(result["compacted"])
 
 
 async def run_chat(ls: AgentAssistServer, text: str) -> dict[str, Any]:
