@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from session.checkpoints import unlink_if_hard_linked
-from session.compaction import CompactionSummary, history_tokens
+from session.compaction import SUMMARY_INSTRUCTIONS, CompactionSummary, history_tokens
 from session.derive import ModelMessageCache, estimate_tokens
 from session.lifecycle import SessionLifecycle, TurnRecorder
 from session.workspace import SKIPPED_DIRS, is_safe_relative_path
@@ -220,11 +220,13 @@ class ChatRunner:
 
         return build_agent(self.model)
 
-    async def summarize(self, transcript: str) -> CompactionSummary:
-        """Summarise old turns with the configured model (structured output)."""
+    async def summarize(
+        self, transcript: str, instructions: str = SUMMARY_INSTRUCTIONS
+    ) -> CompactionSummary:
+        """Summarise turns with the configured model (structured output)."""
         from .pydantic_agent import build_summarizer
 
-        summarizer = build_summarizer(self.model)
+        summarizer = build_summarizer(self.model, instructions)
         result = await summarizer.run(
             f"Conversation to summarise:\n\n{transcript}",
             model_settings={"timeout": self.non_streamed_timeout},

@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,6 +79,22 @@ def demo_script() -> list[Any]:
         },
         {"text": "Updated the greeting: it now says that a human handles big refunds.", **stream},
     ]
+
+
+def demo_summaries() -> list[Any]:
+    """Return the demo model's answers to the background session-summary requests."""
+    summary = (
+        "The user is designing a billing support agent (agent_spec.md: polite, brief, one "
+        "tool lookup_invoice). Agent Assist read the spec and wrote templates/greeting.txt, "
+        "a one-line greeting."
+    )
+    decisions = ["Keep replies polite and brief", "Greet customers from templates/greeting.txt"]
+    reply = {
+        "tool_calls": [
+            {"name": "final_result", "arguments": {"summary": summary, "decisions": decisions}}
+        ]
+    }
+    return [reply] * 4
 
 
 class Demo:
@@ -238,6 +255,7 @@ class Demo:
                 if key.startswith(("OPENAI_", "AGENT_ASSIST_LLM_")) or key == "AGENT_ASSIST_MODEL":
                     del env[key]
             self.fake = FakeOpenAI(demo_script(), label="demo").start()
+            self.fake.add_summary(*demo_summaries())
             env.update(
                 AGENT_ASSIST_LLM_MODEL_NAME=self.fake.model_id,
                 AGENT_ASSIST_LLM_BASE_URL=self.fake.base_url,
@@ -290,6 +308,20 @@ class Demo:
             self.disk(f"{self.rel(record)}: automatic checkpoint after a turn that wrote files")
         self.say(f"  (turn {result['turn']} used {result['usage']['requests']} model requests)")
 
+        self.heading("the running summary, kept in the background after each turn")
+        summary = await self.wait_summary(session_id)
+        if summary is None:
+            self.say("  (the model has not summarised yet; the resume block will say what it can)")
+        else:
+            kind = "extractive (no usable model)" if summary.data.fallback else "by the model"
+            self.disk(
+                f"session/summary #{summary.seq} ({kind}), covering {summary.data.turns} turns:"
+            )
+            for line in summary.data.summary.splitlines():
+                self.say(f"    | {line}")
+            for decision in summary.data.decisions:
+                self.say(f"    | decision: {decision}")
+
         self.heading("save, then exit")
         assert self.client is not None
         saved = await self.client.request("agentAssist/save", {})
@@ -339,6 +371,19 @@ class Demo:
         greeting = self.workspace / "templates" / "greeting.txt"
         if greeting.exists():
             self.show_file(greeting)
+
+    async def wait_summary(self, session_id: str, timeout: float = 20.0) -> Any:
+        """Wait for the summary of every turn so far (None if it does not come in time)."""
+        turns = self.manager.read_events(session_id).events
+        wanted = sum(1 for e in turns if e.type == "turn/end")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            events = self.manager.read_events(session_id).events
+            found = [e for e in events if e.type == "session/summary" and e.data.turns >= wanted]
+            if found:
+                return found[-1]
+            await asyncio.sleep(0.1)
+        return None
 
     def _resume_lines_sent(self, session_id: str, since: int) -> list[str]:
         """Return the drift lines of the resume context found in a logged system prompt."""

@@ -28,6 +28,11 @@ does, before any scripted reply is used: ``llama-cpp`` (llama-cpp-python) sends 
 with an empty body when streamed, HTTP 400 ``context_length_exceeded`` when not.
 
 When the queue is empty the reply is ``Echo: <last user message>``.
+
+The server's background session-summary requests (their instructions start with
+``SUMMARY_MARKER``) are answered from a queue of their own, ``add_summary()``, and recorded
+in ``summary_requests``, not ``requests``: scripted chat replies are never taken by them.
+By default the answer is a structured summary listing the user's requests.
 Run ``python -m lsp_server.fake_openai --port 0 --script FILE`` to serve from a subprocess; the
 first line on stdout is the base URL.
 """
@@ -79,6 +84,7 @@ _OPTIONS = {
     "usage",
 }
 OVERFLOW_STYLES = ("openai", "llama-cpp", "vllm", "llama-server")
+SUMMARY_MARKER = "You keep the running summary"
 
 
 class ClientGoneError(Exception):
@@ -193,6 +199,8 @@ class FakeOpenAI:
         self.disconnects = 0
         self._queue: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
+        self._summary_queue: deque[Reply] = deque()
+        self._summary_requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._hangs: set[threading.Event] = set()
         self._hang_cond = threading.Condition(self._lock)
@@ -209,6 +217,18 @@ class FakeOpenAI:
         parsed = [parse_reply(r) for r in replies]
         with self._lock:
             self._queue.extend(parsed)
+
+    def add_summary(self, *replies: str | dict[str, Any] | Reply) -> None:
+        """Append replies for the server's background session-summary requests."""
+        parsed = [parse_reply(r) for r in replies]
+        with self._lock:
+            self._summary_queue.extend(parsed)
+
+    @property
+    def summary_requests(self) -> list[RecordedRequest]:
+        """Every background session-summary request received so far."""
+        with self._lock:
+            return list(self._summary_requests)
 
     @property
     def remaining(self) -> int:
@@ -296,10 +316,18 @@ class FakeOpenAI:
     # -- reply selection (called from handler threads) ---------------------
     def _record(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> int:
         with self._lock:
+            if _is_summary_request(body):
+                self._summary_requests.append(RecordedRequest(path, headers, body))
+                return len(self._summary_requests)
             self._requests.append(RecordedRequest(path, headers, body))
             return len(self._requests)
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
+        if _is_summary_request(body):
+            with self._lock:
+                if self._summary_queue:
+                    return self._summary_queue.popleft()
+            return _default_summary(body)
         with self._lock:
             if self._queue:
                 return self._queue.popleft()
@@ -594,6 +622,29 @@ class _Handler(BaseHTTPRequestHandler):
         return dict(
             prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
         )
+
+
+def _is_summary_request(body: dict[str, Any]) -> bool:
+    for message in body.get("messages") or []:
+        if isinstance(message, dict) and message.get("role") in ("system", "developer"):
+            if SUMMARY_MARKER in _content_text(message.get("content")):
+                return True
+    return False
+
+
+def _default_summary(body: dict[str, Any]) -> Reply:
+    """Answer a summary request with a structured summary naming the user's requests."""
+    text = " ".join(
+        _content_text(m.get("content"))
+        for m in body.get("messages") or []
+        if isinstance(m, dict) and m.get("role") == "user"
+    )
+    asked = [line[len("User: ") :][:60] for line in text.splitlines() if line.startswith("User: ")]
+    summary = "Running summary: the user asked " + ("; ".join(asked) or "nothing yet") + "."
+    arguments = json.dumps({"summary": summary, "decisions": []})
+    return Reply(
+        kind="tool_calls", tool_calls=[{"name": "final_result", "arguments": arguments, "id": ""}]
+    )
 
 
 def prompt_tokens(body: dict[str, Any]) -> int:

@@ -30,9 +30,11 @@ def _model(config: ModelConfig) -> OpenAIChatModel:
     return OpenAIChatModel(config.name or "", provider=OpenAIProvider(openai_client=client))
 
 
-def build_summarizer(config: ModelConfig) -> Agent[None, CompactionSummary]:
-    """Return an agent that summarises old turns with structured output."""
-    return Agent(_model(config), output_type=CompactionSummary, instructions=SUMMARY_INSTRUCTIONS)
+def build_summarizer(
+    config: ModelConfig, instructions: str = SUMMARY_INSTRUCTIONS
+) -> Agent[None, CompactionSummary]:
+    """Return an agent that summarises turns with structured output."""
+    return Agent(_model(config), output_type=CompactionSummary, instructions=instructions)
 
 
 def build_agent(config: ModelConfig) -> Agent[ToolDeps, str]:

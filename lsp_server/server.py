@@ -13,7 +13,7 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn, TypeVar
+from typing import Any, BinaryIO, NoReturn, Protocol, TypeVar
 
 import cattrs
 import orjson
@@ -215,6 +215,14 @@ class AgentAssistProtocol(LanguageServerProtocol):
         self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": body})
 
 
+class BackgroundWork(Protocol):
+    """Work a completed turn starts in the background (the running summary)."""
+
+    def schedule(self) -> None:
+        """Start it soon."""
+        ...
+
+
 class AgentAssistServer(LanguageServer):
     """pygls server holding this editor instance's configuration and session."""
 
@@ -245,6 +253,7 @@ class AgentAssistServer(LanguageServer):
         self.shutdown_requested = False
         self.output_closed = False  # nothing more is written to the client
         self.finishing = False
+        self.summaries: BackgroundWork | None = None  # set by the running-summary feature
 
     def _start_io_async(
         self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None

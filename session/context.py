@@ -21,8 +21,17 @@ def format_utc(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def build_resume_context(state: SessionState, drift: DriftReport | None = None) -> str:
-    """Build the `# Resumed Session Context` block; empty sections are left out."""
+NOT_KEPT = "summary not kept: metadata-only persistence"
+
+
+def build_resume_context(
+    state: SessionState, drift: DriftReport | None = None, pending_summary: str | None = None
+) -> str:
+    """Build the `# Resumed Session Context` block.
+
+    A session with turns always has its summary and decisions sections; `pending_summary`
+    stands in for turns the recorded summary does not cover yet.
+    """
     lines = [
         "# Resumed Session Context",
         f"This is a resumed session (ID: {state.session_id}).",
@@ -31,11 +40,14 @@ def build_resume_context(state: SessionState, drift: DriftReport | None = None) 
     ]
     if state.agent_spec_path:
         lines += ["", f"Agent specification file: {state.agent_spec_path}"]
-    summary = state.summary or state.compacted_history_summary
-    if summary:
-        lines += ["", "## Previous Session Summary", summary.strip()]
-    if state.decisions:
-        lines += ["", "## Key Decisions Made", *(f"- {d.strip()}" for d in state.decisions)]
+    summary = pending_summary or state.summary or state.compacted_history_summary
+    decisions = [f"- {d.strip()}" for d in state.decisions]
+    if state.persistence == "metadata":
+        summary, decisions = NOT_KEPT, [f"- {NOT_KEPT}"] if state.turns else []
+    if summary or state.turns:
+        lines += ["", "## Previous Session Summary", (summary or "(no summary yet)").strip()]
+    if decisions or state.turns:
+        lines += ["", "## Key Decisions Made", *(decisions or ["- none recorded"])]
     if drift is not None and (drift.has_drift or drift.unchanged):
         lines += ["", "## File Changes Since Last Session"]
         lines += [f"- {path}: modified" for path in drift.modified]

@@ -26,6 +26,7 @@ from .manager import (
 from .models import EndReason, Event, Persistence
 from .redaction import Redactor
 from .storage import StorageError
+from .summary import SummaryPlan, clip_words, extractive_session_summary, plan_summary
 from .workspace import (
     DEFAULT_TRACKED,
     DriftReport,
@@ -237,7 +238,9 @@ class SessionLifecycle:
         for path in drift.unsafe:
             self.warnings.append(f"session {session_id}: unsafe manifest path skipped: {path!r}")
         self.last_drift = drift
-        self.resume_context = build_resume_context(state, drift)  # before the drift event
+        # Before the drift event. Turns the running summary never reached (the process
+        # ended first) get an extractive one here; the model's follows in the background.
+        self.resume_context = build_resume_context(state, drift, self._uncovered_summary())
         if drift.has_drift and not session.read_only:
             self._record_drift(drift, "resume")
         self._pointer_current = False
@@ -245,6 +248,12 @@ class SessionLifecycle:
             self.manager.write_pointer(self.instance_id, session_id)
             self._pointer_current = True
         return drift
+
+    def _uncovered_summary(self) -> str | None:
+        plan = self.plan_summary()
+        if plan is None:
+            return None
+        return extractive_session_summary(plan, self.current.state.decisions).summary
 
     def _refuse_if_stopped(self) -> None:
         if self.stopped:
@@ -519,6 +528,31 @@ class SessionLifecycle:
     ) -> CompactionPlan | None:
         """Choose the turns a compaction would summarise (None: nothing to compact)."""
         return plan_compaction(self.current.history, keep_tokens, open_turn=open_turn)
+
+    def plan_summary(self) -> SummaryPlan | None:
+        """Return what the running summary should cover next (None: nothing, or not kept)."""
+        session = self.session
+        if session is None or session.read_only or session.state.persistence == "metadata":
+            return None
+        return plan_summary(session.history, session.state)
+
+    def record_summary(
+        self, plan: SummaryPlan, summary: CompactionSummary, *, fallback: bool
+    ) -> Event:
+        """Record `session/summary`; a resumed session's context block shows it from now on."""
+        event = self.current.append(
+            "session/summary",
+            {
+                "summary": clip_words(summary.summary),
+                "decisions": list(summary.decisions),
+                "covers_seq": plan.covers_seq,
+                "turns": plan.turns,
+                "fallback": fallback,
+            },
+        )
+        if self.resumed and self.resume_context:
+            self.resume_context = build_resume_context(self.current.state, self.last_drift)
+        return event
 
     def set_history_budget(self, tokens: int) -> None:
         """Send at most `tokens` of history from now on (a smaller context window)."""

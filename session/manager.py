@@ -29,6 +29,7 @@ from .models import (
     SaveEvent,
     SessionStartEvent,
     SessionState,
+    SummaryEvent,
     TurnStartEvent,
     migrate_snapshot,
     utcnow,
@@ -95,6 +96,18 @@ class SessionInfo:
     parent_session_id: str | None = None
 
 
+def merge_decisions(old: list[str], new: list[str]) -> list[str]:
+    """Return `old` then the decisions of `new` not already in it (compared loosely)."""
+    seen = {" ".join(d.lower().split()).rstrip(".") for d in old}
+    merged = list(old)
+    for decision in new:
+        key = " ".join(decision.lower().split()).rstrip(".")
+        if key and key not in seen:
+            seen.add(key)
+            merged.append(decision.strip())
+    return merged
+
+
 def apply_event_to_state(state: SessionState, event: Event) -> None:
     """Fold one event into the snapshot's metadata (the snapshot is a projection)."""
     state.last_seq = event.seq
@@ -105,14 +118,19 @@ def apply_event_to_state(state: SessionState, event: Event) -> None:
         if state.title is None and event.data.input.strip():
             state.title = " ".join(event.data.input.split())[:TITLE_CHARS]
     elif isinstance(event, DecisionEvent):
-        state.decisions = [*state.decisions, event.data.text]
+        state.decisions = merge_decisions(state.decisions, [event.data.text])
     elif isinstance(event, PhaseEvent):
         state.phase = event.data.phase
     elif isinstance(event, CompactEvent):
-        state.summary = event.data.summary
         state.compacted_history_summary = event.data.summary
-        merged = list(dict.fromkeys([*state.decisions, *event.data.decisions]))
-        state.decisions = merged
+        if state.summary_covers_seq < event.data.covers_seq:  # no running summary covers more
+            state.summary = event.data.summary
+        state.decisions = merge_decisions(state.decisions, event.data.decisions)
+    elif isinstance(event, SummaryEvent):
+        state.summary = event.data.summary
+        state.summary_covers_seq = event.data.covers_seq
+        state.summary_turns = event.data.turns
+        state.decisions = merge_decisions(state.decisions, event.data.decisions)
     elif isinstance(event, SaveEvent):
         state.checkpoint_count = max(state.checkpoint_count, event.data.checkpoint)
         state.file_manifest = dict(event.data.manifest)

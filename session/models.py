@@ -53,6 +53,8 @@ class SessionState(BaseModel):
     dir_stats: dict[str, int] = Field(default_factory=dict)
     tracked_patterns: list[str] = Field(default_factory=list)
     manifest_recorded_ns: int = 0
+    summary_covers_seq: int = -1  # the last event the running summary covers
+    summary_turns: int = 0  # the turns it covers
 
     @field_validator("session_id")
     @classmethod
@@ -212,6 +214,16 @@ class CompactData(_Data):
     fallback: bool = False
 
 
+class SummaryData(_Data):
+    """`session/summary`: the running summary of every completed turn up to `covers_seq`."""
+
+    summary: str
+    decisions: list[str] = Field(default_factory=list)
+    covers_seq: int
+    turns: int = 0  # how many turns it covers
+    fallback: bool = False
+
+
 class SaveData(_Data):
     """`session/save`: an explicit save / checkpoint."""
 
@@ -346,6 +358,13 @@ class CompactEvent(_EventBase):
     data: CompactData
 
 
+class SummaryEvent(_EventBase):
+    """See `SummaryData`."""
+
+    type: Literal["session/summary"]
+    data: SummaryData
+
+
 class SaveEvent(_EventBase):
     """See `SaveData`."""
 
@@ -395,6 +414,7 @@ Event = Annotated[
     | ToolResultEvent
     | DriftEvent
     | CompactEvent
+    | SummaryEvent
     | SaveEvent
     | RewindEvent
     | PhaseEvent
@@ -419,6 +439,7 @@ EVENT_TYPES: frozenset[str] = frozenset(
         "tool/result",
         "workspace/drift",
         "session/compact",
+        "session/summary",
         "session/save",
         "session/rewind",
         "session/phase",

@@ -6,12 +6,13 @@ import logging
 from collections.abc import Callable
 
 from ..server import AgentAssistServer
-from . import chat, history, lifecycle, session_commands, workspace_watch
+from . import chat, history, lifecycle, session_commands, summaries, workspace_watch
 
 logger = logging.getLogger(__name__)
 
 FEATURES: list[tuple[str, Callable[[AgentAssistServer], None]]] = [
     ("lifecycle", lifecycle.setup),
+    ("running summary", summaries.setup),
     ("chat", chat.setup),
     ("session commands", session_commands.setup),
     ("history", history.setup),

@@ -242,6 +242,8 @@ def _after_turn(ls: AgentAssistServer) -> None:
     the next request from converting this turn's messages.
     """
     ls.index_session()
+    if ls.summaries is not None:
+        ls.summaries.schedule()
     if ls.runner is not None and ls.lifecycle is not None and ls.lifecycle.session is not None:
         try:
             ls.runner.prepare_history(ls.lifecycle.message_history())

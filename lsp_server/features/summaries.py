@@ -1,0 +1,90 @@
+"""The running session summary, kept current in the background after each completed turn.
+
+Debounced (a burst of turns gives one summary), incremental (the previous summary and the
+turns since), never in the way: a reply, a save or an exit never waits for it (at exit the
+task is cancelled with the rest of the background work).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from typing import Any
+
+from session.summary import SESSION_SUMMARY_INSTRUCTIONS, extractive_session_summary
+
+from ..server import AgentAssistServer
+
+logger = logging.getLogger(__name__)
+
+# Seconds after a completed turn before the summary starts (more turns meanwhile: wait again).
+SUMMARY_DELAY = float(os.environ.get("AGENT_ASSIST_SUMMARY_DELAY", "2"))
+MODEL_RETRY_AFTER = 600.0  # a model that failed to summarise is asked again after this
+
+
+class RunningSummary:
+    """Schedules and runs the background summary of one server's session."""
+
+    def __init__(self, ls: AgentAssistServer) -> None:
+        self.ls = ls
+        self.dirty = False
+        self.task: asyncio.Task[Any] | None = None
+        self.model_failed_at: float | None = None
+
+    def schedule(self) -> None:
+        """Summarise soon (debounced): a turn completed."""
+        self.dirty = True
+        if self.task is None or self.task.done():
+            self.task = self.ls.spawn(self._run(), "running-summary")
+
+    async def _run(self) -> None:
+        while self.dirty:
+            self.dirty = False
+            await asyncio.sleep(SUMMARY_DELAY)
+            if self.dirty:
+                continue  # another turn ended meanwhile
+            try:
+                await self.summarize_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a projection: never let it fail anything else
+                logger.warning("the session summary was not updated: %s", exc)
+
+    def _model_usable(self) -> bool:
+        ls = self.ls
+        if ls.runner is None or not ls.config.model.configured:
+            return False
+        failed = self.model_failed_at
+        return failed is None or time.monotonic() - failed > MODEL_RETRY_AFTER
+
+    async def summarize_once(self) -> bool:
+        """Summarise what the running summary does not cover yet; True if recorded."""
+        ls = self.ls
+        lifecycle = ls.session
+        session = lifecycle.session
+        plan = lifecycle.plan_summary()
+        if session is None or plan is None:
+            return False
+        summary = None
+        if self._model_usable():
+            assert ls.runner is not None
+            try:
+                text = plan.transcript(limit=ls.config.context_window * 2)
+                summary = await ls.runner.summarize(text, SESSION_SUMMARY_INSTRUCTIONS)
+            except Exception as exc:
+                self.model_failed_at = time.monotonic()
+                logger.warning("the model could not summarise the session (%s); extractive", exc)
+        fallback = summary is None
+        if summary is None:
+            summary = extractive_session_summary(plan, session.state.decisions)
+        if lifecycle.session is not session:
+            return False  # reset, opened, forked or closed meanwhile
+        lifecycle.record_summary(plan, summary, fallback=fallback)
+        return True
+
+
+def setup(server: AgentAssistServer) -> None:
+    """Attach the running summary to the server (scheduled by the chat feature)."""
+    server.summaries = RunningSummary(server)

@@ -1,0 +1,146 @@
+"""The running session summary: kept current in the background, shown on every resume."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsp_server.fake_openai import FakeOpenAI
+from session.compaction import FALLBACK_LABEL
+from session.manager import SessionManager
+
+from .harness import Editor
+
+pytestmark = pytest.mark.parametrize("client_name", ["vscode"])
+FAST = {"AGENT_ASSIST_SUMMARY_DELAY": "0.05"}
+
+
+def summaries(workspace: Path, home: Path, session_id: str) -> list[Any]:
+    events = SessionManager(workspace, home=home).read_events(session_id).events
+    return [e for e in events if e.type == "session/summary"]
+
+
+async def wait_summaries(
+    workspace: Path, home: Path, session_id: str, count: int, timeout: float = 20
+) -> list[Any]:
+    async def poll() -> list[Any]:
+        while len(found := summaries(workspace, home, session_id)) < count:
+            await asyncio.sleep(0.05)
+        return found
+
+    return await asyncio.wait_for(poll(), timeout)
+
+
+def structured(summary: str, decisions: list[str]) -> dict[str, Any]:
+    arguments = {"summary": summary, "decisions": decisions}
+    return {"tool_calls": [{"name": "final_result", "arguments": arguments}]}
+
+
+async def resumed_context(make_editor: Any, **kwargs: Any) -> str:
+    editor: Editor = make_editor(**kwargs)
+    await editor.start()
+    assert (await editor.ready())["reason"] == "resumed"
+    context = (await editor.request("agentAssist/resume"))["context"]
+    await editor.stop()
+    return str(context)
+
+
+@pytest.mark.parametrize("turns", [1, 3, 30])
+@pytest.mark.parametrize("summariser", ["model", "no-model"])
+async def test_every_resume_block_has_the_summary_and_the_decisions(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path, turns: int, summariser: str
+) -> None:
+    decide = {"name": "record_decision", "arguments": {"decision": "Use PostgreSQL."}}
+    fake.add({"tool_calls": [decide]}, "noted")
+    for n in range(2, turns + 1):
+        fake.add(f"answer {n}")
+    for n in range(1, turns + 1):
+        if summariser == "model":
+            fake.add_summary(structured(f"Summary after turn {n}.", ["use postgresql"]))
+        else:  # the model cannot summarise: the summary is extractive, and says so
+            fake.add_summary({"error": 500, "message": "no structured output here"})
+    editor: Editor = make_editor(env=FAST)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    for n in range(1, turns + 1):
+        await editor.request("agentAssist/chat", {"text": f"question {n}"})
+        await wait_summaries(workspace, home, session_id, count=n)
+    await editor.stop()
+    context = await resumed_context(make_editor)
+    assert "## Previous Session Summary" in context and "## Key Decisions Made" in context
+    if summariser == "model":
+        assert f"Summary after turn {turns}." in context
+        assert len(summaries(workspace, home, session_id)) == turns
+    else:
+        summary = context.split("## Previous Session Summary\n", 1)[1]
+        assert summary.startswith(FALLBACK_LABEL)
+        assert f"question {turns}" in summary  # every completed turn is covered
+    decisions = context.split("## Key Decisions Made\n", 1)[1].split("\n\n")[0]
+    assert decisions.splitlines() == ["- Use PostgreSQL."]  # tool + summary: merged, once
+    snapshot = json.loads(
+        SessionManager(workspace, home=home).snapshot_path(session_id).read_text()
+    )
+    assert snapshot["summary"] and snapshot["decisions"] == ["Use PostgreSQL."]
+
+
+async def test_the_summary_is_incremental(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.add("answer one", "answer two", "answer three")
+    fake.add_summary(
+        structured("S1: asked about ALPHA.", []),
+        structured("S2: asked about ALPHA and BETA.", []),
+        structured("S3: ALPHA, BETA, GAMMA.", []),
+    )
+    editor: Editor = make_editor(env=FAST)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    for n, word in enumerate(("ALPHA", "BETA", "GAMMA"), start=1):
+        await editor.request("agentAssist/chat", {"text": f"tell me about {word}"})
+        await wait_summaries(workspace, home, session_id, count=n)
+    third = json.dumps(fake.summary_requests[2].body["messages"])
+    assert "S2: asked about ALPHA and BETA." in third and "GAMMA" in third
+    assert "tell me about ALPHA" not in third  # only the turns since the last summary
+    assert fake.requests and all("running summary" not in json.dumps(r.body) for r in fake.requests)
+    await editor.stop()
+
+
+async def test_a_slow_summariser_never_delays_a_reply_or_an_exit(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.add("first answer", "second answer")
+    fake.add_summary({"hang": "still thinking"})
+    editor: Editor = make_editor(env=FAST)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    await editor.request("agentAssist/chat", {"text": "one"})
+    assert fake.wait_hanging(20)  # the summary request is in flight and stays there
+    reply = await editor.request("agentAssist/chat", {"text": "two"})
+    assert reply["text"] == "second answer" and fake.wait_hanging(0)
+    await editor.request("agentAssist/save")
+    assert fake.wait_hanging(0) and summaries(workspace, home, session_id) == []
+    await editor.stop()  # does not wait for the summary
+    assert editor.process.returncode == 0
+    context = await resumed_context(make_editor)
+    assert "## Previous Session Summary" in context and "one" in context and "two" in context
+
+
+async def test_metadata_persistence_keeps_no_summary(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.add("an answer")
+    options = {"instanceId": "meta", "persistence": "metadata"}
+    editor: Editor = make_editor(env=FAST, options=dict(options))
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    await editor.request("agentAssist/chat", {"text": "a secret plan"})
+    await asyncio.sleep(0.5)
+    await editor.stop()
+    assert summaries(workspace, home, session_id) == [] and fake.summary_requests == []
+    context = await resumed_context(make_editor, options=dict(options))
+    assert "summary not kept: metadata-only persistence" in context
+    assert "a secret plan" not in context
