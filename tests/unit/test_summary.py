@@ -1,0 +1,111 @@
+"""The running summary: what is planned, what is recorded, what the resume block shows."""
+
+from __future__ import annotations
+
+import pytest
+
+from session.compaction import FALLBACK_LABEL, CompactionSummary
+from session.context import build_resume_context
+from session.manager import SessionManager, merge_decisions
+from session.summary import MAX_SUMMARY_WORDS, clip_words, extractive_session_summary
+
+from .conftest import make_lifecycle, run_turn
+
+
+def test_nothing_is_planned_with_a_turn_open_or_when_everything_is_covered(
+    manager: SessionManager,
+) -> None:
+    lc = make_lifecycle(manager)
+    assert lc.plan_summary() is None  # no turns yet
+    run_turn(lc, "one", "first")
+    plan = lc.plan_summary()
+    assert plan is not None and plan.turns == 1
+    lc.record_summary(plan, CompactionSummary(summary="S1", decisions=["A"]), fallback=False)
+    assert lc.plan_summary() is None
+    run_turn(lc, "two", "second", end=None)  # open
+    assert lc.plan_summary() is None
+
+
+def test_the_next_plan_covers_only_the_turns_since(manager: SessionManager) -> None:
+    lc = make_lifecycle(manager)
+    run_turn(lc, "alpha question", "alpha answer")
+    plan = lc.plan_summary()
+    assert plan is not None
+    lc.record_summary(plan, CompactionSummary(summary="about alpha"), fallback=False)
+    run_turn(lc, "beta question", "beta answer")
+    plan = lc.plan_summary()
+    assert plan is not None and plan.previous == "about alpha"
+    text = plan.transcript(limit=10_000)
+    assert "Previous summary:\nabout alpha" in text and "beta question" in text
+    assert "alpha question" not in text
+
+
+def test_a_resumed_session_plans_nothing_new_and_its_block_has_both_sections(
+    manager: SessionManager,
+) -> None:
+    lc = make_lifecycle(manager)
+    run_turn(lc, "one", "first")
+    lc.record_decision("Ship on Friday")
+    plan = lc.plan_summary()
+    assert plan is not None
+    summary = CompactionSummary(summary="We planned the release.", decisions=["ship on friday."])
+    lc.record_summary(plan, summary, fallback=False)
+    session_id = lc.session_id
+    lc.close()
+    lc2 = make_lifecycle(manager)
+    lc2.resume(session_id)
+    assert lc2.plan_summary() is None  # the snapshot's messages are not new turns
+    context = lc2.resume_context
+    assert "## Previous Session Summary\nWe planned the release." in context
+    assert "## Key Decisions Made\n- Ship on Friday\n" in context  # merged, once
+
+
+def test_turns_the_summary_never_reached_get_an_extractive_one_on_resume(
+    manager: SessionManager,
+) -> None:
+    lc = make_lifecycle(manager)
+    for n in range(30):
+        run_turn(lc, f"request number {n} " + "word " * 30, f"reply {n}")
+    session_id = lc.session_id
+    lc.close()  # the process ended before any summary ran
+    lc2 = make_lifecycle(manager)
+    lc2.resume(session_id)
+    block = lc2.resume_context.split("## Previous Session Summary\n", 1)[1]
+    summary = block.split("\n\n## Key Decisions Made")[0]
+    assert summary.startswith(FALLBACK_LABEL)
+    assert "request number 29" in summary and "earlier requests" in summary
+    assert len(summary.split()) <= MAX_SUMMARY_WORDS + 1
+    assert "## Key Decisions Made\n- none recorded" in lc2.resume_context
+
+
+def test_metadata_sessions_keep_no_summary(manager: SessionManager) -> None:
+    lc = make_lifecycle(manager, persistence="metadata")
+    run_turn(lc, "a secret plan", "ok")
+    assert lc.plan_summary() is None
+    state = lc.current.state
+    assert "summary not kept: metadata-only persistence" in build_resume_context(state)
+
+
+@pytest.mark.parametrize("words", [10, 200, 500])
+def test_clip_words(words: int) -> None:
+    text = " ".join(f"w{i}" for i in range(words))
+    clipped = clip_words(text)
+    assert len(clipped.replace(" …", "").split()) == min(words, MAX_SUMMARY_WORDS)
+    assert clipped.endswith("…") == (words > MAX_SUMMARY_WORDS)
+
+
+def test_extractive_summary_names_the_newest_requests(manager: SessionManager) -> None:
+    lc = make_lifecycle(manager)
+    for n in range(5):
+        run_turn(lc, f"ask {n}", f"answer {n}")
+    plan = lc.plan_summary()
+    assert plan is not None
+    summary = extractive_session_summary(plan, ["keep it"])
+    assert summary.summary.startswith(FALLBACK_LABEL)
+    assert "(5 requests, newest last)" in summary.summary and "- ask 4" in summary.summary
+    assert "Last reply: answer 4" in summary.summary and summary.decisions == ["keep it"]
+
+
+def test_decisions_merge_loosely() -> None:
+    merged = merge_decisions(["Use PostgreSQL."], ["use  postgresql", "Deploy on Fridays", ""])
+    assert merged == ["Use PostgreSQL.", "Deploy on Fridays"]
