@@ -215,6 +215,7 @@ def _info_json(info: SessionInfo, manager: SessionManager, busy: bool) -> dict[s
         "createdAt": _iso(info.created_at),
         "updatedAt": _iso(info.updated_at),
         "turns": info.turns,
+        "phase": info.phase,
         "inUse": busy,
         "project": manager.project_dir.name,
         "workspace": str(manager.workspace_root),
@@ -262,7 +263,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     table = Table()
-    columns = ["id", "updated (UTC)", "turns", "title", "status"]
+    columns = ["id", "updated (UTC)", "turns", "phase", "title", "status"]
     if args.all_projects:
         columns.insert(0, "project")
     for column in columns:
@@ -275,6 +276,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             row["sessionId"],
             row["updatedAt"].replace("T", " ")[:16],
             str(row["turns"]),
+            row["phase"] or "",
             title,
             "in use" if row["inUse"] else "",
         ]

@@ -83,8 +83,12 @@ def build_agent(config: ModelConfig) -> Agent[ToolDeps, str]:
 
     @agent.tool(name="set_phase")
     def _phase(ctx: RunContext[ToolDeps], phase: str) -> str:
-        """Set the conversation phase: design, code or deploy."""
-        ctx.deps.lifecycle.set_phase(phase)
-        return f"phase set to {phase}"
+        """Set the conversation phase: design, code or deploy (none clears it)."""
+        value = phase.strip().lower()
+        try:
+            ctx.deps.lifecycle.set_phase(None if value in ("", "none", "null") else value)
+        except ValueError as exc:
+            raise ModelRetry(str(exc)) from None
+        return f"phase set to {value}"
 
     return agent

@@ -674,10 +674,11 @@ class ChatApp:
                     row["sessionId"],
                     _short_time(row["updatedAt"]),
                     str(row["turns"]),
+                    row.get("phase") or "",
                     title,
                 ]
             )
-        columns = ["", "id", "updated", "turns", "title"]
+        columns = ["", "id", "updated", "turns", "phase", "title"]
         self.console.print(_table("Sessions of this project", columns, rows))
 
     async def cmd_open(self, rest: str) -> None:
@@ -732,7 +733,9 @@ class ChatApp:
             ("state", status.get("state")),
             ("resumed", status.get("resumed")),
             ("turns", status.get("turns")),
+            ("phase", status.get("phase") or "none"),
             ("model", status.get("model") or "not configured"),
+            ("context window", f"{status.get('contextWindow')} tokens"),
             ("drifted files", status.get("drift")),
             ("read-only", status.get("readOnly")),
             ("persistence", status.get("persistence")),

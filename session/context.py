@@ -25,7 +25,10 @@ NOT_KEPT = "summary not kept: metadata-only persistence"
 
 
 def build_resume_context(
-    state: SessionState, drift: DriftReport | None = None, pending_summary: str | None = None
+    state: SessionState,
+    drift: DriftReport | None = None,
+    pending_summary: str | None = None,
+    last_active: datetime | None = None,
 ) -> str:
     """Build the `# Resumed Session Context` block.
 
@@ -36,7 +39,7 @@ def build_resume_context(
         "# Resumed Session Context",
         f"This is a resumed session (ID: {state.session_id}).",
         f"Originally started: {format_utc(state.created_at)}",
-        f"Last active: {format_utc(state.updated_at)}",
+        f"Last active: {format_utc(last_active or state.updated_at)}",
     ]
     if state.agent_spec_path:
         lines += ["", f"Agent specification file: {state.agent_spec_path}"]

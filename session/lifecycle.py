@@ -41,6 +41,7 @@ from .workspace import (
 logger = logging.getLogger(__name__)
 
 AGENT_SPEC_FILE = "agent_spec.md"
+PHASES = ("design", "code", "deploy")
 TEMPLATES_DIR = "templates"
 
 
@@ -111,6 +112,7 @@ class SessionLifecycle:
         self.resume_context = ""
         self.session_deleted = False
         self.last_drift: DriftReport | None = None
+        self.last_active: datetime | None = None  # of the resumed session, before this process
         self.warnings: list[str] = []
         self.assistant_paths: set[str] = set()
         self._manifest: Manifest | None = None
@@ -158,12 +160,15 @@ class SessionLifecycle:
         if session_id is None:
             return None
         state, _ = self.manager.read_snapshot(session_id, self.warnings)
+        last_active = self.manager.last_event_time(session_id)
         if state is None:
             scan = self.manager.read_events(session_id)
             if not scan.events:
                 return None
-            return PreviousSession(session_id, scan.events[-1].ts, 0, None)
-        return PreviousSession(session_id, state.updated_at, state.turns, state.title)
+            return PreviousSession(session_id, last_active or scan.events[-1].ts, 0, None)
+        return PreviousSession(
+            session_id, last_active or state.updated_at, state.turns, state.title
+        )
 
     def start_fresh(self) -> Session:
         """Start a new session with a random id (its files appear at the first event)."""
@@ -208,6 +213,8 @@ class SessionLifecycle:
     def resume(self, session_id: str) -> DriftReport:
         """Carry a previous session forward: same id, drift checked, context injected."""
         self._refuse_if_stopped()
+        # Before opening: opening may append recovery events (a crash's open turn closed).
+        last_active = self.manager.last_event_time(session_id)
         try:
             session = self.manager.open_session(session_id, redactor=self.redactor)
             self.store_fault = None
@@ -240,7 +247,10 @@ class SessionLifecycle:
         self.last_drift = drift
         # Before the drift event. Turns the running summary never reached (the process
         # ended first) get an extractive one here; the model's follows in the background.
-        self.resume_context = build_resume_context(state, drift, self._uncovered_summary())
+        self.last_active = last_active or state.updated_at
+        self.resume_context = build_resume_context(
+            state, drift, self._uncovered_summary(), self.last_active
+        )
         if drift.has_drift and not session.read_only:
             self._record_drift(drift, "resume")
         self._pointer_current = False
@@ -371,7 +381,9 @@ class SessionLifecycle:
         return self.current.append("session/decision", {"text": text})
 
     def set_phase(self, phase: str | None) -> Event:
-        """Record a change of conversation phase."""
+        """Record a change of conversation phase (`design`, `code`, `deploy` or None)."""
+        if phase is not None and phase not in PHASES:
+            raise ValueError(f"phase must be one of {', '.join(PHASES)} (or none), not {phase!r}")
         self._ensure_started()
         return self.current.append("session/phase", {"phase": phase})
 
@@ -551,7 +563,9 @@ class SessionLifecycle:
             },
         )
         if self.resumed and self.resume_context:
-            self.resume_context = build_resume_context(self.current.state, self.last_drift)
+            self.resume_context = build_resume_context(
+                self.current.state, self.last_drift, last_active=self.last_active
+            )
         return event
 
     def set_history_budget(self, tokens: int) -> None:

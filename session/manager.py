@@ -10,11 +10,12 @@ import shutil
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import filelock
+import orjson
 from pydantic import ValidationError
 
 from .derive import HistoryBuilder, HistoryItem, ReplayRequiredError, build_history, tail_of
@@ -48,6 +49,7 @@ from .storage import (
 logger = logging.getLogger(__name__)
 
 TITLE_CHARS = 80
+LAST_EVENT_WINDOW = 256 * 1024  # bytes read from the end of a log for its last event
 # The history sent to the model and kept in a snapshot: the newest whole turns within this
 # many (estimated) tokens. Older turns stay in the log; compaction summarises them.
 DEFAULT_HISTORY_TOKENS = 64_000
@@ -94,6 +96,7 @@ class SessionInfo:
     updated_at: datetime
     turns: int
     parent_session_id: str | None = None
+    phase: str | None = None
 
 
 def merge_decisions(old: list[str], new: list[str]) -> list[str]:
@@ -628,6 +631,35 @@ class SessionManager:
                         seen.add(candidate)
                         yield candidate
 
+    def last_event_time(self, session_id: str) -> datetime | None:
+        """Return the time of the log's last recorded event (recovery markers aside).
+
+        Reads only the end of the log: the snapshot's time is stale after a crash.
+        """
+        path = self.log_path(session_id)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            start = max(0, st.st_size - LAST_EVENT_WINDOW)
+            fh.seek(start)
+            lines = fh.read(LAST_EVENT_WINDOW).split(b"\n")
+        for line in reversed(lines[1:] if start else lines):  # the first may be cut
+            try:
+                record = orjson.loads(line)
+                data = record.get("data") or {}
+                if record.get("type") == "session/recover" or data.get("synthesized"):
+                    continue
+                moment = datetime.fromisoformat(str(record["ts"]))
+            except (ValueError, TypeError, KeyError, AttributeError, orjson.JSONDecodeError):
+                continue
+            return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+        return None
+
     def list_sessions(self) -> list[SessionInfo]:
         """List sessions newest first (snapshot metadata; the log only if no snapshot)."""
         infos: list[SessionInfo] = []
@@ -652,6 +684,7 @@ class SessionManager:
                     state.updated_at,
                     state.turns,
                     state.parent_session_id,
+                    state.phase,
                 )
             )
         infos.sort(key=lambda i: i.updated_at, reverse=True)

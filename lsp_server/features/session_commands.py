@@ -87,6 +87,7 @@ def setup(server: AgentAssistServer) -> None:
             "readOnly": session.read_only,
             "persistence": session.state.persistence,
             "contextWindow": ls.config.context_window,
+            "phase": session.state.phase,
         }
 
     @request_handler(server, proto.HISTORY, proto.HistoryParams)
@@ -146,6 +147,8 @@ def setup(server: AgentAssistServer) -> None:
             }
             if info.parent_session_id:
                 row["parentSessionId"] = info.parent_session_id
+            if info.phase:
+                row["phase"] = info.phase
             rows.append(row)
         return {"sessions": rows}
 

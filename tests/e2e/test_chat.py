@@ -343,3 +343,25 @@ async def test_write_file_goes_through_the_editor(
         assert editor.edits == []
     statuses = [n["status"] for n in editor.notifications["agentAssist/toolCall"]]
     assert statuses == ["started", "done", "started", "failed"]
+
+
+async def test_phase_is_refused_unless_design_code_or_deploy(
+    make_editor, fake: FakeOpenAI
+) -> None:
+    fake.add(
+        {"tool_calls": [{"name": "set_phase", "arguments": {"phase": "testing"}}]},
+        {"tool_calls": [{"name": "set_phase", "arguments": {"phase": "Code"}}]},
+        "phase noted",
+    )
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    await editor.request("agentAssist/chat", {"text": "we are coding now"})
+    statuses = [n["status"] for n in editor.notifications["agentAssist/toolCall"]]
+    assert statuses == ["started", "failed", "started", "done"]
+    refused = json.dumps(fake.messages(1))
+    assert "phase must be one of design, code, deploy" in refused  # the model is told why
+    status = await editor.request("agentAssist/status")
+    assert status["phase"] == "code"
+    sessions = (await editor.request("agentAssist/sessions"))["sessions"]
+    assert sessions[0]["phase"] == "code"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from session.compaction import FALLBACK_LABEL, CompactionSummary
@@ -109,3 +111,38 @@ def test_extractive_summary_names_the_newest_requests(manager: SessionManager) -
 def test_decisions_merge_loosely() -> None:
     merged = merge_decisions(["Use PostgreSQL."], ["use  postgresql", "Deploy on Fridays", ""])
     assert merged == ["Use PostgreSQL.", "Deploy on Fridays"]
+
+
+def test_last_active_is_the_last_recorded_event_also_after_a_crash(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [datetime(2026, 3, 31, 14, 22, tzinfo=UTC)]
+    monkeypatch.setattr("session.log.utcnow", lambda: clock[0])
+    lc = make_lifecycle(manager)
+    run_turn(lc, "one", "first")
+    assert lc.snapshot_and_save()  # the snapshot says 14:22
+    clock[0] = datetime(2026, 3, 31, 15, 47, tzinfo=UTC)
+    run_turn(lc, "two", "partial answer", end=None)  # then kill -9: no snapshot after it
+    session_id = lc.session_id
+    assert lc.session is not None and lc.session.lock is not None
+    lc.session.log.close()
+    lc.session.lock.release()
+    lc.session = None
+    clock[0] = datetime(2026, 4, 2, 9, 0, tzinfo=UTC)  # relaunched two days later
+    lc2 = make_lifecycle(manager)
+    previous = lc2.find_previous()
+    assert previous is not None and "(last active: 2026-03-31 15:47 UTC)" in previous.prompt()
+    lc2.resume(session_id)  # closes the open turn (a recovery event, at 09:00): not activity
+    assert "Last active: 2026-03-31 15:47 UTC" in lc2.resume_context
+
+
+def test_phase_is_one_of_three_or_none(manager: SessionManager) -> None:
+    lc = make_lifecycle(manager)
+    lc.set_phase("code")
+    assert lc.current.state.phase == "code"
+    with pytest.raises(ValueError, match="design, code, deploy"):
+        lc.set_phase("testing")
+    lc.set_phase(None)
+    assert lc.current.state.phase is None
+    lc.set_phase("deploy")
+    assert [i.phase for i in manager.list_sessions()] == ["deploy"]
