@@ -46,13 +46,14 @@ def history_tokens(messages: Sequence[Message]) -> int:
 
 
 def plan_compaction(
-    builder: HistoryBuilder, keep_tokens: int, *, open_turn: bool = False
+    builder: HistoryBuilder, keep_tokens: int, *, open_turn: bool = False, force: bool = False
 ) -> CompactionPlan | None:
     """Choose the newest whole turns within `keep_tokens` to keep; None if nothing to do.
 
     The cut is always at the start of a turn, so a tool call never loses its result, and
     at least the last turn is kept. A turn in progress is only compacted around when
     `open_turn` says so (a prompt the model refused as too long): it is the kept last turn.
+    `force` (the user asked): with two turns or more, something is always summarised.
     """
     if builder.open_turn is not None and not open_turn:
         return None
@@ -69,7 +70,9 @@ def plan_compaction(
         total += more
         cut = start
     if cut <= starts[0]:
-        return None  # everything fits: nothing older than the kept turns
+        if not force:
+            return None  # everything fits: nothing older than the kept turns
+        cut = starts[-1]  # asked for: summarise all but the newest turn
     current = builder.messages()
     return CompactionPlan(
         covers_seq=items[cut - 1].seq,

@@ -536,10 +536,10 @@ class SessionLifecycle:
         )
 
     def plan_compaction(
-        self, keep_tokens: int, *, open_turn: bool = False
+        self, keep_tokens: int, *, open_turn: bool = False, force: bool = False
     ) -> CompactionPlan | None:
         """Choose the turns a compaction would summarise (None: nothing to compact)."""
-        return plan_compaction(self.current.history, keep_tokens, open_turn=open_turn)
+        return plan_compaction(self.current.history, keep_tokens, open_turn=open_turn, force=force)
 
     def plan_summary(self) -> SummaryPlan | None:
         """Return what the running summary should cover next (None: nothing, or not kept)."""

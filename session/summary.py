@@ -91,7 +91,11 @@ def extractive_session_summary(plan: SummaryPlan, decisions: list[str]) -> Compa
                 requests.append(_words(text, 20))
             elif part.get("part_kind") == "text" and text.strip():
                 last_reply = _words(text, 30)
-    head = [FALLBACK_LABEL, f"The user asked ({len(requests)} requests, newest last):"]
+    head = [FALLBACK_LABEL]
+    earlier = (plan.previous or "").replace(FALLBACK_LABEL, "").strip()
+    if earlier and not earlier.startswith("The user asked"):  # a model's (or compaction's)
+        head.append(f"Earlier: {_words(' '.join(earlier.split()), 60)}")
+    head.append(f"The user asked ({len(requests)} requests, newest last):")
     budget = MAX_SUMMARY_WORDS - sum(len(line.split()) for line in head) - 40
     shown: list[str] = []
     for request in reversed(requests):

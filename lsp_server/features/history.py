@@ -73,10 +73,13 @@ def open_documents(ls: AgentAssistServer) -> dict[str, bytes]:
     return out
 
 
-async def compact_now(ls: AgentAssistServer, *, open_turn: bool = False) -> dict[str, Any]:
+async def compact_now(
+    ls: AgentAssistServer, *, open_turn: bool = False, asked: bool = False
+) -> dict[str, Any]:
     """Summarise older turns (model, else extractive) and keep the recent tail.
 
     `open_turn`: compact around the turn in progress (its prompt did not fit the window).
+    `asked`: the user asked for it, so with two closed turns or more something is compacted.
     """
     lifecycle = ls.session
     current = lifecycle.message_history()
@@ -88,8 +91,16 @@ async def compact_now(ls: AgentAssistServer, *, open_turn: bool = False) -> dict
         "tokensAfter": history_tokens(current),
         "compacted": False,
     }
-    plan = lifecycle.plan_compaction(ls.config.keep_tokens, open_turn=open_turn)
+    plan = lifecycle.plan_compaction(ls.config.keep_tokens, open_turn=open_turn, force=asked)
     if plan is None:
+        if asked:
+            result["reason"] = (
+                "Nothing to compact: a turn is running."
+                if lifecycle.current.open_turn is not None
+                else "Nothing to compact: compaction keeps the newest turn, and there is "
+                "only one (or none) in the history."
+            )
+            ls.show(result["reason"], types.MessageType.Info)
         return result
     async with progress(ls, "Compacting the conversation") as bar:
         summary = None
@@ -166,7 +177,7 @@ def setup(server: AgentAssistServer) -> None:
     async def compact(ls: AgentAssistServer, params: proto.EmptyParams) -> dict[str, Any]:
         await ls.ready.wait()
         async with ls.turn_lock:
-            return await compact_now(ls)
+            return await compact_now(ls, asked=True)
 
     @request_handler(server, proto.FORK, proto.ForkParams)
     async def fork(ls: AgentAssistServer, params: proto.ForkParams) -> dict[str, Any]:

@@ -345,9 +345,7 @@ async def test_write_file_goes_through_the_editor(
     assert statuses == ["started", "done", "started", "failed"]
 
 
-async def test_phase_is_refused_unless_design_code_or_deploy(
-    make_editor, fake: FakeOpenAI
-) -> None:
+async def test_phase_is_refused_unless_design_code_or_deploy(make_editor, fake: FakeOpenAI) -> None:
     fake.add(
         {"tool_calls": [{"name": "set_phase", "arguments": {"phase": "testing"}}]},
         {"tool_calls": [{"name": "set_phase", "arguments": {"phase": "Code"}}]},

@@ -240,3 +240,36 @@ async def test_restore_also_reverts_unsaved_editor_buffers(make_editor, workspac
     restored = await editor.request("agentAssist/checkpoint", {"number": saved["checkpoint"]})
     assert restored["restoredFiles"] == ["agent_spec.md"]  # disk matched; the buffer did not
     assert any("agent_spec.md" in (e.label or "") for e in editor.edits)
+
+
+@pytest.mark.parametrize("client_name", ["vscode"])
+async def test_compact_asked_for_compacts_a_small_history(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    editor: Editor = make_editor()  # the default 128k window: far from the threshold
+    await editor.start()
+    await editor.ready()
+    fake.add("the only answer")
+    await editor.request("agentAssist/chat", {"text": "the only question"})
+    single = await editor.request("agentAssist/compact")
+    assert single["compacted"] is False and "only one" in single["reason"]
+    for n in range(2, 9):  # 8 turns of ~190 tokens, ~1,500 in all
+        fake.add(f"answer {n} " + "lorem ipsum dolor " * 20)
+        await editor.request("agentAssist/chat", {"text": f"question {n} " + "sit amet " * 20})
+    fake.add(
+        {
+            "tool_calls": [
+                {
+                    "name": "final_result",
+                    "arguments": {"summary": "Seven questions were answered.", "decisions": []},
+                }
+            ]
+        }
+    )
+    result = await editor.request("agentAssist/compact")
+    assert result["compacted"] is True and result["messagesAfter"] < result["messagesBefore"]
+    fake.add("after")
+    await editor.request("agentAssist/chat", {"text": "next"})
+    sent = json.dumps(fake.messages(-1))
+    assert "Seven questions were answered." in sent and "question 8" in sent  # newest kept
+    assert "question 2 " not in sent
