@@ -7,7 +7,7 @@ import stat
 from dataclasses import dataclass
 
 from .derive import build_history
-from .log import parse_event_line
+from .log import readable_events
 from .manager import Session, SessionError, SessionManager, state_from_events
 from .models import Event, SessionStartEvent, TurnEndEvent, TurnStartEvent, utcnow
 from .storage import fsync_dir
@@ -24,10 +24,6 @@ class ForkResult:
     session: Session
     parent_session_id: str
     boundary: int
-
-
-def _lines(raw: bytes) -> list[bytes]:
-    return [line for line in raw.split(b"\n") if line.strip()]
 
 
 def check_boundary(events: list[Event], boundary: int | None) -> int:
@@ -100,16 +96,10 @@ def fork_session(
         raise SessionError(f"no session {parent_id} in this project") from None
     except OSError as exc:  # a symlink (ELOOP) is never followed
         raise SessionError(f"cannot read {parent_log.name}: {exc.strerror or exc}") from None
-    lines = _lines(raw)
-    events: list[Event] = []
-    for line in lines:
-        try:
-            event = parse_event_line(line)
-        except ValueError:
-            break  # a torn or bad line: the readable prefix is what can be forked
-        if event.seq != len(events):
-            break
-        events.append(event)
+    # What a reader sees: torn writes a crash left and recovery acknowledged are skipped.
+    readable = readable_events(raw)
+    events: list[Event] = [event for event, _ in readable]
+    lines = [line for _, line in readable]
     boundary = check_boundary(events, boundary)
     parent_state, _ = manager.read_snapshot(parent_id)
     first = events[0]

@@ -183,6 +183,37 @@ def scan_log(path: Path, start_offset: int = 0, expect_seq: int = 0) -> LogScan:
     return scan
 
 
+def readable_events(blob: bytes) -> list[tuple[Event, bytes]]:
+    """Return a whole log's readable events with their lines, as `scan_log` reads them.
+
+    A torn write that a later `session/recover` acknowledges is skipped and reading goes on;
+    anything else bad (or a torn last line) ends the readable prefix.
+    """
+    out: list[tuple[Event, bytes]] = []
+    pending: LogProblem | None = None
+    pos = 0
+    while pos < len(blob):
+        nl = blob.find(b"\n", pos)
+        end = nl if nl != -1 else len(blob)
+        line, offset, pos = blob[pos:end], pos, end + 1
+        if not line.strip():
+            continue
+        try:
+            event = parse_event_line(line)
+            if event.seq != len(out):
+                raise ValueError("out of order")
+        except ValueError:
+            if pending is not None or nl == -1:
+                break
+            pending = LogProblem("bad_line", 0, offset, len(line), "")
+            continue
+        if pending is not None and not _acknowledges(event, pending):
+            break
+        pending = None
+        out.append((event, line))
+    return out
+
+
 def _acknowledges(event: Event, problem: LogProblem) -> bool:
     return (
         isinstance(event, RecoverEvent)

@@ -231,3 +231,39 @@ def test_nothing_to_compact_in_a_short_session(manager: SessionManager) -> None:
     run_turn(lc, "only", "one")
     assert lc.plan_compaction(keep_tokens=10) is None
     lc.close()
+
+
+def test_fork_after_a_crash_repaired_log_keeps_every_completed_turn(
+    manager: SessionManager,
+) -> None:
+    lc = make_lifecycle(manager)
+    run_turn(lc, "one", "first")
+    run_turn(lc, "two", "second")
+    sid = lc.session_id
+    assert lc.session is not None and lc.session.lock is not None
+    lc.session.log.close()
+    lc.session.lock.release()
+    lc.session = None
+    with open(manager.log_path(sid), "ab") as fh:  # the process died mid-write
+        fh.write(b'{"seq": 99, "ts": "2026-12-01T00:00:00+00:00", "type": "turn/st')
+    lc2 = make_lifecycle(manager)
+    lc2.resume(sid)  # repairs: terminates the torn line, records session/recover
+    run_turn(lc2, "three", "third")
+    run_turn(lc2, "four", "partial", end=None)  # and crashes again mid-turn
+    assert lc2.session is not None and lc2.session.lock is not None
+    lc2.session.log.close()
+    lc2.session.lock.release()
+    lc2.session = None
+    lc3 = make_lifecycle(manager)
+    lc3.resume(sid)  # closes turn 4 as interrupted
+    lc3.close()
+    parent = scan_log(manager.log_path(sid))
+    assert any(p.kind == "recovered" for p in parent.problems)
+    child = fork_session(manager, sid).session
+    events = scan_log(manager.log_path(child.session_id)).events
+    inputs = [e.data.input for e in events if e.type == "turn/start"]
+    assert inputs == ["one", "two", "three", "four"]  # nothing stops at the tear
+    ends = [e.data.reason for e in events if e.type == "turn/end"]
+    assert ends == ["completed", "completed", "completed", "interrupted"]
+    assert [e.seq for e in events] == list(range(len(events)))
+    child.close()

@@ -469,6 +469,36 @@ def test_resume_shows_the_context_and_compact_reports(commands: dict[str, Any]) 
     assert commands["compact"] == "Agent Assist: nothing to compact"  # one short turn
 
 
+# -- formatting without a server: the phase next to the turns --------------------------------
+
+
+@pytest.fixture(scope="module")
+def formatting(tmp_path_factory: pytest.TempPathFactory, nvim: str) -> dict[str, Any]:
+    with FakeOpenAI() as server:  # a project needs one; this spec starts no server
+        return make_project(tmp_path_factory.mktemp("nvim-format"), server, nvim).launch(
+            "format_spec"
+        )
+
+
+def test_sessions_rows_show_the_phase_next_to_the_turns(formatting: dict[str, Any]) -> None:
+    assert formatting["session_code"] == "s1  2025-01-02 11:00  12 turns · code  support agent  (active)"
+    assert formatting["session_unset"] == "s1  2025-01-02 11:00  12 turns  support agent  (active)"
+    assert formatting["session_one_turn"] == "s1  2025-01-02 11:00  1 turn  support agent  (active)"
+
+
+def test_status_shows_the_phase_next_to_the_turns(formatting: dict[str, Any]) -> None:
+    assert formatting["status_deploy"] == [
+        "session s1",
+        "state idle, 0 waiting, 12 turns · deploy",
+        "model test-model, persistence full",
+        "context window 64000 tokens",
+        "files drifted: 0",
+    ]
+    unset = [line.replace(" · deploy", "") for line in formatting["status_deploy"]]
+    assert formatting["status_unset"] == unset
+    assert formatting["status_null"] == unset  # `phase: null` on the wire
+
+
 # -- scenario 3: model faults: retried attempts, replies cut short, the retry options ---------
 
 

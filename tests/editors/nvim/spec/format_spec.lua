@@ -1,0 +1,33 @@
+-- No server: the sessions picker rows and the status lines, with and without a phase.
+local H = dofile(vim.env.AGENT_ASSIST_TEST_HELPERS)
+local commands = require("agent_assist.commands")
+
+H.run(function(out)
+  local row = {
+    sessionId = "s1",
+    title = "support agent",
+    createdAt = "2025-01-01T10:00:00Z",
+    updatedAt = "2025-01-02T11:00:00Z",
+    turns = 12,
+    active = true,
+  }
+  out.session_unset = commands.format_session(row)
+  out.session_code = commands.format_session(vim.tbl_extend("force", row, { phase = "code" }))
+  out.session_one_turn = commands.format_session(vim.tbl_extend("force", row, { turns = 1 }))
+
+  local status = {
+    sessionId = "s1",
+    state = "idle",
+    waiting = 0,
+    resumed = false,
+    turns = 12,
+    model = "test-model",
+    drift = 0,
+    readOnly = false,
+    persistence = "full",
+    contextWindow = 64000,
+  }
+  out.status_unset = commands.status_lines(status)
+  out.status_null = commands.status_lines(vim.tbl_extend("force", status, { phase = vim.NIL }))
+  out.status_deploy = commands.status_lines(vim.tbl_extend("force", status, { phase = "deploy" }))
+end)
