@@ -44,7 +44,10 @@ def setup(server: AgentAssistServer) -> None:
     @request_handler(server, proto.SAVE, proto.EmptyParams)
     async def save(ls: AgentAssistServer, params: proto.EmptyParams) -> dict[str, Any]:
         await ls.ready.wait()
-        result = ls.session.explicit_save()
+        # A checkpoint is a closed-turn boundary: a save during a reply waits for its end,
+        # so a restore never rewinds to half a turn (files and conversation would disagree).
+        async with ls.turn_lock:
+            result = ls.session.explicit_save()
         return {
             "sessionId": result.session_id,
             "checkpoint": result.checkpoint,

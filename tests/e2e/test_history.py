@@ -273,3 +273,35 @@ async def test_compact_asked_for_compacts_a_small_history(
     sent = json.dumps(fake.messages(-1))
     assert "Seven questions were answered." in sent and "question 8" in sent  # newest kept
     assert "question 2 " not in sent
+
+
+@pytest.mark.parametrize("client_name", ["vscode"])
+async def test_a_save_during_a_reply_checkpoints_a_closed_turn(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    fake.add("first answer", {"text": "a slowly streamed second answer " * 5, "delay": 0.03})
+    await editor.request("agentAssist/chat", {"text": "first"})
+    _, pending = editor.start_request("agentAssist/chat", {"text": "second"})
+    await editor.wait_for("agentAssist/chatDelta", count=3)
+    saved = await editor.request("agentAssist/save")  # waits for the reply to end
+    reply = await pending
+    assert reply["endReason"] == "completed"
+    events = events_of(workspace, home, reply["sessionId"])
+    save = next(
+        e for e in events if e.type == "session/save" and e.data.checkpoint == saved["checkpoint"]
+    )
+    ends = [e.seq for e in events if e.type == "turn/end"]
+    assert save.seq > ends[-1]  # after the turn, never inside it
+    fake.add("third answer")
+    await editor.request("agentAssist/chat", {"text": "third"})
+    await editor.request("agentAssist/checkpoint", {"number": saved["checkpoint"]})
+    items = (await editor.request("agentAssist/history"))["items"]
+    assert [i["text"] for i in items if i["role"] == "user"] == ["first", "second"]
+    assert items[-1]["role"] == "assistant" and items[-1]["endReason"] == "completed"
+    fake.add("after restore")
+    await editor.request("agentAssist/chat", {"text": "fourth"})
+    sent = json.dumps(fake.messages(-1))
+    assert "a slowly streamed second answer" in sent and "third answer" not in sent

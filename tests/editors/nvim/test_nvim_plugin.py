@@ -481,9 +481,10 @@ def formatting(tmp_path_factory: pytest.TempPathFactory, nvim: str) -> dict[str,
 
 
 def test_sessions_rows_show_the_phase_next_to_the_turns(formatting: dict[str, Any]) -> None:
-    assert formatting["session_code"] == "s1  2025-01-02 11:00  12 turns · code  support agent  (active)"
-    assert formatting["session_unset"] == "s1  2025-01-02 11:00  12 turns  support agent  (active)"
-    assert formatting["session_one_turn"] == "s1  2025-01-02 11:00  1 turn  support agent  (active)"
+    updated, title = "s1  2025-01-02 11:00", "support agent  (active)"
+    assert formatting["session_code"] == f"{updated}  12 turns · code  {title}"
+    assert formatting["session_unset"] == f"{updated}  12 turns  {title}"
+    assert formatting["session_one_turn"] == f"{updated}  1 turn  {title}"
 
 
 def test_status_shows_the_phase_next_to_the_turns(formatting: dict[str, Any]) -> None:
