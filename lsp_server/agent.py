@@ -333,8 +333,9 @@ class ChatRunner:
                         if "".join(text_parts):
                             sink.delta("".join(text_parts))
                     recorder.assistant_message(dumped)
-                    estimate = functools.partial(sum_tokens, sent_tokens)
-                    recorder.end_step(tally.add(response.usage, estimate, dumped))
+                    step_usage = tally.add(
+                        response.usage, functools.partial(sum_tokens, sent_tokens), dumped
+                    )
                     sent_tokens -= len(instructions) // 4
                     sent_tokens += estimate_tokens(dumped)
                     calls: dict[str, tuple[str, Any]] = {}
@@ -359,14 +360,8 @@ class ChatRunner:
                                     is_error=failed,
                                 )
                                 sink.tool(name or "", args, "failed" if failed else "done")
+                    recorder.end_step(step_usage)  # a step brackets its tool calls and results
         return TurnResult("".join(text_parts), tally.result())
-
-
-def _usage_dict(usage: Any) -> dict[str, Any]:
-    return {
-        "input_tokens": getattr(usage, "input_tokens", 0),
-        "output_tokens": getattr(usage, "output_tokens", 0),
-    }
 
 
 def _jsonable(value: Any) -> Any:

@@ -54,6 +54,10 @@ async def test_tool_calls_are_streamed_recorded_and_rebuildable(
     assert "three tools" in json.dumps(fake.messages(1))
     await editor.stop()
     assert_requests_rebuildable(fake, workspace, home, reply["sessionId"])
+    events = SessionManager(workspace, home=home).read_events(reply["sessionId"]).events
+    order = [e.type for e in events if e.type.startswith(("step/", "tool/"))]
+    # A step brackets its tools: step/end comes after the step's calls and results.
+    assert order == ["step/start", "tool/call", "tool/result", "step/end", "step/start", "step/end"]
 
 
 def assert_requests_rebuildable(
