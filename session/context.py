@@ -46,7 +46,11 @@ def build_resume_context(
     summary = pending_summary or state.summary or state.compacted_history_summary
     decisions = [f"- {d.strip()}" for d in state.decisions]
     if state.persistence == "metadata":
-        summary, decisions = NOT_KEPT, [f"- {NOT_KEPT}"] if state.turns else []
+        summary = (
+            f"{NOT_KEPT}. The earlier messages were not kept either: ask the user for "
+            "any context you need."
+        )
+        decisions = [f"- {NOT_KEPT}"] if state.turns else []
     if summary or state.turns:
         lines += ["", "## Previous Session Summary", (summary or "(no summary yet)").strip()]
     if decisions or state.turns:

@@ -227,6 +227,12 @@ class SessionLifecycle:
         self._close_current(autosave=True)
         self.session = session
         self.warnings.extend(session.warnings)
+        mode = session.state.persistence
+        if mode != self.config.persistence:
+            self.warnings.append(
+                f"session {session_id} keeps {mode} persistence, chosen when it started; "
+                f"persistence {self.config.persistence!r} applies to new sessions"
+            )
         self.resumed = True
         self.session_deleted = False
         self._headers_sent.clear()

@@ -574,7 +574,11 @@ class SessionManager:
             warnings.append(f"session {session_id} opened read-only: {read_only_reason}")
         elif read_only:
             read_only_reason = "opened read-only"
-        redactor = redactor or Redactor(metadata_only=state.persistence == "metadata")
+        # The session's own mode, recorded when it started, whatever this process is set to.
+        metadata = state.persistence == "metadata"
+        redactor = (redactor or Redactor()).with_mode(metadata)
+        if metadata:  # its log holds placeholders, never conversation: nothing to send
+            builder = HistoryBuilder(base_seq=state.last_seq, open_turn=builder.open_turn)
         log = EventLog.for_scan(log_path, scan, redactor=redactor)
         log.read_only = read_only_reason is not None
         if scan.last_seq is None:

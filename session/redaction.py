@@ -67,6 +67,14 @@ class Redactor:
         self._secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
         self.metadata_only = metadata_only
 
+    def with_mode(self, metadata_only: bool) -> Redactor:
+        """Return this redactor (same secrets) for a session of the given persistence mode."""
+        if metadata_only == self.metadata_only:
+            return self
+        other = Redactor(metadata_only=metadata_only)
+        other._secrets = list(self._secrets)
+        return other
+
     def add_secret(self, secret: str | None) -> None:
         """Remember another exact string (e.g. a configured API key) to redact."""
         if secret and len(secret) >= 4 and secret not in self._secrets:

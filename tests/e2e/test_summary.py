@@ -144,3 +144,35 @@ async def test_metadata_persistence_keeps_no_summary(
     context = await resumed_context(make_editor, options=dict(options))
     assert "summary not kept: metadata-only persistence" in context
     assert "a secret plan" not in context
+
+
+async def test_metadata_mode_belongs_to_the_session(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.add("noted the plan")
+    first: Editor = make_editor(options={"instanceId": "meta", "persistence": "metadata"})
+    await first.start()
+    session_id = (await first.ready())["sessionId"]
+    await first.request("agentAssist/chat", {"text": "SECRET-PLAN-42 is the launch code"})
+    await first.stop()
+    # A later server configured for full persistence resumes it: the session keeps its mode.
+    second: Editor = make_editor(options={"instanceId": "meta", "persistence": "full"})
+    await second.start()
+    assert (await second.ready())["sessionId"] == session_id
+    context = (await second.request("agentAssist/resume"))["context"]
+    assert "summary not kept: metadata-only persistence" in context
+    assert "earlier messages were not kept" in context
+    fake.add("ok")
+    await second.request("agentAssist/chat", {"text": "ANOTHER-SECRET-7 continues"})
+    sent = json.dumps(fake.messages(-1))
+    assert "not persisted" not in sent and "SECRET-PLAN-42" not in sent  # no placeholders
+    assert "ANOTHER-SECRET-7" in sent  # this process's own turn is there, in memory
+    status = await second.request("agentAssist/status")
+    assert status["persistence"] == "metadata"
+    warned = [m.message for m in second.client.messages]
+    assert any("keeps metadata persistence" in m for m in warned), warned
+    await second.stop()
+    for path in home.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert b"SECRET-PLAN-42" not in data and b"ANOTHER-SECRET-7" not in data, path
