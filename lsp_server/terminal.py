@@ -593,7 +593,7 @@ class ChatApp:
         """/compact (progress arrives as $/progress)."""
         result = await self._request("agentAssist/compact")
         if not result.get("compacted"):
-            self.say("Nothing to compact yet: the conversation is short.")
+            self.say(result.get("reason") or "Nothing to compact yet: the conversation is short.")
             return
         kind = " (extractive summary)" if result.get("fallback") else ""
         self.say(

@@ -100,7 +100,6 @@ async def compact_now(
                 else "Nothing to compact: compaction keeps the newest turn, and there is "
                 "only one (or none) in the history."
             )
-            ls.show(result["reason"], types.MessageType.Info)
         return result
     async with progress(ls, "Compacting the conversation") as bar:
         summary = None

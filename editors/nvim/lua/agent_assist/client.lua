@@ -77,6 +77,8 @@ M.methods = {
 ---@field status? string
 ---@field partial? boolean an answer cut short (stopped, failed): only what was streamed of it
 
+---@alias agent_assist.Phase "design"|"code"|"deploy" set or cleared by the model's `set_phase`
+
 ---@class agent_assist.StatusResult
 ---@field sessionId string
 ---@field state "idle"|"running"
@@ -88,6 +90,20 @@ M.methods = {
 ---@field readOnly boolean
 ---@field persistence "full"|"metadata"
 ---@field contextWindow integer the window in use: lower than configured if the model server reported less
+---@field phase agent_assist.Phase? null when unset
+
+---@class agent_assist.SessionInfo
+---@field sessionId string
+---@field title string
+---@field createdAt string
+---@field updatedAt string
+---@field turns integer
+---@field phase? agent_assist.Phase absent when unset
+---@field parentSessionId? string
+---@field active boolean
+
+---@class agent_assist.SessionsResult
+---@field sessions agent_assist.SessionInfo[]
 
 ---@class agent_assist.SearchParams
 ---@field query string

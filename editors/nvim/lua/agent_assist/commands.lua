@@ -94,6 +94,55 @@ local function show_context(context)
   vim.api.nvim_win_set_buf(0, buf)
 end
 
+--- The turn count with the phase when there is one: `12 turns · code`.
+---@param turns? integer
+---@param phase? agent_assist.Phase
+---@return string
+function M.describe_turns(turns, phase)
+  local text = ("%d %s"):format(turns or 0, turns == 1 and "turn" or "turns")
+  if type(phase) == "string" and phase ~= "" then
+    return text .. " · " .. phase
+  end
+  return text
+end
+
+--- One row of the `:AgentAssist sessions` picker.
+---@param s agent_assist.SessionInfo
+---@return string
+function M.format_session(s)
+  return ("%s  %s  %s  %s%s"):format(
+    s.sessionId,
+    when(s.updatedAt),
+    M.describe_turns(s.turns, s.phase),
+    s.title or "",
+    s.active and "  (active)" or ""
+  )
+end
+
+--- The lines `:AgentAssist status` shows.
+---@param s agent_assist.StatusResult
+---@return string[]
+function M.status_lines(s)
+  local lines = {
+    ("session %s%s%s"):format(
+      s.sessionId,
+      s.resumed and " (resumed)" or "",
+      s.readOnly and " (read-only)" or ""
+    ),
+    ("state %s, %d waiting, %s"):format(
+      s.state,
+      s.waiting or 0,
+      M.describe_turns(s.turns, s.phase)
+    ),
+    ("model %s, persistence %s"):format(tostring(s.model or "not configured"), s.persistence),
+  }
+  if type(s.contextWindow) == "number" then -- the window in use: the server may have lowered it
+    table.insert(lines, ("context window %d tokens"):format(s.contextWindow))
+  end
+  table.insert(lines, ("files drifted: %d"):format(s.drift or 0))
+  return lines
+end
+
 ---@type table<string, fun(args: string[])>
 M.subcommands = {
   chat = function(args)
@@ -185,7 +234,7 @@ M.subcommands = {
   compact = function()
     ask(methods.compact, {}, function(result)
       if not result.compacted then
-        client.notify("nothing to compact")
+        client.notify(result.reason or "nothing to compact")
         return
       end
       client.notify(
@@ -245,15 +294,7 @@ M.subcommands = {
       vim.ui.select(rows, {
         prompt = "Agent Assist: sessions",
         kind = "agent_assist.session",
-        format_item = function(s)
-          return ("%s  %s  %d turns  %s%s"):format(
-            s.sessionId,
-            when(s.updatedAt),
-            s.turns or 0,
-            s.title or "",
-            s.active and "  (active)" or ""
-          )
-        end,
+        format_item = M.format_session,
       }, function(choice)
         if not choice then
           return
@@ -284,20 +325,7 @@ M.subcommands = {
   end,
   status = function()
     ask(methods.status, {}, function(s)
-      local lines = {
-        ("session %s%s%s"):format(
-          s.sessionId,
-          s.resumed and " (resumed)" or "",
-          s.readOnly and " (read-only)" or ""
-        ),
-        ("state %s, %d waiting, %d turns"):format(s.state, s.waiting or 0, s.turns or 0),
-        ("model %s, persistence %s"):format(tostring(s.model or "not configured"), s.persistence),
-      }
-      if type(s.contextWindow) == "number" then -- the window in use: the server may have lowered it
-        table.insert(lines, ("context window %d tokens"):format(s.contextWindow))
-      end
-      table.insert(lines, ("files drifted: %d"):format(s.drift or 0))
-      client.notify(table.concat(lines, "\n"))
+      client.notify(table.concat(M.status_lines(s), "\n"))
     end)
   end,
 }

@@ -30,8 +30,9 @@ export class ChatController implements vscode.Disposable {
       ),
       server.onSessionChanged.event((p) => {
         this.sessionId = p.sessionId;
-        this.status.update({ sessionId: p.sessionId, drift: 0 });
+        this.status.update({ sessionId: p.sessionId, drift: 0, turns: 0, phase: null });
         void this.redraw();
+        void this.refreshStatus();
       }),
       server.onRunning.event((running) => {
         this.status.update({ connected: running });
@@ -101,6 +102,8 @@ export class ChatController implements vscode.Disposable {
         drift: status.drift,
         running: this.busy || status.state === "running",
         contextWindow: status.contextWindow,
+        turns: status.turns,
+        phase: status.phase,
       });
     } catch (error) {
       this.log.warn(`status: ${errorText(error)}`);

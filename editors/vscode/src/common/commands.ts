@@ -12,11 +12,23 @@ import type {
   ResumeResult,
   SaveResult,
   SearchResult,
+  SessionInfo,
   SessionsResult,
 } from "./protocol";
+import { describeTurns } from "./protocol";
 import type { AgentServer } from "./server";
 
 type Handler = () => Promise<void>;
+
+/** One row of the Sessions quick pick: title, short id, turns and phase, when it was updated. */
+export function sessionPickItem(s: SessionInfo): vscode.QuickPickItem & { sessionId: string } {
+  return {
+    label: `${s.active ? "$(check) " : ""}${s.title || "(untitled)"}`,
+    description: `${s.sessionId.slice(0, 8)} · ${describeTurns(s.turns, s.phase)}`,
+    detail: `updated ${s.updatedAt}${s.parentSessionId ? ` · forked from ${s.parentSessionId.slice(0, 8)}` : ""}`,
+    sessionId: s.sessionId,
+  };
+}
 
 function info(text: string): void {
   void vscode.window.showInformationMessage(`Agent Assist: ${text}`);
@@ -101,7 +113,7 @@ export class SessionCommands {
     info(
       result.compacted
         ? `compacted ${result.messagesBefore} → ${result.messagesAfter} messages (${result.tokensBefore} → ${result.tokensAfter} tokens)`
-        : "nothing to compact",
+        : (result.reason ?? "nothing to compact"),
     );
   }
 
@@ -136,12 +148,7 @@ export class SessionCommands {
   private async sessions(): Promise<void> {
     const result = await this.server.request<SessionsResult>(SESSIONS, {});
     const pick = await vscode.window.showQuickPick(
-      result.sessions.map((s) => ({
-        label: `${s.active ? "$(check) " : ""}${s.title || "(untitled)"}`,
-        description: `${s.sessionId.slice(0, 8)} · ${s.turns} turn(s)`,
-        detail: `updated ${s.updatedAt}${s.parentSessionId ? ` · forked from ${s.parentSessionId.slice(0, 8)}` : ""}`,
-        sessionId: s.sessionId,
-      })),
+      result.sessions.map(sessionPickItem),
       { title: "Agent Assist sessions of this project" },
     );
     if (pick) {

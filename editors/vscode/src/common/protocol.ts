@@ -2,6 +2,8 @@
 
 export type AutoResume = "ask" | "always" | "never";
 export type Persistence = "full" | "metadata";
+/** The session's phase: the model sets or clears it with its `set_phase` tool. */
+export type Phase = "design" | "code" | "deploy";
 
 export interface ModelOptions {
   name?: string;
@@ -71,6 +73,8 @@ export interface StatusResult {
   persistence: Persistence;
   /** The context window in use: lower than configured when the model server reported a smaller one. */
   contextWindow: number;
+  /** Null when unset. */
+  phase: Phase | null;
 }
 
 export type TranscriptRole = "user" | "assistant" | "tool" | "notice";
@@ -96,6 +100,8 @@ export interface SessionInfo {
   createdAt: string;
   updatedAt: string;
   turns: number;
+  /** Absent when unset. */
+  phase?: Phase;
   parentSessionId?: string;
   active: boolean;
 }
@@ -138,6 +144,8 @@ export interface CompactResult {
   tokensAfter: number;
   compacted: boolean;
   fallback?: boolean;
+  /** Why nothing was compacted (when `compacted` is false). */
+  reason?: string;
 }
 
 export interface ForkResult {
@@ -195,6 +203,12 @@ export type SessionChangeReason = "new" | "resumed" | "reset" | "opened" | "fork
 export interface SessionChangedParams {
   sessionId: string;
   reason: SessionChangeReason;
+}
+
+/** The turn count with the phase when there is one: `12 turns · code`. */
+export function describeTurns(turns: number, phase?: Phase | null): string {
+  const count = `${turns} ${turns === 1 ? "turn" : "turns"}`;
+  return phase ? `${count} · ${phase}` : count;
 }
 
 /** The drift report as one line per file: `path (modified)`. */

@@ -1,5 +1,6 @@
-/** Status bar item: short session id, idle/running, drift count; the context window in its tooltip. */
+/** Status bar item: short session id, idle/running, drift count; turns, phase and the context window in its tooltip. */
 import * as vscode from "vscode";
+import { describeTurns, type Phase } from "./protocol";
 
 export interface StatusView {
   sessionId: string;
@@ -8,6 +9,9 @@ export interface StatusView {
   connected: boolean;
   /** Tokens of the context window in use (`agentAssist/status`); 0 until known. */
   contextWindow: number;
+  /** Turns of the session (`agentAssist/status`). */
+  turns: number;
+  phase: Phase | null;
 }
 
 export function statusText(view: StatusView): string {
@@ -25,12 +29,21 @@ export function statusTooltip(view: StatusView): string {
     return "Agent Assist";
   }
   const context = view.contextWindow > 0 ? `, context window: ${view.contextWindow} tokens` : "";
-  return `Agent Assist session ${view.sessionId} (${view.running ? "running" : "idle"}), drifted files: ${view.drift}${context}`;
+  const turns = describeTurns(view.turns, view.phase);
+  return `Agent Assist session ${view.sessionId} (${view.running ? "running" : "idle"}), ${turns}, drifted files: ${view.drift}${context}`;
 }
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
-  private view: StatusView = { sessionId: "", running: false, drift: 0, connected: false, contextWindow: 0 };
+  private view: StatusView = {
+    sessionId: "",
+    running: false,
+    drift: 0,
+    connected: false,
+    contextWindow: 0,
+    turns: 0,
+    phase: null,
+  };
 
   constructor() {
     this.item.name = "Agent Assist";

@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { describeDrift } from "../../src/common/protocol";
+import { describeDrift, describeTurns } from "../../src/common/protocol";
 import {
   DEFAULT_SETTINGS,
   isValidInstanceId,
@@ -186,21 +186,41 @@ describe("resolveServerCommand", () => {
 
 describe("status and drift text", () => {
   it("shows the short session id, state and drift", () => {
-    expect(statusText({ sessionId: "0123456789ab", running: true, drift: 2, connected: true, contextWindow: 0 })).toBe(
-      "$(sync~spin) 01234567 running $(warning) 2",
-    );
-    expect(statusText({ sessionId: "0123456789ab", running: false, drift: 0, connected: true, contextWindow: 0 })).toBe(
-      "$(comment-discussion) 01234567 idle",
-    );
+    const view = { sessionId: "0123456789ab", connected: true, contextWindow: 0, turns: 0, phase: null };
+    expect(statusText({ ...view, running: true, drift: 2 })).toBe("$(sync~spin) 01234567 running $(warning) 2");
+    expect(statusText({ ...view, running: false, drift: 0 })).toBe("$(comment-discussion) 01234567 idle");
   });
 
   it("shows the context window in use in the tooltip once it is known", () => {
-    const view = { sessionId: "0123456789ab", running: false, drift: 1, connected: true, contextWindow: 4096 };
+    const view = {
+      sessionId: "0123456789ab",
+      running: false,
+      drift: 1,
+      connected: true,
+      contextWindow: 4096,
+      turns: 12,
+      phase: null,
+    };
     expect(statusTooltip(view)).toBe(
-      "Agent Assist session 0123456789ab (idle), drifted files: 1, context window: 4096 tokens",
+      "Agent Assist session 0123456789ab (idle), 12 turns, drifted files: 1, context window: 4096 tokens",
     );
     expect(statusTooltip({ ...view, contextWindow: 0 })).not.toContain("context window");
     expect(statusTooltip({ ...view, sessionId: "" })).toBe("Agent Assist");
+  });
+
+  it("shows the phase next to the turns in the tooltip", () => {
+    const view = { sessionId: "0123456789ab", running: true, drift: 0, connected: true, contextWindow: 0, turns: 12 };
+    expect(statusTooltip({ ...view, phase: "code" })).toBe(
+      "Agent Assist session 0123456789ab (running), 12 turns · code, drifted files: 0",
+    );
+    expect(statusTooltip({ ...view, phase: null })).not.toContain("·");
+  });
+
+  it("puts the phase after the turn count, nothing when it is unset", () => {
+    expect(describeTurns(12, "code")).toBe("12 turns · code");
+    expect(describeTurns(1, "design")).toBe("1 turn · design");
+    expect(describeTurns(3)).toBe("3 turns");
+    expect(describeTurns(0, null)).toBe("0 turns");
   });
 
   it("lists drifted files", () => {
