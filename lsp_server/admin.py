@@ -468,12 +468,16 @@ def _drop_pointers(manager: SessionManager, session_id: str) -> list[Path]:
 
 def delete_unless_in_use(manager: SessionManager, session_id: str) -> list[Path]:
     """Delete a session's files while holding its lock; SessionLockedError if it is in use."""
+    from session.checkpoints import CheckpointStore
+
     lock = manager.acquire_lock(session_id)
     try:
         removed = manager.delete_session(session_id)
         removed += _drop_pointers(manager, session_id)
     finally:
         lock.release()
+    # Blobs only its checkpoints used (shared ones stay): nothing else ever deletes them.
+    removed += CheckpointStore(manager).collect_garbage()
     return removed
 
 

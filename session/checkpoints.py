@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -14,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 from .manager import SessionManager
 from .models import utcnow
 from .paths import is_valid_session_id
+from .redaction import Redactor
 from .storage import (
     StorageError,
     atomic_write_bytes,
@@ -24,6 +26,8 @@ from .storage import (
 from .workspace import is_safe_relative_path
 
 _SHA_HEX = frozenset("0123456789abcdef")
+SECRET_WITHHELD = "not kept: contains a secret"  # noqa: S105 - a reason, not a secret
+BLOB_GRACE_SECONDS = 5.0  # a blob this young may belong to a record being written
 
 
 class CheckpointRecord(BaseModel):
@@ -37,6 +41,8 @@ class CheckpointRecord(BaseModel):
     seq: int = Field(ge=0)
     files: dict[str, str] = Field(default_factory=dict)
     auto: bool = False
+    # Tracked files whose copy was not kept, with why (e.g. they contain a secret).
+    withheld: dict[str, str] = Field(default_factory=dict)
 
 
 @dataclass
@@ -48,6 +54,7 @@ class RestorePlan:
     unchanged: list[str] = field(default_factory=list)
     created_after: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    withheld: dict[str, str] = field(default_factory=dict)  # path -> why it is not restored
 
 
 class CheckpointStore:
@@ -68,18 +75,55 @@ class CheckpointStore:
             raise StorageError(f"invalid blob digest {digest!r}")
         return self.blobs / digest[:2] / digest
 
-    def store_blob(self, root: Path, relative: str, digest: str) -> bool:
-        """Copy a workspace file into the blob store (once per content); False if unreadable."""
+    def store_blob(
+        self, root: Path, relative: str, digest: str, redactor: Redactor | None = None
+    ) -> str | None:
+        """Copy a workspace file into the blob store (once per content).
+
+        Return None if it is kept, else why not: unreadable (changed meanwhile), or it
+        holds a secret (the store never keeps one, blobs included).
+        """
         target = self.blob_path(digest)
-        if target.exists():
-            return True
         data = read_workspace_file(root, relative)
         if data is None or hashlib.sha256(data).hexdigest() != digest:
-            return False
+            return "not kept: unreadable or changed while it was copied"
+        if redactor is not None and redactor.contains_secret(data):
+            return SECRET_WITHHELD
+        if target.exists():
+            return None
         ensure_private_dir(self.blobs)
         ensure_private_dir(target.parent)
         atomic_write_bytes(target, data)
-        return True
+        return None
+
+    def collect_garbage(self, grace_seconds: float = BLOB_GRACE_SECONDS) -> list[Path]:
+        """Delete the blobs no checkpoint of this project refers to; return them.
+
+        A blob younger than `grace_seconds` is kept: another process may be writing the
+        checkpoint record that refers to it (blobs are written first).
+        """
+        if not self.blobs.is_dir() or self.blobs.is_symlink():
+            return []
+        referenced: set[str] = set()
+        checkpoints = self.manager.checkpoints_dir
+        if checkpoints.is_dir() and not checkpoints.is_symlink():
+            for entry in os.scandir(checkpoints):
+                if entry.is_dir(follow_symlinks=False) and is_valid_session_id(entry.name):
+                    for record in self.records(entry.name):
+                        referenced.update(record.files.values())
+        removed: list[Path] = []
+        now = time.time()
+        for bucket in os.scandir(self.blobs):
+            if not bucket.is_dir(follow_symlinks=False):
+                continue
+            for blob in os.scandir(bucket.path):
+                if blob.name in referenced or not blob.is_file(follow_symlinks=False):
+                    continue
+                if now - blob.stat(follow_symlinks=False).st_mtime < grace_seconds:
+                    continue
+                os.unlink(blob.path)
+                removed.append(Path(blob.path))
+        return removed
 
     def read_blob(self, digest: str) -> bytes | None:
         """Return a blob's content if present and intact."""
@@ -101,11 +145,20 @@ class CheckpointStore:
         title: str,
         files: dict[str, str],
         auto: bool = False,
+        redactor: Redactor | None = None,
     ) -> CheckpointRecord:
         """Write checkpoint `number`: blobs first, then the record (atomically)."""
         root = self.manager.workspace_root
-        kept = {p: d for p, d in files.items() if self.store_blob(root, p, d)}
+        kept: dict[str, str] = {}
+        withheld: dict[str, str] = {}
+        for relative, digest in files.items():
+            why = self.store_blob(root, relative, digest, redactor)
+            if why is None:
+                kept[relative] = digest
+            elif why == SECRET_WITHHELD:
+                withheld[relative] = why
         record = CheckpointRecord(
+            withheld=withheld,
             number=number,
             session_id=session_id,
             turn=turn,
@@ -165,7 +218,10 @@ class CheckpointStore:
                 plan.skipped.append(relative)
                 continue
             plan.writes.append((relative, data))
-        plan.created_after = sorted(p for p in current_files if p not in record.files)
+        plan.withheld = dict(record.withheld)
+        plan.created_after = sorted(
+            p for p in current_files if p not in record.files and p not in record.withheld
+        )
         return plan
 
 

@@ -539,6 +539,7 @@ class SessionLifecycle:
             title=self.redactor.scrub({"title": title})["title"],
             files=files,
             auto=auto,
+            redactor=self.redactor,
         )
 
     def plan_compaction(
@@ -674,6 +675,7 @@ class SessionLifecycle:
         old.close()
         self.session = None
         self.manager.delete_session(old_id)
+        self.checkpoints.collect_garbage()  # blobs only the deleted checkpoints used
         self.manager.delete_pointer(self.instance_id)
         self.assistant_paths.clear()
         self.start_fresh()

@@ -75,6 +75,11 @@ class Redactor:
         other._secrets = list(self._secrets)
         return other
 
+    def contains_secret(self, data: bytes) -> bool:
+        """Return True if `data` (a file's bytes) holds a known or secret-looking string."""
+        text = data.decode("utf-8", errors="replace")
+        return self.scrub_text(text) != text
+
     def add_secret(self, secret: str | None) -> None:
         """Remember another exact string (e.g. a configured API key) to redact."""
         if secret and len(secret) >= 4 and secret not in self._secrets:

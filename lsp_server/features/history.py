@@ -169,7 +169,8 @@ def setup(server: AgentAssistServer) -> None:
             "number": params.number,
             "restoredFiles": restored,
             "createdFiles": plan.created_after,
-            "skippedFiles": plan.skipped,
+            "skippedFiles": [*plan.skipped, *plan.withheld],
+            "withheldFiles": plan.withheld,
         }
 
     @request_handler(server, proto.COMPACT, proto.EmptyParams)

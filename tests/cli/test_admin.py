@@ -382,3 +382,33 @@ def test_a_command_run_in_process_leaves_the_session_log_level_as_it_was() -> No
     )
     assert seen == [logging.ERROR]  # quiet while the command runs (it reports damage itself)
     assert code == 0 and logger.level == before
+
+
+def test_rm_removes_the_blobs_only_its_checkpoints_used(
+    workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    import hashlib
+    import os
+
+    from session.checkpoints import CheckpointStore
+
+    manager = SessionManager(workspace, home=home)
+    checkpoints = CheckpointStore(manager)
+    (workspace / "only-recent.txt").write_text("a file only one checkpoint has\n")
+
+    def digest(name: str) -> str:
+        return hashlib.sha256((workspace / name).read_bytes()).hexdigest()
+
+    shared = {"agent_spec.md": digest("agent_spec.md")}
+    checkpoints.create(store["old"], 1, seq=0, turn=0, title="old", files=shared)
+    own = {**shared, "only-recent.txt": digest("only-recent.txt")}
+    checkpoints.create(store["recent"], 1, seq=0, turn=0, title="recent", files=own)
+    for blob in manager.blobs_dir.rglob("*"):
+        if blob.is_file():
+            os.utime(blob, (1, 1))  # long written: not a record being written right now
+    result = run_cli(
+        "sessions", "rm", store["recent"], "--yes", "--workspace", str(workspace), env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert not checkpoints.blob_path(digest("only-recent.txt")).exists()
+    assert checkpoints.blob_path(digest("agent_spec.md")).exists()  # still used by "old"

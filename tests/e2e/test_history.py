@@ -305,3 +305,29 @@ async def test_a_save_during_a_reply_checkpoints_a_closed_turn(
     await editor.request("agentAssist/chat", {"text": "fourth"})
     sent = json.dumps(fake.messages(-1))
     assert "a slowly streamed second answer" in sent and "third answer" not in sent
+
+
+@pytest.mark.parametrize("client_name", ["vscode"])
+async def test_a_secret_in_a_tracked_file_never_reaches_the_store(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    secret = "ghp_TRACKEDxxSECRETxx0123456789abcdefABCD"
+    (workspace / "agent_spec.md").write_text(f"# Support agent\ntoken: {secret}\n")
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    fake.add(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "agent_spec.md"}}]},
+        "I read it.",
+    )
+    await editor.request("agentAssist/chat", {"text": "read the spec"})
+    saved = await editor.request("agentAssist/save")
+    (workspace / "agent_spec.md").write_text("# Support agent\nno token\n")
+    restored = await editor.request("agentAssist/checkpoint", {"number": saved["checkpoint"]})
+    assert restored["withheldFiles"] == {"agent_spec.md": "not kept: contains a secret"}
+    assert "agent_spec.md" in restored["skippedFiles"]
+    assert (workspace / "agent_spec.md").read_text() == "# Support agent\nno token\n"
+    await editor.stop()
+    for path in home.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path

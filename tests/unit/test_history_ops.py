@@ -267,3 +267,51 @@ def test_fork_after_a_crash_repaired_log_keeps_every_completed_turn(
     assert ends == ["completed", "completed", "completed", "interrupted"]
     assert [e.seq for e in events] == list(range(len(events)))
     child.close()
+
+
+def test_a_tracked_file_with_a_secret_is_never_copied_into_the_store(
+    manager: SessionManager, workspace: Path, home: Path
+) -> None:
+    secret = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX0123456789"
+    (workspace / "agent_spec.md").write_text(f"# Spec\napi_key = {secret}\n")
+    lc = make_lifecycle(manager)
+    run_turn(lc, "one", "first")
+    saved = lc.explicit_save()
+    (workspace / "agent_spec.md").write_text("# Spec\nrewritten\n")
+    (workspace / "templates" / "prompt.txt").write_text("changed\n")
+    plan = lc.plan_restore(saved.checkpoint, {})
+    assert plan.withheld == {"agent_spec.md": "not kept: contains a secret"}
+    assert [path for path, _ in plan.writes] == ["templates/prompt.txt"]
+    lc.restore(plan)
+    assert (workspace / "agent_spec.md").read_text() == "# Spec\nrewritten\n"  # left alone
+    lc.close()
+    for path in home.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+
+
+def test_blobs_no_checkpoint_uses_are_collected_shared_ones_kept(
+    manager: SessionManager, workspace: Path
+) -> None:
+    from session.checkpoints import CheckpointStore
+
+    keep = make_lifecycle(manager, instance="keep")
+    run_turn(keep, "one", "first")
+    keep.explicit_save()  # refers to the spec and template as they are now
+    (workspace / "templates" / "extra.txt").write_text("only the other session has this\n")
+    gone = make_lifecycle(manager, instance="gone", tracked=("agent_spec.md", "templates/**"))
+    run_turn(gone, "two", "second")
+    gone.explicit_save()
+    store = CheckpointStore(manager)
+    blobs = {p.name for p in manager.blobs_dir.rglob("*") if p.is_file()}
+    assert len(blobs) == 3  # spec and prompt shared, extra.txt only in `gone`
+    for blob in manager.blobs_dir.rglob("*"):
+        if blob.is_file():
+            os.utime(blob, (1, 1))  # older than the grace period
+    gone_id = gone.session_id
+    gone.reset()
+    left = {p.name for p in manager.blobs_dir.rglob("*") if p.is_file()}
+    assert len(left) == 2 and left < blobs  # only the blob no remaining checkpoint uses
+    assert store.collect_garbage() == []
+    assert not (manager.checkpoints_dir / gone_id).exists()
+    keep.close()
