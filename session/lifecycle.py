@@ -536,7 +536,7 @@ class SessionLifecycle:
             number,
             seq=event.seq,
             turn=session.state.turns,
-            title=self.redactor.scrub({"title": title})["title"],
+            title=session.log.redactor.scrub({"title": title})["title"],
             files=files,
             auto=auto,
             redactor=self.redactor,
