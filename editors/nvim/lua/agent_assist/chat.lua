@@ -412,19 +412,32 @@ end
 
 -- -- notifications --------------------------------------------------------------------
 
+--- The chat and its running turn a streaming notification is for (nil if none).
+---@param root string
+---@param params { turn: integer }
+---@return table|nil chat
+---@return table|nil turn
+local function streaming_turn(root, params)
+  local chat = M.chats[root]
+  local turn = chat and chat.pending
+  if not valid(chat) or not turn or turn.cancelled then
+    return nil, nil
+  end
+  if turn.turn and params.turn ~= turn.turn then
+    return nil, nil
+  end
+  number_turn(chat, turn, params.turn)
+  return chat, turn
+end
+
 --- `agentAssist/chatDelta`: stream into the running turn.
 ---@param root string
 ---@param params agent_assist.ChatDeltaParams
 function M.on_delta(root, params)
-  local chat = M.chats[root]
-  local turn = chat and chat.pending
-  if not valid(chat) or not turn or turn.cancelled then
+  local chat, turn = streaming_turn(root, params)
+  if not chat or not turn then
     return
   end
-  if turn.turn and params.turn ~= turn.turn then
-    return
-  end
-  number_turn(chat, turn, params.turn)
   turn.got_delta = true
   append_text(chat, params.delta or "")
 end
@@ -435,15 +448,10 @@ end
 ---@param root string
 ---@param params agent_assist.ChatRetryParams
 function M.on_retry(root, params)
-  local chat = M.chats[root]
-  local turn = chat and chat.pending
-  if not valid(chat) or not turn or turn.cancelled then
+  local chat, turn = streaming_turn(root, params)
+  if not chat or not turn then
     return
   end
-  if turn.turn and params.turn ~= turn.turn then
-    return
-  end
-  number_turn(chat, turn, params.turn)
   local start = turn.reply_line
   if turn.retry_line and turn.retry_line == start - 2 then
     start = turn.retry_line
