@@ -384,8 +384,9 @@ def test_a_command_run_in_process_leaves_the_session_log_level_as_it_was() -> No
     assert code == 0 and logger.level == before
 
 
-def test_rm_removes_the_blobs_only_its_checkpoints_used(
-    workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
+@pytest.mark.parametrize("how", ["rm", "prune"])
+def test_deleting_removes_the_blobs_only_its_checkpoints_used(
+    workspace: Path, home: Path, env: dict[str, str], store: dict[str, str], how: str
 ) -> None:
     import hashlib
     import os
@@ -399,16 +400,22 @@ def test_rm_removes_the_blobs_only_its_checkpoints_used(
     def digest(name: str) -> str:
         return hashlib.sha256((workspace / name).read_bytes()).hexdigest()
 
+    doomed, kept = (
+        (store["recent"], store["old"]) if how == "rm" else (store["old"], store["recent"])
+    )
     shared = {"agent_spec.md": digest("agent_spec.md")}
-    checkpoints.create(store["old"], 1, seq=0, turn=0, title="old", files=shared)
+    checkpoints.create(kept, 1, seq=0, turn=0, title="kept", files=shared)
     own = {**shared, "only-recent.txt": digest("only-recent.txt")}
-    checkpoints.create(store["recent"], 1, seq=0, turn=0, title="recent", files=own)
+    checkpoints.create(doomed, 1, seq=0, turn=0, title="deleted", files=own)
     for blob in manager.blobs_dir.rglob("*"):
         if blob.is_file():
             os.utime(blob, (1, 1))  # long written: not a record being written right now
-    result = run_cli(
-        "sessions", "rm", store["recent"], "--yes", "--workspace", str(workspace), env=env
-    )
+    where = ["--yes", "--workspace", str(workspace)]
+    if how == "rm":
+        result = run_cli("sessions", "rm", doomed, *where, env=env)
+    else:  # the old session is the one past 90 days
+        result = run_cli("sessions", "prune", "--older-than", "90d", *where, env=env)
     assert result.returncode == 0, result.stderr
+    assert not manager.exists(doomed) and manager.exists(kept)
     assert not checkpoints.blob_path(digest("only-recent.txt")).exists()
-    assert checkpoints.blob_path(digest("agent_spec.md")).exists()  # still used by "old"
+    assert checkpoints.blob_path(digest("agent_spec.md")).exists()  # still used
