@@ -70,8 +70,8 @@ def output_broken(stream: BinaryIO) -> bool:
         mode = os.fstat(fd).st_mode
     except (OSError, ValueError):
         return True
-    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-        return False
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)) or not hasattr(select, "poll"):
+        return False  # a file or terminal; or no poll() (Windows): end of input must do
     poller = select.poll()
     poller.register(fd, select.POLLOUT)
     return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
