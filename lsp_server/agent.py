@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ BASE_INSTRUCTIONS = (
     "Be concise."
 )
 MAX_READ_BYTES = 256 * 1024
+SUMMARY_RETRY_AFTER = 600.0  # seconds before a model that failed to summarise is asked again
 MAX_LIST_ENTRIES = 500
 
 
@@ -212,6 +214,7 @@ class ChatRunner:
     def __init__(self, model: ModelConfig) -> None:
         self.model = model
         self._agent: Agent[ToolDeps, str] | None = None
+        self.summary_failed_at: float | None = None
         # The history as pydantic-ai objects: each turn converts only its new messages.
         self._history = ModelMessageCache()
 
@@ -220,6 +223,16 @@ class ChatRunner:
 
         return build_agent(self.model)
 
+    @property
+    def can_summarize(self) -> bool:
+        """Return False for a while after the model failed to summarise.
+
+        It may not produce structured output at all (small local models): callers then use
+        the extractive summary at once instead of waiting for another failure.
+        """
+        failed = self.summary_failed_at
+        return failed is None or time.monotonic() - failed > SUMMARY_RETRY_AFTER
+
     async def summarize(
         self, transcript: str, instructions: str = SUMMARY_INSTRUCTIONS
     ) -> CompactionSummary:
@@ -227,10 +240,15 @@ class ChatRunner:
         from .pydantic_agent import build_summarizer
 
         summarizer = build_summarizer(self.model, instructions)
-        result = await summarizer.run(
-            f"Conversation to summarise:\n\n{transcript}",
-            model_settings={"timeout": self.non_streamed_timeout},
-        )
+        try:
+            result = await summarizer.run(
+                f"Conversation to summarise:\n\n{transcript}",
+                model_settings={"timeout": self.non_streamed_timeout},
+            )
+        except Exception:
+            self.summary_failed_at = time.monotonic()
+            raise
+        self.summary_failed_at = None
         return result.output
 
     @property

@@ -103,7 +103,7 @@ async def compact_now(
         return result
     async with progress(ls, "Compacting the conversation") as bar:
         summary = None
-        if ls.runner is not None and ls.config.model.configured:
+        if ls.runner is not None and ls.config.model.configured and ls.runner.can_summarize:
             bar.report("Summarising older turns with the model", 10)
             try:
                 # Half the window for what is summarised: the summary request must fit too.

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 from typing import Any
 
 from session.summary import SESSION_SUMMARY_INSTRUCTIONS, extractive_session_summary
@@ -21,7 +20,6 @@ logger = logging.getLogger(__name__)
 
 # Seconds after a completed turn before the summary starts (more turns meanwhile: wait again).
 SUMMARY_DELAY = float(os.environ.get("AGENT_ASSIST_SUMMARY_DELAY", "2"))
-MODEL_RETRY_AFTER = 600.0  # a model that failed to summarise is asked again after this
 
 
 class RunningSummary:
@@ -31,7 +29,6 @@ class RunningSummary:
         self.ls = ls
         self.dirty = False
         self.task: asyncio.Task[Any] | None = None
-        self.model_failed_at: float | None = None
 
     def schedule(self) -> None:
         """Summarise soon (debounced): a turn completed."""
@@ -53,11 +50,8 @@ class RunningSummary:
                 logger.warning("the session summary was not updated: %s", exc)
 
     def _model_usable(self) -> bool:
-        ls = self.ls
-        if ls.runner is None or not ls.config.model.configured:
-            return False
-        failed = self.model_failed_at
-        return failed is None or time.monotonic() - failed > MODEL_RETRY_AFTER
+        runner = self.ls.runner
+        return runner is not None and self.ls.config.model.configured and runner.can_summarize
 
     async def summarize_once(self) -> bool:
         """Summarise what the running summary does not cover yet; True if recorded."""
@@ -73,8 +67,7 @@ class RunningSummary:
             try:
                 text = plan.transcript(limit=ls.config.context_window * 2)
                 summary = await ls.runner.summarize(text, SESSION_SUMMARY_INSTRUCTIONS)
-            except Exception as exc:
-                self.model_failed_at = time.monotonic()
+            except Exception as exc:  # the runner remembers; extractive for a while
                 logger.warning("the model could not summarise the session (%s); extractive", exc)
         fallback = summary is None
         if summary is None:

@@ -79,6 +79,7 @@ async def test_every_resume_block_has_the_summary_and_the_decisions(
         summary = context.split("## Previous Session Summary\n", 1)[1]
         assert summary.startswith(FALLBACK_LABEL)
         assert f"question {turns}" in summary  # every completed turn is covered
+        assert len(fake.summary_requests) == 1  # a model that failed is not asked every turn
     decisions = context.split("## Key Decisions Made\n", 1)[1].split("\n\n")[0]
     assert decisions.splitlines() == ["- Use PostgreSQL."]  # tool + summary: merged, once
     snapshot = json.loads(
