@@ -53,6 +53,7 @@ class ServerConfig:
     tracked_files: tuple[str, ...] = DEFAULT_TRACKED
     context_window: int = DEFAULT_CONTEXT_WINDOW
     compact_at: float = 0.6
+    drift_messages: bool = True  # also show resume drift as window/showMessage
 
     @property
     def compact_threshold(self) -> int:
@@ -221,7 +222,20 @@ def parse_initialization_options(
             env.get("OPENAI_API_KEY"),
         ),
     )
+    drift_messages = True
+    value = options.get("driftMessages")
+    if isinstance(value, bool):
+        drift_messages = value
+    elif value is not None:
+        warnings.append(f"driftMessages {value!r} is invalid (true|false); using true")
     config = ServerConfig(
-        instance_id, auto_resume, model, persistence, tracked, context_window, compact_at
+        instance_id,
+        auto_resume,
+        model,
+        persistence,
+        tracked,
+        context_window,
+        compact_at,
+        drift_messages,
     )
     return config, warnings

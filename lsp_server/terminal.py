@@ -29,7 +29,6 @@ INSTANCE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 RESUME_QUESTION = "Resume previous session?"
 RESUME, NEW_SESSION = "Resume", "New session"
 DELETE_FILES, KEEP_FILES, CANCEL = "Delete files", "Keep files", "Cancel"
-DRIFT_SHOWN_PREFIX = "Files changed since the last session"
 
 HELP = [
     ("/save", "save now: a numbered checkpoint of the session and the tracked files"),
@@ -227,7 +226,6 @@ class ChatApp:
         self.cancelling = False
         self.quit = False
         self.main_task: asyncio.Task[Any] | None = None
-        self._resume_drift_pending = 0
         self.commands: dict[str, Callable[[str], Awaitable[None]]] = {
             "save": self.cmd_save,
             "reset": self.cmd_reset,
@@ -299,7 +297,6 @@ class ChatApp:
         parts += [f"{p} (deleted)" for p in params.get("deleted") or []]
         parts += [f"{p} (created)" for p in params.get("created") or []]
         if params.get("source") == "resume":
-            self._resume_drift_pending += 1
             lead = "Drift since the last session:"
         else:
             lead = "Drift: changed outside the assistant:"
@@ -307,13 +304,9 @@ class ChatApp:
 
     def _on_session_changed(self, params: dict[str, Any]) -> None:
         self.session_id = str(params.get("sessionId"))
-        self._resume_drift_pending = 0  # the server's drift message, if any, came before
 
     def _on_show_message(self, params: dict[str, Any]) -> None:
         message = str(params.get("message", ""))
-        if message.startswith(DRIFT_SHOWN_PREFIX) and self._resume_drift_pending:
-            self._resume_drift_pending -= 1  # already printed from agentAssist/drift
-            return
         kind = params.get("type")
         if kind == 1:
             self.error(message)
@@ -415,7 +408,7 @@ class ChatApp:
         client = LspClient(
             self.workspace,
             instance_id=self.instance_id,
-            options=self.options,
+            options={"driftMessages": False, **self.options},  # drift is printed from the notice
             ask=self.ask,
             stderr_sink=self._server_log if self.verbose else None,
         )

@@ -19,11 +19,14 @@ RESUME = "Resume"
 NEW_SESSION = "New session"
 
 
-def drift_params(session_id: str, source: str, drift: DriftReport) -> dict[str, object]:
+def drift_params(
+    session_id: str, source: str, drift: DriftReport, message_shown: bool = False
+) -> dict[str, object]:
     """Return the `agentAssist/drift` params for a report."""
     return {
         "sessionId": session_id,
         "source": source,
+        "messageShown": message_shown,
         "modified": drift.modified,
         "deleted": drift.deleted,
         "created": drift.created,
@@ -75,8 +78,10 @@ async def start_session(ls: AgentAssistServer) -> None:
         drift = lifecycle.last_drift if reason == "resumed" else None
         if drift is not None and drift.has_drift:
             ls.drift_count = len(drift.modified) + len(drift.deleted) + len(drift.created)
-            ls.notify(proto.DRIFT, drift_params(session_id, "resume", drift))
-            ls.show(drift_summary(drift))
+            shown = ls.config.drift_messages  # a client that renders drift turns it off
+            if shown:
+                ls.show(drift_summary(drift))
+            ls.notify(proto.DRIFT, drift_params(session_id, "resume", drift, shown))
         ls.notify(proto.SESSION_CHANGED, {"sessionId": session_id, "reason": reason})
     finally:
         ls.ready.set()

@@ -210,6 +210,9 @@ def test_resume_question_enter_resumes_and_n_starts_fresh(
     child.expect_exact(PROMPT)
     child.sendcontrol("d")
     assert finish(child) == 0
+    tty = log.read_text(encoding="utf-8")
+    assert tty.count("Drift since the last session") == 1  # shown once, from the notice
+    assert "Files changed since the last session" not in tty  # no server message to dedupe
 
 
 def test_a_retried_reply_starts_over_and_usage_estimates_are_marked(

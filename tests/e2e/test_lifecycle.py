@@ -342,6 +342,7 @@ async def test_resume_reports_drift_of_tracked_files(
     assert drift["deleted"] == [] and drift["created"] == []
     assert len(editor.notifications["agentAssist/drift"]) == 1
     assert any("agent_spec.md" in t for t in warnings_shown(editor)), shown(editor)
+    assert drift["messageShown"] is True  # the default: a generic client gets the message
 
     context = (await editor.request("agentAssist/resume"))["context"]
     assert "- agent_spec.md: modified" in context
@@ -574,3 +575,16 @@ async def test_invalid_options_warn_and_fall_back_to_defaults(
     changed = await started(again)
     assert len(resume_questions(again)) == 1  # autoResume fell back to "ask"
     assert (changed["sessionId"], changed["reason"]) == (reply["sessionId"], "resumed")
+
+
+async def test_a_client_that_renders_drift_gets_no_duplicate_message(
+    make_editor: MakeEditor, fake: FakeOpenAI, workspace: Path
+) -> None:
+    old_id = await first_session(make_editor, fake)
+    (workspace / "agent_spec.md").write_text(SPEC_V2)
+    editor = make_editor(options={"instanceId": "test-window", "driftMessages": False})
+    changed = await started(editor)
+    assert changed["sessionId"] == old_id
+    drift = await editor.wait_for("agentAssist/drift")
+    assert drift["modified"] == ["agent_spec.md"] and drift["messageShown"] is False
+    assert not any("agent_spec.md" in t for t in warnings_shown(editor)), shown(editor)
