@@ -11,6 +11,7 @@ import type {
   ResetResult,
   ResumeResult,
   SaveResult,
+  SearchHit,
   SearchResult,
   SessionInfo,
   SessionsResult,
@@ -27,6 +28,16 @@ export function sessionPickItem(s: SessionInfo): vscode.QuickPickItem & { sessio
     description: `${s.sessionId.slice(0, 8)} · ${describeTurns(s.turns, s.phase)}`,
     detail: `updated ${s.updatedAt}${s.parentSessionId ? ` · forked from ${s.parentSessionId.slice(0, 8)}` : ""}`,
     sessionId: s.sessionId,
+  };
+}
+
+/** One row of the search results: the snippet, then short id, the turn (when the hit has one) and the event type. */
+export function searchPickItem(hit: SearchHit): vscode.QuickPickItem & { sessionId: string } {
+  const turn = hit.turn === null ? "" : `turn ${hit.turn} · `;
+  return {
+    label: hit.snippet.replace(/\s+/g, " "),
+    description: `${hit.sessionId.slice(0, 8)} · ${turn}${hit.type}`,
+    sessionId: hit.sessionId,
   };
 }
 
@@ -133,11 +144,7 @@ export class SessionCommands {
       return;
     }
     const pick = await vscode.window.showQuickPick(
-      result.results.map((hit) => ({
-        label: hit.snippet.replace(/\s+/g, " "),
-        description: `${hit.sessionId.slice(0, 8)} · turn ${hit.turn} · ${hit.type}`,
-        sessionId: hit.sessionId,
-      })),
+      result.results.map(searchPickItem),
       { title: `Results for "${query}"`, matchOnDescription: true },
     );
     if (pick) {

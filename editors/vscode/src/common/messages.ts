@@ -63,7 +63,12 @@ export function parseWebviewMessage(value: unknown): WebviewMessage | undefined 
 const ROLES: readonly TranscriptItem["role"][] = ["user", "assistant", "tool", "notice"];
 
 function parseItem(value: unknown): TranscriptItem | undefined {
-  if (!isRecord(value) || typeof value.turn !== "number" || typeof value.text !== "string") {
+  if (!isRecord(value) || typeof value.text !== "string") {
+    return undefined;
+  }
+  // `turn: null` is a notice outside any turn (the compaction notice): kept, not dropped
+  const turn = typeof value.turn === "number" || value.turn === null ? value.turn : undefined;
+  if (turn === undefined) {
     return undefined;
   }
   const role = ROLES.find((r) => r === value.role);
@@ -71,7 +76,7 @@ function parseItem(value: unknown): TranscriptItem | undefined {
     return undefined;
   }
   return {
-    turn: value.turn,
+    turn,
     role,
     text: value.text,
     ...(typeof value.endReason === "string" ? { endReason: value.endReason } : {}),

@@ -25,6 +25,8 @@ export interface InitializationOptions {
   contextWindow?: number;
   /** Fraction of `contextWindow` at which older turns are compacted (0.1..0.95; default 0.6). */
   compactAt?: number;
+  /** False: the server does not repeat resume drift as `window/showMessage` (this client renders `agentAssist/drift`). */
+  driftMessages?: boolean;
 }
 
 export interface Usage {
@@ -80,7 +82,8 @@ export interface StatusResult {
 export type TranscriptRole = "user" | "assistant" | "tool" | "notice";
 
 export interface TranscriptItem {
-  turn: number;
+  /** Null for a notice outside any turn, e.g. "Older turns were compacted." */
+  turn: number | null;
   role: TranscriptRole;
   text: string;
   endReason?: string;
@@ -96,7 +99,7 @@ export interface HistoryResult {
 
 export interface SessionInfo {
   sessionId: string;
-  title: string;
+  title: string | null;
   createdAt: string;
   updatedAt: string;
   turns: number;
@@ -157,7 +160,8 @@ export interface ForkResult {
 export interface SearchHit {
   sessionId: string;
   seq: number;
-  turn: number;
+  /** Null when the hit is in no turn. */
+  turn: number | null;
   type: string;
   snippet: string;
   score: number;
@@ -192,6 +196,8 @@ export interface ToolCallParams {
 export interface DriftParams {
   sessionId: string;
   source: "resume" | "watcher";
+  /** The server also showed it as a `window/showMessage` warning. */
+  messageShown: boolean;
   modified: string[];
   deleted: string[];
   created: string[];

@@ -26,12 +26,8 @@ function isExecutable(file: string): boolean {
   }
 }
 
-// The server repeats a resume drift report as a Warning message; the drift notification already shows it.
-const DRIFT_MESSAGE_PREFIX = "Files changed since the last session";
-
 export class AgentServer implements vscode.Disposable {
   private client: LanguageClient | undefined;
-  private driftShown = false;
   readonly onChatDelta = new vscode.EventEmitter<ChatDeltaParams>();
   readonly onChatRetry = new vscode.EventEmitter<ChatRetryParams>();
   readonly onToolCall = new vscode.EventEmitter<ToolCallParams>();
@@ -95,10 +91,7 @@ export class AgentServer implements vscode.Disposable {
     client.onNotification(CHAT_DELTA, (p: ChatDeltaParams) => this.onChatDelta.fire(p));
     client.onNotification(CHAT_RETRY, (p: ChatRetryParams) => this.onChatRetry.fire(p));
     client.onNotification(TOOL_CALL, (p: ToolCallParams) => this.onToolCall.fire(p));
-    client.onNotification(DRIFT, (p: DriftParams) => {
-      this.driftShown = p.source === "resume";
-      this.onDrift.fire(p);
-    });
+    client.onNotification(DRIFT, (p: DriftParams) => this.onDrift.fire(p));
     client.onNotification(SESSION_CHANGED, (p: SessionChangedParams) => this.onSessionChanged.fire(p));
     client.onNotification(ShowMessageNotification.type, (p) => this.showMessage(p.type, p.message));
     try {
@@ -110,10 +103,6 @@ export class AgentServer implements vscode.Disposable {
   }
 
   private showMessage(type: MessageType, message: string): void {
-    if (this.driftShown && message.startsWith(DRIFT_MESSAGE_PREFIX)) {
-      this.driftShown = false;
-      return;
-    }
     const text = `Agent Assist: ${message}`;
     if (type === MessageType.Error) {
       void vscode.window.showErrorMessage(text);

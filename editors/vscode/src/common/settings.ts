@@ -100,6 +100,7 @@ export function toInitializationOptions(
     autoResume: settings.autoResume,
     persistence: settings.persistence,
     trackedFiles: settings.trackedFiles,
+    driftMessages: false, // the drift notification is shown instead (drift.ts)
     ...(settings.contextWindow === undefined ? {} : { contextWindow: settings.contextWindow }),
     ...(settings.compactAt === undefined ? {} : { compactAt: settings.compactAt }),
     ...(Object.keys(model).length > 0 ? { model } : {}),

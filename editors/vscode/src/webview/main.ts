@@ -56,7 +56,9 @@ function save(): void {
 function itemElement(item: TranscriptItem): HTMLElement {
   const el = document.createElement("div");
   el.className = `item ${item.role}`;
-  el.dataset.turn = String(item.turn);
+  if (item.turn !== null) {
+    el.dataset.turn = String(item.turn);
+  }
   if (item.role === "assistant") {
     el.innerHTML = renderMarkdown(item.text); // escaped, then formatted: no raw HTML survives
     el.classList.toggle("partial", item.partial === true);
@@ -69,6 +71,7 @@ function itemElement(item: TranscriptItem): HTMLElement {
     }
   } else {
     el.classList.toggle("retry", item.role === "notice" && item.status === RETRY_STATUS);
+    el.classList.toggle("outside-turn", item.turn === null); // e.g. "Older turns were compacted."
     el.textContent = item.role === "tool" ? `⚙ ${item.text}` : item.text;
   }
   return el;

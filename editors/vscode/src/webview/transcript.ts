@@ -30,7 +30,7 @@ function withReply(
   change: (item: TranscriptItem) => TranscriptItem,
 ): TranscriptItem[] {
   const last = items.at(-1);
-  if (last && last.role === "assistant" && (last.turn === turn || last.turn < 0)) {
+  if (last && last.role === "assistant" && (last.turn === turn || (last.turn !== null && last.turn < 0))) {
     return [...items.slice(0, -1), change({ ...last, turn })];
   }
   return [...items, change({ turn, role: "assistant", text: "" })];
