@@ -15,6 +15,7 @@ from session.derive import TranscriptItem
 CHAT = "agentAssist/chat"
 SAVE = "agentAssist/save"
 RESET = "agentAssist/reset"
+NEW = "agentAssist/new"
 RESUME = "agentAssist/resume"
 CHECKPOINT = "agentAssist/checkpoint"
 COMPACT = "agentAssist/compact"

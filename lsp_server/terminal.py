@@ -32,7 +32,8 @@ DELETE_FILES, KEEP_FILES, CANCEL = "Delete files", "Keep files", "Cancel"
 
 HELP = [
     ("/save", "save now: a numbered checkpoint of the session and the tracked files"),
-    ("/reset, /new", "start a new session (asks before deleting agent_spec.md / templates/)"),
+    ("/reset, /new", "delete this session, start anew (asks about agent_spec.md, templates/)"),
+    ("/fresh", "start a new session; this one stays on disk (/sessions, /open)"),
     ("/checkpoint [n]", "list checkpoints, or restore checkpoint n (files and conversation)"),
     ("/compact", "summarise older turns to free the context window"),
     ("/resume", "print the context injected from the previous session"),
@@ -230,6 +231,7 @@ class ChatApp:
             "save": self.cmd_save,
             "reset": self.cmd_reset,
             "new": self.cmd_reset,
+            "fresh": self.cmd_fresh,
             "checkpoint": self.cmd_checkpoint,
             "compact": self.cmd_compact,
             "resume": self.cmd_resume,
@@ -547,6 +549,15 @@ class ChatApp:
         deleted = result.get("deletedFiles") or []
         note = f" (deleted {', '.join(deleted)})" if deleted else ""
         self.say(f"New session {result['sessionId']}{note}.", "green")
+
+    async def cmd_fresh(self, rest: str) -> None:
+        """/fresh: a new session; the current one is kept."""
+        result = await self._request("agentAssist/new")
+        self.say(
+            f"New session {result['sessionId']}; {result['previousSessionId']} is kept "
+            "(/open to go back).",
+            "green",
+        )
 
     async def cmd_checkpoint(self, rest: str) -> None:
         """/checkpoint [n]."""

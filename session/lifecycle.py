@@ -657,6 +657,17 @@ class SessionLifecycle:
         self._pointer_current = True
         return True
 
+    def new_session(self) -> tuple[str, str]:
+        """Start a fresh session; the current one is saved and stays whole on disk.
+
+        Return (previous id, new id). The pointer moves at the new session's first
+        completed turn or save, as after declining a resume.
+        """
+        previous = self.current.session_id
+        self.start_fresh()
+        self.session_deleted = False
+        return previous, self.session_id
+
     def reset_targets(self) -> list[str]:
         """Return the spec file / template dir that exist (the caller confirms deleting them)."""
         return [

@@ -69,6 +69,15 @@ def setup(server: AgentAssistServer) -> None:
         ls.notify(proto.SESSION_CHANGED, {"sessionId": result.session_id, "reason": "reset"})
         return {"sessionId": result.session_id, "deletedFiles": result.deleted_files}
 
+    @request_handler(server, proto.NEW, proto.EmptyParams)
+    async def new(ls: AgentAssistServer, params: proto.EmptyParams) -> dict[str, Any]:
+        await ls.ready.wait()
+        async with ls.turn_lock:
+            previous, session_id = ls.session.new_session()
+        ls.drift_count = 0
+        ls.notify(proto.SESSION_CHANGED, {"sessionId": session_id, "reason": "new"})
+        return {"sessionId": session_id, "previousSessionId": previous}
+
     @request_handler(server, proto.RESUME, proto.EmptyParams)
     async def resume(ls: AgentAssistServer, params: proto.EmptyParams) -> dict[str, Any]:
         await ls.ready.wait()

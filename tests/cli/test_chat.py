@@ -234,6 +234,30 @@ def test_a_retried_reply_starts_over_and_usage_estimates_are_marked(
     assert finish(child) == 0
 
 
+def test_fresh_keeps_the_session_and_help_says_which_deletes(
+    workspace: Path, home: Path, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake.add("kept answer")
+    child = spawn_chat(workspace, home, fake, log=tmp_path / "tty")
+    child.expect(BANNER)
+    old_id = child.match.group(1)
+    command(child, "/help")
+    child.expect_exact("delete this session")
+    child.expect_exact("this one stays on disk")
+    command(child, "keep me")
+    child.expect_exact("kept answer")
+    command(child, "/fresh")
+    child.expect(r"New session ([a-f0-9]{12}); ([a-f0-9]{12}) is kept")
+    assert child.match.group(2) == old_id and child.match.group(1) != old_id
+    child.expect_exact(PROMPT)
+    child.sendcontrol("d")
+    assert finish(child) == 0
+    manager = SessionManager(workspace, home=home)
+    assert manager.exists(old_id)
+    events = manager.read_events(old_id).events
+    assert [e.data.input for e in events if e.type == "turn/start"] == ["keep me"]
+
+
 def test_explicit_instance_keeps_its_own_session(
     workspace: Path, home: Path, fake: FakeOpenAI
 ) -> None:

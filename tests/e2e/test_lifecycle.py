@@ -588,3 +588,26 @@ async def test_a_client_that_renders_drift_gets_no_duplicate_message(
     drift = await editor.wait_for("agentAssist/drift")
     assert drift["modified"] == ["agent_spec.md"] and drift["messageShown"] is False
     assert not any("agent_spec.md" in t for t in warnings_shown(editor)), shown(editor)
+
+
+async def test_new_keeps_the_previous_session_whole(
+    make_editor: MakeEditor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    editor = make_editor()
+    old_id = (await started(editor))["sessionId"]
+    fake.add("first answer")
+    await editor.request("agentAssist/chat", {"text": "first question"})
+    await editor.request("agentAssist/save")
+    manager = SessionManager(workspace, home=home)
+    before = manager.log_path(old_id).read_bytes()
+    result = await editor.request("agentAssist/new")
+    assert result["previousSessionId"] == old_id and result["sessionId"] != old_id
+    changed = editor.notifications["agentAssist/sessionChanged"][-1]
+    assert changed == {"sessionId": result["sessionId"], "reason": "new"}
+    listed = [s["sessionId"] for s in (await editor.request("agentAssist/sessions"))["sessions"]]
+    assert old_id in listed
+    assert manager.log_path(old_id).read_bytes() == before  # untouched, byte for byte
+    assert (await editor.request("agentAssist/history"))["items"] == []
+    await editor.request("agentAssist/open", {"sessionId": old_id})
+    items = (await editor.request("agentAssist/history"))["items"]
+    assert [i["text"] for i in items if i["role"] == "user"] == ["first question"]

@@ -461,6 +461,9 @@ def test_files_changed_while_closed_warn_once_on_resume(relaunch: dict[str, Any]
     assert warnings == [
         "Agent Assist: files changed since the last session:\n  templates/reply.txt (created)"
     ], relaunch["notifications"]
+    # shown once: by the plugin from agentAssist/drift; the server did not repeat it as a message
+    resume_drifts = [d for d in relaunch["events"]["drifts"] if d["source"] == "resume"]
+    assert [d["messageShown"] for d in resume_drifts] == [False]
 
 
 def test_resume_shows_the_context_and_compact_reports(commands: dict[str, Any]) -> None:
@@ -486,6 +489,12 @@ def test_sessions_rows_show_the_phase_next_to_the_turns(formatting: dict[str, An
     assert formatting["session_code"] == f"{updated}  12 turns · code  {title}"
     assert formatting["session_unset"] == f"{updated}  12 turns  {title}"
     assert formatting["session_one_turn"] == f"{updated}  1 turn  {title}"
+    assert formatting["session_untitled"] == f"{updated}  12 turns  (untitled)  (active)"
+
+
+def test_search_rows_name_the_turn_only_when_there_is_one(formatting: dict[str, Any]) -> None:
+    assert formatting["hit_turn"] == "s1  turn 2  user: an apple"
+    assert formatting["hit_no_turn"] == "s1  user: an apple"  # `turn: null` on the wire
 
 
 def test_status_shows_the_phase_next_to_the_turns(formatting: dict[str, Any]) -> None:
@@ -578,6 +587,7 @@ def test_a_reply_cut_short_is_marked_incomplete_in_the_transcript(retry: dict[st
 def test_retry_and_window_options_reach_the_server(retry: dict[str, Any]) -> None:
     assert retry["init"]["model"] == {"maxRetries": 1, "streamTimeout": 20}
     assert retry["init"]["contextWindow"] == 64000 and retry["init"]["compactAt"] == 0.7
+    assert retry["init"]["driftMessages"] is False  # the plugin shows agentAssist/drift itself
     # one retry allowed: the failing turn made exactly two attempts
     assert "after 2 attempts" in retry["chat_after_failure"][-2]
     assert "context window 64000 tokens" in retry["status_note"]

@@ -14,6 +14,14 @@ H.run(function(out)
   out.session_unset = commands.format_session(row)
   out.session_code = commands.format_session(vim.tbl_extend("force", row, { phase = "code" }))
   out.session_one_turn = commands.format_session(vim.tbl_extend("force", row, { turns = 1 }))
+  local untitled = vim.deepcopy(row)
+  untitled.title = nil -- `title: null` on the wire
+  out.session_untitled = commands.format_session(untitled)
+
+  local hit =
+    { sessionId = "s1", seq = 3, turn = 2, type = "user", snippet = "an\n apple", score = 1 }
+  out.hit_turn = commands.format_search_hit(hit)
+  out.hit_no_turn = commands.format_search_hit(vim.tbl_extend("force", hit, { turn = vim.NIL }))
 
   local status = {
     sessionId = "s1",

@@ -3,7 +3,7 @@ local H = {
   notifications = {}, ---@type {msg: string, level: integer}[]
   selects = {}, ---@type {prompt: string, items: string[], choice: string?}[]
   inputs = {},
-  events = { session_changed = {}, deltas = {}, retries = {}, tools = {} },
+  events = { session_changed = {}, deltas = {}, retries = {}, tools = {}, drifts = {} },
   --- Answer a vim.ui.select: a function(prompt, formatted_items, items) -> index, or nil.
   answer = nil,
   out = {},
@@ -45,6 +45,14 @@ for name, list in pairs({
     table.insert(H.events[list], params)
     return original(root, params)
   end
+end
+
+-- agentAssist/drift params, as the client received them
+local client = require("agent_assist.client")
+local describe_drift = client.describe_drift
+client.describe_drift = function(params)
+  table.insert(H.events.drifts, params)
+  return describe_drift(params)
 end
 
 --- Answer selects by the title of the wanted item (first item containing `text`).
