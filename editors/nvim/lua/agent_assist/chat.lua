@@ -171,7 +171,8 @@ function M.render(items)
   for _, item in ipairs(items or {}) do
     local text = split_lines(item.text)
     if item.role == "user" then
-      add({ ("%s (turn %d)"):format(USER_HEADER, item.turn) })
+      local numbered = type(item.turn) == "number"
+      add({ numbered and ("%s (turn %d)"):format(USER_HEADER, item.turn) or USER_HEADER })
       add(text)
       add({ "" })
     elseif item.role == "assistant" then

@@ -60,6 +60,7 @@ M.methods = {
 ---@class agent_assist.DriftParams
 ---@field sessionId string
 ---@field source "resume"|"watcher"
+---@field messageShown boolean the server also showed it as window/showMessage (off: driftMessages = false)
 ---@field modified string[]
 ---@field deleted string[]
 ---@field created string[]
@@ -70,7 +71,7 @@ M.methods = {
 ---@field reason "new"|"resumed"|"reset"|"opened"|"forked"|"restored"
 
 ---@class agent_assist.TranscriptItem
----@field turn integer
+---@field turn integer? null for a notice outside any turn ("Older turns were compacted.")
 ---@field role "user"|"assistant"|"tool"|"notice"
 ---@field text string
 ---@field endReason? string
@@ -94,7 +95,7 @@ M.methods = {
 
 ---@class agent_assist.SessionInfo
 ---@field sessionId string
----@field title string
+---@field title string? null when the session has none
 ---@field createdAt string
 ---@field updatedAt string
 ---@field turns integer
@@ -113,7 +114,7 @@ M.methods = {
 ---@class agent_assist.SearchHit
 ---@field sessionId string
 ---@field seq integer
----@field turn integer
+---@field turn integer? null when the hit is in no turn
 ---@field type string
 ---@field snippet string
 
@@ -132,7 +133,6 @@ M.errors = {
 ---@field stopping boolean
 ---@field session_id? string
 ---@field queue fun(client: vim.lsp.Client)[]
----@field drift_shown boolean
 
 ---@type table<string, agent_assist.Project>
 M.projects = {}
@@ -209,15 +209,8 @@ local function project_of(ctx)
   end
 end
 
-local function show_message(_, params, ctx)
-  local project = project_of(ctx)
-  local text = params.message or ""
-  -- The resume drift warning repeats the agentAssist/drift notification just shown.
-  if project and project.drift_shown and text:find("^Files changed since the last session") then
-    project.drift_shown = false
-    return vim.NIL
-  end
-  M.notify(text, MESSAGE_LEVELS[params.type] or vim.log.levels.INFO)
+local function show_message(_, params)
+  M.notify(params.message or "", MESSAGE_LEVELS[params.type] or vim.log.levels.INFO)
   return vim.NIL
 end
 
@@ -236,11 +229,7 @@ function M.describe_drift(params)
   return head .. "\n" .. table.concat(lines, "\n")
 end
 
-local function on_drift(_, params, ctx)
-  local project = project_of(ctx)
-  if project and params.source == "resume" then
-    project.drift_shown = true
-  end
+local function on_drift(_, params)
   M.notify(M.describe_drift(params), vim.log.levels.WARN)
 end
 
@@ -381,7 +370,6 @@ function M.ensure(root, init_overrides)
     exited = false,
     stopping = false,
     queue = {},
-    drift_shown = false,
   }
   local lsp_config = {
     name = M.NAME,

@@ -114,8 +114,21 @@ function M.format_session(s)
     s.sessionId,
     when(s.updatedAt),
     M.describe_turns(s.turns, s.phase),
-    s.title or "",
+    type(s.title) == "string" and s.title ~= "" and s.title or "(untitled)",
     s.active and "  (active)" or ""
+  )
+end
+
+--- One row of the `:AgentAssist search` picker; a hit in no turn has no `turn N`.
+---@param hit agent_assist.SearchHit
+---@return string
+function M.format_search_hit(hit)
+  local turn = type(hit.turn) == "number" and ("  turn %d"):format(hit.turn) or ""
+  return ("%s%s  %s: %s"):format(
+    hit.sessionId,
+    turn,
+    hit.type or "",
+    ((hit.snippet or ""):gsub("%s+", " "))
   )
 end
 
@@ -271,18 +284,13 @@ M.subcommands = {
       vim.ui.select(hits, {
         prompt = "Agent Assist: search " .. query,
         kind = "agent_assist.search",
-        format_item = function(hit)
-          return ("%s  turn %s  %s: %s"):format(
-            hit.sessionId,
-            tostring(hit.turn),
-            hit.type or "",
-            ((hit.snippet or ""):gsub("%s+", " "))
-          )
-        end,
+        format_item = M.format_search_hit,
       }, function(choice)
         if choice then
           open_session(root, choice.sessionId, function()
-            chat().goto_turn(root, choice.turn)
+            if type(choice.turn) == "number" then
+              chat().goto_turn(root, choice.turn)
+            end
           end)
         end
       end)

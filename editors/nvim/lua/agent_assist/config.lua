@@ -240,6 +240,7 @@ function M.init_options(root)
     trackedFiles = options.tracked_files,
     contextWindow = options.context_window,
     compactAt = options.compact_at,
+    driftMessages = false, -- agentAssist/drift is shown instead of the server's repeat of it
   }
   local model = {}
   if options.model.name then

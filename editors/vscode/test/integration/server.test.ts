@@ -104,6 +104,10 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
     const drift = await second.waitFor(DRIFT);
     expect(drift.params.source).toBe("resume");
     expect(drift.params.modified).toContain("agent_spec.md");
+    // shown once: by the drift notification, not repeated as a window/showMessage warning
+    expect(drift.params.messageShown).toBe(false);
+    const messages = second.notifications.filter((n) => n.method === "window/showMessage").map((n) => n.params.message);
+    expect(messages.filter((m: string) => /files changed/i.test(m))).toEqual([]);
 
     // -- the transcript the view redraws
     const history: HistoryResult = await second.connection.sendRequest(HISTORY, {});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { sessionPickItem } from "../../src/common/commands";
-import type { SessionInfo } from "../../src/common/protocol";
+import { searchPickItem, sessionPickItem } from "../../src/common/commands";
+import type { SearchHit, SessionInfo } from "../../src/common/protocol";
 
 const session: SessionInfo = {
   sessionId: "0123456789abcdef",
@@ -30,5 +30,17 @@ describe("sessions quick pick", () => {
     const item = sessionPickItem({ ...session, title: "", active: true, parentSessionId: "fedcba9876543210" });
     expect(item.label).toBe("$(check) (untitled)");
     expect(item.detail).toBe("updated 2025-01-02T11:00:00Z · forked from fedcba98");
+  });
+});
+
+describe("nulls from the server", () => {
+  it("shows a session without a title as untitled", () => {
+    expect(sessionPickItem({ ...session, title: null }).label).toBe("(untitled)");
+  });
+
+  it("shows a search hit with and without a turn", () => {
+    const hit: SearchHit = { sessionId: "0123456789abcdef", seq: 3, turn: 2, type: "user", snippet: "an\n apple", score: 1 };
+    expect(searchPickItem(hit)).toEqual({ label: "an apple", description: "01234567 · turn 2 · user", sessionId: hit.sessionId });
+    expect(searchPickItem({ ...hit, turn: null, type: "compaction" }).description).toBe("01234567 · compaction");
   });
 });

@@ -67,6 +67,14 @@ describe("extension → webview messages", () => {
     });
   });
 
+  it("keeps a notice outside any turn (`turn: null`)", () => {
+    const compacted = { turn: null, role: "notice", text: "Older turns were compacted." };
+    const parsed = parseHostMessage(
+      JSON.parse(JSON.stringify({ type: "transcript", sessionId: "s", items: [compacted, { turn: 4, role: "user", text: "hi" }] })),
+    );
+    expect(parsed).toEqual({ type: "transcript", sessionId: "s", items: [compacted, { turn: 4, role: "user", text: "hi" }] });
+  });
+
   it("rejects wrong field types", () => {
     expect(parseHostMessage({ type: "delta", turn: "1", delta: "x" })).toBeUndefined();
     expect(parseHostMessage({ type: "retry", turn: 1, attempt: "2", reason: "x" })).toBeUndefined();

@@ -108,6 +108,8 @@ describe("toInitializationOptions", () => {
       autoResume: "never",
       persistence: "full",
       trackedFiles: ["agent_spec.md", "templates/**"],
+      // the drift notification shows resume drift: the server must not repeat it as a message
+      driftMessages: false,
       model: { name: "m", baseUrl: "http://h/v1", apiKey: "sk-secret" },
     });
   });
@@ -225,7 +227,7 @@ describe("status and drift text", () => {
 
   it("lists drifted files", () => {
     expect(
-      describeDrift({ sessionId: "s", source: "resume", modified: ["a.md"], deleted: ["b"], created: [], unchanged: 1 }),
+      describeDrift({ sessionId: "s", source: "resume", messageShown: false, modified: ["a.md"], deleted: ["b"], created: [], unchanged: 1 }),
     ).toEqual(["a.md (modified)", "b (deleted)"]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { HostMessage } from "../../src/common/messages";
+import { type HostMessage, parseHostMessage } from "../../src/common/messages";
 import { applyHostMessage, endMark, RETRY_STATUS, type Transcript } from "../../src/webview/transcript";
 
 const EMPTY: Transcript = { sessionId: "s", items: [] };
@@ -83,6 +83,24 @@ describe("the streamed reply", () => {
     };
     const t = replay([{ type: "retry", turn: 2, attempt: 2, reason: "cut" }], before);
     expect(shown(t)).toEqual(["assistant:earlier answer", "notice:Retrying (attempt 2): cut"]);
+  });
+});
+
+describe("the redrawn transcript", () => {
+  it("shows the server's compaction notice, which belongs to no turn", () => {
+    const wire = {
+      type: "transcript",
+      sessionId: "s",
+      items: [
+        { turn: null, role: "notice", text: "Older turns were compacted." },
+        { turn: 7, role: "user", text: "next question" },
+      ],
+    };
+    const message = parseHostMessage(wire);
+    expect(message).toBeDefined();
+    const t = replay([message!, { type: "delta", turn: 7, delta: "Answer" }]);
+    expect(shown(t)).toEqual(["notice:Older turns were compacted.", "user:next question", "assistant:Answer"]);
+    expect(t.items[0]).toEqual({ turn: null, role: "notice", text: "Older turns were compacted." });
   });
 });
 
