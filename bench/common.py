@@ -103,10 +103,10 @@ def spread(values: list[float]) -> str:
 
 
 def fmt_s(seconds: float) -> str:
-    """Format a duration with a readable unit."""
-    if seconds >= 1:
+    """Format a duration (or a difference of two, maybe negative) with a readable unit."""
+    if abs(seconds) >= 1:
         return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
+    if abs(seconds) >= 1e-3:
         return f"{seconds * 1e3:.1f} ms"
     return f"{seconds * 1e6:.1f} µs"
 

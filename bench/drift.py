@@ -9,7 +9,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from session.workspace import Manifest, TrackedPatterns, build_file_manifest, detect_file_drift
+from session.workspace.drift import detect_file_drift
+from session.workspace.manifest import Manifest, build_file_manifest
+from session.workspace.patterns import TrackedPatterns
 
 from .common import (
     Mode,

@@ -22,11 +22,11 @@ from typing import Any
 
 import orjson
 
-from session.derive import derive_message_dicts
+from session.derive.history import derive_message_dicts
+from session.events import EVENT_ADAPTER
 from session.lifecycle import SessionLifecycle
-from session.log import scan_log
-from session.manager import SessionManager
-from session.models import EVENT_ADAPTER
+from session.log.reader import scan_log
+from session.store.manager import SessionManager
 
 from .common import (
     Mode,
@@ -41,7 +41,7 @@ from .common import (
     spread,
     timed_runs,
 )
-from .server import PYCACHE, BenchClient, server_env
+from .server_process import PYCACHE, BenchClient, server_env
 
 # (label, target log size in bytes) per mode; the first is the reference for the growth target.
 SIZES: dict[Mode, list[tuple[str, int]]] = {

@@ -13,7 +13,11 @@ from . import __version__
 
 # Subcommands beyond `serve`, each a module with `register(subparsers)` that adds its
 # parsers and sets `func` (imports inside `func` stay lazy: start-up must stay fast).
-EXTRA_COMMANDS = ("lsp_server.terminal", "lsp_server.admin", "lsp_server.demo")
+EXTRA_COMMANDS = (
+    "lsp_server.terminal.command",
+    "lsp_server.admin.command",
+    "lsp_server.demo.command",
+)
 
 
 class ClientLogHandler(logging.Handler):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from session.paths import is_valid_instance_id, sanitize_instance_id
-from session.workspace import DEFAULT_TRACKED
+from session.workspace.patterns import DEFAULT_TRACKED
 
 AutoResume = Literal["ask", "always", "never"]
 Persistence = Literal["full", "metadata"]

@@ -1,54 +1,37 @@
-"""The language server: one session lifecycle per editor instance, thin handlers."""
+"""The language server: one session lifecycle per editor instance; features do the rest."""
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
-import json
 import logging
 import os
-import stat
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn, Protocol, TypeVar
+from typing import Any, BinaryIO, NoReturn, TypeVar
 
-import cattrs
-import orjson
 from lsprotocol import types
-from pygls.exceptions import (
-    JsonRpcException,
-    JsonRpcInternalError,
-    JsonRpcInvalidParams,
-    JsonRpcInvalidRequest,
-    JsonRpcParseError,
-)
+from pygls.exceptions import JsonRpcException, JsonRpcParseError
 from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import (
-    JsonRPCNotification,
-    JsonRPCRequestMessage,
-    LanguageServerProtocol,
-    default_converter,
-)
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import to_fs_path
 
 from session.lifecycle import LifecycleConfig, SessionLifecycle
-from session.manager import SessionError, SessionManager
 from session.search import SearchIndex
-from session.storage import StorageError, explain_write_error
+from session.store.manager import SessionManager
+from session.workspace.drift import DriftReport
 
 from . import __version__
 from . import protocol as proto
-from .agent import ChatRunner
 from .config import ServerConfig, parse_initialization_options
+from .edits import WorkspaceEdits
+from .model.runner import ChatRunner
+from .transport import AgentAssistProtocol, PipeReader, keep_params_as_dicts, readable_in_loop
 
 logger = logging.getLogger(__name__)
 
-P = TypeVar("P", bound=proto.Params)
-Handler = Callable[["AgentAssistServer", Any], Awaitable[Any]]
+FeatureT = TypeVar("FeatureT")
 
 
 class RequestFailedError(JsonRpcException):
@@ -58,169 +41,13 @@ class RequestFailedError(JsonRpcException):
     MESSAGE = "Request failed"
 
 
-def _keep_params_as_dicts() -> cattrs.Converter:
-    """Build a converter that keeps custom params as plain JSON (pydantic validates them)."""
-    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
-
-    def request(obj: dict[str, Any], cls: type) -> Any:
-        return cls(
-            id=obj.get("id"),
-            method=obj.get("method", ""),
-            jsonrpc=obj.get("jsonrpc", ""),
-            params=obj.get("params"),
-        )
-
-    def notification(obj: dict[str, Any], cls: type) -> Any:
-        return cls(
-            method=obj.get("method", ""), jsonrpc=obj.get("jsonrpc", ""), params=obj.get("params")
-        )
-
-    converter.register_structure_hook(JsonRPCRequestMessage, request)
-    converter.register_structure_hook(JsonRPCNotification, notification)
-    return converter
-
-
-_HEADER_TAIL = b"\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
-
-
-class PipeReader:
-    """pygls' reader interface over an asyncio stream: no thread hop per header line or body.
-
-    pygls reads stdin in its thread pool, one executor round trip per header line and per
-    body (three or four per message, ~0.3 ms each on a busy machine); reading the pipe in
-    the event loop itself makes a request reach its handler in one wake-up.
-    """
-
-    def __init__(self, stream: asyncio.StreamReader) -> None:
-        self.stream = stream
-
-    async def readline(self) -> bytes:
-        """Return the next line with its newline (shorter at end of input, b"" at EOF)."""
-        pieces: list[bytes] = []
-        while True:
-            try:
-                pieces.append(await self.stream.readuntil(b"\n"))
-            except asyncio.IncompleteReadError as exc:
-                pieces.append(exc.partial)
-            except asyncio.LimitOverrunError as exc:  # a huge line: take it in pieces
-                pieces.append(await self.stream.readexactly(max(1, exc.consumed)))
-                continue
-            return b"".join(pieces)
-
-    async def readexactly(self, n: int) -> bytes:
-        """Return `n` bytes (fewer at end of input, like a blocking `read(n)`)."""
-        try:
-            return await self.stream.readexactly(n)
-        except asyncio.IncompleteReadError as exc:
-            return exc.partial
-
-
-def _readable_in_loop(stdin: BinaryIO, stdout: BinaryIO) -> bool:
-    """Return True if stdin is a pipe or socket that is not also stdout.
-
-    The event loop makes the descriptor non-blocking: never a terminal or file (shared with
-    a shell), nor the very object written with blocking writes.
-    """
-    if sys.platform == "win32":
-        return False
-    try:
-        st_in = os.fstat(stdin.fileno())
-        st_out = os.fstat(stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        return False
-    if not (stat.S_ISFIFO(st_in.st_mode) or stat.S_ISSOCK(st_in.st_mode)):
-        return False
-    return (st_in.st_dev, st_in.st_ino) != (st_out.st_dev, st_out.st_ino)
-
-
-class AgentAssistProtocol(LanguageServerProtocol):
-    """pygls' protocol, answering malformed JSON-RPC instead of dropping or crashing on it."""
-
-    def structure_message(self, data: dict[str, Any]) -> Any:
-        """Structure a message; one that cannot be is kept raw (an invalid request)."""
-        try:
-            return super().structure_message(data)
-        except JsonRpcException:
-            return data
-
-    def handle_message(self, message: Any) -> None:
-        """Answer -32600 to anything that is not a JSON-RPC request, notification or reply."""
-        raw = message if isinstance(message, dict) else None
-        msg_id = raw.get("id") if raw is not None else getattr(message, "id", None)
-        method = raw.get("method") if raw is not None else getattr(message, "method", "")
-        valid_id = msg_id is None or (
-            isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
-        )
-        if raw is not None or not hasattr(message, "jsonrpc") or not isinstance(method, str):
-            self.send_error(msg_id if valid_id else None, JsonRpcInvalidRequest())
-            return
-        if not valid_id:
-            self.send_error(None, JsonRpcInvalidRequest())
-            return
-        super().handle_message(message)
-
-    def notify_json(self, method: str, params: dict[str, Any]) -> None:
-        """Send a notification whose params are plain JSON, serialized in one step.
-
-        pygls builds an attrs message, unstructures it with cattrs and `json.dumps` it
-        (~16 µs); a chat streams one notification per delta. Anything orjson refuses
-        (lone surrogates, non-string keys, huge ints) takes pygls' own path.
-        """
-        try:
-            body = orjson.dumps({"jsonrpc": "2.0", "method": method, "params": params})
-        except TypeError:
-            super().notify(method, params)
-            return
-        self._write_frame(b"Content-Length: %d%s%s" % (len(body), _HEADER_TAIL, body))
-
-    def _send_data(self, data: Any) -> None:
-        """Send a message (pygls' serialization), through the one guarded write."""
-        if not data:
-            return
-        try:
-            body = json.dumps(data, default=self._serialize_message).encode(self.CHARSET)
-        except Exception as error:  # a result that cannot be serialized: answer the error
-            logger.exception("cannot serialize a message")
-            self._server._report_server_error(error, JsonRpcInternalError)
-            return
-        if not self._include_headers:
-            self._write_frame(body)
-            return
-        self._write_frame(b"Content-Length: %d%s%s" % (len(body), _HEADER_TAIL, body))
-
-    def _write_frame(self, frame: bytes) -> None:
-        """Write one framed message; a transport that is gone is reported once, never raised.
-
-        Raising here would fail whatever was sending (a streamed delta would fail its turn),
-        and logging each failure as an error would be forwarded to the same dead transport.
-        """
-        server = self._server
-        writer = self.writer
-        if writer is None or (isinstance(server, AgentAssistServer) and server.output_closed):
-            return
-        try:
-            sent = writer.write(frame)
-            if inspect.isawaitable(sent):  # a websocket writer
-                asyncio.ensure_future(sent)
-        except (OSError, ValueError) as exc:  # EPIPE, a closed file, ECONNRESET...
-            if isinstance(server, AgentAssistServer):
-                server.transport_lost(exc)
-            else:
-                raise
-
-    def send_error(self, msg_id: Any, error: JsonRpcException) -> None:
-        """Send an error response (id null when the request's id is unknown)."""
-        # A plain dict: the converter would drop `"id": null`, which JSON-RPC requires.
-        body = {"code": error.code, "message": error.message}
-        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": body})
-
-
-class BackgroundWork(Protocol):
-    """Work a completed turn starts in the background (the running summary)."""
-
-    def schedule(self) -> None:
-        """Start it soon."""
-        ...
+def drift_summary(drift: DriftReport) -> str:
+    """Return a one-line description of drift for a warning message."""
+    parts = [f"{p}: modified" for p in drift.modified]
+    parts += [f"{p}: deleted" for p in drift.deleted]
+    parts += [f"{p}: created" for p in drift.created]
+    shown = ", ".join(parts[:10]) + (f" (+{len(parts) - 10} more)" if len(parts) > 10 else "")
+    return f"Files changed since the last session: {shown}"
 
 
 class AgentAssistServer(LanguageServer):
@@ -230,7 +57,7 @@ class AgentAssistServer(LanguageServer):
         super().__init__(
             "agent-assist",
             __version__,
-            converter_factory=_keep_params_as_dicts,
+            converter_factory=keep_params_as_dicts,
             protocol_cls=AgentAssistProtocol,
         )
         self.config = ServerConfig()
@@ -239,9 +66,7 @@ class AgentAssistServer(LanguageServer):
         self.runner: ChatRunner | None = None
         self.ready = asyncio.Event()
         self.turn_lock = asyncio.Lock()
-        self.running = False
-        self.waiting = 0
-        self.drift_count = 0
+        self.drift_count = 0  # tracked files changed outside the assistant (status.drift)
         self.tasks: set[asyncio.Task[Any]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
@@ -253,7 +78,8 @@ class AgentAssistServer(LanguageServer):
         self.shutdown_requested = False
         self.output_closed = False  # nothing more is written to the client
         self.finishing = False
-        self.summaries: BackgroundWork | None = None  # set by the running-summary feature
+        self.features: dict[type[Any], Any] = {}  # installed by features.install, in order
+        self.edits = WorkspaceEdits(self)
 
     def _start_io_async(
         self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
@@ -268,7 +94,7 @@ class AgentAssistServer(LanguageServer):
         self.stdout = stdout
         self._stop_event = stop_event = threading.Event()
         self.protocol.set_writer(StdoutWriter(stdout))
-        in_loop = _readable_in_loop(stdin, stdout)
+        in_loop = readable_in_loop(stdin, stdout)
         logger.info("Starting async IO server%s", " (stdin read in the event loop)" * in_loop)
 
         async def serve() -> None:
@@ -367,13 +193,53 @@ class AgentAssistServer(LanguageServer):
 
     # -- client I/O ---------------------------------------------------------------------
 
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        """Send a custom notification (plain JSON params)."""
+    def notify(self, params: proto.Notification) -> None:
+        """Send one of the contract's notifications."""
+        body = params.wire()
         protocol = self.protocol
         if isinstance(protocol, AgentAssistProtocol):
-            protocol.notify_json(method, params)
+            protocol.notify_json(params.METHOD, body)
         else:
-            protocol.notify(method, params)
+            protocol.notify(params.METHOD, body)
+
+    def announce(self, reason: proto.SessionChangeReason, drift: DriftReport | None = None) -> None:
+        """Tell the client that this instance's session changed: the one way it is said.
+
+        Shows the lifecycle's pending warnings, sets `status.drift` and sends
+        `agentAssist/drift` for drift found on the way in (also as a message on a resume,
+        unless the client renders drift itself: `driftMessages: false`), then
+        `agentAssist/sessionChanged`.
+        """
+        lifecycle = self.session
+        for warning in lifecycle.warnings:
+            self.show(warning)
+        lifecycle.warnings.clear()
+        if reason != proto.SessionChangeReason.RESTORED:
+            self.drift_count = 0
+        session_id = lifecycle.session_id
+        if drift is not None and drift.has_drift:
+            self.drift_count = len(drift.modified) + len(drift.deleted) + len(drift.created)
+            shown = reason == proto.SessionChangeReason.RESUMED and self.config.drift_messages
+            if shown:
+                self.show(drift_summary(drift))
+            self.notify(proto.DriftParams.of(session_id, "resume", drift, message_shown=shown))
+        self.notify(proto.SessionChangedParams(session_id=session_id, reason=reason))
+
+    def get_feature(self, kind: type[FeatureT]) -> FeatureT:
+        """Return the installed feature of that class."""
+        feature = self.features.get(kind)
+        if not isinstance(feature, kind):
+            raise RequestFailedError(f"the {kind.__name__} feature is not available")
+        return feature
+
+    def save_after_error(self) -> None:
+        """Autosave after an internal error (best effort: another error is being reported)."""
+        if self.lifecycle is None:
+            return
+        try:
+            self.lifecycle.snapshot_and_save()
+        except Exception:
+            logger.exception("autosave after an internal error failed")
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """Show a message in the editor."""
@@ -392,59 +258,6 @@ class AgentAssistServer(LanguageServer):
 
         task.add_done_callback(done)
         return task
-
-    def supports_apply_edit(self) -> bool:
-        """Return True if the client can apply workspace edits."""
-        caps = self.client_capabilities.workspace
-        return bool(caps and caps.apply_edit)
-
-    async def apply_file_edit(self, relative: str, content: str) -> bool:
-        """Replace a file's content through `workspace/applyEdit` (undoable in the editor)."""
-        if not self.supports_apply_edit():
-            return False
-        path = self.root / relative
-        uri = from_fs_path(str(path))
-        if uri is None:
-            return False
-        changes: list[Any] = []
-        ops = self.client_capabilities.workspace
-        edit_caps = ops.workspace_edit if ops else None
-        document_changes = bool(edit_caps and edit_caps.document_changes)
-        if not path.exists():
-            kinds = (edit_caps.resource_operations or []) if edit_caps else []
-            if types.ResourceOperationKind.Create not in kinds or not document_changes:
-                return False
-            changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions()))
-            current = ""
-        else:
-            document = self.workspace.text_documents.get(uri)
-            current = (
-                document.source
-                if document is not None
-                else path.read_text(encoding="utf-8", errors="replace")
-            )
-        lines = current.split("\n")
-        end = types.Position(line=len(lines) - 1, character=len(lines[-1].encode("utf-16-le")) // 2)
-        text_edit = types.TextEdit(types.Range(types.Position(0, 0), end), content)
-        if document_changes:
-            changes.append(
-                types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri),
-                    edits=[text_edit],
-                )
-            )
-            edit = types.WorkspaceEdit(document_changes=changes)
-        else:
-            edit = types.WorkspaceEdit(changes={uri: [text_edit]})
-        result = await self.workspace_apply_edit_async(
-            types.ApplyWorkspaceEditParams(
-                edit=edit,
-                label=f"Agent Assist: write {relative}",
-            )
-        )
-        return bool(result and result.applied)
-
-    # -- lifecycle ----------------------------------------------------------------------
 
     def autosave(self, why: str) -> None:
         """Autosave and release the session (idempotent); never raises."""
@@ -516,45 +329,3 @@ class AgentAssistServer(LanguageServer):
         self.autosave(why)
         hard_exit(code)
         raise AssertionError("unreachable")  # pragma: no cover - os._exit does not return
-
-
-def request_handler(
-    server: AgentAssistServer, method: str, model: type[P]
-) -> Callable[[Callable[[AgentAssistServer, P], Awaitable[Any]]], Handler]:
-    """Register `fn` for `method` and its `agentAssist.<verb>` command, with error mapping."""
-
-    def decorate(fn: Callable[[AgentAssistServer, P], Awaitable[Any]]) -> Handler:
-        @functools.wraps(fn)
-        async def handle(ls: AgentAssistServer, raw: Any) -> Any:
-            try:
-                params = proto.parse_params(model, method, raw)
-            except proto.ParamsError as exc:
-                raise JsonRpcInvalidParams(str(exc)) from None
-            task = asyncio.current_task()
-            if task is not None:
-                ls.requests.add(task)
-                task.add_done_callback(ls.requests.discard)
-            try:
-                return await fn(ls, params)
-            except (asyncio.CancelledError, JsonRpcException):
-                raise
-            except (SessionError, StorageError) as exc:
-                raise RequestFailedError(explain_write_error(str(exc), exc.errno)) from None
-            except Exception as exc:
-                logger.exception("%s failed", method)
-                if ls.lifecycle is not None:
-                    try:
-                        ls.lifecycle.snapshot_and_save()
-                    except Exception:  # best effort while reporting another error
-                        logger.exception("autosave after an internal error failed")
-                raise JsonRpcInternalError(f"{method}: internal error: {exc}") from None
-
-        server.feature(method)(handle)
-
-        async def command(ls: AgentAssistServer, *args: Any) -> Any:
-            return await handle(ls, list(args))
-
-        server.command(proto.command_name(method))(command)
-        return handle
-
-    return decorate

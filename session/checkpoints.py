@@ -12,8 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from .manager import SessionManager
-from .models import utcnow
+from .events import utcnow
 from .paths import is_valid_session_id
 from .redaction import Redactor
 from .storage import (
@@ -23,7 +22,8 @@ from .storage import (
     ensure_private_dir,
     read_json_file,
 )
-from .workspace import is_safe_relative_path
+from .store.manager import SessionManager
+from .workspace.safe_paths import is_safe_relative_path
 
 _SHA_HEX = frozenset("0123456789abcdef")
 SECRET_WITHHELD = "not kept: contains a secret"  # noqa: S105 - a reason, not a secret

@@ -9,7 +9,8 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, Field
 
-from .derive import HistoryBuilder, HistoryItem, Message, estimate_tokens
+from .derive.history import HistoryBuilder, HistoryItem
+from .derive.messages import Message, estimate_tokens
 
 FALLBACK_LABEL = "[Extractive summary: no model was available to summarise these turns]"
 SUMMARY_INSTRUCTIONS = (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from .models import SessionState
-from .workspace import DriftReport
+from .snapshot import SessionState
+from .workspace.drift import DriftReport
 
 _CLOSING = (
     "IMPORTANT: You are resuming a previous session. Review the context above\n"

@@ -6,11 +6,14 @@ import os
 import stat
 from dataclasses import dataclass
 
-from .derive import build_history
-from .log import readable_events
-from .manager import Session, SessionError, SessionManager, state_from_events
-from .models import Event, SessionStartEvent, TurnEndEvent, TurnStartEvent, utcnow
+from .derive.history import build_history
+from .errors import SessionError
+from .events import Event, SessionStartEvent, TurnEndEvent, TurnStartEvent, utcnow
+from .log.reader import readable_events
+from .snapshot import state_from_events
 from .storage import fsync_dir
+from .store.manager import SessionManager
+from .store.session import Session
 
 
 class ForkError(SessionError):

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .compaction import FALLBACK_LABEL, CompactionSummary, render_transcript
-from .derive import HistoryBuilder, Message
-from .models import SessionState
+from .derive.history import HistoryBuilder
+from .derive.messages import Message
+from .snapshot import SessionState
 
 MAX_SUMMARY_WORDS = 200
 SESSION_SUMMARY_INSTRUCTIONS = (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.fake_openai import FakeOpenAI
+from lsp_server.fake_model import FakeOpenAI
 from tests.fixtures import make_workspace
 
 

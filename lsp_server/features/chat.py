@@ -7,16 +7,19 @@ import contextlib
 import logging
 from typing import Any
 
+from session.errors import ReadOnlySessionError, SessionError
 from session.lifecycle import TurnRecorder
-from session.manager import ReadOnlySessionError, SessionError
 from session.storage import explain_write_error
 
 from .. import protocol as proto
-from ..agent import ToolDeps, TurnResult
 from ..config import HOW_TO_CONFIGURE_MODEL
-from ..model_faults import RETRY_AFTER_CAP, ModelFault, backoff, classify
-from ..server import AgentAssistServer, RequestFailedError, request_handler
-from .history import compact_if_needed, compact_now
+from ..model.faults import RETRY_AFTER_CAP, ModelFault, backoff, classify
+from ..model.runner import TurnResult
+from ..model.tools import ToolDeps
+from ..server import AgentAssistServer, RequestFailedError
+from .base import Feature, request
+from .history import History
+from .summaries import RunningSummary
 
 logger = logging.getLogger(__name__)
 
@@ -34,28 +37,24 @@ class NotifyingSink:
         """Send `agentAssist/chatDelta`."""
         self.streamed = True
         self.ls.notify(
-            proto.CHAT_DELTA, {"sessionId": self.session_id, "turn": self.turn, "delta": text}
+            proto.ChatDeltaParams(session_id=self.session_id, turn=self.turn, delta=text)
         )
 
     def retry(self, attempt: int, reason: str) -> None:
         """Send `agentAssist/chatRetry`: the partial reply shown is dropped, deltas restart."""
         self.streamed = False
         self.ls.notify(
-            proto.CHAT_RETRY,
-            {"sessionId": self.session_id, "turn": self.turn, "attempt": attempt, "reason": reason},
+            proto.ChatRetryParams(
+                session_id=self.session_id, turn=self.turn, attempt=attempt, reason=reason
+            )
         )
 
     def tool(self, name: str, args: Any, status: str) -> None:
         """Send `agentAssist/toolCall`."""
         self.ls.notify(
-            proto.TOOL_CALL,
-            {
-                "sessionId": self.session_id,
-                "turn": self.turn,
-                "tool": name,
-                "args": args,
-                "status": status,
-            },
+            proto.ToolCallParams(
+                session_id=self.session_id, turn=self.turn, tool=name, args=args, status=status
+            )
         )
 
 
@@ -65,6 +64,7 @@ class TurnFailedError(Exception):
 
 async def run_attempts(
     ls: AgentAssistServer,
+    history_ops: History,
     recorder: TurnRecorder,
     prompt: str | list[str],
     history: list[dict[str, Any]],
@@ -81,7 +81,7 @@ async def run_attempts(
     assert ls.runner is not None
     runner = ls.runner
     lifecycle = ls.session
-    deps = ToolDeps(lifecycle, ls)
+    deps = ToolDeps(lifecycle, ls.edits)
     retries = 0
     healed = False
     stream = True
@@ -98,7 +98,11 @@ async def run_attempts(
             delay = 0.0
             if fault.kind == "empty" and stream:
                 stream = False  # ask once in one piece: the answer, or the real error
-            elif fault.kind == "overflow" and not healed and await heal_overflow(ls, fault):
+            elif (
+                fault.kind == "overflow"
+                and not healed
+                and await heal_overflow(ls, history_ops, fault)
+            ):
                 healed = True
                 stream = True
             elif fault.retryable and retries < runner.model.max_retries:
@@ -145,7 +149,7 @@ def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int) -> st
     return f"The model request failed{tries}{status}: {fault.message}"
 
 
-async def heal_overflow(ls: AgentAssistServer, fault: ModelFault) -> bool:
+async def heal_overflow(ls: AgentAssistServer, history_ops: History, fault: ModelFault) -> bool:
     """Heal a prompt over the window: take the window the server reported, and compact.
 
     Return False if neither changed anything (sending the same prompt again is pointless).
@@ -159,101 +163,105 @@ async def heal_overflow(ls: AgentAssistServer, fault: ModelFault) -> bool:
         )
         ls.config = ls.config.with_window(fault.window)
         ls.session.set_history_budget(ls.config.history_budget)
-    result = await compact_now(ls, open_turn=True)
-    if not result["compacted"]:
+    result = await history_ops.compact_now(open_turn=True)
+    if not result.compacted:
         logger.warning("the prompt did not fit the context window and nothing could be compacted")
-    return lowered or bool(result["compacted"])
+    return lowered or result.compacted
 
 
-async def run_chat(ls: AgentAssistServer, text: str) -> dict[str, Any]:
-    """Queue behind any running turn, then run this one."""
-    await ls.ready.wait()
-    if ls.runner is None or not ls.config.model.configured:
-        raise RequestFailedError(HOW_TO_CONFIGURE_MODEL)
-    ls.waiting += 1
-    try:
-        await ls.turn_lock.acquire()
-    finally:
-        ls.waiting -= 1
-    try:
-        ls.running = True
-        return await _turn(ls, text)
-    finally:
-        ls.running = False
-        ls.turn_lock.release()
+class Chat(Feature):
+    """`agentAssist/chat`: turns queue behind one another; each is streamed and recorded."""
 
+    name = "chat"
+    needs = (History, RunningSummary)
 
-async def _turn(ls: AgentAssistServer, text: str) -> dict[str, Any]:
-    lifecycle = ls.session
-    assert ls.runner is not None
-    history = lifecycle.message_history()
-    # The cached per-message estimates bound the history's tokens: the exact count (one
-    # estimate per message) is only needed near the threshold.
-    maybe_over = lifecycle.current.history.token_bound() > ls.config.compact_threshold
-    if maybe_over and await compact_if_needed(ls, history):
-        history = lifecycle.message_history()
-    try:
-        recorder = lifecycle.begin_turn(text)
-    except ReadOnlySessionError as exc:
-        raise RequestFailedError(f"{exc}. Start a new session (reset) to chat.") from None
-    note = lifecycle.take_drift_note()
-    prompt: str | list[str] = [note, text] if note else text
-    session_id = lifecycle.session_id
-    sink = NotifyingSink(ls, session_id, recorder.number)
-    try:
-        result = await run_attempts(ls, recorder, prompt, history, sink)
-    except asyncio.CancelledError:
-        recorder.end("aborted")
-        raise
-    except SessionError as exc:  # the log refused a write (a full disk...): not the model
-        message = explain_write_error(
-            f"turn {recorder.number} could not be recorded: {exc}", exc.errno
-        )
-        logger.warning("%s", message)
-        with contextlib.suppress(SessionError):
-            recorder.end("error", error=message)
-        raise RequestFailedError(message) from None
-    except TurnFailedError as exc:
-        message = str(exc)
-        logger.warning("turn %d failed: %s", recorder.number, message)
-        recorder.end("error", error=message)
-        raise RequestFailedError(message) from None
-    recorder.end("completed")  # fsynced: the turn is durable before its result is sent
-    task = asyncio.current_task()
-    if task is None:
-        _after_turn(ls)
-    else:  # runs once the result is on its way (pygls' own callback was added first)
-        task.add_done_callback(lambda _: _after_turn(ls))
-    return {
-        "sessionId": session_id,
-        "turn": recorder.number,
-        "text": result.text,
-        "endReason": "completed",
-        "usage": result.usage,
-        "attempts": recorder.attempt,
-    }
+    def __init__(self, server: AgentAssistServer) -> None:
+        super().__init__(server)
+        self.running = False  # a turn is running (status.state)
+        self.waiting = 0  # chats queued behind it (status.waiting)
 
-
-def _after_turn(ls: AgentAssistServer) -> None:
-    """Work a turn needs done but its result need not wait for.
-
-    The search index is a projection, brought up to date before every search anyway; the
-    history's conversion for the next turn is a cache (`ModelMessageCache`) that only saves
-    the next request from converting this turn's messages.
-    """
-    ls.index_session()
-    if ls.summaries is not None:
-        ls.summaries.schedule()
-    if ls.runner is not None and ls.lifecycle is not None and ls.lifecycle.session is not None:
+    @request(proto.CHAT)
+    async def chat(self, params: proto.ChatParams) -> proto.ChatResult:
+        """Run one turn (queued behind the running one) and answer once it is durable."""
+        ls = self.server
+        if ls.runner is None or not ls.config.model.configured:
+            raise RequestFailedError(HOW_TO_CONFIGURE_MODEL)
+        self.waiting += 1
         try:
-            ls.runner.prepare_history(ls.lifecycle.message_history())
-        except Exception as exc:  # a cache: the next turn converts what it needs itself
-            logger.warning("history not prepared for the next turn: %s", exc)
+            await ls.turn_lock.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            self.running = True
+            return await self._turn(params.text)
+        finally:
+            self.running = False
+            ls.turn_lock.release()
 
+    async def _turn(self, text: str) -> proto.ChatResult:
+        ls = self.server
+        history_ops = self.need(History)
+        lifecycle = ls.session
+        assert ls.runner is not None
+        history = lifecycle.message_history()
+        # The cached per-message estimates bound the history's tokens: the exact count (one
+        # estimate per message) is only needed near the threshold.
+        maybe_over = lifecycle.current.history.token_bound() > ls.config.compact_threshold
+        if maybe_over and await history_ops.compact_if_needed(history):
+            history = lifecycle.message_history()
+        try:
+            recorder = lifecycle.begin_turn(text)
+        except ReadOnlySessionError as exc:
+            raise RequestFailedError(f"{exc}. Start a new session (reset) to chat.") from None
+        note = lifecycle.take_drift_note()
+        prompt: str | list[str] = [note, text] if note else text
+        session_id = lifecycle.session_id
+        sink = NotifyingSink(ls, session_id, recorder.number)
+        try:
+            result = await run_attempts(ls, history_ops, recorder, prompt, history, sink)
+        except asyncio.CancelledError:
+            recorder.end("aborted")
+            raise
+        except SessionError as exc:  # the log refused a write (a full disk...): not the model
+            message = explain_write_error(
+                f"turn {recorder.number} could not be recorded: {exc}", exc.errno
+            )
+            logger.warning("%s", message)
+            with contextlib.suppress(SessionError):
+                recorder.end("error", error=message)
+            raise RequestFailedError(message) from None
+        except TurnFailedError as exc:
+            message = str(exc)
+            logger.warning("turn %d failed: %s", recorder.number, message)
+            recorder.end("error", error=message)
+            raise RequestFailedError(message) from None
+        recorder.end("completed")  # fsynced: the turn is durable before its result is sent
+        task = asyncio.current_task()
+        if task is None:
+            self._after_turn()
+        else:  # runs once the result is on its way (pygls' own callback was added first)
+            task.add_done_callback(lambda _: self._after_turn())
+        return proto.ChatResult(
+            session_id=session_id,
+            turn=recorder.number,
+            text=result.text,
+            end_reason="completed",
+            usage=result.usage,
+            attempts=recorder.attempt,
+        )
 
-def setup(server: AgentAssistServer) -> None:
-    """Register `agentAssist/chat`."""
+    def _after_turn(self) -> None:
+        """Work a turn needs done but its result need not wait for.
 
-    @request_handler(server, proto.CHAT, proto.ChatParams)
-    async def chat(ls: AgentAssistServer, params: proto.ChatParams) -> dict[str, Any]:
-        return await run_chat(ls, params.text)
+        The search index is a projection, brought up to date before every search anyway; the
+        history's conversion for the next turn is a cache (`ModelMessageCache`) that only
+        saves the next request from converting this turn's messages.
+        """
+        ls = self.server
+        ls.index_session()
+        self.need(RunningSummary).schedule()
+        if ls.runner is not None and ls.lifecycle is not None and ls.lifecycle.session is not None:
+            try:
+                ls.runner.prepare_history(ls.lifecycle.message_history())
+            except Exception as exc:  # a cache: the next turn converts what it needs itself
+                logger.warning("history not prepared for the next turn: %s", exc)

@@ -16,7 +16,8 @@ from session.compaction import extractive_summary, history_tokens, render_transc
 from session.fork import fork_session
 
 from .. import protocol as proto
-from ..server import AgentAssistServer, RequestFailedError, request_handler
+from ..server import AgentAssistServer, RequestFailedError
+from .base import Feature, request
 
 logger = logging.getLogger(__name__)
 
@@ -73,85 +74,32 @@ def open_documents(ls: AgentAssistServer) -> dict[str, bytes]:
     return out
 
 
-async def compact_now(
-    ls: AgentAssistServer, *, open_turn: bool = False, asked: bool = False
-) -> dict[str, Any]:
-    """Summarise older turns (model, else extractive) and keep the recent tail.
+class History(Feature):
+    """Checkpoints (list and restore), compaction and fork."""
 
-    `open_turn`: compact around the turn in progress (its prompt did not fit the window).
-    `asked`: the user asked for it, so with two closed turns or more something is compacted.
-    """
-    lifecycle = ls.session
-    current = lifecycle.message_history()
-    result: dict[str, Any] = {
-        "sessionId": lifecycle.session_id,
-        "messagesBefore": len(current),
-        "messagesAfter": len(current),
-        "tokensBefore": history_tokens(current),
-        "tokensAfter": history_tokens(current),
-        "compacted": False,
-    }
-    plan = lifecycle.plan_compaction(ls.config.keep_tokens, open_turn=open_turn, force=asked)
-    if plan is None:
-        if asked:
-            result["reason"] = (
-                "Nothing to compact: a turn is running."
-                if lifecycle.current.open_turn is not None
-                else "Nothing to compact: compaction keeps the newest turn, and there is "
-                "only one (or none) in the history."
-            )
-        return result
-    async with progress(ls, "Compacting the conversation") as bar:
-        summary = None
-        if ls.runner is not None and ls.config.model.configured and ls.runner.can_summarize:
-            bar.report("Summarising older turns with the model", 10)
-            try:
-                # Half the window for what is summarised: the summary request must fit too.
-                limit = ls.config.context_window * 2
-                summary = await ls.runner.summarize(render_transcript(plan.old)[-limit:])
-            except Exception as exc:
-                logger.warning("model summary failed: %s", exc)
-                ls.show(f"The model could not summarise ({exc}); used an extractive summary.")
-        fallback = summary is None
-        if summary is None:
-            summary = extractive_summary(plan.old, lifecycle.current.state.decisions)
-        bar.report("Recording the summary", 90)
-        messages_after, tokens_after = lifecycle.compact(plan, summary, fallback=fallback)
-    result.update(
-        messagesAfter=messages_after, tokensAfter=tokens_after, compacted=True, fallback=fallback
-    )
-    return result
+    name = "history"
 
-
-async def compact_if_needed(ls: AgentAssistServer, history: list[dict[str, Any]]) -> bool:
-    """Compact before a turn when the history passed the configured threshold."""
-    if history_tokens(history) <= ls.config.compact_threshold:
-        return False
-    result = await compact_now(ls)
-    return bool(result["compacted"])
-
-
-def setup(server: AgentAssistServer) -> None:
-    """Register checkpoint, compact and fork."""
-
-    @request_handler(server, proto.CHECKPOINT, proto.CheckpointParams)
-    async def checkpoint(ls: AgentAssistServer, params: proto.CheckpointParams) -> dict[str, Any]:
-        await ls.ready.wait()
+    @request(proto.CHECKPOINT)
+    async def checkpoint(
+        self, params: proto.CheckpointParams
+    ) -> proto.CheckpointListResult | proto.CheckpointRestoreResult:
+        """List the checkpoints, or restore one (files and conversation)."""
+        ls = self.server
         lifecycle = ls.session
         if params.number is None:
-            return {
-                "sessionId": lifecycle.session_id,
-                "checkpoints": [
-                    {
-                        "number": r.number,
-                        "createdAt": r.created_at.isoformat(),
-                        "turn": r.turn,
-                        "title": r.title,
-                        "auto": r.auto,
-                    }
+            return proto.CheckpointListResult(
+                session_id=lifecycle.session_id,
+                checkpoints=[
+                    proto.CheckpointInfo(
+                        number=r.number,
+                        created_at=r.created_at,
+                        turn=r.turn,
+                        title=r.title,
+                        auto=r.auto,
+                    )
                     for r in lifecycle.list_checkpoints()
                 ],
-            }
+            )
         async with ls.turn_lock:
             plan = lifecycle.plan_restore(params.number, open_documents(ls))
             applied: set[str] = set()
@@ -160,28 +108,29 @@ def setup(server: AgentAssistServer) -> None:
                     text = data.decode("utf-8")
                 except UnicodeDecodeError:
                     continue  # binary: written directly
-                if await ls.apply_file_edit(relative, text):
+                if await ls.edits.apply_file_edit(relative, text):
                     applied.add(relative)
             restored = lifecycle.restore(plan, applied)
-        ls.notify(proto.SESSION_CHANGED, {"sessionId": lifecycle.session_id, "reason": "restored"})
-        return {
-            "sessionId": lifecycle.session_id,
-            "number": params.number,
-            "restoredFiles": restored,
-            "createdFiles": plan.created_after,
-            "skippedFiles": [*plan.skipped, *plan.withheld],
-            "withheldFiles": plan.withheld,
-        }
+        ls.announce(proto.SessionChangeReason.RESTORED)
+        return proto.CheckpointRestoreResult(
+            session_id=lifecycle.session_id,
+            number=params.number,
+            restored_files=restored,
+            created_files=plan.created_after,
+            skipped_files=[*plan.skipped, *plan.withheld],
+            withheld_files=plan.withheld,
+        )
 
-    @request_handler(server, proto.COMPACT, proto.EmptyParams)
-    async def compact(ls: AgentAssistServer, params: proto.EmptyParams) -> dict[str, Any]:
-        await ls.ready.wait()
-        async with ls.turn_lock:
-            return await compact_now(ls, asked=True)
+    @request(proto.COMPACT)
+    async def compact(self, params: proto.EmptyParams) -> proto.CompactResult:
+        """Compact the conversation now (asked for: compacts whenever it can)."""
+        async with self.server.turn_lock:
+            return await self.compact_now(asked=True)
 
-    @request_handler(server, proto.FORK, proto.ForkParams)
-    async def fork(ls: AgentAssistServer, params: proto.ForkParams) -> dict[str, Any]:
-        await ls.ready.wait()
+    @request(proto.FORK)
+    async def fork(self, params: proto.ForkParams) -> proto.ForkResult:
+        """Fork this or another session at a closed-turn boundary; it becomes this one."""
+        ls = self.server
         lifecycle = ls.session
         source = params.session_id or lifecycle.session_id
         if not lifecycle.manager.log_path(source).exists():
@@ -191,12 +140,67 @@ def setup(server: AgentAssistServer) -> None:
                 lifecycle.manager, source, params.boundary, instance_id=ls.config.instance_id
             )
             lifecycle.adopt(result.session)
-        ls.drift_count = 0
-        ls.notify(
-            proto.SESSION_CHANGED, {"sessionId": result.session.session_id, "reason": "forked"}
+        ls.announce(proto.SessionChangeReason.FORKED)
+        return proto.ForkResult(
+            session_id=result.session.session_id,
+            parent_session_id=result.parent_session_id,
+            boundary=result.boundary,
         )
-        return {
-            "sessionId": result.session.session_id,
-            "parentSessionId": result.parent_session_id,
-            "boundary": result.boundary,
-        }
+
+    async def compact_now(
+        self, *, open_turn: bool = False, asked: bool = False
+    ) -> proto.CompactResult:
+        """Summarise older turns (model, else extractive) and keep the recent tail.
+
+        `open_turn`: compact around the turn in progress (its prompt did not fit the window).
+        `asked`: the user asked for it, so with two closed turns or more something is compacted.
+        """
+        ls = self.server
+        lifecycle = ls.session
+        current = lifecycle.message_history()
+        tokens = history_tokens(current)
+        result = proto.CompactResult(
+            session_id=lifecycle.session_id,
+            messages_before=len(current),
+            messages_after=len(current),
+            tokens_before=tokens,
+            tokens_after=tokens,
+            compacted=False,
+        )
+        plan = lifecycle.plan_compaction(ls.config.keep_tokens, open_turn=open_turn, force=asked)
+        if plan is None:
+            if asked:
+                result.reason = (
+                    "Nothing to compact: a turn is running."
+                    if lifecycle.current.open_turn is not None
+                    else "Nothing to compact: compaction keeps the newest turn, and there is "
+                    "only one (or none) in the history."
+                )
+            return result
+        async with progress(ls, "Compacting the conversation") as bar:
+            summary = None
+            if ls.runner is not None and ls.config.model.configured and ls.runner.can_summarize:
+                bar.report("Summarising older turns with the model", 10)
+                try:
+                    # Half the window for what is summarised: the summary request must fit too.
+                    limit = ls.config.context_window * 2
+                    summary = await ls.runner.summarize(render_transcript(plan.old)[-limit:])
+                except Exception as exc:
+                    logger.warning("model summary failed: %s", exc)
+                    ls.show(f"The model could not summarise ({exc}); used an extractive summary.")
+            fallback = summary is None
+            if summary is None:
+                summary = extractive_summary(plan.old, lifecycle.current.state.decisions)
+            bar.report("Recording the summary", 90)
+            messages_after, tokens_after = lifecycle.compact(plan, summary, fallback=fallback)
+        result.messages_after = messages_after
+        result.tokens_after = tokens_after
+        result.compacted = True
+        result.fallback = fallback
+        return result
+
+    async def compact_if_needed(self, history: list[dict[str, Any]]) -> bool:
+        """Compact before a turn when the history passed the configured threshold."""
+        if history_tokens(history) <= self.server.config.compact_threshold:
+            return False
+        return (await self.compact_now()).compacted

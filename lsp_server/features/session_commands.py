@@ -1,18 +1,17 @@
-"""save, reset, resume, status, history, sessions and open."""
+"""save, reset, new, resume, status, history, search, sessions and open."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from lsprotocol import types
 
-from session.derive import transcript
-from session.manager import SessionLockedError, SessionNotFoundError
+from session.derive.transcript import transcript
+from session.errors import SessionLockedError, SessionNotFoundError
 from session.search import SearchError
 
 from .. import protocol as proto
-from ..server import AgentAssistServer, RequestFailedError, request_handler
-from .lifecycle import drift_params
+from ..server import AgentAssistServer, RequestFailedError
+from .base import Feature, request
+from .chat import Chat
 
 DELETE_FILES = "Delete files"
 KEEP_FILES = "Keep files"
@@ -34,30 +33,37 @@ async def confirm_file_deletion(ls: AgentAssistServer, targets: list[str]) -> bo
         )
     )
     if answer is None or answer.title == CANCEL:
-        raise RequestFailedError("Reset cancelled; nothing was changed.")
+        raise RequestFailedError(
+            "Reset cancelled; nothing was changed.", data=proto.FailureData(cancelled=True).wire()
+        )
     return answer.title == DELETE_FILES
 
 
-def setup(server: AgentAssistServer) -> None:
-    """Register the session requests."""
+class SessionCommands(Feature):
+    """The session's own requests: save, reset, new, open, and what they are."""
 
-    @request_handler(server, proto.SAVE, proto.EmptyParams)
-    async def save(ls: AgentAssistServer, params: proto.EmptyParams) -> dict[str, Any]:
-        await ls.ready.wait()
+    name = "session commands"
+    needs = (Chat,)
+
+    @request(proto.SAVE)
+    async def save(self, params: proto.EmptyParams) -> proto.SaveResult:
+        """Checkpoint at a closed turn (a save during a reply waits for its end)."""
+        ls = self.server
         # A checkpoint is a closed-turn boundary: a save during a reply waits for its end,
         # so a restore never rewinds to half a turn (files and conversation would disagree).
         async with ls.turn_lock:
             result = ls.session.explicit_save()
-        return {
-            "sessionId": result.session_id,
-            "checkpoint": result.checkpoint,
-            "savedAt": result.saved_at.isoformat(),
-            "path": str(result.path),
-        }
+        return proto.SaveResult(
+            session_id=result.session_id,
+            checkpoint=result.checkpoint,
+            saved_at=result.saved_at,
+            path=str(result.path),
+        )
 
-    @request_handler(server, proto.RESET, proto.ResetParams)
-    async def reset(ls: AgentAssistServer, params: proto.ResetParams) -> dict[str, Any]:
-        await ls.ready.wait()
+    @request(proto.RESET)
+    async def reset(self, params: proto.ResetParams) -> proto.ResetResult:
+        """Start a new session, deleting this one (and, if confirmed, the spec files)."""
+        ls = self.server
         lifecycle = ls.session
         delete = params.delete_files
         if delete is None:
@@ -65,58 +71,61 @@ def setup(server: AgentAssistServer) -> None:
             delete = await confirm_file_deletion(ls, targets) if targets else False
         async with ls.turn_lock:
             result = lifecycle.reset(delete_files=delete)
-        ls.drift_count = 0
-        ls.notify(proto.SESSION_CHANGED, {"sessionId": result.session_id, "reason": "reset"})
-        return {"sessionId": result.session_id, "deletedFiles": result.deleted_files}
+        ls.announce(proto.SessionChangeReason.RESET)
+        return proto.ResetResult(session_id=result.session_id, deleted_files=result.deleted_files)
 
-    @request_handler(server, proto.NEW, proto.EmptyParams)
-    async def new(ls: AgentAssistServer, params: proto.EmptyParams) -> dict[str, Any]:
-        await ls.ready.wait()
+    @request(proto.NEW)
+    async def new(self, params: proto.EmptyParams) -> proto.NewResult:
+        """Start a fresh session; the previous one stays whole on disk."""
+        ls = self.server
         async with ls.turn_lock:
             previous, session_id = ls.session.new_session()
-        ls.drift_count = 0
-        ls.notify(proto.SESSION_CHANGED, {"sessionId": session_id, "reason": "new"})
-        return {"sessionId": session_id, "previousSessionId": previous}
+        ls.announce(proto.SessionChangeReason.NEW)
+        return proto.NewResult(session_id=session_id, previous_session_id=previous)
 
-    @request_handler(server, proto.RESUME, proto.EmptyParams)
-    async def resume(ls: AgentAssistServer, params: proto.EmptyParams) -> dict[str, Any]:
-        await ls.ready.wait()
-        return {"context": ls.session.resume_context}
+    @request(proto.RESUME)
+    async def resume(self, params: proto.EmptyParams) -> proto.ResumeResult:
+        """Return the resume context in use."""
+        return proto.ResumeResult(context=self.server.session.resume_context)
 
-    @request_handler(server, proto.STATUS, proto.EmptyParams)
-    async def status(ls: AgentAssistServer, params: proto.EmptyParams) -> dict[str, Any]:
-        await ls.ready.wait()
+    @request(proto.STATUS)
+    async def status(self, params: proto.EmptyParams) -> proto.StatusResult:
+        """Say where this instance's session is."""
+        ls = self.server
+        chat = self.need(Chat)
         lifecycle = ls.session
         session = lifecycle.current
-        return {
-            "sessionId": session.session_id,
-            "state": "running" if ls.running else "idle",
-            "waiting": ls.waiting,
-            "resumed": lifecycle.resumed,
-            "turns": session.state.turns,
-            "model": ls.config.model.name,
-            "drift": ls.drift_count,
-            "readOnly": session.read_only,
-            "persistence": session.state.persistence,
-            "contextWindow": ls.config.context_window,
-            "phase": session.state.phase,
-        }
+        return proto.StatusResult(
+            session_id=session.session_id,
+            state="running" if chat.running else "idle",
+            waiting=chat.waiting,
+            resumed=lifecycle.resumed,
+            turns=session.state.turns,
+            model=ls.config.model.name,
+            drift=ls.drift_count,
+            read_only=session.read_only,
+            persistence=session.state.persistence,
+            context_window=ls.config.context_window,
+            phase=session.state.phase,
+        )
 
-    @request_handler(server, proto.HISTORY, proto.HistoryParams)
-    async def history(ls: AgentAssistServer, params: proto.HistoryParams) -> dict[str, Any]:
-        await ls.ready.wait()
-        lifecycle = ls.session
+    @request(proto.HISTORY)
+    async def history(self, params: proto.HistoryParams) -> proto.HistoryResult:
+        """Return a transcript to redraw a chat view from."""
+        lifecycle = self.server.session
         session_id = params.session_id or lifecycle.session_id
         if not lifecycle.manager.exists(session_id):
             if session_id == lifecycle.session_id:
-                return {"sessionId": session_id, "items": []}
+                return proto.HistoryResult(session_id=session_id, items=[])
             raise RequestFailedError(f"no session {session_id} in this project")
         scan = lifecycle.manager.read_events(session_id)
-        return {"sessionId": session_id, "items": proto.transcript_items(transcript(scan.events))}
+        items = proto.transcript_items(transcript(scan.events))
+        return proto.HistoryResult(session_id=session_id, items=items)
 
-    @request_handler(server, proto.SEARCH, proto.SearchParams)
-    async def search(ls: AgentAssistServer, params: proto.SearchParams) -> dict[str, Any]:
-        await ls.ready.wait()
+    @request(proto.SEARCH)
+    async def search(self, params: proto.SearchParams) -> proto.SearchResult:
+        """Find every event containing the query (literal text)."""
+        ls = self.server
         manager = ls.session.manager
         if params.session_id is not None and not manager.exists(params.session_id):
             raise RequestFailedError(f"no session {params.session_id} in this project")
@@ -129,47 +138,48 @@ def setup(server: AgentAssistServer) -> None:
             hits = index.search(params.query, params.session_id, params.limit)
         except SearchError as exc:
             raise RequestFailedError(f"search is unavailable: {exc}") from None
-        return {
-            "results": [
-                {
-                    "sessionId": h.session_id,
-                    "seq": h.seq,
-                    "turn": h.turn,
-                    "type": h.type,
-                    "snippet": h.snippet,
-                    "score": h.score,
-                }
+        return proto.SearchResult(
+            results=[
+                proto.SearchHit(
+                    session_id=h.session_id,
+                    seq=h.seq,
+                    turn=h.turn,
+                    type=h.type,
+                    snippet=h.snippet,
+                    score=h.score,
+                )
                 for h in hits
             ]
-        }
+        )
 
-    @request_handler(server, proto.SESSIONS, proto.EmptyParams)
-    async def sessions(ls: AgentAssistServer, params: proto.EmptyParams) -> dict[str, Any]:
-        await ls.ready.wait()
-        current = ls.session.session_id
-        rows = []
-        for info in ls.session.manager.list_sessions():
-            row: dict[str, Any] = {
-                "sessionId": info.session_id,
-                "title": info.title,
-                "createdAt": info.created_at.isoformat(),
-                "updatedAt": info.updated_at.isoformat(),
-                "turns": info.turns,
-                "active": info.session_id == current,
-            }
-            if info.parent_session_id:
-                row["parentSessionId"] = info.parent_session_id
-            if info.phase:
-                row["phase"] = info.phase
-            rows.append(row)
-        return {"sessions": rows}
+    @request(proto.SESSIONS)
+    async def sessions(self, params: proto.EmptyParams) -> proto.SessionsResult:
+        """List the project's sessions, newest first."""
+        lifecycle = self.server.session
+        current = lifecycle.session_id
+        return proto.SessionsResult(
+            sessions=[
+                proto.SessionInfo(
+                    session_id=info.session_id,
+                    title=info.title,
+                    created_at=info.created_at,
+                    updated_at=info.updated_at,
+                    turns=info.turns,
+                    phase=info.phase or None,
+                    parent_session_id=info.parent_session_id or None,
+                    active=info.session_id == current,
+                )
+                for info in lifecycle.manager.list_sessions()
+            ]
+        )
 
-    @request_handler(server, proto.OPEN, proto.OpenParams)
-    async def open_(ls: AgentAssistServer, params: proto.OpenParams) -> dict[str, Any]:
-        await ls.ready.wait()
+    @request(proto.OPEN)
+    async def open(self, params: proto.OpenParams) -> proto.OpenResult:
+        """Resume another session of this project."""
+        ls = self.server
         lifecycle = ls.session
         if params.session_id == lifecycle.session_id:
-            return {"sessionId": params.session_id, "context": lifecycle.resume_context}
+            return proto.OpenResult(session_id=params.session_id, context=lifecycle.resume_context)
         async with ls.turn_lock:
             try:
                 drift = lifecycle.resume(params.session_id)
@@ -179,11 +189,5 @@ def setup(server: AgentAssistServer) -> None:
                 ) from None
             except SessionLockedError as exc:
                 raise RequestFailedError(str(exc)) from None
-        for warning in lifecycle.warnings:
-            ls.show(warning)
-        lifecycle.warnings.clear()
-        ls.drift_count = len(drift.modified) + len(drift.deleted) + len(drift.created)
-        if drift.has_drift:
-            ls.notify(proto.DRIFT, drift_params(params.session_id, "resume", drift))
-        ls.notify(proto.SESSION_CHANGED, {"sessionId": params.session_id, "reason": "opened"})
-        return {"sessionId": params.session_id, "context": lifecycle.resume_context}
+        ls.announce(proto.SessionChangeReason.OPENED, drift)
+        return proto.OpenResult(session_id=params.session_id, context=lifecycle.resume_context)

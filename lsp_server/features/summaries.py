@@ -15,6 +15,7 @@ from typing import Any
 from session.summary import SESSION_SUMMARY_INSTRUCTIONS, extractive_session_summary
 
 from ..server import AgentAssistServer
+from .base import Feature
 
 logger = logging.getLogger(__name__)
 
@@ -22,11 +23,13 @@ logger = logging.getLogger(__name__)
 SUMMARY_DELAY = float(os.environ.get("AGENT_ASSIST_SUMMARY_DELAY", "2"))
 
 
-class RunningSummary:
-    """Schedules and runs the background summary of one server's session."""
+class RunningSummary(Feature):
+    """Schedules and runs the background summary of the session (scheduled by chat)."""
 
-    def __init__(self, ls: AgentAssistServer) -> None:
-        self.ls = ls
+    name = "running summary"
+
+    def __init__(self, server: AgentAssistServer) -> None:
+        super().__init__(server)
         self.dirty = False
         self.task: asyncio.Task[Any] | None = None
 
@@ -34,7 +37,7 @@ class RunningSummary:
         """Summarise soon (debounced): a turn completed."""
         self.dirty = True
         if self.task is None or self.task.done():
-            self.task = self.ls.spawn(self._run(), "running-summary")
+            self.task = self.server.spawn(self._run(), "running-summary")
 
     async def _run(self) -> None:
         while self.dirty:
@@ -50,12 +53,12 @@ class RunningSummary:
                 logger.warning("the session summary was not updated: %s", exc)
 
     def _model_usable(self) -> bool:
-        runner = self.ls.runner
-        return runner is not None and self.ls.config.model.configured and runner.can_summarize
+        runner = self.server.runner
+        return runner is not None and self.server.config.model.configured and runner.can_summarize
 
     async def summarize_once(self) -> bool:
         """Summarise what the running summary does not cover yet; True if recorded."""
-        ls = self.ls
+        ls = self.server
         lifecycle = ls.session
         session = lifecycle.session
         plan = lifecycle.plan_summary()
@@ -76,8 +79,3 @@ class RunningSummary:
             return False  # reset, opened, forked or closed meanwhile
         lifecycle.record_summary(plan, summary, fallback=fallback)
         return True
-
-
-def setup(server: AgentAssistServer) -> None:
-    """Attach the running summary to the server (scheduled by the chat feature)."""
-    server.summaries = RunningSummary(server)

@@ -9,73 +9,12 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from session.workspace import SKIPPED_DIRS
+from session.workspace.patterns import SKIPPED_DIRS
 
 from .. import protocol as proto
-from ..server import AgentAssistServer
-from .lifecycle import drift_params
+from .base import Feature, lsp
 
 logger = logging.getLogger(__name__)
-
-
-async def register_watchers(ls: AgentAssistServer) -> None:
-    """Ask the client to watch the workspace, when it allows dynamic registration."""
-    caps = ls.client_capabilities.workspace
-    watched = caps.did_change_watched_files if caps else None
-    if not (watched and watched.dynamic_registration):
-        logger.info("client cannot watch files; watching the workspace from the server")
-        ls.spawn(watch_locally(ls), "watch-workspace")
-        return
-    options = types.DidChangeWatchedFilesRegistrationOptions(
-        watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
-    )
-    try:
-        await ls.client_register_capability_async(
-            types.RegistrationParams(
-                registrations=[
-                    types.Registration(
-                        id=str(uuid.uuid4()),
-                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                        register_options=options,
-                    )
-                ]
-            )
-        )
-    except Exception as exc:
-        logger.warning("file watcher registration failed: %s", exc)
-
-
-async def watch_locally(ls: AgentAssistServer) -> None:
-    """Watch the workspace with watchfiles (inotify & co.) for clients that cannot."""
-    from watchfiles import DefaultFilter, awatch
-
-    class Filter(DefaultFilter):
-        ignore_dirs = (*DefaultFilter.ignore_dirs, *SKIPPED_DIRS)
-
-    try:
-        async for changes in awatch(
-            ls.root, watch_filter=Filter(), stop_event=ls.stop_watching, debounce=300
-        ):
-            paths = []
-            for _change, path in changes:
-                try:
-                    full = Path(path).parent.resolve() / Path(path).name
-                    paths.append(full.relative_to(ls.root).as_posix())
-                except (ValueError, OSError):
-                    continue
-            report_drift(ls, paths)
-    except Exception as exc:  # e.g. too many watches: live drift degrades, chat goes on
-        logger.warning("cannot watch %s (%s); live drift is off", ls.root, exc)
-
-
-def report_drift(ls: AgentAssistServer, paths: list[str]) -> None:
-    """Check changed paths against the manifest; tell the client about real drift."""
-    if ls.lifecycle is None or ls.closed or not paths:
-        return
-    report = ls.session.check_live_drift(paths)
-    if report is not None:
-        ls.drift_count += len(report.modified) + len(report.deleted) + len(report.created)
-        ls.notify(proto.DRIFT, drift_params(ls.session.session_id, "watcher", report))
 
 
 def relative_paths(root: Path, uris: list[str]) -> list[str]:
@@ -93,12 +32,75 @@ def relative_paths(root: Path, uris: list[str]) -> list[str]:
     return out
 
 
-def setup(server: AgentAssistServer) -> None:
-    """Register the watched-files handler."""
+class WorkspaceWatch(Feature):
+    """Watches the workspace (through the editor when it can) and reports live drift."""
 
-    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    async def changed(ls: AgentAssistServer, params: types.DidChangeWatchedFilesParams) -> None:
+    name = "workspace watch"
+
+    @lsp(types.WORKSPACE_DID_CHANGE_WATCHED_FILES, ready=True)
+    async def changed(self, params: types.DidChangeWatchedFilesParams) -> None:
+        """Report drift for tracked files the editor saw change."""
+        ls = self.server
         if ls.lifecycle is None:
             return
-        await ls.ready.wait()
-        report_drift(ls, relative_paths(ls.root, [change.uri for change in params.changes]))
+        self.report_drift(relative_paths(ls.root, [change.uri for change in params.changes]))
+
+    async def session_started(self) -> None:
+        """Ask the client to watch the workspace, when it allows dynamic registration."""
+        ls = self.server
+        caps = ls.client_capabilities.workspace
+        watched = caps.did_change_watched_files if caps else None
+        if not (watched and watched.dynamic_registration):
+            logger.info("client cannot watch files; watching the workspace from the server")
+            ls.spawn(self.watch_locally(), "watch-workspace")
+            return
+        options = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
+        )
+        try:
+            await ls.client_register_capability_async(
+                types.RegistrationParams(
+                    registrations=[
+                        types.Registration(
+                            id=str(uuid.uuid4()),
+                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=options,
+                        )
+                    ]
+                )
+            )
+        except Exception as exc:
+            logger.warning("file watcher registration failed: %s", exc)
+
+    async def watch_locally(self) -> None:
+        """Watch the workspace with watchfiles (inotify & co.) for clients that cannot."""
+        from watchfiles import DefaultFilter, awatch
+
+        class Filter(DefaultFilter):
+            ignore_dirs = (*DefaultFilter.ignore_dirs, *SKIPPED_DIRS)
+
+        ls = self.server
+        try:
+            async for changes in awatch(
+                ls.root, watch_filter=Filter(), stop_event=ls.stop_watching, debounce=300
+            ):
+                paths = []
+                for _change, path in changes:
+                    try:
+                        full = Path(path).parent.resolve() / Path(path).name
+                        paths.append(full.relative_to(ls.root).as_posix())
+                    except (ValueError, OSError):
+                        continue
+                self.report_drift(paths)
+        except Exception as exc:  # e.g. too many watches: live drift degrades, chat goes on
+            logger.warning("cannot watch %s (%s); live drift is off", ls.root, exc)
+
+    def report_drift(self, paths: list[str]) -> None:
+        """Check changed paths against the manifest; tell the client about real drift."""
+        ls = self.server
+        if ls.lifecycle is None or ls.closed or not paths:
+            return
+        report = ls.session.check_live_drift(paths)
+        if report is not None:
+            ls.drift_count += len(report.modified) + len(report.deleted) + len(report.created)
+            ls.notify(proto.DriftParams.of(ls.session.session_id, "watcher", report))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.fake_openai import FakeOpenAI
+from lsp_server.fake_model import FakeOpenAI
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from lsp_server import cli
-from lsp_server.fake_openai import FakeOpenAI
-from session.derive import text_message
+from lsp_server.fake_model import FakeOpenAI
+from session.derive.messages import text_message
 from session.lifecycle import SessionLifecycle
-from session.manager import SessionManager
+from session.store.manager import SessionManager
 
 from .conftest import clean_env, model_env, run_cli
 
@@ -372,12 +372,12 @@ def test_a_command_run_in_process_leaves_the_session_log_level_as_it_was() -> No
     import argparse
     import logging
 
-    from lsp_server import admin
+    from lsp_server.admin.running import run_command
 
     logger = logging.getLogger("session")
     before = logger.level
     seen: list[int] = []
-    code = admin._run(
+    code = run_command(
         argparse.Namespace(verbose=False), lambda args: seen.append(logger.level) or 0
     )
     assert seen == [logging.ERROR]  # quiet while the command runs (it reports damage itself)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from lsp_server.fake_openai import FakeOpenAI
-from lsp_server.terminal import default_instance_id
-from session.manager import SessionManager
+from lsp_server.fake_model import FakeOpenAI
+from lsp_server.terminal.command import default_instance_id
+from session.store.manager import SessionManager
 
 from .conftest import REPO, clean_env, model_env, run_cli
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lsp_server.demo import demo_script
-from lsp_server.fake_openai import FakeOpenAI
+from lsp_server.demo.script import demo_script
+from lsp_server.fake_model import FakeOpenAI
 
 from .conftest import clean_env, model_env, run_cli
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.lsp_client import WorkspaceEditor, apply_text_edits, path_to_uri, uri_to_path
-from lsp_server.terminal import INSTANCE_RE, default_instance_id
+from lsp_server.client import WorkspaceEditor, apply_text_edits, path_to_uri, uri_to_path
+from lsp_server.terminal.command import INSTANCE_RE, default_instance_id
 
 
 def edit(sl: int, sc: int, el: int, ec: int, text: str) -> dict:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lsp_server.fake_openai import FakeOpenAI
+from lsp_server.fake_model import FakeOpenAI
 
 from .harness import Editor
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from lsp_server.fake_openai import FakeOpenAI
-from session.manager import SessionManager
+from lsp_server.fake_model import FakeOpenAI
+from session.store.manager import SessionManager
 
 from .harness import Editor
 
@@ -66,8 +66,8 @@ def assert_requests_rebuildable(
     """Every request the model received can be rebuilt from the log alone."""
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-    from session.derive import HistoryBuilder
-    from session.models import RequestHeaderEvent, StepStartEvent, TurnStartEvent
+    from session.derive.history import HistoryBuilder
+    from session.events import RequestHeaderEvent, StepStartEvent, TurnStartEvent
 
     events = SessionManager(workspace, home=home).read_events(session_id).events
     prompts: dict[str, str] = {}

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from lsp_server.fake_openai import FakeOpenAI
-from session.manager import SessionManager
+from lsp_server.fake_model import FakeOpenAI
+from session.store.manager import SessionManager
 
 from .harness import Editor
 

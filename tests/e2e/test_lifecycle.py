@@ -14,9 +14,9 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 
-from lsp_server.fake_openai import FakeOpenAI
+from lsp_server.fake_model import FakeOpenAI
 from session.context import format_utc
-from session.manager import SessionManager
+from session.store.manager import SessionManager
 
 from .harness import Editor
 
@@ -285,6 +285,7 @@ async def test_reset_asks_about_spec_and_templates(
     with pytest.raises(JsonRpcException) as info:
         await editor.request("agentAssist/reset", {})
     assert info.value.code == -32803
+    assert info.value.data == {"cancelled": True}  # the clients show it as information
     assert len(editor.questions) == 1
     question = editor.questions[0]
     assert "agent_spec.md" in question.message and "templates" in question.message

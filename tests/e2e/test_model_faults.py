@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from lsp_server.fake_openai import FakeOpenAI
-from session.derive import build_history
-from session.manager import SessionManager
+from lsp_server.fake_model import FakeOpenAI
+from session.derive.history import build_history
+from session.store.manager import SessionManager
 
 from .harness import Editor
 from .test_chat import assert_requests_rebuildable

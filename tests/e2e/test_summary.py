@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from lsp_server.fake_openai import FakeOpenAI
+from lsp_server.fake_model import FakeOpenAI
 from session.compaction import FALLBACK_LABEL
-from session.manager import SessionManager
+from session.store.manager import SessionManager
 
 from .harness import Editor
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.fake_openai import FakeOpenAI
+from lsp_server.fake_model import FakeOpenAI
 from session.lifecycle import SessionLifecycle
-from session.manager import SessionManager
+from session.store.manager import SessionManager
 from tests.e2e.harness import REPO, server_env
 from tests.unit.conftest import run_turn
 

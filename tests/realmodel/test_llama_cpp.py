@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from session.manager import SessionManager
+from session.store.manager import SessionManager
 from tests.e2e.harness import Editor
 from tests.fixtures import make_workspace
 

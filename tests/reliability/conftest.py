@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.fake_openai import FakeOpenAI
+from lsp_server.fake_model import FakeOpenAI
 
 API_KEY = "sk-relia-KEY-7c1f0e9d2b3a4c5d6e7f"
 # Secrets a user might paste: each must be redacted before anything reaches the store.

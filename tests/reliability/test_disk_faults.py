@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from lsp_server.fake_openai import FakeOpenAI
-from session.manager import SessionManager
+from lsp_server.fake_model import FakeOpenAI
+from session.store.manager import SessionManager
 
 from ..e2e.harness import Editor
 from .conftest import FIGURES, model_options, register_store

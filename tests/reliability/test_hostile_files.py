@@ -25,12 +25,13 @@ from typing import Any
 import pytest
 
 from session.checkpoints import CheckpointStore
-from session.derive import transcript
+from session.derive.transcript import transcript
+from session.errors import SessionError
 from session.fork import fork_session
 from session.lifecycle import SessionLifecycle
-from session.manager import SessionError, SessionManager
 from session.search import SearchError, SearchIndex
 from session.storage import StorageError
+from session.store.manager import SessionManager
 
 from .conftest import FIGURES, register_store
 

@@ -15,9 +15,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from lsp_server.fake_openai import FakeOpenAI
-from session.derive import build_history
-from session.manager import SessionManager
+from lsp_server.fake_model import FakeOpenAI
+from session.derive.history import build_history
+from session.store.manager import SessionManager
 
 from ..e2e.harness import Editor
 from ..e2e.test_chat import assert_requests_rebuildable

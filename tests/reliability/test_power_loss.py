@@ -12,9 +12,9 @@ import os
 import shutil
 from pathlib import Path
 
+from session.events import TurnEndEvent, TurnStartEvent
 from session.lifecycle import SessionLifecycle
-from session.manager import SessionManager
-from session.models import TurnEndEvent, TurnStartEvent
+from session.store.manager import SessionManager
 
 from .conftest import FIGURES, register_store
 

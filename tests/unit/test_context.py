@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from session.context import build_resume_context
-from session.models import SessionState
-from session.workspace import DriftReport
+from session.snapshot import SessionState
+from session.workspace.drift import DriftReport
 
 SEED_BLOCK = """# Resumed Session Context
 This is a resumed session (ID: a1b2c3d4e5f6).

@@ -11,20 +11,16 @@ from hypothesis import strategies as st
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from session.compaction import history_tokens
-from session.derive import (
+from session.derive.history import HistoryBuilder, build_history, derive_message_dicts
+from session.derive.messages import (
     COMPACTION_PREFIX,
-    HistoryBuilder,
-    ModelMessageCache,
-    build_history,
-    derive_message_dicts,
-    derive_messages,
     reconstruct_history,
     sanitize_messages,
     summary_message,
-    to_model_messages,
-    transcript,
 )
-from session.models import EVENT_ADAPTER, Event
+from session.derive.model_messages import ModelMessageCache, derive_messages, to_model_messages
+from session.derive.transcript import transcript
+from session.events import EVENT_ADAPTER, Event
 
 from .conftest import request, response
 

@@ -10,11 +10,12 @@ import pytest
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from session.compaction import FALLBACK_LABEL, extractive_summary, history_tokens
-from session.derive import COMPACTION_PREFIX, transcript
+from session.derive.messages import COMPACTION_PREFIX
+from session.derive.transcript import transcript
 from session.fork import ForkError, fork_session
-from session.log import scan_log
-from session.manager import SessionManager
+from session.log.reader import scan_log
 from session.storage import StorageError
+from session.store.manager import SessionManager
 
 from .conftest import make_lifecycle, request, response, run_turn
 
@@ -176,7 +177,7 @@ def test_restore_never_follows_symlinks_or_leaves_the_workspace(
 
 
 def test_unknown_checkpoint_is_a_clear_error(manager: SessionManager) -> None:
-    from session.manager import SessionError
+    from session.errors import SessionError
 
     lc = make_lifecycle(manager)
     lc.explicit_save()

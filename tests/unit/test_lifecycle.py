@@ -12,11 +12,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from session.derive import transcript
+from session.derive.transcript import transcript
+from session.errors import SessionLockedError
 from session.lifecycle import SessionLifecycle
-from session.log import scan_log
-from session.manager import SessionLockedError, SessionManager
-from session.models import SCHEMA_VERSION
+from session.log.reader import scan_log
+from session.snapshot import SCHEMA_VERSION
+from session.store.manager import SessionManager
 
 from .conftest import make_lifecycle, request, response, run_turn
 
@@ -199,7 +200,7 @@ LOCK_HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from session.manager import SessionManager
+    from session.store.manager import SessionManager
     m = SessionManager(Path(sys.argv[1]), home=Path(sys.argv[2]))
     s = m.open_session(sys.argv[3])
     print("locked", flush=True)
@@ -263,7 +264,7 @@ def test_tampered_pointer_is_ignored_with_a_warning(
 
 
 def test_invalid_ids_never_build_paths(manager: SessionManager) -> None:
-    from session.manager import SessionError, SessionNotFoundError
+    from session.errors import SessionError, SessionNotFoundError
 
     with pytest.raises(SessionNotFoundError):
         manager.log_path("../../x")

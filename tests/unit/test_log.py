@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from session.log import EventLog, LogError, scan_log
+from session.log.reader import scan_log
+from session.log.writer import EventLog, LogError
 
 
 def write_turns(log: EventLog, turns: int) -> None:

@@ -11,14 +11,15 @@ import pytest
 from pydantic_ai import exceptions as pe
 
 from lsp_server.config import parse_initialization_options
-from lsp_server.model_faults import backoff, classify, overflow_window
-from lsp_server.model_transport import (
+from lsp_server.model.faults import backoff, classify, overflow_window
+from lsp_server.model.transport import (
     CompletionCheckTransport,
     EmptyStreamError,
     StreamCutError,
 )
-from session.derive import build_history, transcript
-from session.manager import SessionManager
+from session.derive.history import build_history
+from session.derive.transcript import transcript
+from session.store.manager import SessionManager
 
 from .conftest import make_lifecycle, request, response
 

@@ -1,4 +1,4 @@
-"""Full-text search over all sessions of a project (session/search.py)."""
+"""Full-text search over all sessions of a project (session/search/)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import session.search as search_mod
+import session.search.query as query_mod
+import session.search.sync as sync_mod
 from session.lifecycle import SessionLifecycle
-from session.log import LogScan
-from session.manager import SessionManager
+from session.log.reader import LogScan
 from session.search import INDEX_FILE, SearchError, SearchHit, SearchIndex
+from session.store.manager import SessionManager
 
 from .conftest import make_lifecycle, request, response, run_turn
 
@@ -131,13 +132,13 @@ def test_incremental_sync_reads_only_new_events(
     mgr: SessionManager, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[str, int, int]] = []
-    real_scan = search_mod.scan_log
+    real_scan = sync_mod.scan_log
 
     def spy(path: Path, start_offset: int = 0, expect_seq: int = 0) -> LogScan:
         calls.append((path.name, start_offset, expect_seq))
         return real_scan(path, start_offset, expect_seq)
 
-    monkeypatch.setattr(search_mod, "scan_log", spy)
+    monkeypatch.setattr(sync_mod, "scan_log", spy)
     lc = make_lifecycle(mgr)
     run_turn(lc, "first question about otters", "Otters are mustelids.")
     sid = lc.session_id
@@ -651,7 +652,7 @@ def fts5_ranked(
             "SELECT session_id, seq, turn, type, snippet(event_text, 0, '[', ']', '…', 12),"
             " -bm25(event_text) FROM event_text WHERE event_text MATCH ?"
             " AND rowid BETWEEN ? AND ? ORDER BY bm25(event_text), rowid LIMIT ?",
-            (search_mod.fts_phrase(query), lo, hi, limit),
+            (query_mod.fts_phrase(query), lo, hi, limit),
         ).fetchall()
     finally:
         conn.close()
@@ -666,8 +667,8 @@ def test_hits_and_scores_are_fts5_bm25(
     mgr: SessionManager, monkeypatch: pytest.MonkeyPatch, min_budget: int, rows_per_snippet: int
 ) -> None:
     """Whichever plan a query takes (rank here, count first, FTS5 ranks), FTS5's answer."""
-    monkeypatch.setattr(search_mod, "_MIN_BUDGET", min_budget)
-    monkeypatch.setattr(search_mod, "_ROWS_PER_SNIPPET", rows_per_snippet)
+    monkeypatch.setattr(query_mod, "_MIN_BUDGET", min_budget)
+    monkeypatch.setattr(query_mod, "_ROWS_PER_SNIPPET", rows_per_snippet)
     first, second = vocabulary_history(mgr, 40)
     queries = [
         *VOCABULARY,
@@ -700,7 +701,7 @@ def test_bulk_sync_merges_the_index(mgr: SessionManager, monkeypatch: pytest.Mon
     vocabulary_history(mgr, 30)
 
     def segments_after_build(optimize_rows: int) -> int:
-        monkeypatch.setattr(search_mod, "_OPTIMIZE_ROWS", optimize_rows)
+        monkeypatch.setattr(sync_mod, "_OPTIMIZE_ROWS", optimize_rows)
         for name in os.listdir(mgr.project_dir):
             if name.startswith(INDEX_FILE):
                 os.unlink(mgr.project_dir / name)
@@ -739,5 +740,5 @@ def test_varints() -> None:
             value >>= 7
         return bytes(reversed(out))
 
-    assert search_mod._varints(b"".join(encode(v) for v in values)) == values
-    assert search_mod._varints(b"") == []
+    assert query_mod._varints(b"".join(encode(v) for v in values)) == values
+    assert query_mod._varints(b"") == []

@@ -8,7 +8,8 @@ import pytest
 
 from session.compaction import FALLBACK_LABEL, CompactionSummary
 from session.context import build_resume_context
-from session.manager import SessionManager, merge_decisions
+from session.snapshot import merge_decisions
+from session.store.manager import SessionManager
 from session.summary import MAX_SUMMARY_WORDS, clip_words, extractive_session_summary
 
 from .conftest import make_lifecycle, run_turn
@@ -117,7 +118,7 @@ def test_last_active_is_the_last_recorded_event_also_after_a_crash(
     manager: SessionManager, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = [datetime(2026, 3, 31, 14, 22, tzinfo=UTC)]
-    monkeypatch.setattr("session.log.utcnow", lambda: clock[0])
+    monkeypatch.setattr("session.log.writer.utcnow", lambda: clock[0])
     lc = make_lifecycle(manager)
     run_turn(lc, "one", "first")
     assert lc.snapshot_and_save()  # the snapshot says 14:22

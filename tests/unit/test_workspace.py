@@ -14,18 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from session import workspace as scanner
-from session.workspace import (
-    DriftReport,
-    Manifest,
-    TrackedPatterns,
-    _is_utf8,
-    build_file_manifest,
-    compare_manifests,
-    detect_file_drift,
-    glob_to_regex,
-    is_safe_relative_path,
-)
+from session.workspace import find as find_tool
+from session.workspace import manifest as scanner
+from session.workspace.drift import DriftReport, compare_manifests, detect_file_drift
+from session.workspace.manifest import Manifest, _is_utf8, build_file_manifest
+from session.workspace.patterns import TrackedPatterns, glob_to_regex
+from session.workspace.safe_paths import is_safe_relative_path
 
 
 @pytest.mark.parametrize(
@@ -180,7 +174,7 @@ NAMES = ["a.md", "b.txt", "new\nline.md", "-dash.md", "[glob]*?.md", "sp ace.md"
 
 
 def gnu_find_available() -> bool:
-    return scanner._gnu_find(os.environ.get("PATH")) is not None
+    return find_tool._gnu_find(os.environ.get("PATH")) is not None
 
 
 needs_find = pytest.mark.skipif(not gnu_find_available(), reason="no GNU find (Linux only)")
@@ -452,7 +446,7 @@ def test_a_find_that_fails_midway_is_not_trusted(
         "printf 'd./templates\\0000.0\\000ext4\\000'; exit 1",
         monkeypatch,
     )
-    assert scanner._gnu_find(os.environ["PATH"]) == str(tmp_path / "fake-bin" / "find")
+    assert find_tool._gnu_find(os.environ["PATH"]) == str(tmp_path / "fake-bin" / "find")
     expect_fallback(workspace, find_always)
 
 
@@ -470,12 +464,12 @@ def test_find_times_parse_to_the_stat_ns(tmp_path: Path, mtime_ns: int) -> None:
     target = tmp_path / "f"
     target.write_text("x")
     os.utime(target, ns=(mtime_ns, mtime_ns))
-    exe = scanner._gnu_find(os.environ.get("PATH"))
+    exe = find_tool._gnu_find(os.environ.get("PATH"))
     assert exe is not None
     printed = subprocess.run(
         [exe, str(target), "-printf", "%T@"], capture_output=True, text=True, check=True
     ).stdout
-    assert scanner._parse_find_time(printed) == target.stat().st_mtime_ns == mtime_ns
+    assert find_tool._parse_find_time(printed) == target.stat().st_mtime_ns == mtime_ns
 
 
 @needs_find

@@ -1,0 +1,8 @@
+"""`agent-assist sessions …` and `agent-assist doctor`: the store, read (and pruned) directly.
+
+`command.py` parses the arguments; `sessions.py` (list, show, export), `deletion.py` (rm,
+prune), `search.py` (search, reindex) and `doctor.py` run them; `targets.py` picks the
+project and session, `dump.py` reads a session, `transcript.py` renders it, `output.py`
+prints, `running.py` maps errors to exit codes. The store's layout is read through
+`session.catalog`.
+"""

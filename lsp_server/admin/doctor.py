@@ -1,0 +1,336 @@
+"""`agent-assist doctor`: the store, every project's logs, pointers and index, the model.
+
+The model is asked a tiny question unless `--offline`; exit 1 if a problem is found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from .output import plain_console, write_json
+from .running import OK, PROBLEM
+from .search import search_index
+from .targets import in_use
+
+if TYPE_CHECKING:
+    from session.store.manager import SessionManager
+
+Level = Literal["ok", "info", "warning", "problem"]
+
+
+@dataclass
+class Finding:
+    """One line of the doctor's report."""
+
+    level: Level
+    area: str
+    message: str
+
+
+@dataclass
+class DoctorReport:
+    """Everything `doctor` found, for the table and for `--json`."""
+
+    findings: list[Finding] = field(default_factory=list)
+    root: dict[str, Any] = field(default_factory=dict)
+    projects: list[dict[str, Any]] = field(default_factory=list)
+    model: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, level: Level, area: str, message: str) -> None:
+        """Record a finding."""
+        self.findings.append(Finding(level, area, message))
+
+    @property
+    def problems(self) -> list[Finding]:
+        """Return the findings that make `doctor` exit 1."""
+        return [f for f in self.findings if f.level == "problem"]
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the report as JSON-ready data."""
+        return {
+            "ok": not self.problems,
+            "root": self.root,
+            "projects": self.projects,
+            "model": self.model,
+            "findings": [f.__dict__ for f in self.findings],
+            "problems": [f"{f.area}: {f.message}" for f in self.problems],
+            "warnings": [f"{f.area}: {f.message}" for f in self.findings if f.level == "warning"],
+        }
+
+
+def _mode(st: os.stat_result) -> str:
+    return f"{stat.S_IMODE(st.st_mode):04o}"
+
+
+def check_root(report: DoctorReport, home: Path) -> bool:
+    """Storage root: present, a real directory, ours, private, writable."""
+    info: dict[str, Any] = {"path": str(home), "exists": False}
+    report.root = info
+    try:
+        st = os.lstat(home)
+    except FileNotFoundError:
+        report.add("ok", "storage", f"{home} does not exist yet (created on first use)")
+        return False
+    except OSError as exc:
+        report.add("problem", "storage", f"{home}: cannot stat ({exc.strerror or exc})")
+        return False
+    info.update(exists=True, mode=_mode(st))
+    if stat.S_ISLNK(st.st_mode):
+        report.add("problem", "storage", f"{home} is a symlink; the server refuses to use it")
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        report.add("problem", "storage", f"{home} is not a directory")
+        return False
+    writable = os.access(home, os.W_OK | os.X_OK)
+    info["writable"] = writable
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        report.add("problem", "storage", f"{home} belongs to uid {st.st_uid}, not to you")
+    if not writable:
+        report.add("problem", "storage", f"{home} is not writable: sessions cannot be saved")
+    if stat.S_IMODE(st.st_mode) & 0o002:
+        report.add("problem", "storage", f"{home} is world-writable (mode {_mode(st)})")
+    elif stat.S_IMODE(st.st_mode) & 0o077:
+        report.add(
+            "warning", "storage", f"{home} is readable by others (mode {_mode(st)}; expected 0700)"
+        )
+    if writable and not stat.S_IMODE(st.st_mode) & 0o077:
+        report.add("ok", "storage", f"{home} (mode {_mode(st)}, writable)")
+    elif writable:
+        report.add("ok", "storage", f"{home} is writable")
+    return True
+
+
+def _private(report: DoctorReport, area: str, path: Path) -> None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        report.add("warning", area, f"{path.name} is readable by others (mode {_mode(st)})")
+
+
+def check_session(report: DoctorReport, manager: SessionManager, session_id: str) -> dict[str, Any]:
+    """Log health (torn tails, bad lines, read-only and why), snapshot, lock."""
+    from session.events import TurnEndEvent, TurnStartEvent
+    from session.log.reader import scan_log
+
+    area = f"{manager.project_dir.name}/{session_id}"
+    log_path = manager.log_path(session_id)
+    row: dict[str, Any] = {"sessionId": session_id, "problems": [], "readOnly": None}
+    if log_path.is_symlink():
+        report.add("problem", area, "the event log is a symlink; it is never opened")
+        row["problems"].append("log is a symlink")
+        return row
+    scan = scan_log(log_path)
+    row["events"] = len(scan.events)
+    row["logBytes"] = log_path.stat().st_size if log_path.exists() else 0
+    busy = in_use(manager, session_id)
+    row["inUse"] = busy
+    for problem in scan.problems:
+        if problem.kind == "recovered":
+            report.add("info", area, problem.message)
+            continue
+        message = problem.message
+        if problem.kind == "torn_tail":
+            message += " (it is terminated and acknowledged when the session is next opened)"
+        report.add("problem", area, message)
+        row["problems"].append(problem.message)
+    warnings: list[str] = []
+    state, future = manager.read_snapshot(session_id, warnings)
+    for warning in warnings:
+        report.add("problem", area, warning)
+        row["problems"].append(warning)
+    reason = scan.read_only_reason or future
+    if reason:
+        row["readOnly"] = reason
+        report.add("problem", area, f"opens read-only: {reason}")
+    if not log_path.exists():
+        if state is not None and state.last_seq >= 0:
+            report.add("warning", area, "the event log is missing; only the snapshot is left")
+    open_turn = None
+    for event in scan.events:
+        if isinstance(event, TurnStartEvent):
+            open_turn = event.turn
+        elif isinstance(event, TurnEndEvent):
+            open_turn = None
+    if open_turn is not None and not busy:
+        report.add(
+            "info", area, f"turn {open_turn} never ended (closed as interrupted on next open)"
+        )
+    _private(report, area, log_path)
+    _private(report, area, manager.snapshot_path(session_id))
+    return row
+
+
+def check_pointers(report: DoctorReport, manager: SessionManager) -> list[dict[str, Any]]:
+    """Each `active_<instance>.json` must name an existing session."""
+    from session.catalog import pointer_files
+
+    pointers: list[dict[str, Any]] = []
+    for pointer in pointer_files(manager):
+        area = f"{manager.project_dir.name}/{pointer.path.name}"
+        if not pointer.valid:
+            report.add("problem", area, "unexpected pointer file name")
+            continue
+        warnings: list[str] = []
+        target = manager.read_pointer(pointer.instance_id, warnings)
+        for warning in warnings:
+            report.add("problem", area, f"{warning} (the instance starts a fresh session)")
+        pointers.append({"instance": pointer.instance_id, "sessionId": target, "ok": not warnings})
+    return pointers
+
+
+def check_index(report: DoctorReport, manager: SessionManager) -> dict[str, Any] | None:
+    """Check that the search index exists and is up to date with the logs."""
+    import sqlite3
+
+    search = search_index()
+    if search is None:
+        return None
+    area = f"{manager.project_dir.name}/index"
+    path = manager.project_dir / "index.sqlite"
+    if not path.exists():
+        report.add("info", area, "no search index yet (built on the first search)")
+        return {"exists": False}
+    if path.is_symlink():
+        report.add("problem", area, "index.sqlite is a symlink; the index refuses to use it")
+        return {"exists": True, "symlink": True}
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT session_id, scanned_size FROM sessions").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        report.add("warning", area, f"unreadable ({exc}); it is rebuilt on the next search")
+        return {"exists": True, "readable": False}
+    indexed = {str(sid): int(size) for sid, size in rows}
+    stale = []
+    for session_id in manager.session_ids():
+        log = manager.log_path(session_id)
+        size = log.stat().st_size if log.exists() else 0
+        if indexed.get(session_id, -1) != size:
+            stale.append(session_id)
+    if stale:
+        report.add(
+            "warning",
+            area,
+            f"behind the logs for {len(stale)} session(s); it catches up on the next search "
+            "(`agent-assist sessions reindex` rebuilds it)",
+        )
+    else:
+        report.add("ok", area, f"up to date ({len(indexed)} sessions)")
+    return {"exists": True, "readable": True, "stale": stale}
+
+
+def check_model(report: DoctorReport, round_trip: bool, timeout: float) -> None:
+    """Model configuration (the key only as set/unset) and a tiny round trip."""
+    from ..config import parse_initialization_options
+
+    config, _ = parse_initialization_options(None, None, os.environ)
+    model = config.model
+    report.model = {
+        "name": model.name,
+        "baseUrl": model.base_url,
+        "apiKey": "set" if model.api_key else "unset",
+        "configured": model.configured,
+    }
+    if not model.configured:
+        report.add(
+            "info",
+            "model",
+            "no model configured (AGENT_ASSIST_LLM_MODEL_NAME, …); chat needs one, "
+            "`agent-assist demo` runs without",
+        )
+        return
+    key = "set" if model.api_key else "unset"
+    report.add(
+        "ok", "model", f"{model.name} at {model.base_url or 'the default endpoint'} (key {key})"
+    )
+    if not round_trip:
+        return
+    import openai
+
+    started = time.monotonic()
+    try:
+        client = openai.OpenAI(
+            base_url=model.base_url,
+            api_key=model.api_key or "not-set",
+            timeout=timeout,
+            max_retries=0,
+        )
+        client.chat.completions.create(
+            model=model.name or "",
+            messages=[{"role": "user", "content": "Reply with the word: ok"}],
+            max_tokens=5,
+        )
+    except Exception as exc:
+        message = str(exc).replace(model.api_key or "\0", "[REDACTED]")
+        report.model["roundTrip"] = {"ok": False, "error": message}
+        report.add("problem", "model", f"round trip failed: {type(exc).__name__}: {message}")
+        return
+    elapsed = time.monotonic() - started
+    report.model["roundTrip"] = {"ok": True, "seconds": round(elapsed, 3)}
+    report.add("ok", "model", f"round trip answered in {elapsed:.1f} s")
+
+
+def run_doctor(args: argparse.Namespace) -> DoctorReport:
+    """Run every check."""
+    from session.catalog import list_projects
+    from session.paths import storage_root
+
+    report = DoctorReport()
+    home = storage_root()
+    if check_root(report, home):
+        projects = home / "projects"
+        if projects.is_symlink():
+            report.add("problem", "storage", f"{projects} is a symlink; the server refuses it")
+        for project in list_projects(home):
+            manager = project.manager
+            sessions = [check_session(report, manager, sid) for sid in manager.session_ids()]
+            entry: dict[str, Any] = {
+                "project": project.name,
+                "workspace": project.workspace_root,
+                "workspaceExists": project.workspace_exists,
+                "sessions": sessions,
+                "pointers": check_pointers(report, manager),
+                "index": check_index(report, manager),
+            }
+            report.projects.append(entry)
+            where = project.workspace_root or "unknown workspace"
+            if project.workspace_root and not project.workspace_exists:
+                where += " (no longer exists)"
+            report.add("ok", "projects", f"{project.name}: {len(sessions)} session(s), {where}")
+        if not report.projects:
+            report.add("ok", "projects", "no projects yet")
+    check_model(report, round_trip=not args.offline, timeout=args.timeout)
+    return report
+
+
+_MARKS = {"ok": "✓", "info": "·", "warning": "⚠", "problem": "✗"}
+_STYLES = {"ok": "green", "info": "dim", "warning": "yellow", "problem": "bold red"}
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """`agent-assist doctor`."""
+    report = run_doctor(args)
+    if args.json:
+        write_json(report.as_json())
+    else:
+        console = plain_console()
+        for finding in report.findings:
+            console.print(
+                f"{_MARKS[finding.level]} {finding.area}: {finding.message}",
+                markup=False,
+                style=_STYLES[finding.level],
+            )
+        count = len(report.problems)
+        summary = "No problems found." if not count else f"{count} problem(s) found."
+        console.print(summary, markup=False, style="bold")
+    return PROBLEM if report.problems else OK

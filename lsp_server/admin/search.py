@@ -1,0 +1,115 @@
+"""`sessions search TEXT` and `sessions reindex`, through the project's search index."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .output import plain_console, write_json
+from .running import OK, PROBLEM, ProblemError, UsageError
+from .targets import managers
+
+NOT_AVAILABLE = "search is not available in this build (session/search/ is missing)"
+
+
+def search_index() -> Any:
+    """Return `session.search.SearchIndex`, or None in a build without search."""
+    import importlib
+
+    try:
+        search = importlib.import_module("session.search")
+    except ImportError:
+        return None
+    return getattr(search, "SearchIndex", None)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """`sessions search TEXT`."""
+    index_cls = search_index()
+    if index_cls is None:
+        raise ProblemError(NOT_AVAILABLE)
+    if not args.text.strip():
+        raise UsageError("search text is empty")
+    results: list[dict[str, Any]] = []
+    for manager in managers(args):
+        if not manager.sessions_dir.is_dir():
+            continue
+        with index_cls.for_project(manager) as index:
+            index.sync(manager)
+            for hit in index.search(args.text, limit=args.limit):
+                results.append(
+                    {
+                        "project": manager.project_dir.name,
+                        "sessionId": hit.session_id,
+                        "seq": hit.seq,
+                        "turn": hit.turn,
+                        "type": hit.type,
+                        "snippet": hit.snippet,
+                    }
+                )
+    if args.json:
+        write_json({"query": args.text, "results": results})
+        return OK
+    console = plain_console()
+    if not results:
+        console.print(f"No matches for {args.text!r}.", markup=False)
+        return OK
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table()
+    columns = ["session", "turn", "seq", "type", "snippet"]
+    if args.all_projects:
+        columns.insert(0, "project")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in results:
+        cells = [
+            row["sessionId"],
+            "" if row["turn"] is None else str(row["turn"]),
+            str(row["seq"]),
+            row["type"],
+            row["snippet"],
+        ]
+        if args.all_projects:
+            cells.insert(0, row["project"])
+        table.add_row(*(Text(c) for c in cells))
+    console.print(table)
+    return OK
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    """`sessions reindex`: rebuild the search index from the logs."""
+    index_cls = search_index()
+    if index_cls is None:
+        raise ProblemError(NOT_AVAILABLE)
+    reports = []
+    for manager in managers(args):
+        if not manager.sessions_dir.is_dir():
+            continue
+        with index_cls.for_project(manager) as index:
+            stats = index.rebuild(manager)
+        reports.append(
+            {
+                "project": manager.project_dir.name,
+                "sessions": stats.sessions,
+                "events": stats.events,
+                "rows": stats.rows,
+                "skipped": stats.skipped,
+                "problems": list(stats.problems),
+            }
+        )
+    if args.json:
+        write_json({"projects": reports})
+    else:
+        for r in reports:
+            sys.stdout.write(
+                f"{r['project']}: {r['sessions']} sessions, {r['events']} events, "
+                f"{r['rows']} text rows indexed\n"
+            )
+            for problem in r["problems"]:
+                sys.stdout.write(f"  ⚠ {problem}\n")
+        if not reports:
+            sys.stdout.write("Nothing to index.\n")
+    return PROBLEM if any(r["skipped"] for r in reports) else OK

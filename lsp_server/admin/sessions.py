@@ -1,0 +1,131 @@
+"""`sessions list`, `sessions show ID` and `sessions export ID`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .dump import load_session, session_meta
+from .output import iso, plain_console, write_json
+from .running import OK
+from .targets import in_use, managers, project_manager, resolve_session
+from .transcript import print_item, transcript_markdown
+
+if TYPE_CHECKING:
+    from session.store.listing import SessionInfo
+    from session.store.manager import SessionManager
+
+
+def info_json(info: SessionInfo, manager: SessionManager, busy: bool) -> dict[str, Any]:
+    """Return one row of `sessions list --json`."""
+    row: dict[str, Any] = {
+        "sessionId": info.session_id,
+        "title": info.title,
+        "createdAt": iso(info.created_at),
+        "updatedAt": iso(info.updated_at),
+        "turns": info.turns,
+        "phase": info.phase,
+        "inUse": busy,
+        "project": manager.project_dir.name,
+        "workspace": str(manager.workspace_root),
+    }
+    if info.parent_session_id:
+        row["parentSessionId"] = info.parent_session_id
+    return row
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """`sessions list`."""
+    rows: list[dict[str, Any]] = []
+    for manager in managers(args):
+        for info in manager.list_sessions():
+            rows.append(info_json(info, manager, in_use(manager, info.session_id)))
+    if args.json:
+        write_json({"sessions": rows})
+        return OK
+    console = plain_console()
+    if not rows:
+        console.print("No sessions.", markup=False)
+        return OK
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table()
+    columns = ["id", "updated (UTC)", "turns", "phase", "title", "status"]
+    if args.all_projects:
+        columns.insert(0, "project")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        title = row["title"] or ""
+        if row.get("parentSessionId"):
+            title = f"{title} (fork of {row['parentSessionId']})".strip()
+        cells = [
+            row["sessionId"],
+            row["updatedAt"].replace("T", " ")[:16],
+            str(row["turns"]),
+            row["phase"] or "",
+            title,
+            "in use" if row["inUse"] else "",
+        ]
+        if args.all_projects:
+            cells.insert(0, row["project"])
+        table.add_row(*(Text(c) for c in cells))
+    console.print(table)
+    return OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """`sessions show ID`: metadata and transcript."""
+    manager = project_manager(args)
+    session_id = resolve_session(manager, args.id)
+    dump = load_session(manager, session_id)
+    if args.json:
+        write_json({**session_meta(dump, manager), "items": dump.items})
+        return OK
+    console = plain_console()
+    meta = session_meta(dump, manager)
+    console.print(f"Session {session_id}: {meta['title'] or '(untitled)'}", markup=False)
+    console.print(
+        f"created {meta['createdAt']} · updated {meta['updatedAt']} · {meta['turns']} turns · "
+        f"{meta['events']} events",
+        markup=False,
+        style="dim",
+    )
+    if meta["parentSessionId"]:
+        console.print(f"fork of {meta['parentSessionId']}", markup=False, style="dim")
+    console.print(f"log: {meta['log']}", markup=False, style="dim")
+    for problem in dump.problems:
+        console.print(f"⚠ {problem}", markup=False, style="yellow")
+    if dump.read_only:
+        console.print(f"⚠ read-only: {dump.read_only}", markup=False, style="yellow")
+    console.print()
+    for item in dump.items:
+        print_item(console, item)
+    return OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """`sessions export ID --format md|json [-o FILE]`."""
+    manager = project_manager(args)
+    session_id = resolve_session(manager, args.id)
+    dump = load_session(manager, session_id)
+    if args.format == "md":
+        text = transcript_markdown(dump, manager)
+    else:
+        payload = {
+            "session": session_meta(dump, manager),
+            "transcript": dump.items,
+            "events": [event.model_dump(mode="json") for event in dump.events],
+        }
+        text = json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n"
+    if args.output and args.output != "-":
+        out = Path(args.output).expanduser()
+        out.write_text(text, encoding="utf-8")
+        sys.stderr.write(f"Exported session {session_id} to {out} ({len(text)} characters)\n")
+    else:
+        sys.stdout.write(text)
+    return OK

@@ -1,0 +1,66 @@
+"""A session's transcript rendered: on the console, and as a Markdown document."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .dump import SessionDump, session_meta
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from session.store.manager import SessionManager
+
+
+def print_item(console: Console, item: dict[str, Any]) -> None:
+    """Print one transcript item as plain text."""
+    role, text, turn = item["role"], item["text"], item.get("turn")
+    if role == "user":
+        console.print(f"You (turn {turn}): {text}", markup=False, style="bold")
+    elif role == "assistant":
+        if text:
+            console.print(f"Assistant: {text}", markup=False)
+        reason = item.get("endReason")
+        if reason and reason != "completed":
+            console.print(f"  [turn {turn} {reason}]", markup=False, style="yellow")
+    elif role == "tool":
+        console.print(f"  tool {text} ({item.get('status')})", markup=False, style="dim")
+    else:
+        console.print(f"  {text}", markup=False, style="dim")
+
+
+def transcript_markdown(dump: SessionDump, manager: SessionManager) -> str:
+    """Render a session as a readable Markdown document."""
+    meta = session_meta(dump, manager)
+    lines = [
+        f"# Session {dump.session_id}" + (f": {meta['title']}" if meta["title"] else ""),
+        "",
+        f"- Workspace: `{meta['workspace']}`",
+        f"- Created: {meta['createdAt']}",
+        f"- Last active: {meta['updatedAt']}",
+        f"- Turns: {meta['turns']}",
+    ]
+    if meta["parentSessionId"]:
+        lines.append(f"- Forked from: {meta['parentSessionId']}")
+    for problem in dump.problems:
+        lines.append(f"- Warning: {problem}")
+    current_turn: int | None = None
+    for item in dump.items:
+        turn = item.get("turn")
+        if turn is not None and turn != current_turn:
+            current_turn = turn
+            lines += ["", f"## Turn {turn}"]
+        role, text = item["role"], item["text"]
+        if role == "user":
+            lines += ["", "**You:**", "", text]
+        elif role == "assistant":
+            if text:
+                lines += ["", "**Assistant:**", "", text]
+            reason = item.get("endReason")
+            if reason and reason != "completed":
+                lines += ["", f"_(turn {reason})_"]
+        elif role == "tool":
+            lines += ["", f"> tool `{text}` ({item.get('status')})"]
+        else:
+            lines += ["", f"_{text}_"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,284 @@
+"""The fake model's HTTP side: the Chat Completions routes, SSE streaming and the faults.
+
+`FakeOpenAI.start` binds one `ChatCompletionsHandler` subclass per server to its script.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import select
+import socket
+import struct
+import time
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from .replies import FAULTS, Reply, content_text, prompt_tokens, split_text
+from .script import ClientGoneError, ModelScript
+
+log = logging.getLogger(__name__)
+
+
+class ChatCompletionsHandler(BaseHTTPRequestHandler):
+    """Answers `/v1/chat/completions` and `/v1/models` from the bound `fake` script."""
+
+    fake: ModelScript
+    protocol_version = "HTTP/1.1"
+    timeout = 60
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Log each request at debug level (not on stderr)."""
+        log.debug("fake model: " + format, *args)
+
+    def do_GET(self) -> None:  # noqa: N802
+        """Serve `/v1/models`."""
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            model = {"id": self.fake.model_id, "object": "model", "created": 0, "owned_by": "fake"}
+            self._json(200, {"object": "list", "data": [model]})
+        else:
+            self._error(404, f"no route {self.path}", "invalid_request_error")
+
+    def do_POST(self) -> None:  # noqa: N802
+        """Serve `/v1/chat/completions`: record the request, then answer it."""
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if self.path.split("?")[0].rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._error(404, f"no route {self.path}", "invalid_request_error")
+            return
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("body is not an object")
+        except ValueError as exc:
+            self._error(400, f"invalid JSON body: {exc}", "invalid_request_error")
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        number = self.fake._record(self.path, headers, body)
+        window = self.fake.context_window
+        if window is not None and (tokens := prompt_tokens(body)) > window:
+            self._overflow(body, window, tokens)
+            return
+        reply = self.fake._next_reply(body)
+        try:
+            if reply.kind == "error":
+                self._error(
+                    reply.status,
+                    reply.message,
+                    reply.error_type,
+                    retry=reply.retry,
+                    code=reply.code,
+                    retry_after=reply.retry_after,
+                )
+            elif body.get("stream"):
+                self._stream(reply, body, number)
+            else:
+                self._complete(reply, body, number)
+        except (ClientGoneError, BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            log.info("fake model: client disconnected during request %d", number)
+            self.fake.count_disconnect()
+            self.close_connection = True
+
+    # -- plain responses ---------------------------------------------------
+    def _json(
+        self,
+        status: int,
+        payload: dict[str, Any],
+        retry: bool | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if retry is not None:
+            self.send_header("x-should-retry", "true" if retry else "false")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(
+        self,
+        status: int,
+        message: str,
+        kind: str,
+        retry: bool = False,
+        code: str | None = None,
+        retry_after: str | None = None,
+    ) -> None:
+        error = {"message": message, "type": kind, "param": None, "code": code}
+        extra = {"Retry-After": retry_after} if retry_after is not None else {}
+        self._json(status, {"error": error}, retry=retry, headers=extra)
+
+    def _overflow(self, body: dict[str, Any], window: int, tokens: int) -> None:
+        """Refuse a prompt over the window, worded as the chosen server words it."""
+        style = self.fake.overflow
+        completion = 100
+        if style == "llama-cpp" and body.get("stream"):  # llama-cpp-python: 200, empty body
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            return
+        requested = f"you requested {tokens + completion} tokens ({tokens} in the messages, "
+        requested += f"{completion} in the completion)"
+        if style == "llama-server":
+            error = {
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": tokens,
+                "n_ctx": window,
+            }
+            self._json(400, {"error": error})
+        elif style == "vllm":  # no "error" wrapper, no code string
+            message = (
+                f"This model's maximum context length is {window} tokens. However, {requested}. "
+                "Please reduce the length of the messages or completion."
+            )
+            payload = {"object": "error", "message": message, "type": "BadRequestError"}
+            self._json(400, {**payload, "param": None, "code": 400})
+        else:  # OpenAI, and llama-cpp-python without streaming
+            message = (
+                f"This model's maximum context length is {window} tokens. However, {requested}."
+            )
+            self._error(400, message, "invalid_request_error", code="context_length_exceeded")
+
+    def _complete(self, reply: Reply, body: dict[str, Any], number: int) -> None:
+        if reply.kind == "hang":
+            self._hang()
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        calls = self._calls(reply)
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                }
+                for c in calls
+            ]
+        choice = {"index": 0, "message": message, "finish_reason": self._finish(reply)}
+        payload = self._envelope("chat.completion", body, number, [choice])
+        payload["usage"] = self._usage(body, reply)
+        self._json(200, payload)
+
+    # -- streaming ---------------------------------------------------------
+    def _stream(self, reply: Reply, body: dict[str, Any], number: int) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+        def send(delta: dict[str, Any], finish: str | None = None) -> None:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            self._event(self._envelope("chat.completion.chunk", body, number, [choice]))
+
+        calls = self._calls(reply)
+        self._pause(reply.first_delay)
+        if reply.text or not calls:
+            send({"role": "assistant", "content": ""})
+        if reply.kind == "hang":
+            send({"content": reply.text})
+            self._hang()
+        else:
+            for i, piece in enumerate(split_text(reply.text, reply.chunk)):
+                if i:
+                    self._pause(reply.delay)
+                send({"content": piece})
+        if reply.kind in FAULTS:
+            self._fault(reply, body, number)
+            return
+        for index, call in enumerate(calls):
+            self._pause(reply.delay)
+            head = {
+                "index": index,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": ""},
+            }
+            send(
+                {"role": "assistant", "content": None, "tool_calls": [head]}
+                if index == 0 and not reply.text
+                else {"tool_calls": [head]}
+            )
+            for piece in split_text(call["arguments"], reply.chunk):
+                self._pause(reply.delay)
+                send({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        send({}, self._finish(reply))
+        if reply.usage and (body.get("stream_options") or {}).get("include_usage"):
+            usage = self._envelope("chat.completion.chunk", body, number, [])
+            usage["usage"] = self._usage(body, reply)
+            self._event(usage)
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+    def _fault(self, reply: Reply, body: dict[str, Any], number: int) -> None:
+        """End a stream the way a failing server does (after its text was sent)."""
+        if reply.kind == "stall":
+            self._pause(reply.seconds)  # then the stream just ends, unfinished
+        elif reply.kind == "drop":  # RST instead of FIN: the client sees a reset
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+        elif reply.kind == "corrupt":
+            self.wfile.write(b'data: {"id": "chatcmpl-broken", "choices": [{"delta": {"cont\n\n')
+            self.wfile.flush()
+            choice = {"index": 0, "delta": {"content": " and more"}, "finish_reason": "stop"}
+            self._event(self._envelope("chat.completion.chunk", body, number, [choice]))
+            self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()  # "cut": the handler returns and the connection closes cleanly
+
+    def _event(self, payload: dict[str, Any]) -> None:
+        self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+        self.wfile.flush()
+
+    def _pause(self, delay: float) -> None:
+        self.fake.pause(delay, self._client_gone)
+
+    def _hang(self) -> None:
+        self.fake.hang(self._client_gone)
+
+    def _client_gone(self) -> bool:
+        """Report whether the peer closed its end (readable socket, no data)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return True
+
+    # -- shared pieces -----------------------------------------------------
+    def _calls(self, reply: Reply) -> list[dict[str, str]]:
+        return [dict(c, id=c["id"] or self.fake.call_id()) for c in reply.tool_calls]
+
+    @staticmethod
+    def _finish(reply: Reply) -> str:
+        return {"tool_calls": "tool_calls", "length": "length"}.get(reply.kind, "stop")
+
+    def _envelope(
+        self, obj: str, body: dict[str, Any], number: int, choices: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-fake-{number}",
+            "object": obj,
+            "created": int(time.time()),
+            "model": body.get("model") or self.fake.model_id,
+            "choices": choices,
+        }
+
+    @staticmethod
+    def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
+        messages = body.get("messages") or []
+        prompt = sum(
+            len(content_text(m.get("content")).split()) for m in messages if isinstance(m, dict)
+        )
+        completion = len(reply.text.split()) + sum(
+            len(c["arguments"]) // 4 + 1 for c in reply.tool_calls
+        )
+        return dict(
+            prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
+        )

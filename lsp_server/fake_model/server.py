@@ -1,0 +1,86 @@
+"""`FakeOpenAI`: the scripted model served on 127.0.0.1 from a daemon thread.
+
+``FakeOpenAI(context_window=N, overflow="openai"|"llama-cpp"|"vllm"|"llama-server")``
+answers every request whose prompt is over N tokens (4 bytes each) the way that server
+does, before any scripted reply is used: ``llama-cpp`` (llama-cpp-python) sends HTTP 200
+with an empty body when streamed, HTTP 400 ``context_length_exceeded`` when not.
+
+When the queue is empty the reply is ``Echo: <last user message>``.
+
+The server's background session-summary requests (their instructions start with
+``SUMMARY_MARKER``) are answered from a queue of their own, ``add_summary()``, and recorded
+in ``summary_requests``, not ``requests``: scripted chat replies are never taken by them.
+By default the answer is a structured summary listing the user's requests.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+from .handler import ChatCompletionsHandler
+from .script import ModelScript
+
+log = logging.getLogger(__name__)
+
+
+class FakeOpenAI(ModelScript):
+    """A scripted OpenAI-compatible chat completions server running in a background thread."""
+
+    def __init__(
+        self,
+        replies: list[Any] | None = None,
+        *,
+        label: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        context_window: int | None = None,
+        overflow: str = "openai",
+    ) -> None:
+        super().__init__(replies, label=label, context_window=context_window, overflow=overflow)
+        self._address = (host, port)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """Base URL for an OpenAI client, e.g. ``http://127.0.0.1:PORT/v1``."""
+        if self._server is None:
+            raise RuntimeError("FakeOpenAI is not running")
+        return f"http://{self._address[0]}:{self._server.server_port}/v1"
+
+    def start(self) -> FakeOpenAI:
+        """Bind the port and serve in a daemon thread."""
+        handler = type("Handler", (ChatCompletionsHandler,), {"fake": self})
+        self._server = ThreadingHTTPServer(self._address, handler)
+        self._server.daemon_threads = True
+        self._server.handle_error = self._handle_error  # type: ignore[method-assign]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-openai",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, releasing hanging and delayed replies."""
+        self._stopping.set()
+        self.release()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _handle_error(self, request: Any, client_address: Any) -> None:
+        log.exception("fake model: error while handling %s", client_address)

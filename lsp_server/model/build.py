@@ -1,0 +1,94 @@
+"""Builds the pydantic-ai agent and its tools (imported lazily, on the first chat)."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
+
+from openai import AsyncOpenAI  # noqa: E402
+from pydantic_ai import Agent, ModelRetry, RunContext  # noqa: E402
+from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
+from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
+
+from session.compaction import SUMMARY_INSTRUCTIONS, CompactionSummary  # noqa: E402
+
+from ..config import ModelConfig  # noqa: E402
+from .tools import BASE_INSTRUCTIONS, ToolDeps, ToolError, list_files, read_file, write_file  # noqa: E402
+from .transport import build_http_client  # noqa: E402
+
+
+def _model(config: ModelConfig) -> OpenAIChatModel:
+    # Our own HTTP client (read timeout, streams that must finish) and no SDK retries:
+    # the chat loop retries, so it can tell the client and keep the log honest.
+    client = AsyncOpenAI(
+        base_url=config.base_url,
+        api_key=config.api_key or "none",
+        http_client=build_http_client(config.stream_timeout),
+        max_retries=0,
+    )
+    return OpenAIChatModel(config.name or "", provider=OpenAIProvider(openai_client=client))
+
+
+def build_summarizer(
+    config: ModelConfig, instructions: str = SUMMARY_INSTRUCTIONS
+) -> Agent[None, CompactionSummary]:
+    """Return an agent that summarises turns with structured output."""
+    return Agent(_model(config), output_type=CompactionSummary, instructions=instructions)
+
+
+def build_agent(config: ModelConfig) -> Agent[ToolDeps, str]:
+    """Return an agent for an OpenAI-compatible model with the workspace tools."""
+    model = _model(config)
+
+    def instructions(ctx: RunContext[ToolDeps]) -> str:
+        # Re-evaluated on every run: the resume context reaches the model on every turn
+        # after a resume and is gone after a reset.
+        context = ctx.deps.lifecycle.resume_context
+        return f"{BASE_INSTRUCTIONS}\n\n{context}" if context else BASE_INSTRUCTIONS
+
+    agent: Agent[ToolDeps, str] = Agent(
+        model, deps_type=ToolDeps, output_type=str, instructions=instructions
+    )
+
+    @agent.tool(name="read_file")
+    def _read(ctx: RunContext[ToolDeps], path: str) -> str:
+        """Read a text file; `path` is relative to the workspace root."""
+        try:
+            return read_file(ctx.deps, path)
+        except ToolError as exc:
+            raise ModelRetry(str(exc)) from None
+
+    @agent.tool(name="list_files")
+    def _list(ctx: RunContext[ToolDeps], directory: str = ".") -> list[str]:
+        """List a directory of the workspace (directories end with '/')."""
+        try:
+            return list_files(ctx.deps, directory)
+        except ToolError as exc:
+            raise ModelRetry(str(exc)) from None
+
+    @agent.tool(name="write_file")
+    async def _write(ctx: RunContext[ToolDeps], path: str, content: str) -> str:
+        """Create or replace a workspace file with `content`."""
+        try:
+            return await write_file(ctx.deps, path, content)
+        except ToolError as exc:
+            raise ModelRetry(str(exc)) from None
+
+    @agent.tool(name="record_decision")
+    def _decide(ctx: RunContext[ToolDeps], decision: str) -> str:
+        """Record a key decision so it survives into later sessions."""
+        ctx.deps.lifecycle.record_decision(decision)
+        return "recorded"
+
+    @agent.tool(name="set_phase")
+    def _phase(ctx: RunContext[ToolDeps], phase: str) -> str:
+        """Set the conversation phase: design, code or deploy (none clears it)."""
+        value = phase.strip().lower()
+        try:
+            ctx.deps.lifecycle.set_phase(None if value in ("", "none", "null") else value)
+        except ValueError as exc:
+            raise ModelRetry(str(exc)) from None
+        return f"phase set to {value}"
+
+    return agent

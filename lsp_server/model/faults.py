@@ -1,0 +1,204 @@
+"""What went wrong with a model request, in words a user can act on, and whether to retry.
+
+`classify` maps whatever a model request raised (pydantic-ai's error categories, the HTTP
+client's, our own stream checks) to a `ModelFault`: its kind, whether sending the request
+again may succeed, how long the provider asked us to wait, and, for a prompt over the
+context window, the window the server reported. The wording of overflow errors differs per
+server (OpenAI, vLLM, llama.cpp's two servers, Ollama, LiteLLM, Anthropic- and
+Mistral-compatible gateways); `OVERFLOW_PATTERNS` lists the ones known.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .transport import EmptyStreamError, StreamCutError
+
+FaultKind = Literal[
+    "rate-limit",
+    "server",
+    "connection",
+    "cut",
+    "corrupt",
+    "stall",
+    "empty",
+    "overflow",
+    "rejected",
+    "other",
+]
+NEVER_RETRIED = frozenset({400, 401, 403, 404, 422})
+RETRY_AFTER_CAP = 60.0  # a provider asking for longer than this is reported, not waited on
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 8.0
+
+OVERFLOW_PATTERNS = (
+    "context_length_exceeded",  # OpenAI's code, also Groq, DeepSeek, llama-cpp-python
+    "maximum context length",  # OpenAI, vLLM, DeepSeek, LiteLLM
+    "reduce the length of the messages",  # OpenAI, vLLM, Groq
+    "exceed_context_size_error",  # llama.cpp's llama-server (type)
+    "exceeds the available context size",  # llama-server
+    "exceeds the context length",  # Ollama
+    "exceeds context length",
+    "context window exceeded",
+    "contextwindowexceeded",  # LiteLLM's ContextWindowExceededError
+    "prompt is too long",  # Anthropic-compatible gateways
+    "is too long and exceeds limit",  # vLLM's scheduler
+    "longer than the maximum model length",  # vLLM
+    "too large for model with",  # Mistral
+    "maximum number of tokens allowed",  # Gemini's OpenAI-compatible endpoint
+    "input is too long",
+)
+_WINDOW_PATTERNS = (
+    re.compile(r"maximum context length is (\d+)"),
+    re.compile(r"""['"]?n_ctx['"]?\s*[:=]\s*(\d+)"""),
+    re.compile(r"exceeds limit of (\d+)"),
+    re.compile(r"maximum model length of (\d+)"),
+    re.compile(r"(\d+) maximum context length"),
+    re.compile(r"> (\d+) maximum"),
+    re.compile(r"maximum number of tokens allowed \((\d+)\)"),
+    re.compile(r"context (?:length|size|window) (?:of|is) (\d+)"),
+)
+
+
+@dataclass(frozen=True)
+class ModelFault:
+    """One failed model request, classified."""
+
+    kind: FaultKind
+    message: str  # one line for the user
+    retryable: bool
+    retry_after: float | None = None
+    window: int | None = None  # the context window the server reported, if it did
+    status: int | None = None
+    detail: str = ""  # what the server said, verbatim
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """Return `exc` and its causes and contexts, outermost first."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and not any(current is s for s in seen) and len(seen) < 12:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _body_text(body: Any) -> str:
+    if body is None:
+        return ""
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            return " ".join(f"{k}={v}" for k, v in error.items() if v is not None)
+        return str(error)
+    return str(body)
+
+
+def _detail(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    message = getattr(exc, "message", None)
+    return str(message or exc or type(exc).__name__)
+
+
+def overflow_window(text: str) -> int | None:
+    """Return the context window an overflow error names, if it names one."""
+    for pattern in _WINDOW_PATTERNS:
+        if match := pattern.search(text):
+            value = int(match.group(1))
+            if 256 <= value <= 100_000_000:
+                return value
+    return None
+
+
+def is_overflow_text(text: str) -> bool:
+    """Return True if an error text says the prompt does not fit the context window."""
+    lowered = text.lower()
+    return any(pattern in lowered for pattern in OVERFLOW_PATTERNS)
+
+
+def classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision table
+    """Classify what a model request raised."""
+    from pydantic_ai import exceptions as pe
+
+    chain = _chain(exc)
+    for item in chain:
+        if isinstance(item, EmptyStreamError):
+            return ModelFault("empty", "the model's stream ended without sending anything", True)
+        if isinstance(item, StreamCutError):
+            return ModelFault(
+                "cut", "the answer was incomplete: the model's stream was cut short", True
+            )
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    text = f"{_detail(exc)} {_body_text(getattr(exc, 'body', None))}"
+    overflow = isinstance(exc, pe.ModelContextWindowExceededError) or (
+        status in (None, 400, 413, 422, 500) and is_overflow_text(text)
+    )
+    if overflow:
+        return ModelFault(
+            "overflow",
+            f"the conversation no longer fits the model's context window ({_detail(exc)})",
+            False,
+            window=overflow_window(text),
+            status=status,
+            detail=_detail(exc),
+        )
+    if isinstance(exc, pe.UnexpectedModelBehavior) and "ended without content" in str(exc):
+        return ModelFault("empty", "the model's stream ended without content", True)
+    retry_after = getattr(exc, "retry_after", None)
+    retry_after = float(retry_after) if isinstance(retry_after, int | float) else None
+    if status is not None:
+        detail = _detail(exc)
+        if status in NEVER_RETRIED or isinstance(exc, pe.ModelQuotaExceededError):
+            return ModelFault("rejected", f"HTTP {status}: {detail}", False, status=status)
+        if status == 429:
+            return ModelFault(
+                "rate-limit", f"rate limited (HTTP 429): {detail}", True, retry_after, status=status
+            )
+        if status >= 500 or status == 408:
+            return ModelFault(
+                "server",
+                f"server error (HTTP {status}): {detail}",
+                True,
+                retry_after,
+                status=status,
+            )
+        return ModelFault("rejected", f"HTTP {status}: {detail}", False, status=status)
+    if any(isinstance(item, TimeoutError) for item in chain) or isinstance(
+        exc, pe.ModelTimeoutError | pe.ModelRequestTimeout
+    ):
+        return ModelFault("stall", "the model stopped sending (no data within the timeout)", True)
+    if isinstance(exc, pe.ModelConnectionError) or any(
+        type(item).__name__ in ("ReadTimeout", "ReadError", "RemoteProtocolError", "ConnectError")
+        for item in chain
+    ):
+        if any("Timeout" in type(item).__name__ for item in chain):
+            return ModelFault(
+                "stall", "the model stopped sending (no data within the timeout)", True
+            )
+        return ModelFault(
+            "connection", f"the connection to the model was lost ({_detail(exc)})", True
+        )
+    if isinstance(exc, pe.ModelAPIError) and "decode" in str(exc).lower():
+        return ModelFault("corrupt", f"the model sent a malformed chunk ({_detail(exc)})", True)
+    if isinstance(exc, pe.ModelAPIError):
+        return ModelFault("other", _detail(exc), False)
+    return ModelFault("other", str(exc) or type(exc).__name__, False)
+
+
+def backoff(attempt: int, retry_after: float | None, rng: random.Random | None = None) -> float:
+    """Seconds to wait before attempt `attempt + 1`: Retry-After if given, else jittered 2^n."""
+    if retry_after is not None:
+        return max(0.0, retry_after)
+    base = min(BACKOFF_CAP, BACKOFF_BASE * 2.0 ** (attempt - 1))
+    draw = rng.random() if rng is not None else random.random()  # noqa: S311 - jitter
+    return base * (0.75 + 0.5 * draw)

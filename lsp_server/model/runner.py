@@ -1,0 +1,282 @@
+"""One streamed, fully recorded attempt at a turn with the pydantic-ai agent; summaries.
+
+pydantic-ai is imported when the first chat builds the agent, never at start-up.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from session.compaction import SUMMARY_INSTRUCTIONS, CompactionSummary, history_tokens
+from session.derive.messages import estimate_tokens
+from session.derive.model_messages import ModelMessageCache
+from session.lifecycle import TurnRecorder
+
+from ..config import ModelConfig
+from .tools import ToolDeps
+
+if TYPE_CHECKING:
+    from pydantic_ai import Agent
+    from pydantic_ai.settings import ModelSettings
+
+SUMMARY_RETRY_AFTER = 600.0  # seconds before a model that failed to summarise is asked again
+
+
+@dataclass
+class TurnResult:
+    """How a turn (or one attempt at it) ended."""
+
+    text: str
+    usage: dict[str, Any]
+
+
+class TurnSink(Protocol):
+    """Where live turn activity is shown (the client's notifications)."""
+
+    def delta(self, text: str) -> None:
+        """Stream a text delta."""
+        ...
+
+    def tool(self, name: str, args: Any, status: str) -> None:
+        """Show tool activity."""
+        ...
+
+    def retry(self, attempt: int, reason: str) -> None:
+        """Say that the text shown of this turn is dropped: attempt `attempt` starts over."""
+        ...
+
+
+def _dump(message: Any) -> dict[str, Any]:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    dumped: list[dict[str, Any]] = ModelMessagesTypeAdapter.dump_python([message], mode="json")
+    return dumped[0]
+
+
+@dataclass
+class UsageTally:
+    """Token usage over a turn's model calls; estimated where the server sent none."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    estimated: bool = False
+
+    def add(
+        self, usage: Any, prompt_estimate: Callable[[], int], response: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Count one model call; return its usage as recorded in `step/end`.
+
+        `prompt_estimate` is only called when the server sent no usage (it walks the history).
+        """
+        step: dict[str, Any] = {
+            "input_tokens": int(getattr(usage, "input_tokens", 0) or 0),
+            "output_tokens": int(getattr(usage, "output_tokens", 0) or 0),
+        }
+        if not step["input_tokens"] and not step["output_tokens"]:
+            # llama.cpp's servers (and some proxies) send no usage in a stream.
+            step = {
+                "input_tokens": prompt_estimate(),
+                "output_tokens": estimate_tokens(response),
+                "estimated": True,
+            }
+            self.estimated = True
+        self.input_tokens += step["input_tokens"]
+        self.output_tokens += step["output_tokens"]
+        self.requests += 1
+        return step
+
+    def result(self) -> dict[str, Any]:
+        """Return the usage of a `ChatResult`."""
+        out: dict[str, Any] = {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "requests": self.requests,
+        }
+        if self.estimated:
+            out["estimated"] = True
+        return out
+
+
+class ChatRunner:
+    """Builds the agent once per model config and runs turns with it."""
+
+    def __init__(self, model: ModelConfig) -> None:
+        self.model = model
+        self._agent: Agent[ToolDeps, str] | None = None
+        self.summary_failed_at: float | None = None
+        # The history as pydantic-ai objects: each turn converts only its new messages.
+        self._history = ModelMessageCache()
+
+    def _build(self) -> Agent[ToolDeps, str]:
+        from .build import build_agent
+
+        return build_agent(self.model)
+
+    @property
+    def can_summarize(self) -> bool:
+        """Return False for a while after the model failed to summarise.
+
+        It may not produce structured output at all (small local models): callers then use
+        the extractive summary at once instead of waiting for another failure.
+        """
+        failed = self.summary_failed_at
+        return failed is None or time.monotonic() - failed > SUMMARY_RETRY_AFTER
+
+    async def summarize(
+        self, transcript: str, instructions: str = SUMMARY_INSTRUCTIONS
+    ) -> CompactionSummary:
+        """Summarise turns with the configured model (structured output)."""
+        from .build import build_summarizer
+
+        summarizer = build_summarizer(self.model, instructions)
+        try:
+            result = await summarizer.run(
+                f"Conversation to summarise:\n\n{transcript}",
+                model_settings={"timeout": self.non_streamed_timeout},
+            )
+        except Exception:
+            self.summary_failed_at = time.monotonic()
+            raise
+        self.summary_failed_at = None
+        return result.output
+
+    @property
+    def non_streamed_timeout(self) -> float:
+        """Seconds a request answered in one piece may take (no data flows until it ends)."""
+        return max(300.0, 5 * self.model.stream_timeout)
+
+    def prepare_history(self, history: list[dict[str, Any]]) -> None:
+        """Convert `history` ahead of the next turn (idle time), which then reuses it."""
+        self._history.convert(history)
+
+    @property
+    def agent(self) -> Agent[ToolDeps, str]:
+        """Return the agent, building it (and importing pydantic-ai) on first use."""
+        if self._agent is None:
+            self._agent = self._build()
+        return self._agent
+
+    async def run_attempt(
+        self,
+        deps: ToolDeps,
+        recorder: TurnRecorder,
+        prompt: str | Sequence[str] | None,
+        history: list[dict[str, Any]],
+        sink: TurnSink,
+        *,
+        stream: bool = True,
+    ) -> TurnResult:
+        """Run one attempt at a turn, recording every step as it happens.
+
+        `prompt` None continues from `history`, whose last message is the request to send
+        again (after `TurnRecorder.retry_step`). With `stream` False the model answers in
+        one piece, which is sent to `sink` as one delta (a server whose stream came back
+        empty is asked again that way, which also gets its real error).
+        """
+        from pydantic_ai import Agent
+        from pydantic_ai.messages import (
+            FunctionToolCallEvent,
+            FunctionToolResultEvent,
+            PartDeltaEvent,
+            PartStartEvent,
+            TextPart,
+            TextPartDelta,
+        )
+        from pydantic_ai.settings import ModelSettings
+
+        agent = self.agent
+        text_parts: list[str] = []
+        model_name = self.model.name or ""
+        messages = self._history.convert(history)
+        tally = UsageTally()
+        sent_tokens = 0  # this attempt's messages; the history is added only if needed
+        settings: ModelSettings | None = (
+            None if stream else ModelSettings(timeout=self.non_streamed_timeout)
+        )
+        instructions = ""
+
+        def sum_tokens(sent: int) -> int:
+            return history_tokens(history) + sent
+
+        def record_request(request: Any) -> None:
+            nonlocal sent_tokens, instructions
+            message = _dump(request)
+            instructions = message.pop("instructions", None) or ""
+            recorded = recorder.start_step([message])
+            sent_tokens += history_tokens(getattr(recorded.data, "messages", []))
+            sent_tokens += len(instructions) // 4
+            recorder.request_header(model_name, {}, instructions)
+
+        in_one_piece = not stream  # only the attempt's first request
+        async with agent.iter(
+            prompt, message_history=messages, deps=deps, model_settings=settings
+        ) as run:
+            async for node in run:
+                if Agent.is_model_request_node(node):
+                    if in_one_piece:
+                        continue  # made when the run moves on; recorded with its answer
+                    async with node.stream(run.ctx) as model_stream:
+                        record_request(node.request)  # prepared now: instructions set
+                        async for event in model_stream:
+                            delta = ""
+                            if isinstance(event, PartStartEvent) and isinstance(
+                                event.part, TextPart
+                            ):
+                                delta = event.part.content
+                            elif isinstance(event, PartDeltaEvent) and isinstance(
+                                event.delta, TextPartDelta
+                            ):
+                                delta = event.delta.content_delta
+                            if delta:
+                                recorder.chunk(delta)
+                                sink.delta(delta)
+                elif Agent.is_call_tools_node(node):
+                    response = node.model_response
+                    dumped = _dump(response)
+                    text_parts = [p.content for p in response.parts if isinstance(p, TextPart)]
+                    if in_one_piece:
+                        in_one_piece = False
+                        record_request(run.all_messages()[-2])
+                        if "".join(text_parts):
+                            sink.delta("".join(text_parts))
+                    recorder.assistant_message(dumped)
+                    step_usage = tally.add(
+                        response.usage, functools.partial(sum_tokens, sent_tokens), dumped
+                    )
+                    sent_tokens -= len(instructions) // 4
+                    sent_tokens += estimate_tokens(dumped)
+                    calls: dict[str, tuple[str, Any]] = {}
+                    async with node.stream(run.ctx) as tool_stream:
+                        async for event in tool_stream:
+                            if isinstance(event, FunctionToolCallEvent):
+                                part = event.part
+                                args = part.args_as_dict()
+                                calls[part.tool_call_id] = (part.tool_name, args)
+                                recorder.tool_call(part.tool_call_id, part.tool_name, args)
+                                sink.tool(part.tool_name, args, "started")
+                            elif isinstance(event, FunctionToolResultEvent):
+                                result = event.part
+                                failed = getattr(result, "part_kind", "") == "retry-prompt" or (
+                                    getattr(result, "outcome", "success") != "success"
+                                )
+                                name, args = calls.get(result.tool_call_id, (result.tool_name, {}))
+                                recorder.tool_result(
+                                    result.tool_call_id,
+                                    name or "",
+                                    _jsonable(getattr(result, "content", None)),
+                                    is_error=failed,
+                                )
+                                sink.tool(name or "", args, "failed" if failed else "done")
+                    recorder.end_step(step_usage)  # a step brackets its tool calls and results
+        return TurnResult("".join(text_parts), tally.result())
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool | list | dict):
+        return value
+    return str(value)

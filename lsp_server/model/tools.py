@@ -1,0 +1,122 @@
+"""The model's tools (read, list and write workspace files, safe paths only) and their deps."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from session.checkpoints import unlink_if_hard_linked
+from session.lifecycle import SessionLifecycle
+from session.workspace.patterns import SKIPPED_DIRS
+from session.workspace.safe_paths import is_safe_relative_path
+
+BASE_INSTRUCTIONS = (
+    "You are Agent Assist, an AI assistant working inside the user's code editor on the "
+    "project in the current workspace. Use the tools to read, list and write workspace "
+    "files (paths are relative to the workspace root). Record important decisions with "
+    "record_decision and the conversation phase (design, code, deploy) with set_phase. "
+    "Be concise."
+)
+MAX_READ_BYTES = 256 * 1024
+MAX_LIST_ENTRIES = 500
+
+
+class EditorHost(Protocol):
+    """What tools need from the editor side (implemented by the language server)."""
+
+    async def apply_file_edit(self, relative: str, content: str) -> bool:
+        """Apply a whole-file edit through the editor; False if it cannot."""
+        ...
+
+
+@dataclass
+class ToolDeps:
+    """What the agent's tools act on."""
+
+    lifecycle: SessionLifecycle
+    host: EditorHost
+
+    @property
+    def root(self) -> Path:
+        """Return the workspace root."""
+        return self.lifecycle.workspace_root
+
+
+class ToolError(Exception):
+    """A tool refused; the message goes back to the model."""
+
+
+def _checked_path(deps: ToolDeps, path: str) -> Path:
+    relative = path.strip().removeprefix("./") or "."
+    if relative != "." and not is_safe_relative_path(deps.root, relative):
+        raise ToolError(f"path {path!r} is outside the workspace or not allowed")
+    target = deps.root / relative
+    try:
+        if relative != "." and stat.S_ISLNK(os.lstat(target).st_mode):
+            raise ToolError(f"{path} is a symlink; symlinks are not followed")
+    except FileNotFoundError:
+        pass
+    return target
+
+
+def read_file(deps: ToolDeps, path: str) -> str:
+    """Read a UTF-8 text file of the workspace."""
+    target = _checked_path(deps, path)
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise ToolError(f"{path} does not exist") from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise ToolError(f"{path} is not a regular file")
+        data = fh.read(MAX_READ_BYTES + 1)
+    deps.lifecycle.note_assistant_file(path)
+    text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
+    if len(data) > MAX_READ_BYTES:
+        text += f"\n[truncated: only the first {MAX_READ_BYTES} bytes are shown]"
+    return text
+
+
+def list_files(deps: ToolDeps, directory: str = ".") -> list[str]:
+    """List a workspace directory (directories end with `/`)."""
+    target = _checked_path(deps, directory)
+    entries: list[str] = []
+    try:
+        with os.scandir(target) as scan:
+            for entry in sorted(scan, key=lambda e: e.name):
+                if entry.is_symlink() or entry.name in SKIPPED_DIRS:
+                    continue
+                entries.append(entry.name + ("/" if entry.is_dir() else ""))
+                if len(entries) >= MAX_LIST_ENTRIES:
+                    entries.append(f"[truncated at {MAX_LIST_ENTRIES} entries]")
+                    break
+    except FileNotFoundError:
+        raise ToolError(f"{directory} does not exist") from None
+    except NotADirectoryError:
+        raise ToolError(f"{directory} is not a directory") from None
+    return entries
+
+
+async def write_file(deps: ToolDeps, path: str, content: str) -> str:
+    """Write a workspace file through the editor (undoable) or directly."""
+    target = _checked_path(deps, path)
+    relative = path.strip().removeprefix("./")
+    data = content.encode("utf-8")
+    if await deps.host.apply_file_edit(relative, content):
+        deps.lifecycle.note_assistant_write(relative, data)
+        return f"{relative}: edit applied in the editor ({len(data)} bytes; undoable there)"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not is_safe_relative_path(deps.root, relative):  # parent dirs may have changed
+        raise ToolError(f"path {path!r} is outside the workspace")
+    unlink_if_hard_linked(target)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(target, flags, 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    deps.lifecycle.note_assistant_write(relative, data)
+    return f"{relative}: written ({len(data)} bytes)"

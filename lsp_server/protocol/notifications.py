@@ -1,0 +1,97 @@
+"""Every notification the server sends, each model naming its method."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import Field
+
+from .types import DriftSource, SessionChangeReason, ToolStatus
+from .wire import Notification
+
+if TYPE_CHECKING:
+    from session.workspace.drift import DriftReport
+
+CHAT_DELTA = "agentAssist/chatDelta"
+CHAT_RETRY = "agentAssist/chatRetry"
+TOOL_CALL = "agentAssist/toolCall"
+DRIFT = "agentAssist/drift"
+SESSION_CHANGED = "agentAssist/sessionChanged"
+
+
+class ChatDeltaParams(Notification):
+    """Streamed text of a turn, in order."""
+
+    METHOD: ClassVar[str] = CHAT_DELTA
+    session_id: str
+    turn: int
+    delta: str
+
+
+class ChatRetryParams(Notification):
+    """A model attempt failed after some of its text was streamed: drop it, deltas restart."""
+
+    METHOD: ClassVar[str] = CHAT_RETRY
+    session_id: str
+    turn: int
+    attempt: int = Field(description="The attempt about to start (2 for the first retry).")
+    reason: str
+
+
+class ToolCallParams(Notification):
+    """Tool activity of a turn."""
+
+    METHOD: ClassVar[str] = TOOL_CALL
+    session_id: str
+    turn: int
+    tool: str
+    args: Any
+    status: ToolStatus
+
+
+class DriftParams(Notification):
+    """Tracked files changed outside the assistant."""
+
+    METHOD: ClassVar[str] = DRIFT
+    session_id: str
+    source: DriftSource
+    message_shown: bool = Field(
+        description="The server also showed it as a `window/showMessage` warning "
+        "(resume drift, unless `driftMessages: false`)."
+    )
+    modified: list[str]
+    deleted: list[str]
+    created: list[str]
+    unchanged: int
+
+    @classmethod
+    def of(
+        cls, session_id: str, source: str, drift: DriftReport, *, message_shown: bool = False
+    ) -> DriftParams:
+        """Return the notification for a drift report."""
+        return cls(
+            session_id=session_id,
+            source=source,
+            message_shown=message_shown,
+            modified=drift.modified,
+            deleted=drift.deleted,
+            created=drift.created,
+            unchanged=drift.unchanged,
+        )
+
+
+class SessionChangedParams(Notification):
+    """The session of this instance changed."""
+
+    METHOD: ClassVar[str] = SESSION_CHANGED
+    session_id: str
+    reason: SessionChangeReason
+
+
+NOTIFICATIONS: tuple[type[Notification], ...] = (
+    ChatDeltaParams,
+    ChatRetryParams,
+    ToolCallParams,
+    DriftParams,
+    SessionChangedParams,
+)

@@ -1,0 +1,61 @@
+"""`initializationOptions`: what a client may send at `initialize` (all optional).
+
+The server parses them leniently in `lsp_server/config.py` (an invalid option falls back
+to its default with a warning); this model is their declaration, for the schema and the
+clients' types.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .types import AutoResume, Persistence
+from .wire import Params
+
+
+class ModelOptions(Params):
+    """An OpenAI-compatible chat model (else the environment's)."""
+
+    name: str | None = None
+    base_url: str | None = None
+    api_key: str | None = Field(
+        default=None, description="Kept in memory; redacted from everything written."
+    )
+    max_retries: int | None = Field(
+        default=None, ge=0, le=10, description="Retries of a failed model request (default 2)."
+    )
+    stream_timeout: float | None = Field(
+        default=None,
+        ge=1,
+        le=3600,
+        description="Seconds without stream data before an attempt is retried (default 60).",
+    )
+
+
+class InitializationOptions(Params):
+    """Options of `initialize`; each falls back to its default (with a warning) if invalid."""
+
+    instance_id: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="This editor instance (a window): it resumes its own last session.",
+    )
+    auto_resume: AutoResume | None = None
+    model: ModelOptions | None = None
+    persistence: Persistence | None = None
+    tracked_files: list[str] | None = Field(
+        default=None, description="Globs of files whose drift is watched."
+    )
+    context_window: int | None = Field(
+        default=None, ge=1_000, le=10_000_000, description="Tokens (default 128000)."
+    )
+    compact_at: float | None = Field(
+        default=None,
+        ge=0.1,
+        le=0.95,
+        description="Fraction of the window at which older turns are compacted (default 0.6).",
+    )
+    drift_messages: bool | None = Field(
+        default=None,
+        description="False: resume drift is not repeated as `window/showMessage` (default true).",
+    )

@@ -1,0 +1,236 @@
+"""Every request: its method, params and result (each also an `agentAssist.<verb>` command)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .types import (
+    CheckpointInfo,
+    Persistence,
+    Phase,
+    SearchHit,
+    SessionInfo,
+    TranscriptItem,
+    Usage,
+)
+from .wire import EmptyParams, Params, Timestamp, Wire, omitted
+
+SESSION_ID = r"^[a-f0-9]{12}$"
+
+CHAT = "agentAssist/chat"
+SAVE = "agentAssist/save"
+RESET = "agentAssist/reset"
+NEW = "agentAssist/new"
+RESUME = "agentAssist/resume"
+CHECKPOINT = "agentAssist/checkpoint"
+COMPACT = "agentAssist/compact"
+SESSIONS = "agentAssist/sessions"
+OPEN = "agentAssist/open"
+FORK = "agentAssist/fork"
+SEARCH = "agentAssist/search"
+HISTORY = "agentAssist/history"
+STATUS = "agentAssist/status"
+
+
+class ChatParams(Params):
+    """`agentAssist/chat`: one user message."""
+
+    text: str = Field(min_length=1, max_length=1_000_000)
+
+
+class ChatResult(Wire):
+    """A completed turn (durable before it is answered)."""
+
+    session_id: str
+    turn: int
+    text: str
+    end_reason: Literal["completed"]
+    usage: Usage
+    attempts: int = Field(description="Model attempts the turn took (1 without retries).")
+
+
+class SaveResult(Wire):
+    """An explicit save: a checkpoint at a closed turn."""
+
+    session_id: str
+    checkpoint: int
+    saved_at: Timestamp
+    path: str
+
+
+class ResetParams(Params):
+    """`agentAssist/reset`: without `deleteFiles` the server asks when there are files."""
+
+    delete_files: bool | None = None
+
+
+class ResetResult(Wire):
+    """The new session after a reset (the old one's log and checkpoints are deleted)."""
+
+    session_id: str
+    deleted_files: list[str]
+
+
+class NewResult(Wire):
+    """A fresh session; the previous one stays whole on disk."""
+
+    session_id: str
+    previous_session_id: str | None
+
+
+class ResumeResult(Wire):
+    """The block injected into the system prompt (`""` on a fresh session)."""
+
+    context: str
+
+
+class CheckpointParams(Params):
+    """`agentAssist/checkpoint`: list them, or restore `number`."""
+
+    number: int | None = Field(default=None, ge=1)
+
+
+class CheckpointListResult(Wire):
+    """The session's checkpoints, oldest first."""
+
+    session_id: str
+    checkpoints: list[CheckpointInfo]
+
+
+class CheckpointRestoreResult(Wire):
+    """What a restore did to the files."""
+
+    session_id: str
+    number: int
+    restored_files: list[str]
+    created_files: list[str] = Field(description="Files created since: listed and kept.")
+    skipped_files: list[str]
+    withheld_files: dict[str, str] = Field(
+        description="Tracked files whose copy was never kept, with why (e.g. a secret)."
+    )
+
+
+class CompactResult(Wire):
+    """A compaction: older turns replaced by a summary, the recent tail kept."""
+
+    session_id: str
+    messages_before: int
+    messages_after: int
+    tokens_before: int
+    tokens_after: int
+    compacted: bool
+    fallback: bool | None = omitted("The summary is extractive: no usable model.")
+    reason: str | None = omitted("Why nothing was compacted (when `compacted` is false).")
+
+
+class SessionsResult(Wire):
+    """The project's sessions, newest first."""
+
+    sessions: list[SessionInfo]
+
+
+class OpenParams(Params):
+    """`agentAssist/open`."""
+
+    session_id: str = Field(pattern=SESSION_ID)
+
+
+class OpenResult(Wire):
+    """The session now in use and its resume context."""
+
+    session_id: str
+    context: str
+
+
+class ForkParams(Params):
+    """`agentAssist/fork`: this or another session, at a closed-turn boundary."""
+
+    session_id: str | None = Field(default=None, pattern=SESSION_ID)
+    boundary: int | None = Field(default=None, ge=0)
+
+
+class ForkResult(Wire):
+    """The fork, now this instance's session."""
+
+    session_id: str
+    parent_session_id: str
+    boundary: int
+
+
+class SearchParams(Params):
+    """`agentAssist/search`: the query is literal text."""
+
+    query: str = Field(min_length=1, max_length=10_000)
+    session_id: str | None = Field(default=None, pattern=SESSION_ID)
+    limit: int = Field(default=50, ge=1, le=1000)
+
+
+class SearchResult(Wire):
+    """Best matches first, grouped by session."""
+
+    results: list[SearchHit]
+
+
+class HistoryParams(Params):
+    """`agentAssist/history`: this or another session's transcript."""
+
+    session_id: str | None = Field(default=None, pattern=SESSION_ID)
+
+
+class HistoryResult(Wire):
+    """A transcript to redraw a chat view from."""
+
+    session_id: str
+    items: list[TranscriptItem]
+
+
+class StatusResult(Wire):
+    """Where this instance's session is."""
+
+    session_id: str
+    state: Literal["idle", "running"]
+    waiting: int = Field(description="Chats queued behind the running one.")
+    resumed: bool
+    turns: int
+    model: str | None
+    drift: int = Field(description="Tracked files changed outside the assistant.")
+    read_only: bool
+    persistence: Persistence
+    context_window: int = Field(description="The context window in use.")
+    phase: Phase | None
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request of the contract: its params model and its result model(s)."""
+
+    method: str
+    params: type[Params]
+    result: Any  # a Wire subclass, or a union of them
+
+    @property
+    def verb(self) -> str:
+        """Return the part after `agentAssist/`."""
+        return self.method.split("/", 1)[1]
+
+
+REQUESTS: tuple[Request, ...] = (
+    Request(CHAT, ChatParams, ChatResult),
+    Request(SAVE, EmptyParams, SaveResult),
+    Request(RESET, ResetParams, ResetResult),
+    Request(NEW, EmptyParams, NewResult),
+    Request(RESUME, EmptyParams, ResumeResult),
+    Request(CHECKPOINT, CheckpointParams, CheckpointListResult | CheckpointRestoreResult),
+    Request(COMPACT, EmptyParams, CompactResult),
+    Request(SESSIONS, EmptyParams, SessionsResult),
+    Request(OPEN, OpenParams, OpenResult),
+    Request(FORK, ForkParams, ForkResult),
+    Request(SEARCH, SearchParams, SearchResult),
+    Request(HISTORY, HistoryParams, HistoryResult),
+    Request(STATUS, EmptyParams, StatusResult),
+)
+
+BY_METHOD: dict[str, Request] = {r.method: r for r in REQUESTS}

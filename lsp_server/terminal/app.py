@@ -1,0 +1,324 @@
+"""The terminal chat: starts the server, runs the prompt loop, renders what arrives.
+
+prompt-toolkit reads the input, rich renders the streamed Markdown; everything the chat
+does goes through the server in a subprocess (no second code path into `session/`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import protocol as proto
+from ..client import PROGRESS, SHOW_MESSAGE, LspClient, LspError, PendingRequest, ServerExitedError
+from .commands import COMMANDS
+from .input import LineReader
+from .render import ReplyView, args_summary
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+RESUME_QUESTION = "Resume previous session?"
+RESUME, NEW_SESSION = "Resume", "New session"
+DELETE_FILES, KEEP_FILES, CANCEL = "Delete files", "Keep files", "Cancel"
+
+
+class ChatApp:
+    """The terminal chat: starts the server, runs the prompt loop, renders what arrives."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        instance_id: str,
+        *,
+        console: Console,
+        reader: LineReader,
+        options: dict[str, Any] | None = None,
+        verbose: bool = False,
+    ) -> None:
+        self.workspace = workspace
+        self.verbose = verbose
+        self.instance_id = instance_id
+        self.console = console
+        self.reader = reader
+        self.options = options or {}
+        self.client: LspClient | None = None
+        self.session_id: str | None = None
+        self.view: ReplyView | None = None
+        self.turn: PendingRequest | None = None
+        self.cancelling = False
+        self.quit = False
+        self.main_task: asyncio.Task[Any] | None = None
+
+    # -- printing -----------------------------------------------------------------------
+
+    def say(self, text: str, style: str | None = None) -> None:
+        """Print plain text (never interpreted as markup)."""
+        from rich.text import Text
+
+        self.console.print(Text(text, style=style or ""))
+
+    def error(self, text: str) -> None:
+        """Print an error line."""
+        self.say(f"✗ {text}", "bold red")
+
+    def warn(self, text: str) -> None:
+        """Print a warning line."""
+        self.say(f"⚠ {text}", "yellow")
+
+    def _server_log(self, line: str) -> None:
+        sys.stderr.write(f"[server] {line}\n")
+
+    # -- server events --------------------------------------------------------------------
+
+    def _listen(self, client: LspClient) -> None:
+        client.on(proto.CHAT_DELTA, self._on_delta)
+        client.on(proto.CHAT_RETRY, self._on_retry)
+        client.on(proto.TOOL_CALL, self._on_tool)
+        client.on(proto.DRIFT, self._on_drift)
+        client.on(proto.SESSION_CHANGED, self._on_session_changed)
+        client.on(SHOW_MESSAGE, self._on_show_message)
+        client.on(PROGRESS, self._on_progress)
+
+    def _on_delta(self, params: dict[str, Any]) -> None:
+        if self.view is not None:
+            self.view.delta(str(params.get("delta", "")))
+
+    def _on_retry(self, params: dict[str, Any]) -> None:
+        if self.view is not None:
+            self.view.restart()
+        attempt, reason = params.get("attempt"), params.get("reason")
+        self.say(f"  ↻ retrying (attempt {attempt}): {reason}", "yellow")
+
+    def _on_tool(self, params: dict[str, Any]) -> None:
+        status = params.get("status")
+        if status == "started":
+            return  # shown once it is done or failed, with its outcome
+        mark = "✓" if status == "done" else "✗"
+        summary = args_summary(params.get("args"))
+        self.say(f"  {mark} tool {params.get('tool')} {summary} ({status})", "dim")
+
+    def _on_drift(self, params: dict[str, Any]) -> None:
+        parts = [f"{p} (modified)" for p in params.get("modified") or []]
+        parts += [f"{p} (deleted)" for p in params.get("deleted") or []]
+        parts += [f"{p} (created)" for p in params.get("created") or []]
+        if params.get("source") == "resume":
+            lead = "Drift since the last session:"
+        else:
+            lead = "Drift: changed outside the assistant:"
+        self.warn(f"{lead} {', '.join(parts)}")
+
+    def _on_session_changed(self, params: dict[str, Any]) -> None:
+        self.session_id = str(params.get("sessionId"))
+
+    def _on_show_message(self, params: dict[str, Any]) -> None:
+        message = str(params.get("message", ""))
+        kind = params.get("type")
+        if kind == 1:
+            self.error(message)
+        elif kind == 2:
+            self.warn(message)
+        else:
+            self.say(message, "cyan")
+
+    def _on_progress(self, params: dict[str, Any]) -> None:
+        value = params.get("value") or {}
+        kind = value.get("kind")
+        percentage = value.get("percentage")
+        pct = f"{percentage:>3}% " if isinstance(percentage, int) else ""
+        if kind == "begin":
+            self.say(f"⏳ {value.get('title', 'Working')}…", "cyan")
+        elif kind == "report":
+            self.say(f"   {pct}{value.get('message', '')}", "cyan")
+        elif kind == "end":
+            self.say(f"   {value.get('message') or 'done'}", "cyan")
+
+    # -- questions from the server -------------------------------------------------------
+
+    async def read(self, prompt: str) -> str:
+        """Read a line; then take SIGINT back (prompt-toolkit replaces its handler)."""
+        try:
+            return await self.reader.read(prompt)
+        finally:
+            self._install_signals()
+
+    async def confirm(self, prompt: str, default: bool) -> bool:
+        """Ask a yes/no question; Enter takes the default."""
+        while True:
+            answer = (await self.read(prompt)).strip().lower()
+            if not answer:
+                return default
+            if answer in ("y", "yes"):
+                return True
+            if answer in ("n", "no"):
+                return False
+            self.say("Please answer y or n.", "dim")
+
+    async def ask(self, message: str, actions: list[str]) -> str | None:
+        """Answer `window/showMessageRequest` in the terminal."""
+        try:
+            if RESUME_QUESTION in message and RESUME in actions:
+                self.say(message.split("\n", 1)[0], "bold")
+                resume = await self.confirm(f"{RESUME_QUESTION} [Y/n] ", default=True)
+                return RESUME if resume else NEW_SESSION
+            if DELETE_FILES in actions and KEEP_FILES in actions:
+                delete = await self.confirm(f"{message} [y/N] ", default=False)
+                return DELETE_FILES if delete else KEEP_FILES
+            self.say(message, "bold")
+            for number, title in enumerate(actions, 1):
+                self.say(f"  {number}. {title}")
+            while True:
+                choice = (await self.read("Choose a number (Enter: dismiss) ")).strip()
+                if not choice:
+                    return None
+                if choice.isdigit() and 1 <= int(choice) <= len(actions):
+                    return actions[int(choice) - 1]
+        except (EOFError, KeyboardInterrupt):
+            if RESUME_QUESTION in message:
+                self.quit = True
+                return None  # dismissed: the server resumes; we then exit
+            return CANCEL if CANCEL in actions else None
+
+    # -- signals --------------------------------------------------------------------------
+
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+            loop.add_signal_handler(signal.SIGTERM, self._stop_main)
+            loop.add_signal_handler(signal.SIGHUP, self._stop_main)
+
+    def _stop_main(self) -> None:
+        if self.main_task is not None:
+            self.main_task.cancel()
+
+    def _on_sigint(self) -> None:
+        turn = self.turn
+        if turn is not None and not turn.future.done() and self.client is not None:
+            if self.cancelling:
+                self._stop_main()
+                return
+            self.cancelling = True
+            self.client.cancel(turn)
+            return
+        self._stop_main()
+
+    # -- main loop -------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Run the chat until the user leaves; return the exit code."""
+        self.main_task = asyncio.current_task()
+        self._install_signals()
+        client = LspClient(
+            self.workspace,
+            instance_id=self.instance_id,
+            options={"driftMessages": False, **self.options},  # drift is printed from the notice
+            ask=self.ask,
+            stderr_sink=self._server_log if self.verbose else None,
+        )
+        self.client = client
+        self._listen(client)
+        code = 0
+        try:
+            await client.start()
+            await client.wait_session()
+            if not self.quit:
+                await self._banner()
+                code = await self._loop()
+        except asyncio.CancelledError:
+            self.say("")
+        except (ServerExitedError, OSError) as exc:
+            self.error(f"agent-assist server: {exc}")
+            code = 1
+        finally:
+            if self.view is not None:
+                self.view.stop()
+            with contextlib.suppress(asyncio.CancelledError):
+                await client.shutdown()
+            if self.session_id:
+                self.say(f"Closed session {self.session_id}. Bye.", "dim")
+        return code
+
+    async def _banner(self) -> None:
+        from ..config import HOW_TO_CONFIGURE_MODEL
+
+        assert self.client is not None
+        status = await self.request(proto.STATUS)
+        how = "resumed" if status.get("resumed") else "new"
+        model = status.get("model") or "none"
+        self.say(
+            f"agent-assist chat · {self.workspace} · session {status['sessionId']} ({how}) · "
+            f"model {model}",
+            "bold",
+        )
+        if status.get("readOnly"):
+            self.warn("This session is read-only (damaged log or newer format); /reset to chat.")
+        if not status.get("model"):
+            self.warn(HOW_TO_CONFIGURE_MODEL)
+        self.say("Type a message, /help for commands, Ctrl+D to quit.", "dim")
+
+    async def _loop(self) -> int:
+        while True:
+            try:
+                line = await self.read("› ")
+            except (EOFError, KeyboardInterrupt):
+                return 0
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                if line.startswith("/"):
+                    name, _, rest = line[1:].partition(" ")
+                    if name in ("exit", "quit"):
+                        return 0
+                    handler = COMMANDS.get(name.lower())
+                    if handler is None:
+                        self.say(f"Unknown command /{name} — type /help for the list.", "yellow")
+                        continue
+                    await handler(self, rest.strip())
+                else:
+                    await self.chat(line)
+            except LspError as exc:
+                self.error(exc.message)
+
+    async def chat(self, text: str) -> None:
+        """Send one message; stream the reply; Ctrl+C cancels it."""
+        assert self.client is not None
+        view = ReplyView(self.console)
+        self.view = view
+        self.cancelling = False
+        view.start()
+        try:
+            self.turn = self.client.send_request(proto.CHAT, {"text": text})
+            result = await self.turn.future
+            view.stop(str(result.get("text") or ""))
+        except LspError as exc:
+            view.stop()
+            if exc.cancelled:
+                self.warn("Turn cancelled (recorded as aborted); the session continues.")
+            else:
+                self.error(exc.message)
+            return
+        finally:
+            self.turn = None
+            self.view = None
+            view.stop()
+        usage = result.get("usage") or {}
+        about = "≈" if usage.get("estimated") else ""
+        attempts = result.get("attempts") or 1
+        self.say(
+            f"turn {result.get('turn')} · {about}{usage.get('inputTokens', 0)} in / "
+            f"{about}{usage.get('outputTokens', 0)} out tokens"
+            + (" (estimated)" if about else "")
+            + (f" · {attempts} attempts" if attempts > 1 else ""),
+            "dim",
+        )
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send a request to the server and return its result."""
+        assert self.client is not None
+        return await self.client.request(method, params or {})

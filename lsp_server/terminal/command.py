@@ -1,0 +1,85 @@
+"""`agent-assist chat`: the terminal client, one more LSP client of `agent-assist serve`.
+
+Only the argument parsing lives here (the command line imports it at every start); the
+chat itself is imported when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+INSTANCE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+def default_instance_id(workspace: Path) -> str:
+    """Return the terminal's stable instance id for a directory: `terminal-<hash8>`."""
+    digest = hashlib.sha256(str(workspace.resolve()).encode("utf-8", "surrogateescape"))
+    return f"terminal-{digest.hexdigest()[:8]}"
+
+
+def run_chat(args: argparse.Namespace) -> int:
+    """`agent-assist chat`."""
+    from rich.console import Console
+
+    from .app import ChatApp
+    from .input import LineReader, PlainReader, PromptReader
+
+    workspace = Path(args.workspace or ".").expanduser()
+    err = Console(stderr=True, highlight=False)
+    if not workspace.is_dir():
+        err.print(f"agent-assist chat: {workspace} is not a directory", markup=False)
+        return 2
+    workspace = workspace.resolve()
+    instance_id = args.instance or default_instance_id(workspace)
+    if not INSTANCE_RE.fullmatch(instance_id):
+        err.print(
+            f"agent-assist chat: invalid --instance {instance_id!r} (1-64 of A-Z a-z 0-9 _ . -)",
+            markup=False,
+        )
+        return 2
+    options: dict[str, Any] = {}
+    if args.context_window is not None:
+        options["contextWindow"] = args.context_window
+    reader: LineReader = PromptReader() if sys.stdin.isatty() else PlainReader()
+    console = Console(highlight=False, soft_wrap=True)
+    app = ChatApp(
+        workspace,
+        instance_id,
+        console=console,
+        reader=reader,
+        options=options,
+        verbose=bool(getattr(args, "verbose", False)),
+    )
+    try:
+        return asyncio.run(app.run())
+    except KeyboardInterrupt:
+        return 130
+
+
+def register(subparsers: Any) -> None:
+    """Add `agent-assist chat`."""
+    parser = subparsers.add_parser(
+        "chat",
+        help="chat in the terminal (starts the server for this directory)",
+        description="Chat with the assistant in the terminal. The server runs in a subprocess; "
+        "the session is saved on exit and offered for resume next time.",
+    )
+    parser.add_argument("--workspace", metavar="DIR", help="project directory (default: .)")
+    parser.add_argument(
+        "--instance",
+        metavar="ID",
+        help="instance id: which previous session to offer (default: derived from the directory)",
+    )
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        metavar="TOKENS",
+        help="the model's context window (compaction starts at 60%% of it)",
+    )
+    parser.set_defaults(func=run_chat)

@@ -1,0 +1,24 @@
+"""One editor instance's session: its transitions, what is recorded into it, its turns.
+
+- `values`: the settings the lifecycle is given and the results it returns;
+- `transitions`: which session the instance holds (fresh, resume, decline, adopt, new,
+  reset, save on exit) and a store that refuses writes;
+- `recording`: `SessionLifecycle`, those transitions plus what is recorded into the
+  current session (turns, decisions, drift, checkpoints, compaction, summaries);
+- `turns`: `TurnRecorder`, the events of one turn as they happen.
+
+The package's face is `SessionLifecycle` and the values it takes and returns.
+"""
+
+from .recording import SessionLifecycle
+from .turns import TurnRecorder
+from .values import LifecycleConfig, PreviousSession, ResetResult, SaveResult
+
+__all__ = [
+    "LifecycleConfig",
+    "PreviousSession",
+    "ResetResult",
+    "SaveResult",
+    "SessionLifecycle",
+    "TurnRecorder",
+]

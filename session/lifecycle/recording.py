@@ -1,0 +1,235 @@
+"""SessionLifecycle: the transitions, plus what is recorded into the current session.
+
+Turns (`TurnRecorder`), decisions and phases, drift the watcher sees, checkpoints and
+restores, compactions and the running summary: every one an event appended to the log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+
+from ..checkpoints import CheckpointRecord, RestorePlan, write_workspace_file
+from ..compaction import CompactionPlan, CompactionSummary, history_tokens, plan_compaction
+from ..context import build_resume_context
+from ..errors import SessionError
+from ..events import Event
+from ..summary import SummaryPlan, clip_words
+from ..workspace.drift import DriftReport
+from .transitions import LifecycleTransitions
+from .turns import TurnRecorder
+from .values import SaveResult
+
+PHASES = ("design", "code", "deploy")
+
+
+class SessionLifecycle(LifecycleTransitions):
+    """One editor instance's session: its transitions and everything recorded into it."""
+
+    # -- turns -------------------------------------------------------------------------
+
+    def begin_turn(self, text: str) -> TurnRecorder:
+        """Open a turn for the user's `text`; every event of it goes to the log as it happens."""
+        self.ensure_writable()
+        session = self.current
+        self._ensure_started()
+        if session.open_turn is not None:
+            # A turn whose end the disk refused to record (a full disk): close it first.
+            session.append(
+                "turn/end",
+                {"reason": "interrupted", "error": "its end could not be recorded"},
+                turn=session.open_turn,
+            )
+        number = session.state.turns + 1
+        session.append("turn/start", {"input": text}, turn=number)
+        return TurnRecorder(
+            lambda: self.current,
+            number,
+            headers_sent=self._headers_sent,
+            on_completed=self._turn_completed,
+        )
+
+    def _turn_completed(self) -> None:
+        # The first successful reply after a reset re-enables autosave.
+        self.session_deleted = False
+        if not self._pointer_current:
+            self.manager.write_pointer(self.instance_id, self.session_id)
+            self._pointer_current = True
+        if self._turn_wrote:  # the assistant changed files: make this state restorable
+            self._turn_wrote = False
+            self._checkpoint(auto=True, title=f"After turn {self.current.state.turns}")
+
+    def record_decision(self, text: str) -> Event:
+        """Record a key decision (it joins the snapshot's `decisions`)."""
+        self._ensure_started()
+        return self.current.append("session/decision", {"text": text})
+
+    def set_phase(self, phase: str | None) -> Event:
+        """Record a change of conversation phase (`design`, `code`, `deploy` or None)."""
+        if phase is not None and phase not in PHASES:
+            raise ValueError(f"phase must be one of {', '.join(PHASES)} (or none), not {phase!r}")
+        self._ensure_started()
+        return self.current.append("session/phase", {"phase": phase})
+
+    # -- drift -------------------------------------------------------------------------
+
+    def note_assistant_file(self, relative: str) -> None:
+        """Track a file the assistant read or wrote; its current content is not drift."""
+        self.tracker.note_file(relative)
+
+    def note_assistant_write(self, relative: str, content: bytes) -> None:
+        """Record that the assistant wrote `content` (maybe unsaved in an editor): not drift."""
+        if self.tracker.note_write(relative, content):
+            self._turn_wrote = True
+
+    def take_drift_note(self) -> str | None:
+        """Return (once) a note for the model about files changed outside the assistant."""
+        return self.tracker.take_drift_note()
+
+    def check_live_drift(self, paths: list[str]) -> DriftReport | None:
+        """Compare changed `paths` with the manifest; record and return real drift."""
+        report = self.tracker.check(paths)
+        if report is None:
+            return None
+        if not self.current.read_only:
+            self._record_drift(report, "watcher")
+        self.tracker.pending_drift.append(report)
+        return report
+
+    # -- checkpoints, compaction, summaries ----------------------------------------------
+
+    def explicit_save(self) -> SaveResult:
+        """`/save`: refresh spec path and manifest, record a checkpoint, write, move pointer."""
+        self.ensure_writable()
+        session = self.current
+        record = self._checkpoint(auto=False, title=self._checkpoint_title())
+        path = self.manager.save(session)
+        self.manager.write_pointer(self.instance_id, session.session_id)
+        self._pointer_current = True
+        self.session_deleted = False
+        return SaveResult(session.session_id, record.number, record.created_at, path)
+
+    def _checkpoint_title(self) -> str:
+        title = self.current.state.title
+        turns = self.current.state.turns
+        if not turns:
+            return "Session start"
+        return f"Turn {turns}: {title}" if title else f"Turn {turns}"
+
+    def _checkpoint(self, *, auto: bool, title: str) -> CheckpointRecord:
+        """Record a numbered checkpoint: a `session/save` event plus copies of tracked files."""
+        session = self.current
+        self._ensure_started()
+        self._refresh_workspace_state()
+        number = session.state.checkpoint_count + 1
+        files = dict(session.state.file_manifest)
+        event = session.append(
+            "session/save", {"checkpoint": number, "manifest": files, "auto": auto}
+        )
+        if session.state.persistence == "metadata":
+            files = {}  # no copies of anything in metadata mode: hashes only
+        return self.checkpoints.create(
+            session.session_id,
+            number,
+            seq=event.seq,
+            turn=session.state.turns,
+            title=session.log.redactor.scrub({"title": title})["title"],
+            files=files,
+            auto=auto,
+            redactor=self.redactor,
+        )
+
+    def plan_compaction(
+        self, keep_tokens: int, *, open_turn: bool = False, force: bool = False
+    ) -> CompactionPlan | None:
+        """Choose the turns a compaction would summarise (None: nothing to compact)."""
+        return plan_compaction(self.current.history, keep_tokens, open_turn=open_turn, force=force)
+
+    def record_summary(
+        self, plan: SummaryPlan, summary: CompactionSummary, *, fallback: bool
+    ) -> Event:
+        """Record `session/summary`; a resumed session's context block shows it from now on."""
+        event = self.current.append(
+            "session/summary",
+            {
+                "summary": clip_words(summary.summary),
+                "decisions": list(summary.decisions),
+                "covers_seq": plan.covers_seq,
+                "turns": plan.turns,
+                "fallback": fallback,
+            },
+        )
+        if self.resumed and self.resume_context:
+            self.resume_context = build_resume_context(
+                self.current.state, self.last_drift, last_active=self.last_active
+            )
+        return event
+
+    def set_history_budget(self, tokens: int) -> None:
+        """Send at most `tokens` of history from now on (a smaller context window)."""
+        self.config = replace(self.config, history_tokens=tokens)
+        if self.session is not None:
+            self.session.history_tokens = tokens
+
+    def compact(
+        self, plan: CompactionPlan, summary: CompactionSummary, *, fallback: bool
+    ) -> tuple[int, int]:
+        """Record `session/compact`; return (messages, tokens) of the history afterwards."""
+        decisions = list(dict.fromkeys([*self.current.state.decisions, *summary.decisions]))
+        self.current.append(
+            "session/compact",
+            {
+                "summary": summary.summary,
+                "decisions": decisions,
+                "covers_seq": plan.covers_seq,
+                "fallback": fallback,
+            },
+        )
+        after = self.current.history.messages()
+        return len(after), history_tokens(after)
+
+    def list_checkpoints(self) -> list[CheckpointRecord]:
+        """Return this session's checkpoints, oldest first."""
+        return self.checkpoints.records(self.session_id, self.warnings)
+
+    def plan_restore(
+        self, number: int, open_documents: dict[str, bytes] | None = None
+    ) -> RestorePlan:
+        """Work out what restoring checkpoint `number` writes; raises if there is none.
+
+        `open_documents` are editor buffers (maybe unsaved): their text, not the disk's,
+        decides whether a file needs restoring.
+        """
+        record = self.checkpoints.load(self.session_id, number)
+        if record is None:
+            known = [r.number for r in self.list_checkpoints()]
+            raise SessionError(
+                f"no checkpoint {number} in session {self.session_id}"
+                + (f" (it has {', '.join(map(str, known))})" if known else " (it has none)")
+            )
+        self._refresh_workspace_state()
+        current = dict(self.current.state.file_manifest)
+        for relative, data in (open_documents or {}).items():
+            if relative in current or relative in record.files:
+                current[relative] = hashlib.sha256(data).hexdigest()
+        return self.checkpoints.plan_restore(record, current)
+
+    def restore(self, plan: RestorePlan, applied: set[str] | None = None) -> list[str]:
+        """Restore a planned checkpoint: save the present, write files, rewind the talk.
+
+        `applied` are files the editor already wrote (through `workspace/applyEdit`); the
+        rest are written here. Returns the restored paths.
+        """
+        session = self.current
+        self._checkpoint(auto=True, title=f"Before restoring checkpoint {plan.record.number}")
+        restored = []
+        for relative, data in plan.writes:
+            if applied is None or relative not in applied:
+                write_workspace_file(self.workspace_root, relative, data)
+            self.note_assistant_write(relative, data)
+            restored.append(relative)
+        self._turn_wrote = False
+        session.append(
+            "session/rewind", {"to_seq": plan.record.seq, "checkpoint": plan.record.number}
+        )
+        return restored

@@ -1,0 +1,122 @@
+"""TurnRecorder: the events of one turn (steps, chunks, tool calls, its end) as they happen."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+from ..derive.messages import Message
+from ..errors import SessionError
+from ..events import EndReason, Event
+from ..store.session import Session
+
+
+class TurnRecorder:
+    """Writes the events of one turn, in order, as they happen."""
+
+    def __init__(
+        self,
+        current: Callable[[], Session],
+        number: int,
+        *,
+        headers_sent: set[str],
+        on_completed: Callable[[], None],
+    ) -> None:
+        self._current = current  # the session the turn goes to (reopened after a store fault)
+        self._headers_sent = headers_sent  # system prompts already recorded in full
+        self._on_completed = on_completed
+        self.number = number
+        self.step = 0
+        self.closed = False
+        self.attempt = 1  # of the current model request
+        self.resending = False
+
+    @property
+    def _session(self) -> Session:
+        return self._current()
+
+    def _append(self, type_: str, data: dict[str, Any]) -> Event:
+        return self._session.append(type_, data, turn=self.number, step=self.step or None)
+
+    def start_step(self, messages: list[Message]) -> Event:
+        """Start a model request; `messages` are the new request messages it carries.
+
+        After `retry_step` the first step resends the request already in the history, so
+        it records no new messages.
+        """
+        self.step += 1
+        if self.resending:
+            self.resending = False
+            return self._append("step/start", {"messages": [], "attempt": self.attempt})
+        return self._append("step/start", {"messages": messages})
+
+    def retry_step(self, kind: str, reason: str, delay: float, streamed: bool) -> Event:
+        """Abandon the current step's answer; the next step resends its request."""
+        event = self._append(
+            "step/retry",
+            {
+                "attempt": self.attempt,
+                "kind": kind,
+                "reason": reason,
+                "delay": round(delay, 3),
+                "streamed": streamed,
+            },
+        )
+        self.attempt += 1
+        self.resending = self.step > 0  # else nothing was sent: the prompt goes out afresh
+        return event
+
+    def request_header(self, model: str, settings: dict[str, Any], system_prompt: str) -> Event:
+        """Record the request's model, settings and system prompt (text once, then hash)."""
+        digest = hashlib.sha256(system_prompt.encode()).hexdigest()
+        seen = self._headers_sent
+        data: dict[str, Any] = {
+            "model": model,
+            "settings": settings,
+            "system_prompt_sha256": digest,
+        }
+        if digest not in seen:
+            data["system_prompt"] = system_prompt
+            seen.add(digest)
+        return self._append("request/header", data)
+
+    def chunk(self, delta: str) -> Event:
+        """Record a streamed text delta."""
+        return self._append("assistant/chunk", {"delta": delta})
+
+    def assistant_message(self, message: Message) -> Event:
+        """Record the complete model response (even if empty)."""
+        return self._append("assistant/message", {"message": message})
+
+    def tool_call(self, tool_call_id: str, name: str, args: Any) -> Event:
+        """Record a tool call."""
+        return self._append("tool/call", {"tool_call_id": tool_call_id, "name": name, "args": args})
+
+    def tool_result(
+        self, tool_call_id: str, name: str, content: Any, is_error: bool = False
+    ) -> Event:
+        """Record a tool's result."""
+        return self._append(
+            "tool/result",
+            {"tool_call_id": tool_call_id, "name": name, "content": content, "is_error": is_error},
+        )
+
+    def end_step(self, usage: dict[str, Any] | None = None) -> Event:
+        """Record the end of a model call."""
+        return self._append("step/end", {"usage": usage or {}})
+
+    def end(self, reason: EndReason, error: str | None = None) -> Event:
+        """Close the turn (fsynced)."""
+        if self.closed:
+            raise SessionError(f"turn {self.number} is already closed")
+        try:
+            event = self._session.append(
+                "turn/end", {"reason": reason, "error": error}, turn=self.number
+            )
+        finally:
+            # Closed once its end is in the log; if the disk refused, the next turn closes it.
+            self.closed = self._session.open_turn != self.number
+        if reason == "completed":
+            self._on_completed()
+        return event

@@ -1,0 +1,58 @@
+"""What the lifecycle is given (`LifecycleConfig`) and what its transitions return."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from ..context import format_utc
+from ..events import Persistence
+from ..store.session import DEFAULT_HISTORY_TOKENS
+from ..workspace.patterns import DEFAULT_TRACKED
+
+
+@dataclass(frozen=True)
+class LifecycleConfig:
+    """What the lifecycle needs to know about the user's settings."""
+
+    tracked: tuple[str, ...] = DEFAULT_TRACKED
+    persistence: Persistence = "full"
+    secrets: tuple[str, ...] = ()
+    history_tokens: int = DEFAULT_HISTORY_TOKENS
+
+
+@dataclass(frozen=True)
+class PreviousSession:
+    """The session this editor instance used last, offered for resume."""
+
+    session_id: str
+    last_active: datetime
+    turns: int
+    title: str | None
+
+    def prompt(self) -> str:
+        """Return the resume question, as the seed asks it."""
+        return (
+            f"Previous session found (last active: {format_utc(self.last_active)})\n"
+            "Resume previous session?"
+        )
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    """What an explicit save did."""
+
+    session_id: str
+    checkpoint: int
+    saved_at: datetime
+    path: Path
+
+
+@dataclass(frozen=True)
+class ResetResult:
+    """What a reset did."""
+
+    old_session_id: str
+    session_id: str
+    deleted_files: list[str] = field(default_factory=list)

@@ -1,0 +1,22 @@
+"""Full-text search over every session of a project: `index.sqlite`, an FTS5 projection.
+
+The index lives in `projects/<name>_<hash8>/index.sqlite` (mode 0600, never opened through
+a symlink). Like the snapshots it is only a projection of the logs: deleting it loses
+nothing, and a missing, corrupt or outdated index is rebuilt from the logs.
+
+- `schema`: the tables, their version and the rowid layout;
+- `database`: the index file and its connection (safe opening, rebuilds, damage);
+- `extract`: which text of which event becomes a row;
+- `sync`: bringing the index up to date with the logs;
+- `query`: one literal phrase query, ranked by bm25;
+- `index`: `SearchIndex`, the face the rest of the product uses.
+
+This package exposes that face; a build without search lacks it as a whole.
+"""
+
+from .index import SearchIndex
+from .query import SearchHit, fts_phrase
+from .schema import INDEX_FILE, SearchError
+from .sync import SyncStats
+
+__all__ = ["INDEX_FILE", "SearchError", "SearchHit", "SearchIndex", "SyncStats", "fts_phrase"]

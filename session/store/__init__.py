@@ -1,0 +1,9 @@
+"""The files of one project directory: logs, snapshots, pointers and locks.
+
+- `manager`: `SessionManager`, the project's layout, pointers and locks, and the ways a
+  session is created, opened, listed and deleted;
+- `session`: `Session`, an open session (its snapshot state, log and history);
+- `opening`: a session opened from its snapshot and the log after it, or rebuilt;
+- `snapshots`: the snapshot files, read, checked against the log and written;
+- `listing`: the session listing and the time of a log's last event.
+"""

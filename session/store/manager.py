@@ -1,0 +1,365 @@
+"""SessionManager: the layout of one project directory, its pointers and locks.
+
+It creates, opens, saves, lists and deletes sessions; how a session is opened, how
+snapshot files are read and written, and what a listing shows live in their own modules.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import stat
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import filelock
+
+from ..derive.history import HistoryBuilder
+from ..errors import (
+    UNWRITABLE_ERRNOS,
+    ReadOnlySessionError,
+    SessionError,
+    SessionLockedError,
+    SessionNotFoundError,
+    StoreNotWritableError,
+)
+from ..events import Persistence, utcnow
+from ..log.reader import LogScan, scan_log
+from ..log.writer import EventLog
+from ..paths import is_valid_instance_id, is_valid_session_id, project_dir_name, storage_root
+from ..redaction import Redactor
+from ..snapshot import SessionState
+from ..storage import (
+    StorageError,
+    atomic_write_json,
+    ensure_private_dir,
+    fsync_dir,
+    read_json_file,
+    unlink_quiet,
+)
+from .listing import SessionInfo, last_event_time, session_info
+from .opening import open_from_files
+from .session import Session
+from .snapshots import log_warning, read_snapshot_file, write_snapshot_file
+
+logger = logging.getLogger(__name__)
+
+
+class SessionManager:
+    """Creates, opens, saves, lists and deletes the sessions of one project."""
+
+    def __init__(self, workspace_root: Path, *, home: Path | None = None) -> None:
+        self.workspace_root = workspace_root.resolve()
+        self.home = home if home is not None else storage_root()
+        self.project_dir = self.home / "projects" / project_dir_name(self.workspace_root)
+        self.sessions_dir = self.project_dir / "sessions"
+        self.checkpoints_dir = self.project_dir / "checkpoints"
+        self.blobs_dir = self.project_dir / "blobs"
+
+    # -- paths ---------------------------------------------------------------
+
+    def ensure_dirs(self) -> None:
+        """Create the project directories (0700), refusing symlinks."""
+        for directory in (self.home, self.home / "projects", self.project_dir, self.sessions_dir):
+            ensure_private_dir(directory)
+
+    def check_store_dirs(self) -> None:
+        """Raise StorageError if a store directory is a symlink: nothing is read through it."""
+        for directory in (self.home, self.home / "projects", self.project_dir, self.sessions_dir):
+            try:
+                st = os.lstat(directory)
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                raise StorageError(f"cannot use {directory}: {exc.strerror or exc}") from None
+            if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+                raise StorageError(f"{directory} is not a plain directory; refusing to use it")
+
+    def _checked(self, session_id: str) -> str:
+        if not is_valid_session_id(session_id):
+            raise SessionNotFoundError(f"invalid session id {session_id!r}")
+        return session_id
+
+    def log_path(self, session_id: str) -> Path:
+        """Return `sessions/<id>.events.jsonl`."""
+        return self.sessions_dir / f"{self._checked(session_id)}.events.jsonl"
+
+    def snapshot_path(self, session_id: str) -> Path:
+        """Return `sessions/<id>.json`."""
+        return self.sessions_dir / f"{self._checked(session_id)}.json"
+
+    def lock_path(self, session_id: str) -> Path:
+        """Return `sessions/<id>.lock`."""
+        return self.sessions_dir / f"{self._checked(session_id)}.lock"
+
+    def pointer_path(self, instance_id: str) -> Path:
+        """Return `sessions/active_<instanceId>.json`."""
+        if not is_valid_instance_id(instance_id):
+            raise SessionError(f"invalid instance id {instance_id!r}")
+        return self.sessions_dir / f"active_{instance_id}.json"
+
+    def new_session_id(self) -> str:
+        """Return a fresh random 12-hex id not used in this project."""
+        while True:
+            candidate = secrets.token_hex(6)
+            if not self.log_path(candidate).exists() and not self.snapshot_path(candidate).exists():
+                return candidate
+
+    def exists(self, session_id: str) -> bool:
+        """Return True if the session has a log or a snapshot."""
+        return self.log_path(session_id).exists() or self.snapshot_path(session_id).exists()
+
+    # -- pointers --------------------------------------------------------------
+
+    def read_pointer(self, instance_id: str, warnings: list[str] | None = None) -> str | None:
+        """Return the session id this instance last used, or None (tampering → warning)."""
+        path = self.pointer_path(instance_id)
+        try:
+            self.check_store_dirs()
+        except StorageError as exc:
+            log_warning(warnings, f"{path}: ignored ({exc})")
+            return None
+        try:
+            raw = read_json_file(path, max_bytes=64 * 1024)
+        except FileNotFoundError:
+            return None
+        except ValueError as exc:
+            log_warning(warnings, f"{path}: ignored ({exc})")
+            return None
+        session_id = raw.get("sessionId") if isinstance(raw, dict) else None
+        if not is_valid_session_id(session_id):
+            log_warning(warnings, f"{path}: ignored (no valid sessionId)")
+            return None
+        assert isinstance(session_id, str)
+        if not self.exists(session_id):
+            log_warning(warnings, f"{path}: points to session {session_id}, which no longer exists")
+            return None
+        return session_id
+
+    def write_pointer(self, instance_id: str, session_id: str) -> None:
+        """Point this editor instance at `session_id`."""
+        self.ensure_dirs()
+        atomic_write_json(
+            self.pointer_path(instance_id),
+            {"sessionId": self._checked(session_id), "updatedAt": utcnow().isoformat()},
+        )
+
+    def delete_pointer(self, instance_id: str) -> None:
+        """Remove this instance's pointer."""
+        if unlink_quiet(self.pointer_path(instance_id)):
+            fsync_dir(self.sessions_dir)
+
+    # -- snapshots -------------------------------------------------------------
+
+    def read_snapshot(
+        self, session_id: str, warnings: list[str] | None = None
+    ) -> tuple[SessionState | None, str | None]:
+        """Read and migrate a snapshot: (state or None, read-only reason or None)."""
+        path = self.snapshot_path(session_id)
+        try:
+            self.check_store_dirs()
+        except StorageError as exc:
+            log_warning(warnings, f"{path}: snapshot ignored ({exc})")
+            return None, None
+        return read_snapshot_file(path, session_id, warnings)
+
+    def write_snapshot(self, session: Session, redactor: Redactor | None = None) -> Path:
+        """Write the session's snapshot atomically, at the last turn boundary of its log."""
+        if session.read_only:
+            raise ReadOnlySessionError(f"session is read-only: {session.read_only_reason}")
+        self.ensure_dirs()
+        path = self.snapshot_path(session.session_id)
+        write_snapshot_file(path, session, redactor)
+        return path
+
+    # -- open / create ------------------------------------------------------------
+
+    def acquire_lock(self, session_id: str) -> filelock.BaseFileLock:
+        """Take the advisory writer lock of a session, or raise SessionLockedError."""
+        self.ensure_dirs()
+        lock = filelock.FileLock(str(self.lock_path(session_id)), timeout=0, mode=0o600)
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise SessionLockedError(
+                f"session {session_id} is in use by another editor window or process"
+            ) from None
+        except OSError as exc:
+            cls = StoreNotWritableError if exc.errno in UNWRITABLE_ERRNOS else SessionError
+            raise cls(
+                f"cannot lock session {session_id} ({self.lock_path(session_id)}): "
+                f"{exc.strerror or exc}",
+                errno=exc.errno,
+            ) from None
+        return lock
+
+    def detached_session(
+        self, reason: str, *, instance_id: str | None, persistence: Persistence, redactor: Redactor
+    ) -> Session:
+        """Return a new session that is never written (the store refused): no files."""
+        state = SessionState(
+            session_id=self.new_session_id(),
+            instance_id=instance_id,
+            workspace_root=str(self.workspace_root),
+            persistence=persistence,
+        )
+        log = EventLog(self.log_path(state.session_id), redactor=redactor, read_only=True)
+        return Session(state, log, HistoryBuilder(), None, read_only_reason=reason)
+
+    def create_session(
+        self,
+        *,
+        instance_id: str | None = None,
+        persistence: Persistence = "full",
+        redactor: Redactor | None = None,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+        fork_boundary: int | None = None,
+        write_start: bool = True,
+    ) -> Session:
+        """Create a new session (locked); its log starts with `session/start`."""
+        self.ensure_dirs()
+        session_id = session_id or self.new_session_id()
+        lock = self.acquire_lock(session_id)
+        redactor = redactor or Redactor(metadata_only=persistence == "metadata")
+        state = SessionState(
+            session_id=session_id,
+            instance_id=instance_id,
+            workspace_root=str(self.workspace_root),
+            persistence=persistence,
+            parent_session_id=parent_session_id,
+            fork_boundary=fork_boundary,
+        )
+        session = Session(
+            state, EventLog(self.log_path(session_id), redactor=redactor), HistoryBuilder(), lock
+        )
+        if write_start:
+            self.start_log(session)
+        return session
+
+    def start_log(self, session: Session) -> None:
+        """Write the `session/start` event if the log is still empty."""
+        if session.log.next_seq == 0:
+            state = session.state
+            session.append(
+                "session/start",
+                {
+                    "session_id": state.session_id,
+                    "parent_session_id": state.parent_session_id,
+                    "fork_boundary": state.fork_boundary,
+                    "instance_id": state.instance_id,
+                    "workspace_root": state.workspace_root,
+                    "persistence": state.persistence,
+                    "manifest": state.file_manifest,
+                },
+            )
+
+    def open_session(
+        self,
+        session_id: str,
+        *,
+        redactor: Redactor | None = None,
+        read_only: bool = False,
+    ) -> Session:
+        """Open a session: snapshot + log tail (whole log only when the snapshot is stale)."""
+        self._checked(session_id)
+        self.check_store_dirs()
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id} in this project")
+        lock = None if read_only else self.acquire_lock(session_id)
+        try:
+            return self._open_locked(session_id, lock, redactor, read_only)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+
+    def _open_locked(
+        self,
+        session_id: str,
+        lock: filelock.BaseFileLock | None,
+        redactor: Redactor | None,
+        read_only: bool,
+    ) -> Session:
+        warnings: list[str] = []
+        snapshot = self.read_snapshot(session_id, warnings)
+        session = open_from_files(
+            session_id,
+            self.log_path(session_id),
+            snapshot,
+            warnings,
+            lock=lock,
+            redactor=redactor,
+            read_only=read_only,
+        )
+        if not session.read_only and session.log.next_seq == 0:
+            self.start_log(session)
+        for message in warnings:
+            logger.warning("%s", message)
+        return session
+
+    def read_events(self, session_id: str) -> LogScan:
+        """Read a session's whole log (for transcripts, search, fork)."""
+        self.check_store_dirs()
+        return scan_log(self.log_path(session_id))
+
+    def save(self, session: Session) -> Path:
+        """Fsync the log and write the snapshot."""
+        session.log.sync()
+        return self.write_snapshot(session)
+
+    # -- listing / deleting -----------------------------------------------------------
+
+    def session_ids(self) -> Iterator[str]:
+        """Yield the ids of every session in this project (from file names)."""
+        if not self.sessions_dir.is_dir():
+            return
+        try:
+            self.check_store_dirs()
+        except StorageError as exc:
+            logger.warning("%s: sessions not listed (%s)", self.sessions_dir, exc)
+            return
+        seen: set[str] = set()
+        for entry in os.scandir(self.sessions_dir):
+            name = entry.name
+            for suffix in (".events.jsonl", ".json"):
+                if name.endswith(suffix):
+                    candidate = name[: -len(suffix)]
+                    if is_valid_session_id(candidate) and candidate not in seen:
+                        seen.add(candidate)
+                        yield candidate
+
+    def last_event_time(self, session_id: str) -> datetime | None:
+        """Return the time of the log's last recorded event (recovery markers aside).
+
+        Reads only the end of the log: the snapshot's time is stale after a crash.
+        """
+        return last_event_time(self.log_path(session_id))
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """List sessions newest first (snapshot metadata; the log only if no snapshot)."""
+        infos: list[SessionInfo] = []
+        for session_id in self.session_ids():
+            state, _ = self.read_snapshot(session_id)
+            info = session_info(session_id, state, self.log_path(session_id))
+            if info is not None:
+                infos.append(info)
+        infos.sort(key=lambda i: i.updated_at, reverse=True)
+        return infos
+
+    def delete_session(self, session_id: str) -> list[Path]:
+        """Delete a session's log, snapshot, lock and checkpoints; return what was removed."""
+        removed = []
+        for path in (self.log_path(session_id), self.snapshot_path(session_id)):
+            if unlink_quiet(path):
+                removed.append(path)
+        checkpoints = self.checkpoints_dir / self._checked(session_id)
+        if checkpoints.is_dir() and not checkpoints.is_symlink():
+            shutil.rmtree(checkpoints)
+            removed.append(checkpoints)
+        unlink_quiet(self.lock_path(session_id))
+        fsync_dir(self.sessions_dir)
+        return removed

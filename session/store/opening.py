@@ -1,0 +1,116 @@
+"""Opening a session: its snapshot and the log after it, or a rebuild from the whole log.
+
+Start-up cost does not grow with the log: a snapshot that matches the log (the line at
+its `log_offset` is event `last_seq`) is read with only the log after it. A missing,
+damaged or mismatched snapshot is rebuilt from the log, keeping what only it knows; a
+turn left open by a process that died is closed as interrupted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import filelock
+
+from ..derive.history import HistoryBuilder, ReplayRequiredError, build_history
+from ..errors import SessionNotFoundError
+from ..log.reader import LogScan, scan_log
+from ..log.writer import EventLog
+from ..redaction import Redactor
+from ..snapshot import SessionState, apply_event_to_state, state_from_events
+from .session import Session
+from .snapshots import snapshot_matches_log
+
+
+def open_from_files(
+    session_id: str,
+    log_path: Path,
+    snapshot: tuple[SessionState | None, str | None],
+    warnings: list[str],
+    *,
+    lock: filelock.BaseFileLock | None,
+    redactor: Redactor | None,
+    read_only: bool,
+) -> Session:
+    """Open a session from `snapshot` (state, read-only reason) and its log at `log_path`.
+
+    Problems found go to `warnings`; `lock` is the writer lock already taken (None when
+    opening read-only).
+    """
+    state, read_only_reason = snapshot
+    scan: LogScan | None = None
+    builder: HistoryBuilder | None = None
+    if state is not None and log_path.exists() and snapshot_matches_log(log_path, state):
+        scan = scan_log(log_path, state.log_offset, state.last_seq + 1)
+        builder = HistoryBuilder.from_snapshot(
+            [] if state.persistence == "metadata" else state.recent_messages, state.last_seq
+        )
+        try:
+            for event in scan.events:
+                builder.apply(event)
+        except ReplayRequiredError:
+            builder = None
+        for event in scan.events:
+            apply_event_to_state(state, event)
+    if builder is None or scan is None:
+        full = scan_log(log_path)
+        if full.events:
+            rebuilt = state_from_events(session_id, full.events)
+            if state is not None:  # keep what only the snapshot knows
+                rebuilt.file_manifest = state.file_manifest or rebuilt.file_manifest
+                rebuilt.file_stats = state.file_stats
+                rebuilt.dir_stats = state.dir_stats
+                rebuilt.tracked_patterns = state.tracked_patterns
+                rebuilt.manifest_recorded_ns = state.manifest_recorded_ns
+                rebuilt.agent_spec_path = state.agent_spec_path
+                rebuilt.instance_id = state.instance_id
+                rebuilt.workspace_root = state.workspace_root
+                rebuilt.created_at = min(rebuilt.created_at, state.created_at)
+            elif log_path.exists():
+                warnings.append(f"{session_id}: no usable snapshot; rebuilt from the log")
+            state = rebuilt
+            builder = build_history(full.events)
+            if state.persistence == "metadata":
+                builder = HistoryBuilder(open_turn=builder.open_turn)
+        elif state is not None:
+            if state.last_seq >= 0:
+                warnings.append(
+                    f"{session_id}: the event log is missing; continuing from the snapshot"
+                )
+            builder = HistoryBuilder.from_snapshot(state.recent_messages, -1)
+            state.last_seq = -1
+        else:
+            raise SessionNotFoundError(f"session {session_id} has no readable data")
+        scan = full
+    assert state is not None
+    warnings.extend(p.message for p in scan.problems)
+    read_only_reason = read_only_reason or scan.read_only_reason
+    if read_only_reason is not None:
+        warnings.append(f"session {session_id} opened read-only: {read_only_reason}")
+    elif read_only:
+        read_only_reason = "opened read-only"
+    # The session's own mode, recorded when it started, whatever this process is set to.
+    metadata = state.persistence == "metadata"
+    redactor = (redactor or Redactor()).with_mode(metadata)
+    if metadata:  # its log holds placeholders, never conversation: nothing to send
+        builder = HistoryBuilder(base_seq=state.last_seq, open_turn=builder.open_turn)
+    log = EventLog.for_scan(log_path, scan, redactor=redactor)
+    log.read_only = read_only_reason is not None
+    if scan.last_seq is None:
+        log.next_seq = state.last_seq + 1
+    log.offset = scan.end_offset if scan.events else log.offset
+    session = Session(state, log, builder, lock, read_only_reason, warnings)
+    if builder.open_turn is None:
+        session.mark_boundary()
+    else:
+        session.boundary_offset = state.log_offset
+        session.boundary_seq = state.last_seq
+    if builder.open_turn is not None and not session.read_only:
+        # The process that wrote this turn died: close it honestly.
+        session.append(
+            "turn/end",
+            {"reason": "interrupted", "synthesized": True},
+            turn=builder.open_turn,
+        )
+        warnings.append(f"turn {state.turns} was interrupted and is marked as such")
+    return session

@@ -1,0 +1,117 @@
+"""Snapshot files (`sessions/<id>.json`): read and migrated, checked against the log, written.
+
+A snapshot is written atomically at the last turn boundary of its log, its conversation
+content scrubbed. One that cannot be used is ignored with a warning (the log rebuilds it);
+one of a newer schema is read but makes the session read-only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..derive.history import tail_of
+from ..log.reader import parse_event_line
+from ..redaction import Redactor
+from ..snapshot import FutureSchemaError, SessionState, migrate_snapshot
+from ..storage import atomic_write_json, read_json_file
+from .session import Session
+
+logger = logging.getLogger(__name__)
+
+
+def log_warning(warnings: list[str] | None, message: str) -> None:
+    """Log `message` as a warning and add it to `warnings` (when given)."""
+    logger.warning("%s", message)
+    if warnings is not None:
+        warnings.append(message)
+
+
+def read_snapshot_file(
+    path: Path, session_id: str, warnings: list[str] | None = None
+) -> tuple[SessionState | None, str | None]:
+    """Read and migrate the snapshot at `path`: (state or None, read-only reason or None)."""
+    try:
+        raw = read_json_file(path)
+    except FileNotFoundError:
+        return None, None
+    except ValueError as exc:
+        log_warning(warnings, f"{path}: snapshot ignored ({exc}); rebuilding from the log")
+        return None, None
+    if not isinstance(raw, dict):
+        log_warning(warnings, f"{path}: snapshot ignored (not a JSON object)")
+        return None, None
+    read_only: str | None = None
+    try:
+        data, _version = migrate_snapshot(raw)
+    except FutureSchemaError as exc:
+        read_only = f"{path.name}: {exc}"
+        data = {**raw, "schema_version": raw["schema_version"]}
+    except ValueError as exc:
+        log_warning(warnings, f"{path}: snapshot ignored ({exc})")
+        return None, None
+    try:
+        state = SessionState.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        log_warning(warnings, f"{path}: snapshot ignored ({where}: {first['msg']})")
+        return None, read_only
+    if state.session_id != session_id:
+        log_warning(warnings, f"{path}: snapshot ignored (it names session {state.session_id})")
+        return None, read_only
+    return state, read_only
+
+
+def write_snapshot_file(path: Path, session: Session, redactor: Redactor | None = None) -> None:
+    """Write the session's snapshot to `path` atomically, at the last turn boundary of its log."""
+    state = session.state.model_copy()
+    state.log_offset = session.boundary_offset
+    state.last_seq = session.boundary_seq
+    state.recent_messages = (
+        []
+        if state.persistence == "metadata"
+        else tail_of(session.boundary_items, session.history_tokens)
+    )
+    payload = state.model_dump(mode="json")
+    scrubber = redactor or session.log.redactor
+    for key in (
+        "summary",
+        "decisions",
+        "recent_messages",
+        "compacted_history_summary",
+        "title",
+    ):
+        payload[key] = scrubber.scrub({key: payload[key]})[key]
+    atomic_write_json(path, payload)
+
+
+def snapshot_matches_log(path: Path, state: SessionState) -> bool:
+    """Check cheaply that the line ending at `log_offset` is event `last_seq`."""
+    if state.last_seq < 0:
+        return state.log_offset == 0
+    offset = state.log_offset
+    back = 1 << 16
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size < offset or offset <= 0:
+                return False
+            while True:  # widen the window until it holds the whole last line
+                back = min(back, offset)
+                fh.seek(offset - back)
+                window = fh.read(back)
+                if not window.endswith(b"\n"):
+                    return False
+                start = window.rfind(b"\n", 0, len(window) - 1) + 1
+                if start > 0 or back == offset:
+                    break
+                back *= 4
+    except OSError:
+        return False
+    try:
+        return parse_event_line(window[start:-1]).seq == state.last_seq
+    except ValueError:
+        return False

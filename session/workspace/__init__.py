@@ -1,0 +1,10 @@
+"""Workspace files: safe paths, tracked globs, the manifest (sha256 + stat cache) and drift.
+
+- `safe_paths`: which relative paths may be opened;
+- `patterns`: the tracked-file globs and the directories never walked;
+- `manifest`: hashing the tracked files, reusing hashes a stat cache proves;
+- `find`: the GNU find fast path of the manifest scanner;
+- `drift`: how the files differ from a stored manifest;
+- `spec_files`: `agent_spec.md` and `templates/` (the spec path, what a reset may delete);
+- `tracker`: the workspace as one session follows it (manifest, assistant's files, drift notes).
+"""

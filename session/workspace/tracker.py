@@ -1,0 +1,121 @@
+"""The workspace as one session follows it: what is tracked, what the assistant touched, drift.
+
+`WorkspaceTracker` keeps the latest manifest (the baseline drift is measured against),
+the files the assistant read or wrote (their content is not drift), and the drift reports
+not yet told to the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from .drift import DriftReport, compare_manifests, detect_file_drift
+from .manifest import Manifest, build_file_manifest
+from .patterns import TrackedPatterns
+from .safe_paths import is_safe_relative_path
+
+
+class WorkspaceTracker:
+    """The tracked files of one workspace as a session sees them."""
+
+    def __init__(self, root: Path, patterns: TrackedPatterns) -> None:
+        self.root = root
+        self.patterns = patterns
+        self.assistant_paths: set[str] = set()
+        self.manifest: Manifest | None = None
+        self.pending_drift: list[DriftReport] = []
+
+    def baseline(self) -> Manifest:
+        """Hash the tracked files (and the assistant's) anew: the baseline from now on."""
+        self.manifest = build_file_manifest(self.root, self.patterns, extra=self.assistant_paths)
+        return self.manifest
+
+    def resume(self, recorded: Mapping[str, str], previous: Manifest) -> DriftReport:
+        """Compare the files with a resumed session's manifest (`previous`: with its stat cache)."""
+        self.assistant_paths |= {p for p in recorded if not self.patterns.matches(p)}
+        drift, self.manifest = detect_file_drift(self.root, recorded, self.patterns, previous)
+        return drift
+
+    def refresh(self, recorded: Iterable[str]) -> Manifest:
+        """Rebuild the manifest (reusing the stat cache), covering the `recorded` paths too."""
+        extra = set(self.assistant_paths) | set(recorded)
+        self.manifest = build_file_manifest(
+            self.root, self.patterns, extra=extra, previous=self.manifest
+        )
+        return self.manifest
+
+    def note_file(self, relative: str) -> None:
+        """Track a file the assistant read or wrote; its current content is not drift."""
+        if not is_safe_relative_path(self.root, relative):
+            return
+        self.assistant_paths.add(relative)
+        fresh = build_file_manifest(self.root, TrackedPatterns(()), extra=[relative])
+        manifest = self.manifest if self.manifest is not None else Manifest()
+        manifest.files.pop(relative, None)
+        manifest.stats.pop(relative, None)
+        manifest.files.update(fresh.files)
+        manifest.stats.update(fresh.stats)
+        self.manifest = manifest
+
+    def note_write(self, relative: str, content: bytes) -> bool:
+        """Record that the assistant wrote `content` (maybe unsaved in an editor): not drift.
+
+        Return False (nothing noted) for a path that is not safe inside the workspace.
+        """
+        if not is_safe_relative_path(self.root, relative):
+            return False
+        self.assistant_paths.add(relative)
+        manifest = self.manifest if self.manifest is not None else Manifest()
+        manifest.files[relative] = hashlib.sha256(content).hexdigest()
+        manifest.stats.pop(relative, None)  # no stat shortcut: the next check hashes it
+        self.manifest = manifest
+        return True
+
+    def take_drift_note(self) -> str | None:
+        """Return (once) a note for the model about files changed outside the assistant."""
+        if not self.pending_drift:
+            return None
+        modified: dict[str, str] = {}
+        for report in self.pending_drift:
+            for path in report.modified:
+                modified[path] = "modified"
+            for path in report.deleted:
+                modified[path] = "deleted"
+            for path in report.created:
+                modified[path] = "created"
+        self.pending_drift = []
+        lines = [f"- {path}: {what}" for path, what in sorted(modified.items())]
+        return (
+            "[workspace notice] These files were changed outside the assistant since your "
+            "last reply:\n" + "\n".join(lines) + "\nEarlier tool results for these files "
+            "are stale; read them again before relying on their content."
+        )
+
+    def check(self, paths: list[str]) -> DriftReport | None:
+        """Compare changed `paths` with the manifest, which takes them in; return real drift."""
+        base = self.manifest if self.manifest is not None else Manifest()
+        relevant = [
+            p
+            for p in dict.fromkeys(paths)
+            if is_safe_relative_path(self.root, p)
+            and (p in base.files or p in self.assistant_paths or self.patterns.matches(p))
+        ]
+        if not relevant:
+            return None
+        old = {p: base.files[p] for p in relevant if p in base.files}
+        fresh = build_file_manifest(self.root, TrackedPatterns(()), extra=relevant)
+        report = compare_manifests(
+            old, fresh, TrackedPatterns((*self.patterns.patterns, *relevant))
+        )
+        for p in relevant:
+            base.files.pop(p, None)
+            base.stats.pop(p, None)
+        base.files.update(fresh.files)
+        base.stats.update(fresh.stats)
+        self.manifest = base
+        if not report.has_drift:
+            return None
+        report.unchanged = len(base.files) - len(report.modified) - len(report.created)
+        return report

@@ -1,0 +1,110 @@
+"""The code's shape: no import cycles, modules of one concern, the domain free of the edge."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("session", "lsp_server")
+MAX_LINES = 420  # "about 400": a module past it has more than one concern in it
+
+
+def modules() -> dict[str, Path]:
+    """Return every module of our packages by dotted name."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _runtime_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Return the imports that run (at module level or in functions), not `TYPE_CHECKING`."""
+    out: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                for orelse in child.orelse:
+                    visit(orelse)
+                continue
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                out.append(child)
+            visit(child)
+
+    visit(tree)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Return, for each module, the modules of ours it imports when it runs."""
+    known = modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in known.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                targets = [f"{base}.{alias.name}" for alias in node.names]
+                targets = [t if t in known else base for t in targets]
+            edges |= {t for t in targets if t in known and t != name}
+        graph[name] = edges
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """Return one import cycle, or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                return [*stack[stack.index(target) :], target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_one() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycles() -> None:
+    graph = import_graph()
+    assert "lsp_server.model.runner" in graph["lsp_server.server"]  # the graph sees imports
+    assert find_cycle(graph) is None
+
+
+def test_session_never_imports_the_edge() -> None:
+    for name, edges in import_graph().items():
+        if name.startswith("session"):
+            assert not [e for e in edges if e.startswith("lsp_server")], name
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_modules_stay_small(name: str) -> None:
+    lines = modules()[name].read_text(encoding="utf-8").count("\n")
+    assert lines <= MAX_LINES, f"{name} has {lines} lines: split it by concern"

@@ -1,0 +1,205 @@
+"""The contract declared once: models, generated files, docs, and how handlers use them."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+
+from lsp_server import protocol as proto
+from lsp_server.config import parse_initialization_options
+from lsp_server.features import FEATURES, setup_features
+from lsp_server.features.base import Feature, check_signature, install, request
+from lsp_server.protocol import generate
+from lsp_server.protocol.__main__ import main as protocol_main
+from lsp_server.server import AgentAssistServer
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_generated_files_are_current() -> None:
+    assert generate.stale_files() == []
+
+
+def test_check_names_each_stale_file(tmp_path: Path) -> None:
+    for path in generate.generated_files():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / path, tmp_path / path)
+    assert generate.stale_files(tmp_path) == []
+    lua = tmp_path / generate.LUA_PATH
+    lua.write_text(lua.read_text().replace('chat = "agentAssist/chat"', 'chat = "x"'))
+    (tmp_path / generate.SCHEMA_PATH).unlink()
+    assert generate.stale_files(tmp_path) == [generate.SCHEMA_PATH, generate.LUA_PATH]
+    assert generate.write_files(tmp_path) == [generate.SCHEMA_PATH, generate.LUA_PATH]
+    assert generate.stale_files(tmp_path) == []
+
+
+def test_check_command_exits_zero_on_the_checked_in_tree(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert protocol_main(["--check"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_generated_clients_carry_every_method_and_type() -> None:
+    files = generate.generated_files()
+    ts, lua = files[generate.TYPESCRIPT_PATH], files[generate.LUA_PATH]
+    for spec in proto.REQUESTS:
+        assert f'"{spec.method}"' in ts and f'"{spec.method}"' in lua
+        for model in generate.result_models(spec):
+            assert f"export interface {model.__name__} " in ts
+            assert f"---@class agent_assist.{model.__name__}" in lua
+    for note in proto.NOTIFICATIONS:
+        assert f"export interface {note.__name__} " in ts
+    # the fields that were typed wrong by hand before
+    assert "  turn: number | null;" in ts  # TranscriptItem, SearchHit
+    assert "  title: string | null;" in ts  # SessionInfo
+    assert "---@field title string?" in lua
+    assert "  contextWindow?: number | null;" in ts and "  compactAt?: number | null;" in ts
+
+
+def test_docs_document_every_method_and_field() -> None:
+    docs = (REPO / generate.DOCS_PATH).read_text(encoding="utf-8")
+    assert generate.undocumented(docs) == []
+    broken = docs.replace("previousSessionId", "previous").replace("| `compactAt`", "| `x`")
+    assert generate.undocumented(broken) == [
+        "agentAssist/new: field previousSessionId",
+        "initializationOptions: field compactAt",
+    ]
+    without_row = "\n".join(
+        line for line in docs.splitlines() if not line.startswith("| `agentAssist/fork`")
+    )
+    assert "agentAssist/fork: no row in a table" in generate.undocumented(without_row)
+
+
+def test_wire_form_keeps_nulls_and_leaves_off_omitted_fields() -> None:
+    item = proto.TranscriptItem(turn=None, role="notice", text="Older turns were compacted.")
+    assert item.wire() == {"turn": None, "role": "notice", "text": "Older turns were compacted."}
+    cut = proto.TranscriptItem(
+        turn=2, role="assistant", text="hal", end_reason="aborted", partial=True
+    )
+    assert cut.wire() == {
+        "turn": 2,
+        "role": "assistant",
+        "text": "hal",
+        "endReason": "aborted",
+        "partial": True,
+    }
+    when = datetime(2026, 3, 31, 14, 22, tzinfo=UTC)
+    info = proto.SessionInfo(
+        session_id="a" * 12, title=None, created_at=when, updated_at=when, turns=0, active=True
+    )
+    assert info.wire() == {
+        "sessionId": "a" * 12,
+        "title": None,
+        "createdAt": "2026-03-31T14:22:00+00:00",
+        "updatedAt": "2026-03-31T14:22:00+00:00",
+        "turns": 0,
+        "active": True,
+    }
+    schema = generate.build_schema()["$defs"]["SessionInfo"]
+    assert set(schema["required"]) == {
+        "sessionId",
+        "title",
+        "createdAt",
+        "updatedAt",
+        "turns",
+        "active",
+    }
+    assert schema["properties"]["phase"] == {
+        "$ref": "#/$defs/Phase",
+        "description": "Absent when unset.",
+    }
+
+
+def test_every_declared_option_is_parsed_by_the_server() -> None:
+    bad: dict[str, Any] = {"model": {}}
+    for name, info in proto.InitializationOptions.model_fields.items():
+        if name != "model":
+            bad[info.alias or name] = {"not": "valid"}
+    for name, info in proto.ModelOptions.model_fields.items():
+        if name not in ("name", "base_url", "api_key"):
+            bad["model"][info.alias or name] = "not valid"
+    _, warnings = parse_initialization_options(bad, "test", {})
+    said = " ".join(warnings)
+    for name in [*bad, *(f"model.{k}" for k in bad["model"])]:
+        if name != "model":
+            assert name in said, f"{name}: an invalid value is not reported: {warnings}"
+
+
+def test_every_request_is_served_and_is_a_command() -> None:
+    server = AgentAssistServer()
+    setup_features(server)
+    assert [type(f) for f in server.features.values()] == FEATURES
+    features = server.protocol.fm.features
+    commands = server.protocol.fm.commands
+    for spec in proto.REQUESTS:
+        assert spec.method in features, spec.method
+        assert proto.command_name(spec.method) in commands
+
+
+def test_a_handler_that_does_not_match_the_contract_is_refused() -> None:
+    class Wrong(Feature):
+        name = "wrong"
+
+        @request(proto.STATUS)
+        async def status(self, params: proto.EmptyParams) -> proto.ResumeResult:
+            """Answer the wrong shape."""
+            return proto.ResumeResult(context="")
+
+    with pytest.raises(TypeError, match="agentAssist/status"):
+        check_signature(proto.STATUS, Wrong(AgentAssistServer()).status)
+    server = AgentAssistServer()
+    install(server, [Wrong])  # logged and skipped: the server starts without it
+    assert server.features == {}
+    assert proto.STATUS not in server.protocol.fm.features
+
+
+class Flaky(Feature):
+    """Fails its first call, answers the next ones."""
+
+    name = "flaky"
+
+    def __init__(self, server: AgentAssistServer) -> None:
+        super().__init__(server)
+        self.calls = 0
+
+    @request(proto.RESUME)
+    async def resume(self, params: proto.EmptyParams) -> proto.ResumeResult:
+        """Raise once."""
+        self.calls += 1
+        if self.calls == 1:
+            raise RuntimeError("boom")
+        return proto.ResumeResult(context=f"call {self.calls}")
+
+
+async def test_a_failing_handler_is_isolated_to_its_call() -> None:
+    server = AgentAssistServer()
+    install(server, [Flaky])
+    server.ready.set()
+    handler = server.protocol.fm.features[proto.RESUME]
+    with pytest.raises(JsonRpcInternalError, match="agentAssist/resume: internal error: boom"):
+        await handler({})
+    assert await handler({}) == {"context": "call 2"}
+    command = server.protocol.fm.commands[proto.command_name(proto.RESUME)]
+    assert await command({}) == {"context": "call 3"}
+    with pytest.raises(JsonRpcInvalidParams):
+        await handler([1])
+    assert server.get_feature(Flaky).calls == 3
+
+
+async def test_requests_wait_for_the_session_in_one_place() -> None:
+    server = AgentAssistServer()
+    install(server, [Flaky])
+    handler = server.protocol.fm.features[proto.RESUME]
+    call = asyncio.ensure_future(handler({}))
+    await asyncio.sleep(0.05)
+    assert not call.done() and server.get_feature(Flaky).calls == 0
+    server.ready.set()
+    with pytest.raises(JsonRpcInternalError):
+        await call
