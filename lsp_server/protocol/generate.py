@@ -147,6 +147,20 @@ def _line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _describe(node: JsonSchema) -> str:
+    """Return a field's description with its bounds, if it has any."""
+    text = _line(node.get("description", ""))
+    for option in [node, *node.get("anyOf", [])]:
+        low, high = option.get("minimum"), option.get("maximum")
+        if low is not None and high is not None:
+            return f"{text} Range {low}..{high}.".strip()
+        if low is not None:
+            return f"{text} At least {low}.".strip()
+        if high is not None:
+            return f"{text} At most {high}.".strip()
+    return text
+
+
 def _properties(definition: JsonSchema) -> Iterator[tuple[str, JsonSchema, bool]]:
     required = set(definition.get("required", []))
     for field, node in definition.get("properties", {}).items():
@@ -155,7 +169,7 @@ def _properties(definition: JsonSchema) -> Iterator[tuple[str, JsonSchema, bool]
 
 def render_typescript(schema: JsonSchema) -> str:
     """Return the extension's generated types module."""
-    out = [f"/** {BANNER} */", "/* eslint-disable */", ""]
+    out = [f"/** {BANNER} */", ""]
     out.append("// Requests (client → server)")
     for method in schema["requests"]:
         out.append(f'export const {constant_name(method)} = "{method}";')
@@ -181,8 +195,8 @@ def render_typescript(schema: JsonSchema) -> str:
             continue
         out.append(f"export interface {def_name} {{")
         for field, node, required in _properties(definition):
-            if node.get("description"):
-                out.append(f"  /** {_line(node['description'])} */")
+            if description := _describe(node):
+                out.append(f"  /** {description} */")
             mark = "" if required else "?"
             out.append(f"  {field}{mark}: {_type(node, name, False)};")
         out.append("}")
@@ -245,8 +259,8 @@ def render_lua(schema: JsonSchema) -> str:
                 kind = kind.removesuffix("?")
                 kind = kind[1:-1] if kind.startswith("(") and kind.endswith(")") else kind
             text = f"---@field {field}{'' if required else '?'} {kind}"
-            if node.get("description"):
-                text += " " + _line(node["description"])
+            if description := _describe(node):
+                text += " " + description
             out.append(text)
     out += ["", "return M", ""]
     return "\n".join(out)

@@ -1,6 +1,10 @@
 // End to end in real VS Code: code-server with the .vsix installed, Chromium via playwright-core.
 // Open the sidebar, send a message, see the streamed reply, reload the window, answer Resume,
 // see the transcript back and the next reply aware of the earlier turn (the model's recorded request).
+// Then New session (view title): a new id, the old session's events log byte-identical and the
+// session in the Sessions pick, reopened with its transcript; Reset Session (delete it)…: the modal
+// asks, Cancel keeps the session, Cancel at the server's question is an info, Delete session + Keep
+// files deletes its log.
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import { createRequire } from "node:module";
@@ -179,6 +183,100 @@ try {
     throw new Error(`the second request lacks the earlier turn: ${sent.slice(0, 500)}`);
   }
   step("the model saw the earlier turn");
+
+  // -- New session keeps the previous one
+  const sessionsDir = () => {
+    const projects = path.join(tmp, "home", "projects");
+    return fs.readdirSync(projects).map((p) => path.join(projects, p, "sessions")).find((d) => fs.existsSync(d));
+  };
+  const logs = () => fs.readdirSync(sessionsDir()).filter((f) => f.endsWith(".events.jsonl"));
+  if (logs().length !== 1) throw new Error(`expected one session log, found ${logs()}`);
+  const oldId = logs()[0].replace(".events.jsonl", "");
+  const oldLog = path.join(sessionsDir(), logs()[0]);
+  const oldBytes = fs.readFileSync(oldLog);
+  // Strictly identical while another session is current; once reopened, the session is live
+  // again and may append (its running summary), so from then on its old bytes must stay a prefix.
+  const sameBytes = (when, { live = false } = {}) => {
+    if (!fs.existsSync(oldLog)) throw new Error(`the old session's log was deleted ${when}`);
+    const now = fs.readFileSync(oldLog);
+    if (now.equals(oldBytes) || (live && now.subarray(0, oldBytes.length).equals(oldBytes))) return;
+    const added = now.subarray(0, oldBytes.length).equals(oldBytes) ? `appended: ${now.subarray(oldBytes.length)}` : "rewritten";
+    throw new Error(`the old session's log changed ${when} (${added})`);
+  };
+  const notice = (text) => page.locator(".notifications-toasts .notification-toast", { hasText: text }).last();
+  const titleAction = (label) => page.locator(`.part.sidebar .title-actions a.action-label[aria-label^="${label}"]`);
+  await titleAction("New session").click();
+  const created = await notice("(the previous one is kept)").textContent({ timeout: 30_000 });
+  const newId8 = /new session ([0-9a-f]{8})/.exec(created)?.[1];
+  if (!newId8 || oldId.startsWith(newId8)) throw new Error(`New session did not start a new one: ${created}`);
+  await poll("the view cleared", async () => (await view().locator(".item").count()) === 0);
+  sameBytes("by New session");
+  step(`New session: ${newId8}, the previous ${oldId.slice(0, 8)} kept`);
+  await page.screenshot({ path: path.join(RESULTS, "3-new-session.png") });
+
+  await titleAction("Sessions").click();
+  const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: oldId.slice(0, 8) });
+  await row.waitFor({ timeout: 30_000 });
+  sameBytes("by New session and the Sessions list");
+  await row.click();
+  await notice(`opened session ${oldId.slice(0, 8)}`).waitFor({ timeout: 30_000 });
+  await poll("the old transcript after open", async () => {
+    const users = await view().locator(".item.user").allTextContents();
+    return users.includes("first question about bananas") && users.includes("what did I ask before?");
+  });
+  if (!(await assistantTexts()).includes(expected)) throw new Error("the reopened transcript lacks the first reply");
+  sameBytes("by Sessions → open", { live: true });
+  step("the old session reopened intact");
+
+  // -- Reset Session (delete it)…: the extension's modal, then the server's question about the spec
+  async function runCommand(title) {
+    await page.locator(".part.statusbar").click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press("F1");
+    const input = page.locator(".quick-input-widget .quick-input-box input");
+    await input.waitFor({ timeout: 10_000 });
+    await input.fill(`>${title}`);
+    const item = page.locator(".quick-input-widget .monaco-list-row", { hasText: title }).first();
+    await item.waitFor({ timeout: 10_000 });
+    await item.click();
+  }
+  const dialog = page.locator(".monaco-dialog-box");
+  async function resetConfirmed(button) {
+    await runCommand("Agent Assist: Reset Session (delete it)…");
+    await dialog.waitFor({ timeout: 10_000 });
+    const text = await dialog.textContent();
+    if (!text.includes("Reset Session (delete it)?") || !text.includes("conversation log and checkpoints")) {
+      throw new Error(`the confirmation does not say what is deleted: ${text}`);
+    }
+    await page.screenshot({ path: path.join(RESULTS, "4-reset-confirmation.png") });
+    await dialog.getByRole("button", { name: button, exact: true }).click();
+    await dialog.waitFor({ state: "detached", timeout: 10_000 });
+  }
+  const question = () => notice("Also delete agent_spec.md?");
+
+  await resetConfirmed("Cancel");
+  await new Promise((r) => setTimeout(r, 1500)); // a request, had one been sent, would ask by now
+  if (await question().isVisible()) throw new Error("declining the confirmation still reset");
+  sameBytes("by a declined reset", { live: true });
+  step("Reset declined: nothing sent, the session kept");
+
+  await resetConfirmed("Delete session");
+  await question().waitFor({ timeout: 30_000 });
+  await page.screenshot({ path: path.join(RESULTS, "5-reset-server-question.png") });
+  await question().getByRole("button", { name: "Cancel", exact: true }).click();
+  const cancelled = notice("Reset cancelled; nothing was changed.");
+  await cancelled.waitFor({ timeout: 30_000 });
+  if ((await cancelled.locator(".codicon-info").count()) !== 1) throw new Error("a cancelled reset is not shown as an info");
+  sameBytes("by a reset cancelled at the server's question", { live: true });
+  step("Reset cancelled at the server's question: an info, the session kept");
+
+  await resetConfirmed("Delete session");
+  await question().waitFor({ timeout: 30_000 });
+  await question().getByRole("button", { name: "Keep files", exact: true }).click();
+  await notice("session deleted; new session").waitFor({ timeout: 30_000 });
+  await poll("the old session's log deleted", () => !fs.existsSync(oldLog));
+  if (!fs.existsSync(path.join(workspace, "agent_spec.md"))) throw new Error("Keep files deleted agent_spec.md");
+  await poll("the view cleared after reset", async () => (await view().locator(".item").count()) === 0);
+  step("Reset: the session's log deleted, agent_spec.md kept");
   await page.screenshot({ path: path.join(RESULTS, "vscode-e2e.png") });
   ok = true;
 } finally {

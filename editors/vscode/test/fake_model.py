@@ -1,7 +1,7 @@
 """The repo's scripted OpenAI-compatible model, plus a JSON file of every request it received.
 
 Usage: python test/fake_model.py SCRIPT.json REQUESTS.json  (run with the repo root on PYTHONPATH).
-Prints the base URL on the first stdout line, like `python -m lsp_server.fake_openai`.
+Prints the base URL on the first stdout line, like `python -m lsp_server.fake_model`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
-from lsp_server.fake_openai import FakeOpenAI, load_script
+from lsp_server.fake_model import FakeOpenAI, load_script
 
 
 def main() -> int:

@@ -21,14 +21,15 @@ from typing import Any
 
 import pytest
 
-from lsp_server.fake_openai import FakeOpenAI
-from session.manager import SessionManager
+from lsp_server import protocol as proto
+from lsp_server.fake_model import FakeOpenAI
+from session.store.manager import SessionManager
 
 REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
 API_KEY = "sk-test-NVIM-0123456789abcdef"
-WARN = 3  # vim.log.levels.WARN
+INFO, WARN, ERROR = 2, 3, 4  # vim.log.levels
 SPEC_V1 = "# Support agent\nthree tools\n"
 SPEC_V2 = "# Support agent\nfour tools\n"
 
@@ -384,14 +385,26 @@ def test_fork_switches_to_a_child_with_the_transcript(commands: dict[str, Any]) 
     ]
 
 
+RESET_PROMPT = (
+    "Agent Assist: Reset Session (delete it)? "
+    "This deletes this session's conversation log and checkpoints."
+)
+
+
 def test_reset_asks_keeps_files_and_clears_the_chat(
     commands: dict[str, Any], commands_project: Project
 ) -> None:
-    [question] = [s for s in commands["reset_selects"] if "Also delete" in s["prompt"]]
+    confirmation, question = commands["reset_selects"][-2:]
+    assert confirmation == {
+        "prompt": RESET_PROMPT,
+        "items": ["Delete session", "Cancel"],
+        "choice": "Delete session",
+    }
+    assert "Also delete" in question["prompt"]
     assert question["items"] == ["Delete files", "Keep files", "Cancel"]
     assert question["choice"] == "Keep files"
     assert commands["reset_to"] != commands["reset_from"]
-    assert commands["reset"] == f"Agent Assist: new session {commands['reset_to']}"
+    assert commands["reset"] == f"Agent Assist: session deleted; new session {commands['reset_to']}"
     assert commands["chat_after_reset"] == [""]
     assert commands["spec_exists"] and (commands_project.root / "agent_spec.md").exists()
     assert not commands_project.manager().log_path(commands["reset_from"]).exists()
@@ -412,7 +425,10 @@ def test_ctrl_c_cancels_the_running_turn(
 def test_new_keeps_the_previous_session(commands: dict[str, Any]) -> None:
     assert commands["new_session"] != commands["cancel_session"]
     assert commands["cancel_session"] in commands["sessions_after_new"]
-    assert commands["new"].startswith(f"Agent Assist: new session {commands['new_session']}")
+    assert commands["new"] == (
+        f"Agent Assist: new session {commands['new_session']}"
+        f" (the previous one is kept: {commands['cancel_session']})"
+    )
 
 
 def test_checkhealth_reports_without_errors(commands: dict[str, Any]) -> None:
@@ -473,6 +489,93 @@ def test_resume_shows_the_context_and_compact_reports(commands: dict[str, Any]) 
     assert "only one" in commands["compact"]  # the server's reason
 
 
+# -- scenario 4: new keeps the previous session whole; reset asks first ------------------------
+
+
+@pytest.fixture(scope="module")
+def new_project(tmp_path_factory: pytest.TempPathFactory, nvim: str) -> Iterator[Project]:
+    with FakeOpenAI() as server:
+        server.add("Kiwi answer.")
+        yield make_project(tmp_path_factory.mktemp("nvim-new"), server, nvim)
+
+
+@pytest.fixture(scope="module")
+def new_session(new_project: Project) -> dict[str, Any]:
+    observed = new_project.launch("new_session_spec")
+    out = new_project.scratch / "new_session_spec.json"
+    observed["bytes"] = {
+        name: out.with_name(f"{out.name}.{name}").read_bytes()
+        for name in ("before_new", "after_new", "after_open", "after_decline")
+    }
+    return observed
+
+
+def test_new_gives_a_new_session_and_leaves_the_old_log_byte_identical(
+    new_session: dict[str, Any], new_project: Project
+) -> None:
+    old, new = new_session["old_session"], new_session["new_session"]
+    assert new != old
+    assert new_session["new"] == (
+        f"Agent Assist: new session {new} (the previous one is kept: {old})"
+    )
+    assert old in new_session["sessions_after_new"]
+    assert Path(new_session["log"]).resolve() == new_project.manager().log_path(old).resolve()
+    before = new_session["bytes"]["before_new"]
+    assert b'"kiwi question"' in before
+    assert new_session["bytes"]["after_new"] == before
+
+
+def test_the_kept_session_reopens_with_its_turn(new_session: dict[str, Any]) -> None:
+    old = new_session["old_session"]
+    assert new_session["opened"] == f"Agent Assist: opened session {old}"
+    assert new_session["session_after_open"] == old
+    assert new_session["chat_after_open"] == [
+        "## You (turn 1)",
+        "kiwi question",
+        "",
+        "## Assistant",
+        "Kiwi answer.",
+        "",
+    ]
+    # live again, it may append (its running summary): what was there stays byte for byte
+    before = new_session["bytes"]["before_new"]
+    assert new_session["bytes"]["after_open"].startswith(before)
+
+
+def test_reset_declined_sends_nothing(new_session: dict[str, Any]) -> None:
+    assert new_session["declined_confirmations"] == 1
+    assert new_session["declined_server_questions"] == 0
+    assert new_session["session_after_decline"] == new_session["old_session"]
+    assert new_session["log_after_decline"]
+    assert new_session["bytes"]["after_decline"].startswith(new_session["bytes"]["before_new"])
+
+
+def test_reset_cancelled_at_the_servers_question_is_an_info(new_session: dict[str, Any]) -> None:
+    note = new_session["server_cancelled"]
+    assert note["msg"] == "Agent Assist: Reset cancelled; nothing was changed."
+    assert note["level"] == INFO
+    assert new_session["session_after_server_cancel"] == new_session["old_session"]
+    assert new_session["log_after_server_cancel"]
+    assert notes(new_session, ERROR) == []
+
+
+def test_reset_confirmed_deletes_the_session(
+    new_session: dict[str, Any], new_project: Project
+) -> None:
+    old = new_session["old_session"]
+    confirmations = [s for s in new_session["reset_selects"] if s["prompt"] == RESET_PROMPT]
+    assert [c["items"] for c in confirmations] == [["Delete session", "Cancel"]] * 3
+    assert [c["choice"] for c in confirmations] == ["Cancel", "Delete session", "Delete session"]
+    questions = [s for s in new_session["reset_selects"] if "Also delete" in s["prompt"]]
+    assert [q["choice"] for q in questions] == ["Cancel", "Keep files"]
+    reset_to = new_session["reset_to"]
+    assert reset_to not in (old, new_session["new_session"])
+    assert new_session["reset"] == f"Agent Assist: session deleted; new session {reset_to}"
+    assert not new_session["log_after_reset"]
+    assert not new_project.manager().log_path(old).exists()
+    assert new_session["spec_after_reset"] and (new_project.root / "agent_spec.md").exists()
+
+
 # -- formatting without a server: the phase next to the turns --------------------------------
 
 
@@ -508,6 +611,23 @@ def test_status_shows_the_phase_next_to_the_turns(formatting: dict[str, Any]) ->
     unset = [line.replace(" · deploy", "") for line in formatting["status_deploy"]]
     assert formatting["status_unset"] == unset
     assert formatting["status_null"] == unset  # `phase: null` on the wire
+
+
+def test_only_a_failure_marked_cancelled_is_a_users_cancel(formatting: dict[str, Any]) -> None:
+    assert formatting["cancelled"] == {
+        "data_cancelled": True,
+        "no_data": False,
+        "null_data": False,
+        "not_cancelled": False,
+        "other_code": False,
+    }
+
+
+def test_method_names_and_error_codes_are_the_generated_ones(formatting: dict[str, Any]) -> None:
+    assert formatting["generated_names"]
+    assert formatting["methods"]["new"] == proto.NEW
+    assert formatting["methods"]["session_changed"] == proto.SESSION_CHANGED
+    assert formatting["errors"]["request_failed"] == proto.REQUEST_FAILED
 
 
 # -- scenario 3: model faults: retried attempts, replies cut short, the retry options ---------

@@ -59,6 +59,6 @@ def test_typecheck_lint_unit_integration_package() -> None:
 
 
 def test_end_to_end_in_code_server() -> None:
-    """Chat, reload, Resume, transcript back and a context-aware reply in real VS Code."""
+    """Chat, reload, Resume, a context-aware reply, New session and Reset in real VS Code."""
     _run("e2e.sh", timeout=1200)
     assert (EXTENSION / "test-results" / "vscode-e2e.png").is_file()

@@ -1,129 +1,15 @@
 -- agent_assist.client: One `agent-assist serve` per project root, started with vim.lsp.start.
 
 local config = require("agent_assist.config")
+local protocol = require("agent_assist.protocol")
 
 local M = {}
 
 M.NAME = "agent_assist"
 
---- Custom methods of the wire contract (docs/protocol.md, lsp_server/protocol.py).
-M.methods = {
-  chat = "agentAssist/chat",
-  save = "agentAssist/save",
-  reset = "agentAssist/reset",
-  resume = "agentAssist/resume",
-  status = "agentAssist/status",
-  history = "agentAssist/history",
-  sessions = "agentAssist/sessions",
-  open = "agentAssist/open",
-  checkpoint = "agentAssist/checkpoint",
-  compact = "agentAssist/compact",
-  fork = "agentAssist/fork",
-  search = "agentAssist/search",
-  chat_delta = "agentAssist/chatDelta",
-  chat_retry = "agentAssist/chatRetry",
-  tool_call = "agentAssist/toolCall",
-  drift = "agentAssist/drift",
-  session_changed = "agentAssist/sessionChanged",
-}
-
----@class agent_assist.ChatParams
----@field text string
-
----@class agent_assist.ChatResult
----@field sessionId string
----@field turn integer
----@field text string
----@field endReason "completed"
----@field usage { inputTokens: integer, outputTokens: integer, requests: integer, estimated?: boolean } estimated: the server sent no counts
----@field attempts integer model attempts the turn took (more than 1 after retries)
-
----@class agent_assist.ChatDeltaParams
----@field sessionId string
----@field turn integer
----@field delta string
-
---- A model attempt failed after some of its text was streamed: drop that text, deltas restart.
----@class agent_assist.ChatRetryParams
----@field sessionId string
----@field turn integer
----@field attempt integer the attempt about to start (2 on the first retry)
----@field reason string
-
----@class agent_assist.ToolCallParams
----@field sessionId string
----@field turn integer
----@field tool string
----@field args any
----@field status "started"|"done"|"failed"
-
----@class agent_assist.DriftParams
----@field sessionId string
----@field source "resume"|"watcher"
----@field messageShown boolean the server also showed it as window/showMessage (off: driftMessages = false)
----@field modified string[]
----@field deleted string[]
----@field created string[]
----@field unchanged integer
-
----@class agent_assist.SessionChangedParams
----@field sessionId string
----@field reason "new"|"resumed"|"reset"|"opened"|"forked"|"restored"
-
----@class agent_assist.TranscriptItem
----@field turn integer? null for a notice outside any turn ("Older turns were compacted.")
----@field role "user"|"assistant"|"tool"|"notice"
----@field text string
----@field endReason? string
----@field status? string
----@field partial? boolean an answer cut short (stopped, failed): only what was streamed of it
-
----@alias agent_assist.Phase "design"|"code"|"deploy" set or cleared by the model's `set_phase`
-
----@class agent_assist.StatusResult
----@field sessionId string
----@field state "idle"|"running"
----@field waiting integer
----@field resumed boolean
----@field turns integer
----@field model string?
----@field drift integer
----@field readOnly boolean
----@field persistence "full"|"metadata"
----@field contextWindow integer the window in use: lower than configured if the model server reported less
----@field phase agent_assist.Phase? null when unset
-
----@class agent_assist.SessionInfo
----@field sessionId string
----@field title string? null when the session has none
----@field createdAt string
----@field updatedAt string
----@field turns integer
----@field phase? agent_assist.Phase absent when unset
----@field parentSessionId? string
----@field active boolean
-
----@class agent_assist.SessionsResult
----@field sessions agent_assist.SessionInfo[]
-
----@class agent_assist.SearchParams
----@field query string
----@field sessionId? string
----@field limit? integer
-
----@class agent_assist.SearchHit
----@field sessionId string
----@field seq integer
----@field turn integer? null when the hit is in no turn
----@field type string
----@field snippet string
-
-M.errors = {
-  method_not_found = -32601,
-  invalid_params = -32602,
-  request_cancelled = -32800,
-  request_failed = -32803,
-}
+--- Method names and error codes of the wire contract (generated: agent_assist.protocol).
+M.methods = protocol.methods
+M.errors = protocol.errors
 
 ---@class agent_assist.Project
 ---@field root string
@@ -344,9 +230,8 @@ end
 
 --- Start (once per root) the server for `root`.
 ---@param root? string
----@param init_overrides? table initializationOptions fields for this start only
 ---@return agent_assist.Project?
-function M.ensure(root, init_overrides)
+function M.ensure(root)
   root = root or M.root()
   local running = M.get(root)
   if running then
@@ -377,7 +262,7 @@ function M.ensure(root, init_overrides)
     cmd_cwd = root,
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fs.basename(root) } },
-    init_options = vim.tbl_extend("force", config.init_options(root), init_overrides or {}),
+    init_options = config.init_options(root),
     handlers = handlers(),
     on_init = function(client)
       project.initialized = true
@@ -421,30 +306,6 @@ function M.ensure(root, init_overrides)
     attach_buffer(project, bufnr)
   end
   return project
-end
-
---- Stop the server of `root` (it autosaves), wait for it, and start it again.
----@param root? string
----@param init_overrides? table e.g. { autoResume = "never" } to start a new session
----@return agent_assist.Project?
-function M.restart(root, init_overrides)
-  root = root or M.root()
-  local project = M.get(root)
-  if project then
-    local lsp_client = vim.lsp.get_client_by_id(project.client_id)
-    project.stopping = true
-    if lsp_client then
-      call(lsp_client, "stop")
-    end
-    vim.wait(config.get().stop_timeout, function()
-      return project.exited
-    end, 20)
-    if not project.exited and lsp_client then
-      call(lsp_client, "stop", true)
-    end
-  end
-  M.projects[root] = nil
-  return M.ensure(root, init_overrides)
 end
 
 --- Run `fn(client)` once the server for `root` is initialized (starting it if needed).

@@ -5,13 +5,30 @@ local client = require("agent_assist.client")
 local M = {}
 
 local methods = client.methods
-local WARN, ERROR = vim.log.levels.WARN, vim.log.levels.ERROR
+local INFO, WARN, ERROR = vim.log.levels.INFO, vim.log.levels.WARN, vim.log.levels.ERROR
+
+--- What `:AgentAssist reset` asks before anything is sent.
+M.RESET_PROMPT =
+  "Reset Session (delete it)? This deletes this session's conversation log and checkpoints."
+M.RESET_CHOICES = { "Delete session", "Cancel" }
 
 local function chat()
   return require("agent_assist.chat")
 end
 
+--- A RequestFailed answer saying the user cancelled (`data: {cancelled: true}`): nothing changed.
+---@param err lsp.ResponseError
+---@return boolean
+function M.cancelled_by_user(err)
+  local data = err.data ---@type agent_assist.FailureData?
+  return err.code == client.errors.request_failed
+    and type(data) == "table"
+    and data.cancelled == true
+end
+
 --- Send a request for the current root; report errors, hand results to `on_result`.
+--- A cancel (e.g. at reset's question) is a choice and shows as information, any other failure
+--- as an error.
 local function ask(method, params, on_result)
   local root = client.root()
   client.request(root, method, params or {}, function(err, result)
@@ -19,7 +36,7 @@ local function ask(method, params, on_result)
       if err.code == client.errors.method_not_found then
         client.notify(method .. " is not supported by this server version", WARN)
       else
-        client.notify(err.message or "request failed", ERROR)
+        client.notify(err.message or "request failed", M.cancelled_by_user(err) and INFO or ERROR)
       end
       return
     end
@@ -179,29 +196,36 @@ M.subcommands = {
     end)
   end,
   reset = function()
-    ask(methods.reset, {}, function(result)
-      local deleted = result.deletedFiles or {}
-      client.notify(
-        ("new session %s%s"):format(
-          result.sessionId,
-          #deleted > 0 and ("; deleted " .. join(deleted)) or ""
+    vim.ui.select(M.RESET_CHOICES, {
+      prompt = "Agent Assist: " .. M.RESET_PROMPT,
+      kind = "agent_assist.confirm",
+    }, function(choice)
+      if choice ~= M.RESET_CHOICES[1] then
+        return -- declined or dismissed: nothing is sent
+      end
+      -- deleteFiles unset: the server asks about agent_spec.md and templates/; Cancel there
+      -- answers RequestFailed with data.cancelled ("Reset cancelled; nothing was changed.")
+      ask(methods.reset, {}, function(result)
+        ---@cast result agent_assist.ResetResult
+        local deleted = result.deletedFiles or {}
+        client.notify(
+          ("session deleted; new session %s%s"):format(
+            result.sessionId,
+            #deleted > 0 and ("; also deleted " .. join(deleted)) or ""
+          )
         )
-      )
+      end)
     end)
   end,
   new = function()
-    -- A fresh session that keeps the current one (reset would delete it): restart the
-    -- server without resuming; it autosaves the current session on the way out.
-    local root = client.root()
-    if not client.restart(root, { autoResume = "never" }) then
-      return
-    end
-    client.request(root, methods.status, {}, function(err, result)
-      if err then
-        client.notify(err.message, ERROR)
-      else
-        client.notify("new session " .. result.sessionId .. " (the previous one is kept)")
-      end
+    ask(methods.new, {}, function(result)
+      ---@cast result agent_assist.NewResult
+      local previous = result.previousSessionId
+      client.notify(
+        type(previous) == "string"
+            and ("new session %s (the previous one is kept: %s)"):format(result.sessionId, previous)
+          or ("new session %s"):format(result.sessionId)
+      )
     end)
   end,
   resume = function()

@@ -1,6 +1,7 @@
 -- agent_assist.config: Options, defaults and what the server is told at initialize.
 
----@class agent_assist.ModelOptions
+--- setup()'s `model` (snake_case); sent as agent_assist.ModelOptions.
+---@class agent_assist.ModelConfig
 ---@field name? string     model name; falls back to $AGENT_ASSIST_LLM_MODEL_NAME in the server
 ---@field base_url? string OpenAI-compatible base URL; falls back to $AGENT_ASSIST_LLM_BASE_URL
 ---@field max_retries? integer     retries of a failed model request, 0-10; server: $AGENT_ASSIST_LLM_MAX_RETRIES, else 2
@@ -20,7 +21,7 @@
 ---@field cmd? string[]                  server command; default the project's venv or `agent-assist serve`
 ---@field instance_id? string            default: stable per project root
 ---@field auto_resume "ask"|"always"|"never"
----@field model agent_assist.ModelOptions the API key is never set here: the server reads it from the environment
+---@field model agent_assist.ModelConfig the API key is never set here: the server reads it from the environment
 ---@field persistence "full"|"metadata"
 ---@field tracked_files? string[]        globs whose drift is watched; default the server's
 ---@field context_window? integer        tokens of the model's context window, 1000-10000000; server default 128000
@@ -231,8 +232,9 @@ end
 
 --- The `initializationOptions` for a root. Nothing secret: the key stays in the environment.
 ---@param root string
----@return table
+---@return agent_assist.InitializationOptions
 function M.init_options(root)
+  ---@type agent_assist.InitializationOptions
   local init = {
     instanceId = M.instance_id(root),
     autoResume = options.auto_resume,
@@ -242,6 +244,7 @@ function M.init_options(root)
     compactAt = options.compact_at,
     driftMessages = false, -- agentAssist/drift is shown instead of the server's repeat of it
   }
+  ---@type agent_assist.ModelOptions
   local model = {}
   if options.model.name then
     model.name = options.model.name

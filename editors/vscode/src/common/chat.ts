@@ -1,10 +1,9 @@
 /** The conversation: sends chats, streams deltas to the view, cancels on Stop, redraws from history. */
 import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
-import { CHAT, HISTORY, REQUEST_CANCELLED, STATUS } from "./constants";
 import { errorText } from "./logging";
 import { describeToolArgs, type HostMessage } from "./messages";
-import type { ChatResult, HistoryResult, StatusResult } from "./protocol";
+import { CHAT, HISTORY, REQUEST_CANCELLED, STATUS } from "./protocol";
 import type { AgentServer } from "./server";
 import type { StatusBar } from "./status";
 
@@ -56,7 +55,7 @@ export class ChatController implements vscode.Disposable {
     this.post({ type: "userMessage", text });
     this.setRunning(true);
     try {
-      const result = await this.server.request<ChatResult>(CHAT, { text }, source.token);
+      const result = await this.server.request(CHAT, { text }, source.token);
       this.sessionId = result.sessionId;
       this.post({ type: "turnEnd", turn: result.turn, text: result.text, endReason: result.endReason });
     } catch (error) {
@@ -84,7 +83,7 @@ export class ChatController implements vscode.Disposable {
       return;
     }
     try {
-      const history = await this.server.request<HistoryResult>(HISTORY, {});
+      const history = await this.server.request(HISTORY, {});
       this.sessionId = history.sessionId;
       this.post({ type: "transcript", sessionId: history.sessionId, items: history.items });
       this.setRunning(this.busy);
@@ -95,7 +94,7 @@ export class ChatController implements vscode.Disposable {
 
   async refreshStatus(): Promise<void> {
     try {
-      const status = await this.server.request<StatusResult>(STATUS, {});
+      const status = await this.server.request(STATUS, {});
       this.sessionId = status.sessionId;
       this.status.update({
         sessionId: status.sessionId,

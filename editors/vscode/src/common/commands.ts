@@ -1,22 +1,25 @@
 /** The palette and view-title commands: thin calls to the server with quick picks where needed. */
 import * as vscode from "vscode";
-import { CHECKPOINT, COMPACT, FORK, OPEN, RESET, RESUME, SAVE, SEARCH, SESSIONS } from "./constants";
 import { errorText } from "./logging";
-import type {
-  CheckpointListResult,
-  CheckpointRestoreResult,
-  CompactResult,
-  ForkResult,
-  OpenResult,
-  ResetResult,
-  ResumeResult,
-  SaveResult,
-  SearchHit,
-  SearchResult,
-  SessionInfo,
-  SessionsResult,
+import {
+  CHECKPOINT,
+  COMPACT,
+  describeTurns,
+  type FailureData,
+  FORK,
+  NEW,
+  type NewResult,
+  type ResetResult,
+  OPEN,
+  REQUEST_FAILED,
+  RESET,
+  RESUME,
+  SAVE,
+  SEARCH,
+  type SearchHit,
+  type SessionInfo,
+  SESSIONS,
 } from "./protocol";
-import { describeTurns } from "./protocol";
 import type { AgentServer } from "./server";
 
 type Handler = () => Promise<void>;
@@ -41,6 +44,45 @@ export function searchPickItem(hit: SearchHit): vscode.QuickPickItem & { session
   };
 }
 
+/** New session keeps the previous one: `new session 0123abcd (the previous one is kept)`. */
+export function newSessionText(result: NewResult): string {
+  const kept = result.previousSessionId === null ? "" : " (the previous one is kept)";
+  return `new session ${result.sessionId.slice(0, 8)}${kept}`;
+}
+
+/** Reset deleted the session: the new id and any spec/template files deleted with it. */
+export function resetText(result: ResetResult): string {
+  const deleted = result.deletedFiles.length > 0 ? `; also deleted ${result.deletedFiles.join(", ")}` : "";
+  return `session deleted; new session ${result.sessionId.slice(0, 8)}${deleted}`;
+}
+
+/** The modal asked before `agentAssist/reset`: it names what is deleted. */
+export const RESET_CONFIRMATION = {
+  message: "Reset Session (delete it)?",
+  detail:
+    "This deletes this session's conversation log and checkpoints; it cannot be undone. " +
+    "Other sessions are kept. New session starts fresh without deleting anything.",
+  action: "Delete session",
+};
+
+/** The `data` of a RequestFailed answer; anything else reads as no data. */
+function failureData(data: unknown): FailureData {
+  return typeof data === "object" && data !== null && "cancelled" in data && typeof data.cancelled === "boolean"
+    ? { cancelled: data.cancelled }
+    : {};
+}
+
+/** A RequestFailed (-32803) answer saying the user cancelled (`data: {cancelled: true}`): nothing was changed. */
+export function cancelledByUser(error: unknown): error is Error {
+  return (
+    error instanceof Error &&
+    "code" in error &&
+    error.code === REQUEST_FAILED &&
+    "data" in error &&
+    failureData(error.data).cancelled === true
+  );
+}
+
 function info(text: string): void {
   void vscode.window.showInformationMessage(`Agent Assist: ${text}`);
 }
@@ -51,7 +93,8 @@ export class SessionCommands {
   /** Every command of the view, keyed by the id declared in package.json. */
   handlers(): Record<string, Handler> {
     return {
-      "agentAssist.newSession": () => this.reset(),
+      "agentAssist.newSession": () => this.newSession(),
+      "agentAssist.resetSession": () => this.resetSession(),
       "agentAssist.saveSession": () => this.save(),
       "agentAssist.showResumeContext": () => this.resumeContext(),
       "agentAssist.checkpoints": () => this.checkpoints(),
@@ -62,30 +105,42 @@ export class SessionCommands {
     };
   }
 
-  /** Wrap a handler so a failed request becomes an error notification. */
+  /** Wrap a handler so a failed request becomes an error notification; a cancel (reset's Cancel) an information. */
   static guarded(handler: Handler): () => Promise<void> {
     return async () => {
       try {
         await handler();
       } catch (error) {
-        void vscode.window.showErrorMessage(`Agent Assist: ${errorText(error)}`);
+        if (cancelledByUser(error)) {
+          info(error.message);
+        } else {
+          void vscode.window.showErrorMessage(`Agent Assist: ${errorText(error)}`);
+        }
       }
     };
   }
 
-  private async reset(): Promise<void> {
-    const result = await this.server.request<ResetResult>(RESET, {});
-    const deleted = result.deletedFiles.length > 0 ? ` (deleted ${result.deletedFiles.join(", ")})` : "";
-    info(`new session ${result.sessionId.slice(0, 8)}${deleted}`);
+  private async newSession(): Promise<void> {
+    info(newSessionText(await this.server.request(NEW, {})));
+  }
+
+  /** Ask first; deleteFiles stays unset, so the server asks about agent_spec.md and templates/ itself. */
+  private async resetSession(): Promise<void> {
+    const { message, detail, action } = RESET_CONFIRMATION;
+    if ((await vscode.window.showWarningMessage(message, { modal: true, detail }, action)) !== action) {
+      return;
+    }
+    // Cancel at the server's question fails it with data.cancelled: `guarded` shows that as information
+    info(resetText(await this.server.request(RESET, {})));
   }
 
   private async save(): Promise<void> {
-    const result = await this.server.request<SaveResult>(SAVE, {});
+    const result = await this.server.request(SAVE, {});
     info(`saved session ${result.sessionId.slice(0, 8)} (checkpoint ${result.checkpoint})`);
   }
 
   private async resumeContext(): Promise<void> {
-    const result = await this.server.request<ResumeResult>(RESUME, {});
+    const result = await this.server.request(RESUME, {});
     const doc = await vscode.workspace.openTextDocument({
       language: "markdown",
       content: result.context || "_No resume context: this session started fresh._",
@@ -94,7 +149,10 @@ export class SessionCommands {
   }
 
   private async checkpoints(): Promise<void> {
-    const list = await this.server.request<CheckpointListResult>(CHECKPOINT, {});
+    const list = await this.server.request(CHECKPOINT, {});
+    if (!("checkpoints" in list)) {
+      throw new Error("agentAssist/checkpoint: expected the list of checkpoints");
+    }
     if (list.checkpoints.length === 0) {
       info("no checkpoints yet (Save makes one)");
       return;
@@ -111,7 +169,10 @@ export class SessionCommands {
     if (!pick) {
       return;
     }
-    const result = await this.server.request<CheckpointRestoreResult>(CHECKPOINT, { number: pick.number });
+    const result = await this.server.request(CHECKPOINT, { number: pick.number });
+    if ("checkpoints" in result) {
+      throw new Error("agentAssist/checkpoint: expected what the restore did");
+    }
     const created = result.createdFiles.length > 0 ? `; created since and kept: ${result.createdFiles.join(", ")}` : "";
     info(`restored checkpoint #${result.number}: ${result.restoredFiles.length} file(s)${created}`);
   }
@@ -119,7 +180,7 @@ export class SessionCommands {
   private async compact(): Promise<void> {
     const result = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: "Agent Assist: compacting…" },
-      () => this.server.request<CompactResult>(COMPACT, {}),
+      () => this.server.request(COMPACT, {}),
     );
     info(
       result.compacted
@@ -129,7 +190,7 @@ export class SessionCommands {
   }
 
   private async fork(): Promise<void> {
-    const result = await this.server.request<ForkResult>(FORK, {});
+    const result = await this.server.request(FORK, {});
     info(`forked ${result.parentSessionId.slice(0, 8)} → ${result.sessionId.slice(0, 8)}`);
   }
 
@@ -138,7 +199,7 @@ export class SessionCommands {
     if (!query) {
       return;
     }
-    const result = await this.server.request<SearchResult>(SEARCH, { query });
+    const result = await this.server.request(SEARCH, { query });
     if (result.results.length === 0) {
       info(`nothing found for "${query}"`);
       return;
@@ -153,7 +214,7 @@ export class SessionCommands {
   }
 
   private async sessions(): Promise<void> {
-    const result = await this.server.request<SessionsResult>(SESSIONS, {});
+    const result = await this.server.request(SESSIONS, {});
     const pick = await vscode.window.showQuickPick(
       result.sessions.map(sessionPickItem),
       { title: "Agent Assist sessions of this project" },
@@ -164,7 +225,7 @@ export class SessionCommands {
   }
 
   private async open(sessionId: string): Promise<void> {
-    const result = await this.server.request<OpenResult>(OPEN, { sessionId });
+    const result = await this.server.request(OPEN, { sessionId });
     info(`opened session ${result.sessionId.slice(0, 8)}`);
   }
 }

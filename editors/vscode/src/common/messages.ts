@@ -1,5 +1,5 @@
 /** Typed messages between the sidebar webview and the extension host (only the host talks to the server). */
-import type { TranscriptItem } from "./protocol";
+import type { TranscriptItem, TranscriptRole } from "./protocol";
 
 /** Webview → extension. */
 export type WebviewMessage =
@@ -60,7 +60,7 @@ export function parseWebviewMessage(value: unknown): WebviewMessage | undefined 
   }
 }
 
-const ROLES: readonly TranscriptItem["role"][] = ["user", "assistant", "tool", "notice"];
+const ROLES: readonly TranscriptRole[] = ["user", "assistant", "tool", "notice"];
 
 function parseItem(value: unknown): TranscriptItem | undefined {
   if (!isRecord(value) || typeof value.text !== "string") {

@@ -11,9 +11,22 @@ import {
   State,
   TransportKind,
 } from "vscode-languageclient/node";
-import { CHAT_DELTA, CHAT_RETRY, DRIFT, EXTENSION_ID, SESSION_CHANGED, TOOL_CALL } from "./constants";
+import { EXTENSION_ID } from "./constants";
 import { errorText } from "./logging";
-import type { ChatDeltaParams, ChatRetryParams, DriftParams, SessionChangedParams, ToolCallParams } from "./protocol";
+import {
+  CHAT_DELTA,
+  CHAT_RETRY,
+  type ChatDeltaParams,
+  type ChatRetryParams,
+  DRIFT,
+  type DriftParams,
+  type Notifications,
+  type Requests,
+  SESSION_CHANGED,
+  type SessionChangedParams,
+  TOOL_CALL,
+  type ToolCallParams,
+} from "./protocol";
 import type { ApiKeyStore } from "./secrets";
 import { readSettings, resolveServerCommand, SECTION, toInitializationOptions } from "./settings";
 
@@ -24,6 +37,15 @@ function isExecutable(file: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Fire `emitter` with each notification of `method`; the map ties the two types together. */
+function relay<M extends keyof Notifications>(
+  client: LanguageClient,
+  method: M,
+  emitter: vscode.EventEmitter<Notifications[M]>,
+): void {
+  client.onNotification(method, (params: Notifications[M]) => emitter.fire(params));
 }
 
 export class AgentServer implements vscode.Disposable {
@@ -88,11 +110,11 @@ export class AgentServer implements vscode.Disposable {
     const client = new LanguageClient("agentAssist", "Agent Assist", serverOptions, clientOptions);
     this.client = client;
     client.onDidChangeState((e) => this.onRunning.fire(e.newState === State.Running));
-    client.onNotification(CHAT_DELTA, (p: ChatDeltaParams) => this.onChatDelta.fire(p));
-    client.onNotification(CHAT_RETRY, (p: ChatRetryParams) => this.onChatRetry.fire(p));
-    client.onNotification(TOOL_CALL, (p: ToolCallParams) => this.onToolCall.fire(p));
-    client.onNotification(DRIFT, (p: DriftParams) => this.onDrift.fire(p));
-    client.onNotification(SESSION_CHANGED, (p: SessionChangedParams) => this.onSessionChanged.fire(p));
+    relay(client, CHAT_DELTA, this.onChatDelta);
+    relay(client, CHAT_RETRY, this.onChatRetry);
+    relay(client, TOOL_CALL, this.onToolCall);
+    relay(client, DRIFT, this.onDrift);
+    relay(client, SESSION_CHANGED, this.onSessionChanged);
     client.onNotification(ShowMessageNotification.type, (p) => this.showMessage(p.type, p.message));
     try {
       await client.start();
@@ -130,8 +152,12 @@ export class AgentServer implements vscode.Disposable {
     await this.start();
   }
 
-  /** Send a request; rejects with a readable error when the server is not running. */
-  async request<R>(method: string, params: object, token?: CancellationToken): Promise<R> {
+  /** Send a request typed by its method; rejects with a readable error when the server is not running. */
+  async request<M extends keyof Requests>(
+    method: M,
+    params: Requests[M]["params"],
+    token?: CancellationToken,
+  ): Promise<Requests[M]["result"]> {
     const client = this.client;
     if (!client) {
       throw new Error("the Agent Assist server is not running (Agent Assist: Restart Server)");
@@ -139,7 +165,8 @@ export class AgentServer implements vscode.Disposable {
     if (client.state !== State.Running) {
       await client.start();
     }
-    return token ? client.sendRequest<R>(method, params, token) : client.sendRequest<R>(method, params);
+    type Result = Requests[M]["result"];
+    return token ? client.sendRequest<Result>(method, params, token) : client.sendRequest<Result>(method, params);
   }
 
   dispose(): void {

@@ -1,6 +1,6 @@
 /** Settings (package.json `contributes.configuration`) parsed into typed objects; no vscode runtime import. */
 import * as path from "node:path";
-import type { AutoResume, InitializationOptions, Persistence } from "./protocol";
+import type { AutoResume, InitializationOptions, ModelOptions, Persistence } from "./protocol";
 
 export const SECTION = "agentAssist";
 
@@ -88,7 +88,7 @@ export function toInitializationOptions(
   instanceId: string,
   apiKey: string | undefined,
 ): InitializationOptions {
-  const model = {
+  const model: ModelOptions = {
     ...(settings.modelName ? { name: settings.modelName } : {}),
     ...(settings.modelBaseUrl ? { baseUrl: settings.modelBaseUrl } : {}),
     ...(apiKey ? { apiKey } : {}),

@@ -4,12 +4,13 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as readline from "node:readline";
 import {
+  type CancellationToken,
   createMessageConnection,
   type MessageConnection,
   StreamMessageReader,
   StreamMessageWriter,
 } from "vscode-jsonrpc/node";
-import type { InitializationOptions } from "../../src/common/protocol";
+import type { InitializationOptions, Requests } from "../../src/common/protocol";
 
 export const REPO = path.resolve(__dirname, "../../../..");
 export const PYTHON = process.env.AGENT_ASSIST_PYTHON ?? path.join(REPO, ".venv/bin/python");
@@ -132,6 +133,15 @@ export class ServerSession {
     });
     await this.connection.sendNotification("initialized", {});
     return result;
+  }
+
+  /** A custom request typed by its method, as `AgentServer.request` sends it. */
+  request<M extends keyof Requests>(
+    method: M,
+    params: Requests[M]["params"],
+    token?: CancellationToken,
+  ): Promise<Requests[M]["result"]> {
+    return token ? this.connection.sendRequest(method, params, token) : this.connection.sendRequest(method, params);
   }
 
   async shutdown(): Promise<void> {

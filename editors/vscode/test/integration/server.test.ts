@@ -4,18 +4,23 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CancellationTokenSource, ResponseError } from "vscode-jsonrpc/node";
+import { cancelledByUser } from "../../src/common/commands";
+import type { HostMessage } from "../../src/common/messages";
 import {
   CHAT,
   CHAT_DELTA,
   CHAT_RETRY,
   DRIFT,
   HISTORY,
+  NEW,
+  OPEN,
   REQUEST_CANCELLED,
+  REQUEST_FAILED,
+  RESET,
   SESSION_CHANGED,
+  SESSIONS,
   STATUS,
-} from "../../src/common/constants";
-import type { HostMessage } from "../../src/common/messages";
-import type { ChatResult, HistoryResult, StatusResult } from "../../src/common/protocol";
+} from "../../src/common/protocol";
 import { DEFAULT_SETTINGS, toInitializationOptions } from "../../src/common/settings";
 import { applyHostMessage, endMark, type Transcript } from "../../src/webview/transcript";
 import { type FakeModel, SERVER, ServerSession, startFakeModel } from "./harness";
@@ -62,7 +67,7 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
     const started = await first.waitFor(SESSION_CHANGED);
     expect(started.params.reason).toBe("new");
 
-    const result: ChatResult = await first.connection.sendRequest(CHAT, { text: "first question about apples" });
+    const result = await first.request(CHAT, { text: "first question about apples" });
     const deltas = first.notifications.filter((n) => n.method === CHAT_DELTA).map((n) => n.params);
     expect(deltas.length).toBeGreaterThan(3);
     expect(deltas.map((d) => d.delta).join("")).toBe(FIRST_REPLY);
@@ -76,7 +81,7 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
 
     // -- Stop: cancel the chat through its token
     const source = new CancellationTokenSource();
-    const stopped = first.connection.sendRequest(CHAT, { text: "second question, to be stopped" }, source.token);
+    const stopped = first.request(CHAT, { text: "second question, to be stopped" }, source.token);
     await first.waitFor(CHAT_DELTA, (p) => p.turn === result.turn + 1);
     source.cancel();
     const error: unknown = await stopped.then(
@@ -85,7 +90,7 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
     );
     expect(error).toBeInstanceOf(ResponseError);
     expect((error as ResponseError<unknown>).code).toBe(REQUEST_CANCELLED);
-    const status: StatusResult = await first.connection.sendRequest(STATUS, {});
+    const status = await first.request(STATUS, {});
     expect(status.state).toBe("idle");
     await first.shutdown();
 
@@ -110,7 +115,7 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
     expect(messages.filter((m: string) => /files changed/i.test(m))).toEqual([]);
 
     // -- the transcript the view redraws
-    const history: HistoryResult = await second.connection.sendRequest(HISTORY, {});
+    const history = await second.request(HISTORY, {});
     expect(history.sessionId).toBe(result.sessionId);
     const texts = history.items.map((i) => `${i.role}:${i.text}`);
     expect(texts).toContain("user:first question about apples");
@@ -122,7 +127,7 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
 
     // -- the next reply is aware of the earlier turn: the model receives it
     const before = model.requests().length;
-    const next: ChatResult = await second.connection.sendRequest(CHAT, { text: "what did I ask first?" });
+    const next = await second.request(CHAT, { text: "what did I ask first?" });
     expect(next.text).toBe("Echo: what did I ask first?");
     expect(next.turn).toBeGreaterThan(result.turn);
     await expect.poll(() => model.requests().length, { timeout: 5000 }).toBeGreaterThan(before);
@@ -155,7 +160,7 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
       await session.initialize(project, toInitializationOptions(settings, "vscode-retry", "sk-test-key"));
       await session.waitFor(SESSION_CHANGED);
 
-      const result: ChatResult = await session.connection.sendRequest(CHAT, { text: "explain it" });
+      const result = await session.request(CHAT, { text: "explain it" });
       expect(result.text).toBe("The whole answer.");
       expect(result.attempts).toBe(2);
       // what ChatController posts to the view, in the order the server sent it
@@ -179,15 +184,15 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
       expect(done.items.at(-1)).toEqual({ turn: result.turn, role: "assistant", text: "The whole answer.", endReason: "completed" });
 
       // the redrawn transcript never has the abandoned attempt
-      const history: HistoryResult = await session.connection.sendRequest(HISTORY, {});
+      const history = await session.request(HISTORY, {});
       expect(JSON.stringify(history.items)).not.toContain("Half an answer");
 
-      const estimated: ChatResult = await session.connection.sendRequest(CHAT, { text: "and usage?" });
+      const estimated = await session.request(CHAT, { text: "and usage?" });
       expect(estimated.text).toBe("No usage sent.");
       expect(estimated.usage.estimated).toBe(true);
       expect(result.usage.estimated).toBeFalsy();
 
-      const status: StatusResult = await session.connection.sendRequest(STATUS, {});
+      const status = await session.request(STATUS, {});
       expect(status.contextWindow).toBe(64_000);
       const warnings = session.notifications.filter((n) => n.method === "window/showMessage").map((n) => n.params.message);
       expect(warnings.filter((m: string) => /maxRetries|streamTimeout|contextWindow|compactAt/.test(m))).toEqual([]);
@@ -197,13 +202,77 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
     }
   }, 60_000);
 
+  it("New session keeps the previous one whole; Reset deletes it, and Cancel at the server's question changes nothing", async () => {
+    const dir = fs.mkdtempSync(path.join(tmp, "new-"));
+    const project = path.join(dir, "project");
+    const store = path.join(dir, "home");
+    fs.mkdirSync(project);
+    fs.writeFileSync(path.join(project, "agent_spec.md"), "# Spec\n");
+    const kiwi = await startFakeModel(dir, [{ text: "Kiwi answer." }]);
+    const answers = ["Cancel", "Keep files"];
+    try {
+      const settings = { ...DEFAULT_SETTINGS, modelName: "fake-model", modelBaseUrl: kiwi.baseUrl };
+      const session = ServerSession.start(project, store, () => ({ title: answers.shift() }));
+      sessions.push(session);
+      await session.initialize(project, toInitializationOptions(settings, "vscode-new", "sk-test-key"));
+      await session.waitFor(SESSION_CHANGED);
+      const turn = await session.request(CHAT, { text: "kiwi question" });
+      const old = turn.sessionId;
+      const projects = path.join(store, "projects");
+      const [log] = fs
+        .readdirSync(projects)
+        .map((p) => path.join(projects, p, "sessions", `${old}.events.jsonl`))
+        .filter((f) => fs.existsSync(f));
+      expect(log).toBeDefined();
+      const before = fs.readFileSync(log!);
+
+      const fresh = await session.request(NEW, {});
+      expect(fresh.previousSessionId).toBe(old);
+      expect(fresh.sessionId).not.toBe(old);
+      await session.waitFor(SESSION_CHANGED, (p) => p.sessionId === fresh.sessionId && p.reason === "new");
+      const listed = await session.request(SESSIONS, {});
+      expect(listed.sessions.map((s) => s.sessionId)).toContain(old);
+      expect(fs.readFileSync(log!).equals(before)).toBe(true);
+      expect((await session.request(HISTORY, {})).items).toEqual([]);
+
+      await session.request(OPEN, { sessionId: old });
+      const reopened = await session.request(HISTORY, {});
+      expect(reopened.items.map((i) => `${i.role}:${i.text}`)).toEqual(["user:kiwi question", "assistant:Kiwi answer."]);
+      // live again, it may append (its running summary); what was there stays byte for byte
+      const intact = () => fs.readFileSync(log!).subarray(0, before.length).equals(before);
+      expect(intact()).toBe(true);
+
+      // deleteFiles unset: the server asks about agent_spec.md; Cancel fails the request, nothing changes
+      const cancelled = await session.request(RESET, {}).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(cancelled).toBeInstanceOf(ResponseError);
+      expect((cancelled as ResponseError<unknown>).code).toBe(REQUEST_FAILED);
+      expect((cancelled as ResponseError<unknown>).message).toBe("Reset cancelled; nothing was changed.");
+      expect((cancelled as ResponseError<unknown>).data).toEqual({ cancelled: true });
+      expect(cancelledByUser(cancelled)).toBe(true);
+      expect(session.messageRequests.at(-1).message).toContain("agent_spec.md");
+      expect(intact()).toBe(true);
+
+      const reset = await session.request(RESET, {});
+      expect(reset.sessionId).not.toBe(old);
+      expect(reset.deletedFiles).toEqual([]);
+      expect(fs.existsSync(log!)).toBe(false);
+      expect(fs.existsSync(path.join(project, "agent_spec.md"))).toBe(true);
+      await session.shutdown();
+    } finally {
+      kiwi.stop();
+    }
+  }, 60_000);
+
   it("answers New session with a fresh session", async () => {
     const third = ServerSession.start(workspace, home, () => ({ title: "New session" }));
     sessions.push(third);
     await third.initialize(workspace, options());
     const changed = await third.waitFor(SESSION_CHANGED);
     expect(changed.params.reason).toBe("new");
-    const history: HistoryResult = await third.connection.sendRequest(HISTORY, {});
+    const history = await third.request(HISTORY, {});
     expect(history.items).toEqual([]);
     await third.shutdown();
   }, 60_000);

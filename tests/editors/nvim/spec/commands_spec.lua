@@ -1,4 +1,4 @@
--- A fresh project: search, fork, cancel with <C-c>, reset (keeping files), checkhealth.
+-- A fresh project: search, fork, reset (keeping files), cancel with <C-c>, new, checkhealth.
 local H = dofile(vim.env.AGENT_ASSIST_TEST_HELPERS)
 
 local function session_id()
@@ -46,11 +46,11 @@ H.run(function(out)
   end, "the forked transcript")
   out.chat_after_fork = H.chat_lines()
 
-  -- reset: the server asks about the files; keep them.
-  H.choose("Keep files")
+  -- reset: confirmed, then the server asks about the files; keep them.
+  H.choose("Delete session", "Keep files")
   local before = session_id()
   vim.cmd("AgentAssist reset")
-  out.reset = H.wait_notification("new session").msg
+  out.reset = H.wait_notification("session deleted").msg
   out.reset_from = before
   out.reset_to = session_id()
   out.reset_selects = vim.deepcopy(H.selects)

@@ -1,4 +1,5 @@
--- No server: the sessions picker rows and the status lines, with and without a phase.
+-- No server: the sessions picker rows and the status lines, with and without a phase; which
+-- failures are a user's cancel; the contract's names come from the generated module.
 local H = dofile(vim.env.AGENT_ASSIST_TEST_HELPERS)
 local commands = require("agent_assist.commands")
 
@@ -38,4 +39,21 @@ H.run(function(out)
   out.status_unset = commands.status_lines(status)
   out.status_null = commands.status_lines(vim.tbl_extend("force", status, { phase = vim.NIL }))
   out.status_deploy = commands.status_lines(vim.tbl_extend("force", status, { phase = "deploy" }))
+
+  local failed = -32803
+  local function cancelled(err)
+    return commands.cancelled_by_user(vim.tbl_extend("force", { message = "m" }, err))
+  end
+  out.cancelled = {
+    data_cancelled = cancelled({ code = failed, data = { cancelled = true } }),
+    no_data = cancelled({ code = failed }),
+    null_data = cancelled({ code = failed, data = vim.NIL }),
+    not_cancelled = cancelled({ code = failed, data = { cancelled = false } }),
+    other_code = cancelled({ code = -32603, data = { cancelled = true } }),
+  }
+
+  local client, protocol = require("agent_assist.client"), require("agent_assist.protocol")
+  out.generated_names = client.methods == protocol.methods and client.errors == protocol.errors
+  out.methods = client.methods
+  out.errors = client.errors
 end)

@@ -55,12 +55,15 @@ client.describe_drift = function(params)
   return describe_drift(params)
 end
 
---- Answer selects by the title of the wanted item (first item containing `text`).
-function H.choose(text)
+--- Answer selects by the title of the wanted item (first item containing one of `...`).
+function H.choose(...)
+  local texts = { ... }
   H.answer = function(_, shown)
     for i, item in ipairs(shown) do
-      if item:find(text, 1, true) then
-        return i
+      for _, text in ipairs(texts) do
+        if item:find(text, 1, true) then
+          return i
+        end
       end
     end
   end
@@ -125,6 +128,16 @@ function H.request(method, params)
     error(method .. ": " .. vim.inspect(err))
   end
   return result
+end
+
+--- Copy a file byte for byte next to the observations (`<out>.<name>`), for the test to compare.
+function H.keep_copy(path, name)
+  local src = assert(io.open(path, "rb"))
+  local data = src:read("*a")
+  src:close()
+  local dst = assert(io.open(vim.env.AGENT_ASSIST_TEST_OUT .. "." .. name, "wb"))
+  dst:write(data)
+  dst:close()
 end
 
 function H.lines_of(path)
