@@ -16,9 +16,8 @@ from .events import SessionStartEvent
 from .log.reader import parse_event_line
 from .paths import is_valid_instance_id
 from .storage import read_json_file
-from .store.manager import SessionManager
+from .store.manager import POINTER_PREFIX, POINTER_SUFFIX, SessionManager
 
-POINTER_PREFIX, POINTER_SUFFIX = "active_", ".json"
 _SNAPSHOT_LIMIT = 16 * 1024 * 1024
 
 

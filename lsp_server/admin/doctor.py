@@ -188,45 +188,31 @@ def check_pointers(report: DoctorReport, manager: SessionManager) -> list[dict[s
 
 def check_index(report: DoctorReport, manager: SessionManager) -> dict[str, Any] | None:
     """Check that the search index exists and is up to date with the logs."""
-    import sqlite3
-
-    search = search_index()
-    if search is None:
+    if search_index() is None:
         return None
+    from session.search.freshness import index_freshness
+
     area = f"{manager.project_dir.name}/index"
-    path = manager.project_dir / "index.sqlite"
-    if not path.exists():
+    found = index_freshness(manager)
+    if not found.exists:
         report.add("info", area, "no search index yet (built on the first search)")
         return {"exists": False}
-    if path.is_symlink():
+    if found.symlink:
         report.add("problem", area, "index.sqlite is a symlink; the index refuses to use it")
         return {"exists": True, "symlink": True}
-    try:
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
-        try:
-            rows = conn.execute("SELECT session_id, scanned_size FROM sessions").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        report.add("warning", area, f"unreadable ({exc}); it is rebuilt on the next search")
+    if found.error is not None:
+        report.add("warning", area, f"unreadable ({found.error}); it is rebuilt on the next search")
         return {"exists": True, "readable": False}
-    indexed = {str(sid): int(size) for sid, size in rows}
-    stale = []
-    for session_id in manager.session_ids():
-        log = manager.log_path(session_id)
-        size = log.stat().st_size if log.exists() else 0
-        if indexed.get(session_id, -1) != size:
-            stale.append(session_id)
-    if stale:
+    if found.stale:
         report.add(
             "warning",
             area,
-            f"behind the logs for {len(stale)} session(s); it catches up on the next search "
-            "(`agent-assist sessions reindex` rebuilds it)",
+            f"behind the logs for {len(found.stale)} session(s); it catches up on the next "
+            "search (`agent-assist sessions reindex` rebuilds it)",
         )
     else:
-        report.add("ok", area, f"up to date ({len(indexed)} sessions)")
-    return {"exists": True, "readable": True, "stale": stale}
+        report.add("ok", area, f"up to date ({len(found.indexed)} sessions)")
+    return {"exists": True, "readable": True, "stale": found.stale}
 
 
 def check_model(report: DoctorReport, round_trip: bool, timeout: float) -> None:

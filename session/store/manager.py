@@ -45,6 +45,9 @@ from .opening import open_from_files
 from .session import Session
 from .snapshots import log_warning, read_snapshot_file, write_snapshot_file
 
+# `sessions/active_<instanceId>.json`: the session an editor instance last used.
+POINTER_PREFIX, POINTER_SUFFIX = "active_", ".json"
+
 logger = logging.getLogger(__name__)
 
 
@@ -99,7 +102,7 @@ class SessionManager:
         """Return `sessions/active_<instanceId>.json`."""
         if not is_valid_instance_id(instance_id):
             raise SessionError(f"invalid instance id {instance_id!r}")
-        return self.sessions_dir / f"active_{instance_id}.json"
+        return self.sessions_dir / f"{POINTER_PREFIX}{instance_id}{POINTER_SUFFIX}"
 
     def new_session_id(self) -> str:
         """Return a fresh random 12-hex id not used in this project."""
