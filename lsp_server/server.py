@@ -67,6 +67,7 @@ class AgentAssistServer(LanguageServer):
         self.ready = asyncio.Event()
         self.turn_lock = asyncio.Lock()
         self.drift_count = 0  # tracked files changed outside the assistant (status.drift)
+        self.origin: proto.SessionOrigin | None = None  # how this session came to be ours
         self.tasks: set[asyncio.Task[Any]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
@@ -216,6 +217,8 @@ class AgentAssistServer(LanguageServer):
         lifecycle.warnings.clear()
         if reason != proto.SessionChangeReason.RESTORED:
             self.drift_count = 0
+            origins = {o.value for o in proto.SessionOrigin}
+            self.origin = proto.SessionOrigin(reason) if reason in origins else None
         session_id = lifecycle.session_id
         if drift is not None and drift.has_drift:
             self.drift_count = len(drift.modified) + len(drift.deleted) + len(drift.created)

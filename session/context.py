@@ -24,6 +24,18 @@ def format_utc(moment: datetime) -> str:
 NOT_KEPT = "summary not kept: metadata-only persistence"
 
 
+def remembered(state: SessionState, pending_summary: str | None = None) -> tuple[str, list[str]]:
+    """Return the summary and the key decisions a resumed session's model is given."""
+    if state.persistence == "metadata":
+        summary = (
+            f"{NOT_KEPT}. The earlier messages were not kept either: ask the user for "
+            "any context you need."
+        )
+        return summary, [NOT_KEPT] if state.turns else []
+    summary = pending_summary or state.summary or state.compacted_history_summary or ""
+    return summary.strip(), [d.strip() for d in state.decisions]
+
+
 def build_resume_context(
     state: SessionState,
     drift: DriftReport | None = None,
@@ -43,14 +55,8 @@ def build_resume_context(
     ]
     if state.agent_spec_path:
         lines += ["", f"Agent specification file: {state.agent_spec_path}"]
-    summary = pending_summary or state.summary or state.compacted_history_summary
-    decisions = [f"- {d.strip()}" for d in state.decisions]
-    if state.persistence == "metadata":
-        summary = (
-            f"{NOT_KEPT}. The earlier messages were not kept either: ask the user for "
-            "any context you need."
-        )
-        decisions = [f"- {NOT_KEPT}"] if state.turns else []
+    summary, kept = remembered(state, pending_summary)
+    decisions = [f"- {d}" for d in kept]
     if summary or state.turns:
         lines += ["", "## Previous Session Summary", (summary or "(no summary yet)").strip()]
     if decisions or state.turns:

@@ -100,6 +100,17 @@ class History(Feature):
                     for r in lifecycle.list_checkpoints()
                 ],
             )
+        if params.dry_run:
+            plan = lifecycle.plan_restore(params.number, open_documents(ls))
+            return proto.CheckpointRestoreResult(
+                session_id=lifecycle.session_id,
+                number=params.number,
+                restored_files=[relative for relative, _ in plan.writes],
+                created_files=plan.created_after,
+                skipped_files=[*plan.skipped, *plan.withheld],
+                withheld_files=plan.withheld,
+                dry_run=True,
+            )
         async with ls.turn_lock:
             plan = lifecycle.plan_restore(params.number, open_documents(ls))
             applied: set[str] = set()
@@ -119,6 +130,33 @@ class History(Feature):
             created_files=plan.created_after,
             skipped_files=[*plan.skipped, *plan.withheld],
             withheld_files=plan.withheld,
+        )
+
+    @request(proto.CHECKPOINT_FILE)
+    async def checkpoint_file(
+        self, params: proto.CheckpointFileParams
+    ) -> proto.CheckpointFileResult:
+        """Return a checkpoint's copy of a file (to diff the file against)."""
+        lifecycle = self.server.session
+        path = params.path.strip().removeprefix("./")
+        copy = lifecycle.checkpoint_copy(path, params.number)
+        if copy is None:
+            reason = (
+                f"checkpoint {params.number} kept no copy of {path}"
+                if params.number
+                else f"no checkpoint kept a copy of {path}"
+            )
+            return proto.CheckpointFileResult(path=path, number=None, text=None, reason=reason)
+        number, data = copy
+        try:
+            text: str | None = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        return proto.CheckpointFileResult(
+            path=path,
+            number=number,
+            text=text,
+            reason=None if text is not None else "the copy is not UTF-8 text",
         )
 
     @request(proto.COMPACT)

@@ -85,8 +85,32 @@ class SessionCommands(Feature):
 
     @request(proto.RESUME)
     async def resume(self, params: proto.EmptyParams) -> proto.ResumeResult:
-        """Return the resume context in use."""
-        return proto.ResumeResult(context=self.server.session.resume_context)
+        """Return the resume context in use, and what it told the model."""
+        ls = self.server
+        lifecycle = ls.session
+        origin = ls.origin
+        summary, decisions = lifecycle.resume_memory or (None, [])
+        changed: list[proto.ChangedFile] = []
+        drift = lifecycle.last_drift if origin is not None else None
+        if drift is not None:
+            kinds = (("modified", drift.modified), ("deleted", drift.deleted))
+            for change, paths in (*kinds, ("created", drift.created)):
+                for path in paths:
+                    copy = lifecycle.checkpoint_copy(path) if change != "created" else None
+                    changed.append(
+                        proto.ChangedFile(
+                            path=path, change=change, checkpoint=copy[0] if copy else None
+                        )
+                    )
+        resumed = origin in (proto.SessionOrigin.RESUMED, proto.SessionOrigin.OPENED)
+        return proto.ResumeResult(
+            context=lifecycle.resume_context,
+            origin=origin,
+            last_active=lifecycle.last_active if resumed else None,
+            summary=summary or None,
+            decisions=decisions,
+            changed_files=changed,
+        )
 
     @request(proto.STATUS)
     async def status(self, params: proto.EmptyParams) -> proto.StatusResult:

@@ -13,6 +13,7 @@ from .types import (
     Phase,
     SearchHit,
     SessionInfo,
+    SessionOrigin,
     TranscriptItem,
     Usage,
 )
@@ -26,6 +27,7 @@ RESET = "agentAssist/reset"
 NEW = "agentAssist/new"
 RESUME = "agentAssist/resume"
 CHECKPOINT = "agentAssist/checkpoint"
+CHECKPOINT_FILE = "agentAssist/checkpointFile"
 COMPACT = "agentAssist/compact"
 SESSIONS = "agentAssist/sessions"
 OPEN = "agentAssist/open"
@@ -81,16 +83,41 @@ class NewResult(Wire):
     previous_session_id: str | None
 
 
-class ResumeResult(Wire):
-    """The block injected into the system prompt (`""` on a fresh session)."""
+class ChangedFile(Wire):
+    """A tracked file changed outside the assistant while the session was away."""
 
-    context: str
+    path: str
+    change: Literal["modified", "deleted", "created"]
+    checkpoint: int | None = Field(
+        description="The newest checkpoint holding a copy of the file (to diff against), or null."
+    )
+
+
+class ResumeResult(Wire):
+    """The block injected into the system prompt, and what it told the model."""
+
+    context: str = Field(description='The block itself (`""` on a fresh session).')
+    origin: SessionOrigin | None = Field(
+        description="How this instance came to this session: resumed at start, opened, "
+        "forked; null for a fresh one (new, reset, declined)."
+    )
+    last_active: Timestamp | None = Field(
+        description="When the resumed or opened session was last active before; else null."
+    )
+    summary: str | None = Field(
+        description="The summary the model was given (What I remember); null if none."
+    )
+    decisions: list[str] = Field(description="The key decisions the model was given.")
+    changed_files: list[ChangedFile] = Field(
+        description="Tracked files changed since the session was last active."
+    )
 
 
 class CheckpointParams(Params):
-    """`agentAssist/checkpoint`: list them, or restore `number`."""
+    """`agentAssist/checkpoint`: list them, or restore `number` (`dryRun`: only say what)."""
 
     number: int | None = Field(default=None, ge=1)
+    dry_run: bool = False
 
 
 class CheckpointListResult(Wire):
@@ -111,6 +138,23 @@ class CheckpointRestoreResult(Wire):
     withheld_files: dict[str, str] = Field(
         description="Tracked files whose copy was never kept, with why (e.g. a secret)."
     )
+    dry_run: bool = omitted("Nothing was done: what a restore would do.", default=False)
+
+
+class CheckpointFileParams(Params):
+    """`agentAssist/checkpointFile`: a checkpoint's copy of a workspace file."""
+
+    path: str = Field(min_length=1, max_length=4096)
+    number: int | None = Field(default=None, ge=1)
+
+
+class CheckpointFileResult(Wire):
+    """The copy, from checkpoint `number` (asked for, else the newest that has one)."""
+
+    path: str
+    number: int | None = Field(description="The checkpoint the copy is from; null if none.")
+    text: str | None = Field(description="Its text; null if none was kept or it is binary.")
+    reason: str | None = omitted("Why there is no text.")
 
 
 class CompactResult(Wire):
@@ -224,6 +268,7 @@ REQUESTS: tuple[Request, ...] = (
     Request(NEW, EmptyParams, NewResult),
     Request(RESUME, EmptyParams, ResumeResult),
     Request(CHECKPOINT, CheckpointParams, CheckpointListResult | CheckpointRestoreResult),
+    Request(CHECKPOINT_FILE, CheckpointFileParams, CheckpointFileResult),
     Request(COMPACT, EmptyParams, CompactResult),
     Request(SESSIONS, EmptyParams, SessionsResult),
     Request(OPEN, OpenParams, OpenResult),

@@ -57,6 +57,14 @@ class SessionChangeReason(StrEnum):
     RESTORED = "restored"
 
 
+class SessionOrigin(StrEnum):
+    """How this instance came to hold a session that has a past."""
+
+    RESUMED = "resumed"
+    OPENED = "opened"
+    FORKED = "forked"
+
+
 class ToolStatus(StrEnum):
     """Where a tool call is."""
 

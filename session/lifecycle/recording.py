@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from ..checkpoints import CheckpointRecord, RestorePlan, write_workspace_file
 from ..compaction import CompactionPlan, CompactionSummary, history_tokens, plan_compaction
-from ..context import build_resume_context
+from ..context import build_resume_context, remembered
 from ..errors import SessionError
 from ..events import Event
 from ..summary import SummaryPlan, clip_words
@@ -160,6 +160,7 @@ class SessionLifecycle(LifecycleTransitions):
             },
         )
         if self.resumed and self.resume_context:
+            self.resume_memory = remembered(self.current.state)
             self.resume_context = build_resume_context(
                 self.current.state, self.last_drift, last_active=self.last_active
             )
@@ -187,6 +188,24 @@ class SessionLifecycle(LifecycleTransitions):
         )
         after = self.current.history.messages()
         return len(after), history_tokens(after)
+
+    def checkpoint_copy(self, relative: str, number: int | None = None) -> tuple[int, bytes] | None:
+        """Return a checkpoint's copy of a file: checkpoint `number`'s, else the newest one's.
+
+        None when no checkpoint (or not that one) kept a copy: the file was never tracked
+        there, its copy was withheld (a secret), or the blob is gone.
+        """
+        records = self.list_checkpoints()
+        for record in reversed(records):
+            if number is not None and record.number != number:
+                continue
+            digest = record.files.get(relative)
+            data = self.checkpoints.read_blob(digest) if digest else None
+            if data is not None:
+                return record.number, data
+            if number is not None:
+                return None
+        return None
 
     def list_checkpoints(self) -> list[CheckpointRecord]:
         """Return this session's checkpoints, oldest first."""

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..checkpoints import CheckpointStore
-from ..context import build_resume_context
+from ..context import build_resume_context, remembered
 from ..derive.messages import Message
 from ..errors import UNWRITABLE_ERRNOS, SessionError, SessionLockedError, SessionNotFoundError
 from ..events import Event
@@ -56,6 +56,8 @@ class LifecycleTransitions:
         self.session_deleted = False
         self.last_drift: DriftReport | None = None
         self.last_active: datetime | None = None  # of the resumed session, before this process
+        # The summary and key decisions the resume block gave the model (None: not resumed).
+        self.resume_memory: tuple[str, list[str]] | None = None
         self.warnings: list[str] = []
         self._pointer_current = False
         self._headers_sent: set[str] = set()
@@ -135,6 +137,7 @@ class LifecycleTransitions:
         self.session.history_tokens = self.config.history_tokens
         self.resumed = False
         self.resume_context = ""
+        self.resume_memory = None
         self._pointer_current = False
         self._headers_sent.clear()
         # The baseline for drift, also written into `session/start` so a crash before the
@@ -176,9 +179,9 @@ class LifecycleTransitions:
         # Before the drift event. Turns the running summary never reached (the process
         # ended first) get an extractive one here; the model's follows in the background.
         self.last_active = last_active or state.updated_at
-        self.resume_context = build_resume_context(
-            state, drift, self._uncovered_summary(), self.last_active
-        )
+        pending = self._uncovered_summary()
+        self.resume_memory = remembered(state, pending)
+        self.resume_context = build_resume_context(state, drift, pending, self.last_active)
         if drift.has_drift and not session.read_only:
             self._record_drift(drift, "resume")
         self._pointer_current = False
@@ -255,6 +258,7 @@ class LifecycleTransitions:
         self.session = session
         self.resumed = False
         self.resume_context = ""
+        self.resume_memory = None
         self.session_deleted = False
         self.last_drift = None
         self._headers_sent.clear()
@@ -343,6 +347,7 @@ class LifecycleTransitions:
         self.tracker.assistant_paths.clear()
         self.start_fresh()
         self.resume_context = ""
+        self.resume_memory = None
         self.last_drift = None
         self.session_deleted = True
         return ResetResult(old_id, self.session_id, deleted)

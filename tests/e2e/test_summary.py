@@ -177,3 +177,73 @@ async def test_metadata_mode_belongs_to_the_session(
         if path.is_file():
             data = path.read_bytes()
             assert b"SECRET-PLAN-42" not in data and b"ANOTHER-SECRET-7" not in data, path
+
+
+async def test_resume_says_what_the_model_was_given_and_what_changed(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    spec_before = (workspace / "agent_spec.md").read_text()
+    fake.add("first answer")
+    fake.add_summary(structured("We designed the reply templates.", ["Keep replies short."]))
+    editor: Editor = make_editor(env=FAST)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    fresh = await editor.request("agentAssist/resume")
+    assert fresh == {
+        "context": "",
+        "origin": None,
+        "lastActive": None,
+        "summary": None,
+        "decisions": [],
+        "changedFiles": [],
+    }
+    await editor.request("agentAssist/chat", {"text": "design the templates"})
+    await wait_summaries(workspace, home, session_id, count=1)
+    saved = await editor.request("agentAssist/save")  # keeps a copy of agent_spec.md
+    await editor.stop()
+    (workspace / "agent_spec.md").write_text("# Support agent, edited by hand\n")
+    (workspace / "templates" / "new.txt").write_text("new template\n")
+
+    editor = make_editor(env=FAST)
+    await editor.start()
+    assert (await editor.ready())["reason"] == "resumed"
+    resumed = await editor.request("agentAssist/resume")
+    assert resumed["origin"] == "resumed"
+    assert resumed["summary"] == "We designed the reply templates."
+    assert resumed["decisions"] == ["Keep replies short."]
+    assert resumed["summary"] in resumed["context"]
+    assert "- Keep replies short." in resumed["context"]
+    assert resumed["lastActive"] is not None
+    assert resumed["changedFiles"] == [
+        {"path": "agent_spec.md", "change": "modified", "checkpoint": saved["checkpoint"]},
+        {"path": "templates/new.txt", "change": "created", "checkpoint": None},
+    ]
+    copy = await editor.request("agentAssist/checkpointFile", {"path": "agent_spec.md"})
+    assert copy == {"path": "agent_spec.md", "number": saved["checkpoint"], "text": spec_before}
+    missing = await editor.request("agentAssist/checkpointFile", {"path": "templates/new.txt"})
+    assert (
+        missing["text"] is None
+        and missing["number"] is None
+        and "no checkpoint" in missing["reason"]
+    )
+
+    log = SessionManager(workspace, home=home).log_path(session_id)
+    log_before = log.read_bytes()
+    plan = await editor.request(
+        "agentAssist/checkpoint", {"number": saved["checkpoint"], "dryRun": True}
+    )
+    assert plan["dryRun"] is True
+    assert plan["restoredFiles"] == ["agent_spec.md"] and plan["createdFiles"] == [
+        "templates/new.txt"
+    ]
+    assert (workspace / "agent_spec.md").read_text() == "# Support agent, edited by hand\n"
+    assert log.read_bytes() == log_before  # a dry run records nothing
+    assert editor.notifications["agentAssist/sessionChanged"][-1]["reason"] == "resumed"
+
+    await editor.request("agentAssist/new")
+    after_new = await editor.request("agentAssist/resume")
+    assert after_new["origin"] is None and after_new["summary"] is None
+    await editor.request("agentAssist/open", {"sessionId": session_id})
+    opened = await editor.request("agentAssist/resume")
+    assert opened["origin"] == "opened" and opened["summary"] == "We designed the reply templates."
+    await editor.stop()

@@ -175,7 +175,14 @@ class Flaky(Feature):
         self.calls += 1
         if self.calls == 1:
             raise RuntimeError("boom")
-        return proto.ResumeResult(context=f"call {self.calls}")
+        return proto.ResumeResult(
+            context=f"call {self.calls}",
+            origin=None,
+            last_active=None,
+            summary=None,
+            decisions=[],
+            changed_files=[],
+        )
 
 
 async def test_a_failing_handler_is_isolated_to_its_call() -> None:
@@ -185,9 +192,9 @@ async def test_a_failing_handler_is_isolated_to_its_call() -> None:
     handler = server.protocol.fm.features[proto.RESUME]
     with pytest.raises(JsonRpcInternalError, match="agentAssist/resume: internal error: boom"):
         await handler({})
-    assert await handler({}) == {"context": "call 2"}
+    assert (await handler({}))["context"] == "call 2"
     command = server.protocol.fm.commands[proto.command_name(proto.RESUME)]
-    assert await command({}) == {"context": "call 3"}
+    assert (await command({}))["context"] == "call 3"
     with pytest.raises(JsonRpcInvalidParams):
         await handler([1])
     assert server.get_feature(Flaky).calls == 3

@@ -10,6 +10,7 @@ M.methods = {
   new = "agentAssist/new",
   resume = "agentAssist/resume",
   checkpoint = "agentAssist/checkpoint",
+  checkpoint_file = "agentAssist/checkpointFile",
   compact = "agentAssist/compact",
   sessions = "agentAssist/sessions",
   open = "agentAssist/open",
@@ -34,6 +35,11 @@ M.errors = {
 
 ---@alias agent_assist.AutoResume "ask"|"always"|"never" What to do with this instance's previous session at start.
 
+---@class agent_assist.ChangedFile A tracked file changed outside the assistant while the session was away.
+---@field path string
+---@field change "modified"|"deleted"|"created"
+---@field checkpoint integer? The newest checkpoint holding a copy of the file (to diff against), or null.
+
 ---@class agent_assist.ChatDeltaParams Streamed text of a turn, in order.
 ---@field sessionId string
 ---@field turn integer
@@ -56,6 +62,16 @@ M.errors = {
 ---@field attempt integer The attempt about to start (2 for the first retry).
 ---@field reason string
 
+---@class agent_assist.CheckpointFileParams `agentAssist/checkpointFile`: a checkpoint's copy of a workspace file.
+---@field path string
+---@field number? integer At least 1.
+
+---@class agent_assist.CheckpointFileResult The copy, from checkpoint `number` (asked for, else the newest that has one).
+---@field path string
+---@field number integer? The checkpoint the copy is from; null if none.
+---@field text string? Its text; null if none was kept or it is binary.
+---@field reason? string Why there is no text.
+
 ---@class agent_assist.CheckpointInfo One checkpoint of the session.
 ---@field number integer
 ---@field createdAt string
@@ -67,8 +83,9 @@ M.errors = {
 ---@field sessionId string
 ---@field checkpoints agent_assist.CheckpointInfo[]
 
----@class agent_assist.CheckpointParams `agentAssist/checkpoint`: list them, or restore `number`.
+---@class agent_assist.CheckpointParams `agentAssist/checkpoint`: list them, or restore `number` (`dryRun`: only say what).
 ---@field number? integer At least 1.
+---@field dryRun? boolean
 
 ---@class agent_assist.CheckpointRestoreResult What a restore did to the files.
 ---@field sessionId string
@@ -77,6 +94,7 @@ M.errors = {
 ---@field createdFiles string[] Files created since: listed and kept.
 ---@field skippedFiles string[]
 ---@field withheldFiles table<string, string> Tracked files whose copy was never kept, with why (e.g. a secret).
+---@field dryRun? boolean Nothing was done: what a restore would do.
 
 ---@class agent_assist.CompactResult A compaction: older turns replaced by a summary, the recent tail kept.
 ---@field sessionId string
@@ -159,8 +177,13 @@ M.errors = {
 ---@field sessionId string
 ---@field deletedFiles string[]
 
----@class agent_assist.ResumeResult The block injected into the system prompt (`""` on a fresh session).
----@field context string
+---@class agent_assist.ResumeResult The block injected into the system prompt, and what it told the model.
+---@field context string The block itself (`""` on a fresh session).
+---@field origin agent_assist.SessionOrigin? How this instance came to this session: resumed at start, opened, forked; null for a fresh one (new, reset, declined).
+---@field lastActive string? When the resumed or opened session was last active before; else null.
+---@field summary string? The summary the model was given (What I remember); null if none.
+---@field decisions string[] The key decisions the model was given.
+---@field changedFiles agent_assist.ChangedFile[] Tracked files changed since the session was last active.
 
 ---@class agent_assist.SaveResult An explicit save: a checkpoint at a closed turn.
 ---@field sessionId string
@@ -199,6 +222,8 @@ M.errors = {
 ---@field phase? agent_assist.Phase Absent when unset.
 ---@field parentSessionId? string The session this one was forked from.
 ---@field active boolean This instance's current session.
+
+---@alias agent_assist.SessionOrigin "resumed"|"opened"|"forked" How this instance came to hold a session that has a past.
 
 ---@class agent_assist.SessionsResult The project's sessions, newest first.
 ---@field sessions agent_assist.SessionInfo[]

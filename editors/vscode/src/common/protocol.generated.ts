@@ -7,6 +7,7 @@ export const RESET = "agentAssist/reset";
 export const NEW = "agentAssist/new";
 export const RESUME = "agentAssist/resume";
 export const CHECKPOINT = "agentAssist/checkpoint";
+export const CHECKPOINT_FILE = "agentAssist/checkpointFile";
 export const COMPACT = "agentAssist/compact";
 export const SESSIONS = "agentAssist/sessions";
 export const OPEN = "agentAssist/open";
@@ -30,6 +31,14 @@ export const REQUEST_FAILED = -32803;
 
 /** What to do with this instance's previous session at start. */
 export type AutoResume = "ask" | "always" | "never";
+
+/** A tracked file changed outside the assistant while the session was away. */
+export interface ChangedFile {
+  path: string;
+  change: "modified" | "deleted" | "created";
+  /** The newest checkpoint holding a copy of the file (to diff against), or null. */
+  checkpoint: number | null;
+}
 
 /** Streamed text of a turn, in order. */
 export interface ChatDeltaParams {
@@ -63,6 +72,24 @@ export interface ChatRetryParams {
   reason: string;
 }
 
+/** `agentAssist/checkpointFile`: a checkpoint's copy of a workspace file. */
+export interface CheckpointFileParams {
+  path: string;
+  /** At least 1. */
+  number?: number | null;
+}
+
+/** The copy, from checkpoint `number` (asked for, else the newest that has one). */
+export interface CheckpointFileResult {
+  path: string;
+  /** The checkpoint the copy is from; null if none. */
+  number: number | null;
+  /** Its text; null if none was kept or it is binary. */
+  text: string | null;
+  /** Why there is no text. */
+  reason?: string;
+}
+
 /** One checkpoint of the session. */
 export interface CheckpointInfo {
   number: number;
@@ -79,10 +106,11 @@ export interface CheckpointListResult {
   checkpoints: CheckpointInfo[];
 }
 
-/** `agentAssist/checkpoint`: list them, or restore `number`. */
+/** `agentAssist/checkpoint`: list them, or restore `number` (`dryRun`: only say what). */
 export interface CheckpointParams {
   /** At least 1. */
   number?: number | null;
+  dryRun?: boolean;
 }
 
 /** What a restore did to the files. */
@@ -95,6 +123,8 @@ export interface CheckpointRestoreResult {
   skippedFiles: string[];
   /** Tracked files whose copy was never kept, with why (e.g. a secret). */
   withheldFiles: Record<string, string>;
+  /** Nothing was done: what a restore would do. */
+  dryRun?: boolean;
 }
 
 /** A compaction: older turns replaced by a summary, the recent tail kept. */
@@ -223,9 +253,20 @@ export interface ResetResult {
   deletedFiles: string[];
 }
 
-/** The block injected into the system prompt (`""` on a fresh session). */
+/** The block injected into the system prompt, and what it told the model. */
 export interface ResumeResult {
+  /** The block itself (`""` on a fresh session). */
   context: string;
+  /** How this instance came to this session: resumed at start, opened, forked; null for a fresh one (new, reset, declined). */
+  origin: SessionOrigin | null;
+  /** When the resumed or opened session was last active before; else null. */
+  lastActive: string | null;
+  /** The summary the model was given (What I remember); null if none. */
+  summary: string | null;
+  /** The key decisions the model was given. */
+  decisions: string[];
+  /** Tracked files changed since the session was last active. */
+  changedFiles: ChangedFile[];
 }
 
 /** An explicit save: a checkpoint at a closed turn. */
@@ -286,6 +327,9 @@ export interface SessionInfo {
   /** This instance's current session. */
   active: boolean;
 }
+
+/** How this instance came to hold a session that has a past. */
+export type SessionOrigin = "resumed" | "opened" | "forked";
 
 /** The project's sessions, newest first. */
 export interface SessionsResult {
@@ -356,6 +400,7 @@ export interface Requests {
   "agentAssist/new": { params: EmptyParams; result: NewResult };
   "agentAssist/resume": { params: EmptyParams; result: ResumeResult };
   "agentAssist/checkpoint": { params: CheckpointParams; result: CheckpointListResult | CheckpointRestoreResult };
+  "agentAssist/checkpointFile": { params: CheckpointFileParams; result: CheckpointFileResult };
   "agentAssist/compact": { params: EmptyParams; result: CompactResult };
   "agentAssist/sessions": { params: EmptyParams; result: SessionsResult };
   "agentAssist/open": { params: OpenParams; result: OpenResult };
