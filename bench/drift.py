@@ -25,6 +25,7 @@ from .common import (
     spread,
     timed_runs,
 )
+from .drift_server import ResumePair, make_small_project, paired_cost
 
 # Tracked files per size (each size is a separate tree, measured unchanged and 1% changed).
 SIZES: dict[Mode, list[int]] = {
@@ -40,6 +41,7 @@ PATTERNS = TrackedPatterns(("agent_spec.md", "templates/**"))
 FILES_PER_DIR = 100
 DIRS_PER_GROUP = 20
 GIT_TARGET = 2.0  # ours ≤ 2× git status
+SPAWNS: dict[Mode, int] = {"smoke": 1, "default": 5, "long": 9}  # per tree state, per project
 HASH_TARGET = 0.25  # ours ≥ 4× faster than hashing every file
 
 
@@ -213,6 +215,10 @@ def measure_size(mode: Mode, count: int, tmp: Path, result: Result, plot: Plot) 
         + f"; sha256 of every file {spread(hash_times)}"
     )
 
+    # -- the same, where the user feels it: spawn → resumed session over LSP ---------------
+    pair = ResumePair(root, make_small_project(tmp / f"one{count}", SPEC_BODY), tmp / f"lsp{count}")
+    lsp_unchanged = pair.measure(SPAWNS[mode])
+
     # -- 1% changed: every 100th file gets a line appended ---------------------------------
     changed = paths[::100]
     for relative in changed:
@@ -244,8 +250,23 @@ def measure_size(mode: Mode, count: int, tmp: Path, result: Result, plot: Plot) 
         + f"; sha256 of every file {spread(hash_changed_times)}"
     )
 
+    lsp_changed = pair.measure(SPAWNS[mode])
     git_s = None if git_times is None else median(git_times)
     git_changed_s = None if git_changed_times is None else median(git_changed_times)
+    for state, (big, small), git_state_s in (
+        ("unchanged", lsp_unchanged, git_s),
+        ("1% changed", lsp_changed, git_changed_s),
+    ):
+        cost = paired_cost(big, small)
+        label = f"resume over LSP, {tag} {state}: cost over 1 file"
+        result.details.append(
+            f"{label}: spawn → resumed {spread(big)} vs one tracked file {spread(small)}; "
+            f"median paired difference {fmt_s(cost)}"
+        )
+        if git_state_s is None:
+            result.rows.append(Row(f"{label} vs `git status`", "git not installed", ok=None))
+        else:
+            result.rows.append(ratio_row(f"{label} vs `git status`", cost, git_state_s, GIT_TARGET))
     result.rows += target_rows(
         f"drift, {tag} unchanged", median(ours_times), git_s, median(hash_times)
     )

@@ -101,7 +101,7 @@ class LifecycleTransitions:
         session_id = self.manager.read_pointer(self.instance_id, self.warnings)
         if session_id is None:
             return None
-        state, _ = self.manager.read_snapshot(session_id, self.warnings)
+        state, _ = self.manager.read_snapshot(session_id, self.warnings, keep=True)
         last_active = self.manager.last_event_time(session_id)
         if state is None:
             scan = self.manager.read_events(session_id)

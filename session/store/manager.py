@@ -45,6 +45,16 @@ from .opening import open_from_files
 from .session import Session
 from .snapshots import log_warning, read_snapshot_file, write_snapshot_file
 
+
+def _file_identity(path: Path) -> tuple[int, int, int, int] | None:
+    """Return what changes when a file is replaced or written: device, inode, size, mtime."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 # `sessions/active_<instanceId>.json`: the session an editor instance last used.
 POINTER_PREFIX, POINTER_SUFFIX = "active_", ".json"
 
@@ -61,6 +71,10 @@ class SessionManager:
         self.sessions_dir = self.project_dir / "sessions"
         self.checkpoints_dir = self.project_dir / "checkpoints"
         self.blobs_dir = self.project_dir / "blobs"
+        # A snapshot read for the resume offer, handed to the open that follows (read_snapshot).
+        self._kept_snapshot: (
+            tuple[str, tuple[int, int, int, int], tuple[SessionState | None, str | None]] | None
+        ) = None
 
     # -- paths ---------------------------------------------------------------
 
@@ -158,16 +172,28 @@ class SessionManager:
     # -- snapshots -------------------------------------------------------------
 
     def read_snapshot(
-        self, session_id: str, warnings: list[str] | None = None
+        self, session_id: str, warnings: list[str] | None = None, *, keep: bool = False
     ) -> tuple[SessionState | None, str | None]:
-        """Read and migrate a snapshot: (state or None, read-only reason or None)."""
+        """Read and migrate a snapshot: (state or None, read-only reason or None).
+
+        `keep`: the caller only looks at the state, and the session is about to be opened
+        (the resume offer): the next read of this snapshot, if the file is unchanged, takes
+        this very state instead of parsing it again (a 20,000-file manifest is ~15 ms).
+        """
         path = self.snapshot_path(session_id)
         try:
             self.check_store_dirs()
         except StorageError as exc:
             log_warning(warnings, f"{path}: snapshot ignored ({exc})")
             return None, None
-        return read_snapshot_file(path, session_id, warnings)
+        kept, self._kept_snapshot = self._kept_snapshot, None
+        identity = _file_identity(path)
+        if kept is not None and identity is not None and kept[:2] == (session_id, identity):
+            return kept[2]
+        result = read_snapshot_file(path, session_id, warnings)
+        if keep and identity is not None and identity == _file_identity(path):
+            self._kept_snapshot = (session_id, identity, result)
+        return result
 
     def write_snapshot(self, session: Session, redactor: Redactor | None = None) -> Path:
         """Write the session's snapshot atomically, at the last turn boundary of its log."""
