@@ -90,14 +90,8 @@ class History(Feature):
             return proto.CheckpointListResult(
                 session_id=lifecycle.session_id,
                 checkpoints=[
-                    proto.CheckpointInfo(
-                        number=r.number,
-                        created_at=r.created_at,
-                        turn=r.turn,
-                        title=r.title,
-                        auto=r.auto,
-                    )
-                    for r in lifecycle.list_checkpoints()
+                    proto.CheckpointInfo.model_validate(record)
+                    for record in lifecycle.list_checkpoints()
                 ],
             )
         if params.dry_run:

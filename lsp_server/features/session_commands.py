@@ -162,19 +162,7 @@ class SessionCommands(Feature):
             hits = index.search(params.query, params.session_id, params.limit)
         except SearchError as exc:
             raise RequestFailedError(f"search is unavailable: {exc}") from None
-        return proto.SearchResult(
-            results=[
-                proto.SearchHit(
-                    session_id=h.session_id,
-                    seq=h.seq,
-                    turn=h.turn,
-                    type=h.type,
-                    snippet=h.snippet,
-                    score=h.score,
-                )
-                for h in hits
-            ]
-        )
+        return proto.SearchResult(results=[proto.SearchHit.model_validate(h) for h in hits])
 
     @request(proto.SESSIONS)
     async def sessions(self, params: proto.EmptyParams) -> proto.SessionsResult:

@@ -65,6 +65,7 @@ class Wire(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
+        from_attributes=True,  # a domain object with the same field names converts directly
         json_schema_serialization_defaults_required=True,
         json_schema_mode_override="serialization",
     )
