@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import logging
 import signal
@@ -63,6 +64,10 @@ def serve(args: argparse.Namespace) -> int:
     server = AgentAssistServer()
     setup_features(server)
     logging.getLogger().addHandler(ClientLogHandler(server))
+    # What is loaded by now lives as long as the process: out of the collector's sight, a
+    # resume's burst of new objects (a 20,000-entry manifest) does not make it walk the
+    # whole import graph again (~35 ms of the first resume of such a project).
+    gc.freeze()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         server.finish_soon(signal.Signals(signum).name, 0)
