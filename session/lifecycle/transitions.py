@@ -257,8 +257,9 @@ class LifecycleTransitions:
         session.history_tokens = self.config.history_tokens
         self.session = session
         self.resumed = False
-        self.resume_context = ""
-        self.resume_memory = None
+        self.resume_context = ""  # the history goes on: the model needs no resume block
+        # ...but what the session carries (its summary, decisions) is still worth showing.
+        self.resume_memory = remembered(session.state) if session.state.turns else None
         self.session_deleted = False
         self.last_drift = None
         self._headers_sent.clear()

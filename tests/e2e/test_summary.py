@@ -247,3 +247,24 @@ async def test_resume_says_what_the_model_was_given_and_what_changed(
     opened = await editor.request("agentAssist/resume")
     assert opened["origin"] == "opened" and opened["summary"] == "We designed the reply templates."
     await editor.stop()
+
+
+async def test_a_fork_shows_what_it_carries(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.add("first answer")
+    fake.add_summary(structured("We chose the schema.", ["Use PostgreSQL."]))
+    editor: Editor = make_editor(env=FAST)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    await editor.request("agentAssist/chat", {"text": "pick a database"})
+    await wait_summaries(workspace, home, session_id, count=1)
+    forked = await editor.request("agentAssist/fork", {})
+    resume = await editor.request("agentAssist/resume")
+    assert forked["parentSessionId"] == session_id
+    assert resume["origin"] == "forked" and resume["context"] == ""
+    assert resume["summary"] == "We chose the schema." and resume["decisions"] == [
+        "Use PostgreSQL."
+    ]
+    assert resume["lastActive"] is None and resume["changedFiles"] == []
+    await editor.stop()

@@ -97,7 +97,7 @@ class Project:
     fake: FakeOpenAI
     nvim: str
 
-    def launch(self, spec: str) -> dict[str, Any]:
+    def launch(self, spec: str, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
         """Run one Neovim on `spec/<spec>.lua` in the project; return what it observed."""
         out = self.scratch / f"{spec}.json"
         out.unlink(missing_ok=True)
@@ -119,6 +119,7 @@ class Project:
             PATH=str(VENV_BIN) + os.pathsep + env.get("PATH", ""),
             PYDANTIC_AI_NO_BANNER="1",
         )
+        env.update(extra_env or {})
         if not (VENV_BIN / "agent-assist").exists():  # the plugin's default is `agent-assist serve`
             env["AGENT_ASSIST_TEST_CMD"] = json.dumps(
                 [sys.executable, "-m", "lsp_server.cli", "serve"]
@@ -269,6 +270,7 @@ def test_save_and_completion(first: dict[str, Any], project: Project) -> None:
         "open",
         "history",
         "status",
+        "dismiss",
     }
     assert first["complete_checkpoints"] == ["1", "2"]
     assert first["complete_sessions"] == [session_id]
@@ -308,7 +310,12 @@ def test_relaunch_asks_through_vim_ui_select_and_resumes(
         "sessionId": first["first_session"]["sessionId"],
         "reason": "resumed",
     }
-    assert relaunch["history"] == TURN_ONE  # :AgentAssist history
+    assert relaunch["history"] == TURN_ONE  # :AgentAssist history, below the session header
+    assert re.fullmatch(
+        r"Resumed session · last active \d{4}-\d\d-\d\d \d\d:\d\d UTC · 1 file changed since",
+        relaunch["header"][0],
+    )
+    assert "  templates/reply.txt (created)" in relaunch["header"]
 
 
 def test_next_reply_knows_the_earlier_turn(relaunch: dict[str, Any], project: Project) -> None:
@@ -721,3 +728,213 @@ def test_invalid_retry_and_window_options_fall_back(retry: dict[str, Any]) -> No
     [note] = [n["msg"] for n in retry["invalid_notes"]]
     for key in ("model.max_retries", "model.stream_timeout", "context_window", "compact_at"):
         assert key in note, note
+
+
+# -- scenario 5: the session header of the chat buffer ---------------------------------------
+
+SPEC_BY_HAND = "# Support agent, edited by hand\n"
+FAST_SUMMARY = {"AGENT_ASSIST_SUMMARY_DELAY": "0.05"}
+STORY = " ".join(f"word{n}" for n in range(40)) + " the end."
+
+
+@pytest.fixture(scope="module")
+def header_project(tmp_path_factory: pytest.TempPathFactory, nvim: str) -> Iterator[Project]:
+    with FakeOpenAI() as server:
+        decide = {"name": "record_decision", "arguments": {"decision": "Keep replies short."}}
+        server.add({"tool_calls": [decide]}, "Noted the plan.")
+        arguments = {
+            "summary": "We designed the reply templates.\nThe greeting comes first.",
+            "decisions": ["Keep replies short."],
+        }
+        server.add_summary({"tool_calls": [{"name": "final_result", "arguments": arguments}]})
+        project = make_project(tmp_path_factory.mktemp("nvim-header"), server, nvim)
+        (project.root / "templates").mkdir()
+        (project.root / "templates" / "reply.txt").write_text("Dear {name},\n")
+        yield project
+
+
+@pytest.fixture(scope="module")
+def header_first(header_project: Project) -> dict[str, Any]:
+    return header_project.launch("header_first_spec", FAST_SUMMARY)
+
+
+@pytest.fixture(scope="module")
+def header(header_project: Project, header_first: dict[str, Any]) -> dict[str, Any]:
+    (header_project.root / "agent_spec.md").write_text(SPEC_BY_HAND)
+    (header_project.root / "templates" / "new.txt").write_text("new template\n")
+    header_project.fake.add({"text": STORY, "chunk": 6, "delay": 0.04})
+    return header_project.launch("header_resume_spec", FAST_SUMMARY)
+
+
+def test_a_fresh_session_has_no_header(header_first: dict[str, Any]) -> None:
+    assert header_first["first_session"]["reason"] == "new"
+    assert header_first["fresh_resume"].get("origin") is None  # the server's word: nothing to show
+    assert header_first["fresh_header"] is False and header_first["fresh_header_size"] == 0
+    assert header_first["fresh_buffer"][:2] == ["## You (turn 1)", "design the templates"]
+
+
+HEADER_TITLE = re.compile(
+    r"Resumed session · last active \d{4}-\d\d-\d\d \d\d:\d\d UTC · 2 files changed since"
+)
+HEADER_REST = [
+    "  agent_spec.md (modified)",
+    "  templates/new.txt (created)",
+    "What I remember",
+    "  We designed the reply templates.",
+    "  The greeting comes first.",
+    "  Key decisions:",
+    "  - Keep replies short.",
+    "",
+]
+HEADER_TRANSCRIPT = [
+    "## You (turn 1)",
+    "design the templates",
+    "",
+    '> tool record_decision {"decision":"Keep replies short."} (done)',
+    "",
+    "## Assistant",
+    "Noted the plan.",
+    "",
+]
+
+
+def test_resumed_session_shows_the_header_above_the_transcript(header: dict[str, Any]) -> None:
+    assert header["session_changed"]["reason"] == "resumed"
+    resume = header["resume"]
+    assert resume["origin"] == "resumed" and resume["decisions"] == ["Keep replies short."]
+    # the time is the server's lastActive, in UTC
+    last_active = resume["lastActive"][:16].replace("T", " ")
+    assert (
+        header["header"][0]
+        == f"Resumed session · last active {last_active} UTC · 2 files changed since"
+    )
+    assert HEADER_TITLE.fullmatch(header["header"][0])
+    assert header["header"][1:] == HEADER_REST
+    assert header["buffer"] == header["header"] + HEADER_TRANSCRIPT
+    assert header["transcript"] == HEADER_TRANSCRIPT
+
+
+def test_header_highlights_link_to_standard_groups(header: dict[str, Any]) -> None:
+    assert header["links"] == {
+        "AgentAssistHeader": "Title",
+        "AgentAssistHeaderFile": "Underlined",
+        "AgentAssistHeaderModified": "Changed",
+        "AgentAssistHeaderCreated": "Added",
+        "AgentAssistHeaderDeleted": "Removed",
+        "AgentAssistHeaderSection": "Statement",
+        "AgentAssistHeaderHint": "Comment",
+    }
+    marks = {(m["line"], m.get("text"), m.get("group")) for m in header["marks"] if "group" in m}
+    assert (1, "agent_spec.md", "AgentAssistHeaderFile") in marks
+    assert (1, "(modified)", "AgentAssistHeaderModified") in marks
+    assert (2, "(created)", "AgentAssistHeaderCreated") in marks
+    assert (3, "What I remember", "AgentAssistHeaderSection") in marks
+    [hint] = [m for m in header["marks"] if "hint" in m]
+    assert hint == {"line": 0, "hint": "  <CR> open · gd diff · za fold · dh dismiss"}
+
+
+def test_what_i_remember_is_a_fold(header: dict[str, Any]) -> None:
+    assert header["fold"] == {
+        "open_at_first": True,
+        "closed_by_enter": True,  # <CR> on its title
+        "closed_end": 8,  # through the last decision (1-based), not the blank line
+        "open_again": True,  # za
+    }
+
+
+def test_enter_on_a_changed_file_opens_it(header: dict[str, Any], header_project: Project) -> None:
+    opened = header["opened"]
+    assert opened["name"] == str((header_project.root / "agent_spec.md").resolve())
+    assert opened["lines"] == SPEC_BY_HAND.splitlines()
+    assert not opened["in_chat_window"] and opened["chat_shown"]
+
+
+def test_gd_diffs_against_the_checkpoint_copy(
+    header: dict[str, Any], header_project: Project
+) -> None:
+    copy, current = header["diff"]
+    assert copy["name"] == "agent-assist://checkpoint/1/agent_spec.md"
+    assert copy["lines"] == SPEC_V1.splitlines()  # what the save kept
+    assert copy["diff"] and not copy["modifiable"]
+    assert current["name"] == str((header_project.root / "agent_spec.md").resolve())
+    assert current["lines"] == SPEC_BY_HAND.splitlines() and current["diff"]
+
+
+def test_gd_without_a_copy_says_so(header: dict[str, Any]) -> None:
+    assert header["no_copy"] == (
+        "Agent Assist: no checkpoint holds a copy of templates/new.txt (created since)"
+    )
+    assert header["tabs_after_no_copy"] == 1
+    assert header["gd_below_header"] == {"tabs": 1, "win": True}  # no file there: gd is gd
+
+
+def test_a_reply_streams_below_the_header(header: dict[str, Any]) -> None:
+    assert header["dismissed_before_delta"] and header["shown_while_streaming"]
+    assert header["header_after_reply"] == header["header"]
+    transcript = header["after_reply"][len(header["header"]) :]
+    assert transcript[: len(HEADER_TRANSCRIPT)] == HEADER_TRANSCRIPT
+    assert transcript[len(HEADER_TRANSCRIPT) :] == [
+        "## You (turn 2)",
+        "what now?",
+        "",
+        "## Assistant",
+        STORY,
+        "",
+    ]
+
+
+def test_dismiss_removes_the_header(header: dict[str, Any]) -> None:
+    transcript = header["after_reply"][len(header["header"]) :]
+    assert header["after_dismiss"] == transcript  # dh
+    assert header["header_size_after_dismiss"] == 0
+    assert header["after_redraw"] == transcript  # a redraw does not bring it back
+    assert header["header_again"] == header["header"]  # :AgentAssist resume does
+    assert header["after_dismiss_command"] == transcript  # :AgentAssist dismiss
+    assert header["nothing_to_dismiss"] == "Agent Assist: no session header to dismiss"
+
+
+def test_new_has_no_header_opened_and_forked_have_theirs(header: dict[str, Any]) -> None:
+    assert header["after_new"] == [""] and header["header_after_new"] is False
+    assert re.fullmatch(
+        r"Opened session · last active \d{4}-\d\d-\d\d \d\d:\d\d UTC · .*",
+        header["opened_header"][0],
+    )
+    assert "What I remember" in header["opened_header"]
+    assert "  - Keep replies short." in header["opened_header"]
+    assert header["opened_transcript"][: len(HEADER_TRANSCRIPT)] == HEADER_TRANSCRIPT
+    assert header["forked_resume"]["origin"] == "forked"
+    assert header["forked_header"][0].startswith("Forked session · ")
+    assert "last active" not in header["forked_header"][0]  # lastActive is null for a fork
+
+
+def test_header_lines_from_resume_results(formatting: dict[str, Any]) -> None:
+    assert formatting["header_fresh"] is True
+    assert formatting["header_forked"] == {
+        "lines": ["Forked session · 1 file changed since", "  old.md (deleted)", ""],
+        "files": [{"line": 1, "path": "old.md"}],
+        "memory": None,
+    }
+    assert formatting["header_forked_hint"] == "<CR> open · dh dismiss"
+    assert formatting["header_resumed"] == {
+        "lines": [
+            "Resumed session · last active 2026-03-31 14:22 UTC · no files changed since",
+            "What I remember",
+            "  Line one.",
+            "",
+            "  Line two.",
+            "  Key decisions:",
+            "  - Use PostgreSQL.",
+            "",
+        ],
+        "files": [],
+        "memory": {"first": 1, "last": 6},
+    }
+    assert formatting["header_resumed_hint"] == "za fold · dh dismiss"
+    assert formatting["times"] == [
+        "2026-04-01 01:20 UTC",
+        "2026-12-31 23:59 UTC",
+        "2026-02-28 22:10 UTC",
+        "2024-02-29 22:10 UTC",
+        "2026-03-31 14:22 UTC",
+    ]
+    assert formatting["bad_times"] == ["nil", "nil"]

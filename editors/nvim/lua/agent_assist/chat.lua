@@ -2,6 +2,7 @@
 
 local client = require("agent_assist.client")
 local config = require("agent_assist.config")
+local header_mod = require("agent_assist.header")
 
 local M = {}
 
@@ -23,6 +24,10 @@ local M = {}
 ---@field queue string[]
 ---@field version integer             bumped on every write (stale history answers are dropped)
 ---@field tools table<string, integer> tool call key -> 0-based line of its activity line
+---@field header? agent_assist.Header  the session header at the top (nil: none shown)
+---@field header_size integer          lines the header takes; the transcript starts below
+---@field header_ticket integer        bumped per `agentAssist/resume` asked (older answers dropped)
+---@field header_dismissed boolean     dismissed: not shown again until the session changes
 
 ---@type table<string, agent_assist.Chat>
 M.chats = {}
@@ -48,30 +53,51 @@ local function windows_of(buf)
   end, vim.api.nvim_list_wins())
 end
 
---- Replace lines [start, end_) and keep windows that were at the bottom following the text.
-local function set_lines(chat, start, end_, lines)
+--- Replace lines [start, end_) and keep windows that were at the bottom following the text;
+--- the cursor of another window below `start` moves by `shift` lines.
+local function write(chat, start, end_, lines, shift)
   local buf = chat.buf
   local last_before = vim.api.nvim_buf_line_count(buf)
-  local follow = {}
+  local follow, stay = {}, {}
   for _, win in ipairs(windows_of(buf)) do
     local row = vim.api.nvim_win_get_cursor(win)[1]
     if win ~= vim.api.nvim_get_current_win() or row >= last_before then
       table.insert(follow, win)
+    elseif shift and row > start then
+      stay[win] = row + shift
     end
   end
   vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, start, end_, false, lines)
   vim.bo[buf].modifiable = false
-  chat.version = chat.version + 1
   local last = vim.api.nvim_buf_line_count(buf)
   for _, win in ipairs(follow) do
     pcall(vim.api.nvim_win_set_cursor, win, { last, 0 })
   end
+  for win, row in pairs(stay) do
+    pcall(vim.api.nvim_win_set_cursor, win, { math.max(1, math.min(row, last)), 0 })
+  end
 end
 
-local function is_empty(buf)
-  return vim.api.nvim_buf_line_count(buf) == 1
-    and vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == ""
+--- Write transcript lines (the version is bumped: a history answer asked before is stale).
+local function set_lines(chat, start, end_, lines)
+  write(chat, start, end_, lines)
+  chat.version = chat.version + 1
+end
+
+--- No transcript below the header: no lines, or one empty line.
+local function transcript_empty(chat)
+  local count = vim.api.nvim_buf_line_count(chat.buf)
+  if count == chat.header_size then
+    return true
+  end
+  return count == chat.header_size + 1
+    and vim.api.nvim_buf_get_lines(chat.buf, count - 1, count, false)[1] == ""
+end
+
+--- Replace the whole transcript (the header stays).
+local function set_transcript(chat, lines)
+  set_lines(chat, chat.header_size, -1, lines)
 end
 
 local function last_line(chat)
@@ -79,10 +105,10 @@ local function last_line(chat)
   return count - 1, vim.api.nvim_buf_get_lines(chat.buf, count - 1, count, false)[1]
 end
 
---- Append whole lines at the end (an empty buffer is replaced).
+--- Append whole lines at the end (an empty transcript is replaced).
 local function append(chat, lines)
-  if is_empty(chat.buf) then
-    set_lines(chat, 0, -1, lines)
+  if transcript_empty(chat) then
+    set_transcript(chat, lines)
   else
     set_lines(chat, -1, -1, lines)
   end
@@ -195,7 +221,123 @@ function M.render(items)
   return lines
 end
 
+-- -- the session header ------------------------------------------------------------------
+
+--- Put `header` (nil: none) at the top of the chat. The transcript, the cursor and the lines
+--- a running turn writes to move with it.
+---@param chat agent_assist.Chat
+---@param header? agent_assist.Header
+local function set_header(chat, header)
+  if header and chat.header and vim.deep_equal(header.lines, chat.header.lines) then
+    chat.header = header -- the same text: a fold the user closed stays closed
+    header_mod.highlight(chat.buf, header)
+    return
+  end
+  local lines = header and header.lines or {}
+  local old_size, empty = chat.header_size, transcript_empty(chat)
+  local delta = #lines - old_size
+  -- set first: the fold levels of the new lines are computed as they are written
+  chat.header = header
+  chat.header_size = #lines
+  if empty then
+    write(chat, 0, -1, #lines > 0 and lines or { "" })
+  else
+    write(chat, 0, old_size, lines, delta)
+  end
+  header_mod.highlight(chat.buf, header)
+  local turn = chat.pending
+  if delta ~= 0 and turn then
+    turn.header_line = turn.header_line + delta
+    turn.reply_line = turn.reply_line + delta
+    turn.retry_line = turn.retry_line and turn.retry_line + delta
+  end
+  for key, line in pairs(chat.tools) do
+    chat.tools[key] = line + delta
+  end
+end
+
+--- Show the header of an `agentAssist/resume` result (none for a fresh session), unless it
+--- was dismissed; `force` shows it even then.
+---@param root string
+---@param result agent_assist.ResumeResult
+---@param force? boolean
+function M.show_header(root, result, force)
+  local chat = M.chats[root]
+  if not valid(chat) then
+    return
+  end
+  if force then
+    chat.header_dismissed = false
+  end
+  if not chat.header_dismissed then
+    set_header(chat, header_mod.build(result))
+  end
+end
+
+--- Ask `agentAssist/resume` and show its header; only the newest answer is used.
+local function refresh_header(chat)
+  chat.header_ticket = chat.header_ticket + 1
+  local ticket = chat.header_ticket
+  client.request(chat.root, client.methods.resume, {}, function(err, result)
+    if not err and valid(chat) and chat.header_ticket == ticket then
+      M.show_header(chat.root, result)
+    end
+  end)
+end
+
+--- Remove the session header; it comes back with the next session (or `:AgentAssist resume`).
+---@param root? string
+---@return boolean dismissed false if no header was shown
+function M.dismiss(root)
+  local chat = M.chats[root or client.root()]
+  if not valid(chat) or not chat.header then
+    client.notify("no session header to dismiss")
+    return false
+  end
+  chat.header_dismissed = true
+  chat.header_ticket = chat.header_ticket + 1 -- an answer on its way would bring it back
+  set_header(chat, nil)
+  return true
+end
+
+--- 'foldexpr' of chat windows: "What I remember" is a fold.
+---@return string
+function M.foldexpr()
+  local buf = vim.api.nvim_get_current_buf()
+  local chat = M.chats[vim.b[buf].agent_assist_root or ""]
+  local memory = valid(chat) and chat.buf == buf and chat.header and chat.header.memory
+  if not memory then
+    return "0"
+  end
+  local line = vim.v.lnum - 1
+  if line == memory.first then
+    return ">1"
+  end
+  return (line > memory.first and line <= memory.last) and "1" or "0"
+end
+
+--- The changed file named on the cursor's line of the header, if any.
+---@param chat agent_assist.Chat
+---@return agent_assist.ChangedFile?
+local function file_at_cursor(chat)
+  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  return chat.header and row < chat.header_size and chat.header.files[row] or nil
+end
+
+--- The key's own meaning, for a header key used elsewhere in the buffer.
+local function feed_default(lhs)
+  local count = vim.v.count > 0 and tostring(vim.v.count) or ""
+  vim.api.nvim_feedkeys(vim.keycode(count .. lhs), "n", false)
+end
+
 -- -- buffer and window -----------------------------------------------------------------
+
+local function set_window_options(win)
+  local wo = vim.wo[win][0]
+  wo.foldmethod = "expr"
+  wo.foldexpr = "v:lua.require'agent_assist.chat'.foldexpr()"
+  wo.foldlevel = 99 -- "What I remember" starts open
+end
 
 local function set_keymaps(chat)
   local keys = config.get().keymaps
@@ -205,6 +347,28 @@ local function set_keymaps(chat)
       vim.keymap.set(modes, lhs, fn, { buffer = buf, silent = true, desc = desc })
     end
   end
+  map("n", keys.open_file, function()
+    local file = file_at_cursor(chat)
+    local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+    if file then
+      header_mod.open_file(chat.root, file, buf)
+    elseif chat.header and chat.header.memory and row == chat.header.memory.first then
+      vim.cmd("normal! za")
+    else
+      feed_default(keys.open_file)
+    end
+  end, "Agent Assist: open the changed file (session header)")
+  map("n", keys.diff, function()
+    local file = file_at_cursor(chat)
+    if file then
+      header_mod.diff(chat.root, file)
+    else
+      feed_default(keys.diff)
+    end
+  end, "Agent Assist: diff the changed file against its checkpoint copy")
+  map("n", keys.dismiss, function()
+    M.dismiss(chat.root)
+  end, "Agent Assist: dismiss the session header")
   map("n", keys.prompt, function()
     M.prompt(chat.root)
   end, "Agent Assist: type a message")
@@ -247,10 +411,29 @@ function M.buffer(root)
   if not pcall(vim.treesitter.start, buf, "markdown") then
     vim.bo[buf].syntax = "markdown"
   end
-  chat = { root = root, buf = buf, queue = {}, version = 0, tools = {} }
+  chat = {
+    root = root,
+    buf = buf,
+    queue = {},
+    version = 0,
+    tools = {},
+    header_size = 0,
+    header_ticket = 0,
+    header_dismissed = false,
+  }
   M.chats[root] = chat
   set_keymaps(chat)
+  vim.api.nvim_create_autocmd("BufWinEnter", {
+    buffer = buf,
+    callback = function()
+      local win = vim.api.nvim_get_current_win()
+      if vim.api.nvim_win_get_buf(win) == buf then
+        set_window_options(win)
+      end
+    end,
+  })
   fill_from_history(chat)
+  refresh_header(chat)
   return chat
 end
 
@@ -294,6 +477,7 @@ function M.open(root)
     vim.wo[win].linebreak = true
     vim.wo[win].number = false
     vim.wo[win].conceallevel = 2
+    set_window_options(win)
   end
   pcall(vim.api.nvim_win_set_cursor, win, { vim.api.nvim_buf_line_count(chat.buf), 0 })
   return chat
@@ -505,7 +689,7 @@ function M.redraw(root, items, on_done)
   local chat = M.buffer(root)
   if items then
     chat.tools = {}
-    set_lines(chat, 0, -1, M.render(items))
+    set_transcript(chat, M.render(items))
     if on_done then
       on_done()
     end
@@ -524,16 +708,27 @@ function M.redraw(root, items, on_done)
   end)
 end
 
---- `agentAssist/sessionChanged`: clear on reset, redraw on resume/open/fork/restore.
+--- `agentAssist/sessionChanged`: clear on reset, redraw on resume/open/fork/restore; the
+--- session header follows the session (`agentAssist/resume`).
 ---@param root string
 ---@param params agent_assist.SessionChangedParams
 function M.on_session_changed(root, params)
   local chat = M.chats[root]
-  if not valid(chat) or chat.pending then
+  if not valid(chat) then
+    return
+  end
+  if params.reason ~= "restored" then
+    chat.header_dismissed = false -- another session: its own header
+  end
+  if params.reason == "new" or params.reason == "reset" then
+    set_header(chat, nil)
+  end
+  refresh_header(chat)
+  if chat.pending then
     return
   end
   if params.reason == "new" or params.reason == "reset" then
-    set_lines(chat, 0, -1, { "" })
+    set_transcript(chat, {})
   else
     M.redraw(root)
   end

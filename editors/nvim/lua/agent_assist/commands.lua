@@ -229,9 +229,13 @@ M.subcommands = {
     end)
   end,
   resume = function()
-    ask(methods.resume, {}, function(result)
+    ask(methods.resume, {}, function(result, root)
+      chat().show_header(root, result, true) -- back even if it was dismissed
       show_context(result.context)
     end)
+  end,
+  dismiss = function()
+    chat().dismiss()
   end,
   checkpoint = function(args)
     local number = tonumber(args[1])

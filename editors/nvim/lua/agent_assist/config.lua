@@ -11,6 +11,9 @@
 ---@field prompt string|false  chat buffer, normal mode: open the input prompt
 ---@field cancel string|false  chat buffer, normal and insert mode: cancel the running turn
 ---@field close string|false   chat buffer, normal mode: close the window
+---@field open_file string|false  session header: open the changed file on the line ("What I remember": toggle its fold)
+---@field diff string|false       session header: diff the changed file on the line against its checkpoint copy
+---@field dismiss string|false    chat buffer: dismiss the session header
 
 ---@class agent_assist.FloatOptions
 ---@field width number  fraction of the editor width (0-1) or columns
@@ -44,7 +47,14 @@ M.defaults = {
   tracked_files = nil,
   context_window = nil,
   compact_at = nil,
-  keymaps = { prompt = "i", cancel = "<C-c>", close = "q" },
+  keymaps = {
+    prompt = "i",
+    cancel = "<C-c>",
+    close = "q",
+    open_file = "<CR>",
+    diff = "gd",
+    dismiss = "dh",
+  },
   layout = "vsplit",
   float = { width = 0.8, height = 0.8, border = "rounded" },
   root_markers = { ".git", "pyproject.toml", "agent_spec.md" },

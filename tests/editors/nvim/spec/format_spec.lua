@@ -1,5 +1,6 @@
 -- No server: the sessions picker rows and the status lines, with and without a phase; which
--- failures are a user's cancel; the contract's names come from the generated module.
+-- failures are a user's cancel; the contract's names come from the generated module; the
+-- session header's lines.
 local H = dofile(vim.env.AGENT_ASSIST_TEST_HELPERS)
 local commands = require("agent_assist.commands")
 
@@ -51,6 +52,53 @@ H.run(function(out)
     not_cancelled = cancelled({ code = failed, data = { cancelled = false } }),
     other_code = cancelled({ code = -32603, data = { cancelled = true } }),
   }
+
+  -- the session header, from agentAssist/resume results (null fields as vim.NIL)
+  local header = require("agent_assist.header")
+  local function shown(h)
+    local files = {}
+    for line, file in pairs(h.files) do
+      table.insert(files, { line = line, path = file.path })
+    end
+    return { lines = h.lines, files = files, memory = h.memory or vim.NIL }
+  end
+  local forked = header.build({
+    context = "",
+    origin = "forked",
+    lastActive = vim.NIL,
+    summary = vim.NIL,
+    decisions = {},
+    changedFiles = { { path = "old.md", change = "deleted", checkpoint = 3 } },
+  })
+  out.header_forked = shown(forked)
+  out.header_forked_hint = header.hint(forked, { open_file = "<CR>", diff = false, dismiss = "dh" })
+  local resumed = header.build({
+    context = "...",
+    origin = "resumed",
+    lastActive = "2026-03-31T14:22:05.123456+00:00",
+    summary = "Line one.\n\nLine two.",
+    decisions = { "Use PostgreSQL." },
+    changedFiles = {},
+  })
+  out.header_resumed = shown(resumed)
+  out.header_resumed_hint =
+    header.hint(resumed, { open_file = "<CR>", diff = "gd", dismiss = "dh" })
+  out.header_fresh = header.build({
+    context = "",
+    origin = vim.NIL,
+    lastActive = vim.NIL,
+    summary = vim.NIL,
+    decisions = {},
+    changedFiles = {},
+  }) == nil
+  out.times = {
+    header.format_time("2026-03-31T23:50:00-01:30"),
+    header.format_time("2026-12-31T23:59:59Z"),
+    header.format_time("2026-03-01T00:10:00+02:00"),
+    header.format_time("2024-03-01T00:10:00+02:00"),
+    header.format_time("2026-03-31T14:22:05.5"),
+  }
+  out.bad_times = { header.format_time("yesterday") or "nil", header.format_time(vim.NIL) or "nil" }
 
   local client, protocol = require("agent_assist.client"), require("agent_assist.protocol")
   out.generated_names = client.methods == protocol.methods and client.errors == protocol.errors

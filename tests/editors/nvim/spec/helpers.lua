@@ -83,12 +83,25 @@ function H.chat()
   return chat.chats[H.root()]
 end
 
-function H.chat_lines()
+--- The whole chat buffer: the session header (if one is shown) and the transcript.
+function H.buffer_lines()
   local c = H.chat()
   if not c or not vim.api.nvim_buf_is_valid(c.buf) then
     return {}
   end
   return vim.api.nvim_buf_get_lines(c.buf, 0, -1, false)
+end
+
+--- The transcript: the chat buffer below the session header.
+function H.chat_lines()
+  local c = H.chat()
+  return vim.list_slice(H.buffer_lines(), (c and c.header_size or 0) + 1)
+end
+
+--- The session header's lines ({} when none is shown).
+function H.header_lines()
+  local c = H.chat()
+  return vim.list_slice(H.buffer_lines(), 1, c and c.header_size or 0)
 end
 
 function H.chat_text()
@@ -156,7 +169,7 @@ function H.run(fn)
   H.out.selects = H.selects
   H.out.inputs = H.inputs
   H.out.events = H.events
-  H.out.chat = H.chat_lines()
+  H.out.chat = H.buffer_lines()
   local file = assert(io.open(vim.env.AGENT_ASSIST_TEST_OUT, "w"))
   file:write(vim.json.encode(H.out))
   file:close()

@@ -16,6 +16,10 @@ H.run(function(out)
     return H.chat_text():find("Streamed reply number one", 1, true) ~= nil
   end, "the transcript")
   out.history = H.chat_lines()
+  H.wait(function()
+    return #H.header_lines() > 0
+  end, "the session header")
+  out.header = H.header_lines()
 
   vim.cmd("AgentAssist chat what did I say first?")
   H.wait(function()
