@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import append, compaction, drift, resume, search, server
+from . import append, compaction, drift, resume, search, server, sessions
 from .common import Mode, Result, fmt_s
 from .plot import write_plot
 
@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, Callable[[Mode], Result]] = {
     "compaction": compaction.run,
     "server": server.run,
     "search": search.run,
+    "sessions": sessions.run,
 }
 README = Path(__file__).with_name("README.md")
 PLOT = README.with_name("results.png")

@@ -165,10 +165,12 @@ class SessionCommands(Feature):
         return proto.SearchResult(results=[proto.SearchHit.model_validate(h) for h in hits])
 
     @request(proto.SESSIONS)
-    async def sessions(self, params: proto.EmptyParams) -> proto.SessionsResult:
-        """List the project's sessions, newest first."""
+    async def sessions(self, params: proto.SessionsParams) -> proto.SessionsResult:
+        """List the project's sessions, newest first (a page of them when asked)."""
         lifecycle = self.server.session
         current = lifecycle.session_id
+        infos = lifecycle.manager.list_sessions()
+        end = None if params.limit is None else params.offset + params.limit
         return proto.SessionsResult(
             sessions=[
                 proto.SessionInfo(
@@ -181,8 +183,9 @@ class SessionCommands(Feature):
                     parent_session_id=info.parent_session_id or None,
                     active=info.session_id == current,
                 )
-                for info in lifecycle.manager.list_sessions()
-            ]
+                for info in infos[params.offset : end]
+            ],
+            total=len(infos),
         )
 
     @request(proto.OPEN)

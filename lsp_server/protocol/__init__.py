@@ -61,6 +61,7 @@ from .requests import (
     SaveResult,
     SearchParams,
     SearchResult,
+    SessionsParams,
     SessionsResult,
     StatusResult,
 )
@@ -167,6 +168,7 @@ __all__ = [
     "SessionChangedParams",
     "SessionInfo",
     "SessionOrigin",
+    "SessionsParams",
     "SessionsResult",
     "StatusResult",
     "ToolCallParams",

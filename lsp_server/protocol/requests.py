@@ -170,10 +170,18 @@ class CompactResult(Wire):
     reason: str | None = omitted("Why nothing was compacted (when `compacted` is false).")
 
 
+class SessionsParams(Params):
+    """`agentAssist/sessions`: all of them, or a page (`offset`, `limit`)."""
+
+    offset: int = Field(default=0, ge=0)
+    limit: int | None = Field(default=None, ge=1, le=10_000)
+
+
 class SessionsResult(Wire):
-    """The project's sessions, newest first."""
+    """The project's sessions, newest first (a page of them when asked)."""
 
     sessions: list[SessionInfo]
+    total: int = Field(description="How many sessions the project has.")
 
 
 class OpenParams(Params):
@@ -270,7 +278,7 @@ REQUESTS: tuple[Request, ...] = (
     Request(CHECKPOINT, CheckpointParams, CheckpointListResult | CheckpointRestoreResult),
     Request(CHECKPOINT_FILE, CheckpointFileParams, CheckpointFileResult),
     Request(COMPACT, EmptyParams, CompactResult),
-    Request(SESSIONS, EmptyParams, SessionsResult),
+    Request(SESSIONS, SessionsParams, SessionsResult),
     Request(OPEN, OpenParams, OpenResult),
     Request(FORK, ForkParams, ForkResult),
     Request(SEARCH, SearchParams, SearchResult),

@@ -40,7 +40,8 @@ from ..storage import (
     read_json_file,
     unlink_quiet,
 )
-from .listing import SessionInfo, last_event_time, session_info
+from .listing import SessionInfo, last_event_time
+from .listing_index import ListingIndex
 from .opening import open_from_files
 from .session import Session
 from .snapshots import log_warning, read_snapshot_file, write_snapshot_file
@@ -369,15 +370,17 @@ class SessionManager:
         return last_event_time(self.log_path(session_id))
 
     def list_sessions(self) -> list[SessionInfo]:
-        """List sessions newest first (snapshot metadata; the log only if no snapshot)."""
-        infos: list[SessionInfo] = []
-        for session_id in self.session_ids():
-            state, _ = self.read_snapshot(session_id)
-            info = session_info(session_id, state, self.log_path(session_id))
-            if info is not None:
-                infos.append(info)
-        infos.sort(key=lambda i: i.updated_at, reverse=True)
-        return infos
+        """List sessions newest first (a projection refreshed from the files that changed)."""
+        try:
+            self.check_store_dirs()
+        except StorageError as exc:
+            logger.warning("%s: sessions not listed (%s)", self.sessions_dir, exc)
+            return []
+        if not self.sessions_dir.is_dir():
+            return []
+        return ListingIndex(self.project_dir).sessions(
+            self.sessions_dir, lambda session_id: self.read_snapshot(session_id)[0]
+        )
 
     def delete_session(self, session_id: str) -> list[Path]:
         """Delete a session's log, snapshot, lock and checkpoints; return what was removed."""

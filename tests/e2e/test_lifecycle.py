@@ -513,10 +513,13 @@ async def test_sessions_list_and_open_another_session(
     fake.add("beta answer")
     await editor.request("agentAssist/chat", {"text": "beta"})
 
-    sessions = (await editor.request("agentAssist/sessions"))["sessions"]
-    assert [s["sessionId"] for s in sessions] == [new_id, old_id]
+    listed = await editor.request("agentAssist/sessions")
+    sessions = listed["sessions"]
+    assert [s["sessionId"] for s in sessions] == [new_id, old_id] and listed["total"] == 2
     assert [s["active"] for s in sessions] == [True, False]
     assert [s["turns"] for s in sessions] == [1, 1]
+    page = await editor.request("agentAssist/sessions", {"offset": 1, "limit": 1})
+    assert [s["sessionId"] for s in page["sessions"]] == [old_id] and page["total"] == 2
 
     opened = await editor.request("agentAssist/open", {"sessionId": old_id})
     assert opened["sessionId"] == old_id

@@ -225,8 +225,13 @@ M.errors = {
 
 ---@alias agent_assist.SessionOrigin "resumed"|"opened"|"forked" How this instance came to hold a session that has a past.
 
----@class agent_assist.SessionsResult The project's sessions, newest first.
+---@class agent_assist.SessionsParams `agentAssist/sessions`: all of them, or a page (`offset`, `limit`).
+---@field offset? integer At least 0.
+---@field limit? integer Range 1..10000.
+
+---@class agent_assist.SessionsResult The project's sessions, newest first (a page of them when asked).
 ---@field sessions agent_assist.SessionInfo[]
+---@field total integer How many sessions the project has.
 
 ---@class agent_assist.StatusResult Where this instance's session is.
 ---@field sessionId string

@@ -331,9 +331,19 @@ export interface SessionInfo {
 /** How this instance came to hold a session that has a past. */
 export type SessionOrigin = "resumed" | "opened" | "forked";
 
-/** The project's sessions, newest first. */
+/** `agentAssist/sessions`: all of them, or a page (`offset`, `limit`). */
+export interface SessionsParams {
+  /** At least 0. */
+  offset?: number;
+  /** Range 1..10000. */
+  limit?: number | null;
+}
+
+/** The project's sessions, newest first (a page of them when asked). */
 export interface SessionsResult {
   sessions: SessionInfo[];
+  /** How many sessions the project has. */
+  total: number;
 }
 
 /** Where this instance's session is. */
@@ -402,7 +412,7 @@ export interface Requests {
   "agentAssist/checkpoint": { params: CheckpointParams; result: CheckpointListResult | CheckpointRestoreResult };
   "agentAssist/checkpointFile": { params: CheckpointFileParams; result: CheckpointFileResult };
   "agentAssist/compact": { params: EmptyParams; result: CompactResult };
-  "agentAssist/sessions": { params: EmptyParams; result: SessionsResult };
+  "agentAssist/sessions": { params: SessionsParams; result: SessionsResult };
   "agentAssist/open": { params: OpenParams; result: OpenResult };
   "agentAssist/fork": { params: ForkParams; result: ForkResult };
   "agentAssist/search": { params: SearchParams; result: SearchResult };
