@@ -43,7 +43,7 @@ class CountingSink:
         """Count a retry (a timed turn has none)."""
         self.retries += 1
 
-    def tool(self, name: str, args: Any, status: str) -> None:
+    def tool(self, name: str, args: Any, status: str, call_id: str) -> None:
         """Count tool activity (the bench's replies call no tools)."""
         self.tools += 1
 

@@ -49,11 +49,16 @@ class NotifyingSink:
             )
         )
 
-    def tool(self, name: str, args: Any, status: str) -> None:
+    def tool(self, name: str, args: Any, status: str, call_id: str) -> None:
         """Send `agentAssist/toolCall`."""
         self.ls.notify(
             proto.ToolCallParams(
-                session_id=self.session_id, turn=self.turn, tool=name, args=args, status=status
+                session_id=self.session_id,
+                turn=self.turn,
+                tool=name,
+                args=args,
+                status=status,
+                call_id=call_id,
             )
         )
 
@@ -213,6 +218,11 @@ class Chat(Feature):
             recorder = lifecycle.begin_turn(text)
         except ReadOnlySessionError as exc:
             raise RequestFailedError(f"{exc}. Start a new session (reset) to chat.") from None
+        ls.notify(
+            proto.TurnStartedParams(
+                session_id=lifecycle.session_id, turn=recorder.number, text=text
+            )
+        )
         note = lifecycle.take_drift_note()
         prompt: str | list[str] = [note, text] if note else text
         session_id = lifecycle.session_id

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from lsprotocol import types
 
 from session.derive.transcript import transcript
@@ -12,6 +14,7 @@ from .. import protocol as proto
 from ..server import AgentAssistServer, RequestFailedError
 from .base import Feature, request
 from .chat import Chat
+from .history import progress
 
 DELETE_FILES = "Delete files"
 KEEP_FILES = "Keep files"
@@ -44,6 +47,7 @@ class SessionCommands(Feature):
 
     name = "session commands"
     needs = (Chat,)
+    _rebuild: asyncio.Task[None] | None = None  # the search index's background rebuild
 
     @request(proto.SAVE)
     async def save(self, params: proto.EmptyParams) -> proto.SaveResult:
@@ -104,6 +108,7 @@ class SessionCommands(Feature):
                     )
         resumed = origin in (proto.SessionOrigin.RESUMED, proto.SessionOrigin.OPENED)
         return proto.ResumeResult(
+            session_id=lifecycle.session_id,
             context=lifecycle.resume_context,
             origin=origin,
             last_active=lifecycle.last_active if resumed else None,
@@ -155,7 +160,10 @@ class SessionCommands(Feature):
             raise RequestFailedError(f"no session {params.session_id} in this project")
         try:
             index = ls.search_index
-            if params.session_id is not None:
+            if index.migrating:  # an older index answers while the new one is built
+                if self._rebuild is None or self._rebuild.done():
+                    self._rebuild = ls.spawn(self._rebuild_index(), "search index rebuild")
+            elif params.session_id is not None:
                 index.sync_session(manager, params.session_id)
             else:
                 index.sync(manager)
@@ -163,6 +171,14 @@ class SessionCommands(Feature):
         except SearchError as exc:
             raise RequestFailedError(f"search is unavailable: {exc}") from None
         return proto.SearchResult(results=[proto.SearchHit.model_validate(h) for h in hits])
+
+    async def _rebuild_index(self) -> None:
+        """Build the new search index in the background, with `$/progress`."""
+        ls = self.server
+        index, manager = ls.search_index, ls.session.manager
+        async with progress(ls, "Rebuilding the search index") as bar:
+            while not (step := await asyncio.to_thread(index.build_step, manager)).finished:
+                bar.report(f"{step.indexed} of {step.sessions} sessions", step.percentage)
 
     @request(proto.SESSIONS)
     async def sessions(self, params: proto.SessionsParams) -> proto.SessionsResult:

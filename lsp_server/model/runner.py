@@ -41,8 +41,8 @@ class TurnSink(Protocol):
         """Stream a text delta."""
         ...
 
-    def tool(self, name: str, args: Any, status: str) -> None:
-        """Show tool activity."""
+    def tool(self, name: str, args: Any, status: str, call_id: str) -> None:
+        """Show tool activity (`call_id` ties a call's start to its end)."""
         ...
 
     def retry(self, attempt: int, reason: str) -> None:
@@ -258,7 +258,7 @@ class ChatRunner:
                                 args = part.args_as_dict()
                                 calls[part.tool_call_id] = (part.tool_name, args)
                                 recorder.tool_call(part.tool_call_id, part.tool_name, args)
-                                sink.tool(part.tool_name, args, "started")
+                                sink.tool(part.tool_name, args, "started", part.tool_call_id)
                             elif isinstance(event, FunctionToolResultEvent):
                                 result = event.part
                                 failed = getattr(result, "part_kind", "") == "retry-prompt" or (
@@ -271,7 +271,12 @@ class ChatRunner:
                                     _jsonable(getattr(result, "content", None)),
                                     is_error=failed,
                                 )
-                                sink.tool(name or "", args, "failed" if failed else "done")
+                                sink.tool(
+                                    name or "",
+                                    args,
+                                    "failed" if failed else "done",
+                                    result.tool_call_id,
+                                )
                     recorder.end_step(step_usage)  # a step brackets its tool calls and results
         return TurnResult("".join(text_parts), tally.result())
 

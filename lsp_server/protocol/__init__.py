@@ -14,11 +14,13 @@ from .notifications import (
     NOTIFICATIONS,
     SESSION_CHANGED,
     TOOL_CALL,
+    TURN_STARTED,
     ChatDeltaParams,
     ChatRetryParams,
     DriftParams,
     SessionChangedParams,
     ToolCallParams,
+    TurnStartedParams,
 )
 from .options import InitializationOptions, ModelOptions
 from .requests import (
@@ -125,6 +127,7 @@ __all__ = [
     "SESSION_CHANGED",
     "STATUS",
     "TOOL_CALL",
+    "TURN_STARTED",
     "AutoResume",
     "ChangedFile",
     "ChatDeltaParams",
@@ -175,6 +178,7 @@ __all__ = [
     "ToolStatus",
     "TranscriptItem",
     "TranscriptRole",
+    "TurnStartedParams",
     "Usage",
     "Wire",
     "command_name",

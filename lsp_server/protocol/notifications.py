@@ -12,11 +12,21 @@ from .wire import Notification
 if TYPE_CHECKING:
     from session.workspace.drift import DriftReport
 
+TURN_STARTED = "agentAssist/turnStarted"
 CHAT_DELTA = "agentAssist/chatDelta"
 CHAT_RETRY = "agentAssist/chatRetry"
 TOOL_CALL = "agentAssist/toolCall"
 DRIFT = "agentAssist/drift"
 SESSION_CHANGED = "agentAssist/sessionChanged"
+
+
+class TurnStartedParams(Notification):
+    """A chat's turn began (it waited its turn in the queue until now): its number."""
+
+    METHOD: ClassVar[str] = TURN_STARTED
+    session_id: str
+    turn: int
+    text: str = Field(description="The user's message, as sent.")
 
 
 class ChatDeltaParams(Notification):
@@ -47,6 +57,7 @@ class ToolCallParams(Notification):
     tool: str
     args: Any
     status: ToolStatus
+    call_id: str = Field(description="Ties a call's `started` to its `done` or `failed`.")
 
 
 class DriftParams(Notification):
@@ -89,6 +100,7 @@ class SessionChangedParams(Notification):
 
 
 NOTIFICATIONS: tuple[type[Notification], ...] = (
+    TurnStartedParams,
     ChatDeltaParams,
     ChatRetryParams,
     ToolCallParams,

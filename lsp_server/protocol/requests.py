@@ -96,6 +96,7 @@ class ChangedFile(Wire):
 class ResumeResult(Wire):
     """The block injected into the system prompt, and what it told the model."""
 
+    session_id: str = Field(description="The session all this is about.")
     context: str = Field(description='The block itself (`""` on a fresh session).')
     origin: SessionOrigin | None = Field(
         description="How this instance came to this session: resumed at start, opened, "

@@ -18,6 +18,7 @@ from pytest_lsp.client import register_lsp_features
 
 REPO = Path(__file__).resolve().parents[2]
 NOTIFICATIONS = (
+    "agentAssist/turnStarted",
     "agentAssist/chatDelta",
     "agentAssist/chatRetry",
     "agentAssist/toolCall",

@@ -29,6 +29,8 @@ async def test_fresh_chat_streams_and_records(
     assert reply["endReason"] == "completed" and reply["turn"] == 1
     assert editor.deltas() == reply["text"]
     assert len(editor.notifications["agentAssist/chatDelta"]) > 3
+    started = editor.notifications["agentAssist/turnStarted"]
+    assert started == [{"sessionId": reply["sessionId"], "turn": 1, "text": "hi"}]
     assert editor.questions == []  # nothing to resume on a fresh launch
     await editor.stop()
     manager = SessionManager(workspace, home=home)
@@ -49,8 +51,12 @@ async def test_tool_calls_are_streamed_recorded_and_rebuildable(
     await editor.ready()
     reply = await editor.request("agentAssist/chat", {"text": "what is in the spec?"})
     assert reply["text"] == "It describes a support agent."
-    statuses = [(n["tool"], n["status"]) for n in editor.notifications["agentAssist/toolCall"]]
-    assert statuses == [("read_file", "started"), ("read_file", "done")]
+    calls = editor.notifications["agentAssist/toolCall"]
+    assert [(n["tool"], n["status"]) for n in calls] == [
+        ("read_file", "started"),
+        ("read_file", "done"),
+    ]
+    assert calls[0]["callId"] and calls[0]["callId"] == calls[1]["callId"]  # one call, start to end
     assert "three tools" in json.dumps(fake.messages(1))
     await editor.stop()
     assert_requests_rebuildable(fake, workspace, home, reply["sessionId"])

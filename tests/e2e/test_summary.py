@@ -190,6 +190,7 @@ async def test_resume_says_what_the_model_was_given_and_what_changed(
     session_id = (await editor.ready())["sessionId"]
     fresh = await editor.request("agentAssist/resume")
     assert fresh == {
+        "sessionId": session_id,
         "context": "",
         "origin": None,
         "lastActive": None,

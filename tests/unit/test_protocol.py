@@ -176,6 +176,7 @@ class Flaky(Feature):
         if self.calls == 1:
             raise RuntimeError("boom")
         return proto.ResumeResult(
+            session_id="a" * 12,
             context=f"call {self.calls}",
             origin=None,
             last_active=None,

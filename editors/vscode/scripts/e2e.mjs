@@ -1,10 +1,15 @@
 // End to end in real VS Code: code-server with the .vsix installed, Chromium via playwright-core.
-// Open the sidebar, send a message, see the streamed reply, reload the window, answer Resume,
-// see the transcript back and the next reply aware of the earlier turn (the model's recorded request).
-// Then New session (view title): a new id, the old session's events log byte-identical and the
-// session in the Sessions pick, reopened with its transcript; Reset Session (delete it)…: the modal
-// asks, Cancel keeps the session, Cancel at the server's question is an info, Delete session + Keep
-// files deletes its log.
+// Open the sidebar, send a message, see the streamed reply with its roles told apart (labels, DOM,
+// computed style) and a code block inserted at the cursor; Save puts a checkpoint in the timeline;
+// reload with a draft typed, change the spec, answer Resume: the draft and transcript come back and
+// the banner says "Resumed session · last active … · 1 file changed since" with the file's link, its
+// diff against the checkpoint and "What I remember". Up recalls the last message; the next reply is
+// aware of the earlier turn. Screenshots in the light, dark and high-contrast themes. Stop with a chat
+// queued behind ("1 waiting"), a chatRetry redraw, a restore from the timeline behind its confirmation.
+// New session keeps the old one byte-identical; search in the view opens it at the turn; the sessions
+// list forks and opens; Reset Session (delete it)…: the modal asks, Cancel keeps the session, Cancel at
+// the server's question is an info, Delete session + Keep files deletes its log.
+/* global window, getComputedStyle, MutationObserver -- in the callbacks evaluated in the browser */
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import { createRequire } from "node:module";
@@ -18,15 +23,30 @@ const { chromium } = require(process.env.PLAYWRIGHT_CORE);
 const ROOT = path.resolve(import.meta.dirname, "..");
 const REPO = process.env.AGENT_ASSIST_REPO;
 const RESULTS = path.join(ROOT, "test-results");
-const FIRST = "Streaming reply about **bananas**, sent to the sidebar in small chunks so it can be watched.";
+const FIRST =
+  "Streaming reply about **bananas**, sent to the sidebar in small chunks so it can be watched.\n\n" +
+  "```python\nprint('banana')\n```\nDone.";
+const REPLIES = [
+  { text: FIRST, chunk: 6, delay: 0.06 },
+  { tool_calls: [{ name: "read_file", arguments: { path: "agent_spec.md" }, id: "call_1" }] },
+  { text: "Echo: what did I ask before?" },
+  { hang: "This reply will be stopped" },
+  { text: "Queued answer." },
+  { cut: "Half an answer " },
+  { text: "The whole answer.", chunk: 5, delay: 0.05 },
+];
 
 fs.mkdirSync(RESULTS, { recursive: true });
+// what an earlier failed run left must not pass for this run's
+fs.rmSync(path.join(RESULTS, "vscode-e2e-failure.png"), { force: true });
+fs.rmSync(path.join(RESULTS, "user-logs"), { recursive: true, force: true });
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "aa-vscode-e2e-"));
 const workspace = path.join(tmp, "project");
 const userData = path.join(tmp, "user-data");
 const extensions = path.join(tmp, "extensions");
 fs.mkdirSync(workspace);
 fs.writeFileSync(path.join(workspace, "agent_spec.md"), "# Spec\n");
+fs.writeFileSync(path.join(workspace, "notes.py"), "\n");
 const step = (text) => console.log(`-- ${text}`);
 
 async function freePort() {
@@ -40,7 +60,7 @@ async function freePort() {
 async function startModel() {
   const script = path.join(tmp, "script.json");
   const record = path.join(tmp, "requests.json");
-  fs.writeFileSync(script, JSON.stringify([{ text: FIRST, chunk: 6, delay: 0.08 }]));
+  fs.writeFileSync(script, JSON.stringify(REPLIES));
   const proc = spawn(process.env.AGENT_ASSIST_PYTHON, [path.join(ROOT, "test/fake_model.py"), script, record], {
     env: { ...process.env, PYTHONPATH: REPO },
     stdio: ["ignore", "pipe", "inherit"],
@@ -134,8 +154,75 @@ try {
     await view().locator("#input").waitFor({ timeout: 30_000 });
   }
   async function assistantTexts() {
-    return view().locator(".item.assistant").allTextContents();
+    return view().locator(".item.assistant .item-body").allTextContents();
   }
+  const userTexts = () => view().locator(".item.user .item-body").allTextContents();
+  const notice = (text) => page.locator(".notifications-toasts .notification-toast", { hasText: text }).last();
+  const titleAction = (label) => page.locator(`.part.sidebar .title-actions a.action-label[aria-label^="${label}"]`);
+  async function runCommand(title) {
+    await page.locator(".part.statusbar").click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press("F1");
+    const input = page.locator(".quick-input-widget .quick-input-box input");
+    await input.waitFor({ timeout: 10_000 });
+    await input.fill(`>${title}`);
+    const item = page.locator(".quick-input-widget .monaco-list-row", { hasText: title }).first();
+    await item.waitFor({ timeout: 10_000 });
+    await item.click();
+  }
+  async function quickOpen(file) {
+    await page.locator(".part.statusbar").click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press("Control+P");
+    const input = page.locator(".quick-input-widget .quick-input-box input");
+    await input.waitFor({ timeout: 10_000 });
+    await input.fill(file);
+    const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: file }).first();
+    await row.waitFor({ timeout: 10_000 });
+    await row.click();
+    await page.locator(`.tabs-container .tab.active[aria-label^="${file}"]`).waitFor({ timeout: 10_000 });
+  }
+  /** The roles told apart: labels and accessible names in the DOM, and different computed styles. */
+  async function checkRoles(theme) {
+    const user = view().locator(".item.user").first();
+    const reply = view().locator(".item.assistant").first();
+    const [u, a] = await Promise.all([user, reply].map((el) =>
+      el.evaluate((node) => {
+        const s = getComputedStyle(node);
+        const avatar = getComputedStyle(node.querySelector(".avatar"));
+        return {
+          label: node.getAttribute("aria-label"),
+          author: node.querySelector(".author")?.textContent,
+          role: node.dataset.role,
+          background: s.backgroundColor,
+          borderTop: `${s.borderTopWidth} ${s.borderTopStyle}`,
+          borderLeft: `${s.borderLeftWidth} ${s.borderLeftStyle} ${s.borderLeftColor}`,
+          avatar: avatar.backgroundColor,
+        };
+      }),
+    ));
+    const problems = [];
+    if (u.author !== "You" || u.label !== "You" || u.role !== "user") problems.push(`user label ${JSON.stringify(u)}`);
+    if (a.author !== "Agent Assist" || !a.label?.startsWith("Agent Assist") || a.role !== "assistant") problems.push(`assistant label ${JSON.stringify(a)}`);
+    if (!/^1px solid/.test(u.borderTop)) problems.push(`the user's message is not boxed: ${u.borderTop}`);
+    if (!/^0px/.test(a.borderTop) || !/^3px (solid|dashed)/.test(a.borderLeft)) problems.push(`the reply is not on a rule: ${a.borderTop} / ${a.borderLeft}`);
+    if (u.avatar === a.avatar) problems.push(`same avatar colour ${u.avatar}`);
+    if (u.background === a.background && u.borderLeft === a.borderLeft) problems.push("same background and border");
+    if (problems.length) throw new Error(`${theme}: roles not distinguishable: ${problems.join("; ")}`);
+    step(`${theme}: roles distinct (user ${u.background} ${u.borderTop}, reply ${a.borderLeft}, avatars ${u.avatar} / ${a.avatar})`);
+  }
+  async function setTheme(theme, bodyClass) {
+    await runCommand("Preferences: Color Theme");
+    const input = page.locator(".quick-input-widget .quick-input-box input");
+    await input.fill(theme);
+    const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: theme }).first();
+    await row.waitFor({ timeout: 10_000 });
+    await row.click();
+    await poll(`the ${theme} theme`, async () =>
+      ((await view().locator("body").getAttribute("class")) ?? "").split(" ").includes(bodyClass), 20_000);
+    await new Promise((r) => setTimeout(r, 500)); // the workbench repaints
+  }
+  /** The transcript as rows: `user:1`, `assistant:1`, `checkpoint:1`… */
+  const rows = () => view().locator("#log").evaluate((log) =>
+    [...log.children].map((el) => el.classList.contains("checkpoint") ? `checkpoint:${el.dataset.checkpoint}` : `${el.dataset.role}:${el.dataset.turn ?? "-"}`));
 
   await openSidebar();
   step("sidebar open");
@@ -144,35 +231,88 @@ try {
   await view().locator("#input").fill("first question about bananas");
   await view().locator("#input").press("Enter");
   const partials = new Set();
-  const expected = FIRST.replace(/\*\*/g, "");
   await poll("the streamed reply", async () => {
     const [text = ""] = await assistantTexts();
-    if (text && text !== expected) partials.add(text);
-    return text === expected;
+    const busy = await view().locator(".item.assistant[aria-busy='true']").count();
+    if (text && !text.includes("Done.")) partials.add(text);
+    return text.includes("Done.") && busy === 0 && !(await view().locator("#working").isVisible());
   });
   step(`reply complete after ${partials.size} partial renders`);
   if (partials.size < 2) throw new Error(`the reply did not stream (partials: ${[...partials]})`);
   if ((await view().locator(".item.assistant strong").allTextContents())[0] !== "bananas") {
     throw new Error("Markdown was not rendered");
   }
+  await checkRoles("default theme");
+  const copy = view().locator(".item.assistant .code-block button.copy");
+  const insert = view().locator(".item.assistant .code-block button.insert");
+  if ((await copy.getAttribute("aria-label")) !== "Copy code" || (await insert.getAttribute("aria-label")) !== "Insert code at cursor") {
+    throw new Error("the code block's actions have no accessible names");
+  }
   await page.screenshot({ path: path.join(RESULTS, "1-first-reply.png") });
 
+  // -- Insert at cursor: into the editor last used
+  await quickOpen("notes.py");
+  await insert.click();
+  await poll("the code inserted into notes.py", async () =>
+    ((await page.locator(".editor-instance .monaco-editor .view-lines").first().textContent()) ?? "").includes("print('banana')"));
+  await page.keyboard.press("Control+S");
+  await poll("notes.py saved with the code", () => fs.readFileSync(path.join(workspace, "notes.py"), "utf-8").startsWith("print('banana')"));
+  step("Insert put the code block at the cursor");
+
+  // -- Save: a checkpoint in the timeline after turn 1
+  await titleAction("Save").click();
+  await notice("(checkpoint 1)").waitFor({ timeout: 30_000 });
+  await poll("the checkpoint in the timeline", async () => JSON.stringify(await rows()) === JSON.stringify(["user:1", "assistant:1", "checkpoint:1"]));
+  step("Save: checkpoint 1 after turn 1");
+
+  // -- a draft, a reload, the spec changed meanwhile, Resume: the banner
+  const DRAFT = "a draft kept across reloads";
+  await view().locator("#input").fill(DRAFT);
+  await new Promise((r) => setTimeout(r, 500));
   step("reload the window");
   await page.reload();
   await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
   const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "Resume previous session?" });
   await toast.waitFor({ timeout: 60_000 });
   await page.screenshot({ path: path.join(RESULTS, "2-resume-question.png") });
+  fs.writeFileSync(path.join(workspace, "agent_spec.md"), "# Spec\nchanged while the window was away\n");
   await toast.getByRole("button", { name: "Resume", exact: true }).click();
   step("answered Resume");
   await openSidebar();
   await poll("the transcript redrawn", async () => {
-    const users = await view().locator(".item.user").allTextContents();
     const replies = await assistantTexts();
-    return users.includes("first question about bananas") && replies.includes(expected);
+    return (await userTexts()).includes("first question about bananas") && replies.some((r) => r.includes("Done."));
   });
   step("transcript back");
+  const draft = await view().locator("#input").inputValue();
+  if (draft !== DRAFT) throw new Error(`the draft was not kept across the reload: ${JSON.stringify(draft)}`);
+  step("draft kept");
+  const bannerText = view().locator(".banner .banner-text");
+  await bannerText.waitFor({ timeout: 30_000 });
+  const headline = await bannerText.textContent();
+  if (!/^Resumed session · last active .+ · 1 file changed since$/.test(headline)) throw new Error(`banner: ${headline}`);
+  const fileLink = view().locator(".banner button.open-file", { hasText: "agent_spec.md" });
+  const diffLink = view().locator(".banner button.diff-file");
+  if ((await diffLink.textContent()) !== "diff with checkpoint 1") throw new Error(`diff link: ${await diffLink.textContent()}`);
+  await view().locator(".banner details.memory summary").click();
+  const memory = await view().locator(".banner .memory-summary").textContent();
+  if (!memory.includes("bananas")) throw new Error(`What I remember lacks the summary: ${memory}`);
+  await page.screenshot({ path: path.join(RESULTS, "3-resume-banner.png") });
+  step(`banner: ${headline}; remembers: ${memory.slice(0, 80)}`);
+  await fileLink.click();
+  await page.locator('.tabs-container .tab.active[aria-label^="agent_spec.md"]').waitFor({ timeout: 15_000 });
+  await diffLink.click();
+  await page.locator(".tabs-container .tab.active", { hasText: "checkpoint 1" }).waitFor({ timeout: 15_000 });
+  await page.locator(".monaco-diff-editor").first().waitFor({ timeout: 15_000 });
+  await page.screenshot({ path: path.join(RESULTS, "4-diff-with-checkpoint.png") });
+  step("the changed file opened, and its diff against checkpoint 1");
 
+  // -- Up recalls the last message; the next reply knows the earlier turn
+  await view().locator("#input").fill("");
+  await view().locator("#input").press("ArrowUp");
+  const recalled = await view().locator("#input").inputValue();
+  if (recalled !== "first question about bananas") throw new Error(`Up recalled ${JSON.stringify(recalled)}`);
+  step("Up recalled the last message");
   const before = model.requests().length;
   await view().locator("#input").fill("what did I ask before?");
   await view().locator("#input").press("Enter");
@@ -182,7 +322,102 @@ try {
   if (!sent.includes("first question about bananas") || !sent.includes("bananas")) {
     throw new Error(`the second request lacks the earlier turn: ${sent.slice(0, 500)}`);
   }
-  step("the model saw the earlier turn");
+  await poll("checkpoint 1 between turns 1 and 2", async () =>
+    JSON.stringify(await rows()) === JSON.stringify(["user:1", "assistant:1", "checkpoint:1", "user:2", "tool:2", "assistant:2"]));
+  step("the model saw the earlier turn; the checkpoint sits between the turns");
+  // tool activity: one compact line, expandable to its arguments
+  const tool = view().locator("details.item.tool").first();
+  const toolLine = await tool.locator("summary").textContent();
+  if (!/read_file.*agent_spec\.md.*done/.test(toolLine)) throw new Error(`tool line: ${toolLine}`);
+  if (await tool.locator(".tool-detail").isVisible()) throw new Error("the tool line is not compact");
+  await tool.locator("summary").click();
+  await tool.locator(".tool-detail").waitFor({ timeout: 5000 });
+  step(`tool line "${toolLine}" expands`);
+
+  // -- themes: light, high contrast, dark
+  for (const [theme, bodyClass, name] of [
+    ["Light Modern", "vscode-light", "light"],
+    ["Dark High Contrast", "vscode-high-contrast", "high-contrast"],
+    ["Dark Modern", "vscode-dark", "dark"],
+  ]) {
+    await setTheme(theme, bodyClass);
+    await checkRoles(name);
+    await page.screenshot({ path: path.join(RESULTS, `theme-${name}.png`) });
+  }
+
+  // -- the keyboard: every control reachable with Tab, each with a visible focus ring
+  await view().locator("#show-sessions").focus();
+  const visited = [];
+  for (let i = 0; i < 60 && visited.at(-1)?.id !== "send"; i++) {
+    await page.keyboard.press("Tab");
+    visited.push(await view().locator(":focus").evaluate((el) => {
+      const s = getComputedStyle(el);
+      return {
+        id: el.id,
+        what: `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ""}${el.className ? `.${String(el.className).split(" ")[0]}` : ""}`,
+        name: el.getAttribute("aria-label") || el.textContent.trim().slice(0, 40),
+        ring: s.outlineStyle !== "none" && parseFloat(s.outlineWidth) >= 1,
+      };
+    }));
+  }
+  const reached = visited.map((v) => v.what);
+  const noRing = visited.filter((v) => !v.ring).map((v) => v.what);
+  const unnamed = visited.filter((v) => !v.name && v.id !== "input" && v.id !== "log").map((v) => v.what);
+  for (const want of ["button#show-search", "button#new-session", "button.icon-button", "button.link", "summary",
+    "main#log", "button.copy", "button.insert", "button.secondary", "textarea#input", "button#send"]) {
+    if (!reached.some((r) => r.startsWith(want))) throw new Error(`Tab never reached ${want}: ${reached.join(", ")}`);
+  }
+  if (noRing.length) throw new Error(`no visible focus ring on ${noRing.join(", ")}`);
+  if (unnamed.length) throw new Error(`controls without a name: ${unnamed.join(", ")}`);
+  step(`keyboard: ${visited.length} stops, each with a focus ring: ${reached.join(" ")}`);
+
+  // -- Stop, with a chat waiting behind the running one
+  await view().locator("#input").fill("tell me a long story");
+  await view().locator("#input").press("Enter");
+  await view().locator(".item.assistant", { hasText: "This reply will be stopped" }).waitFor({ timeout: 30_000 });
+  if (!(await view().locator("#working").isVisible())) throw new Error("no working indicator while the reply runs");
+  await view().locator("#input").fill("a queued question");
+  await view().locator("#input").press("Enter");
+  await poll("the queue length", async () => ((await view().locator("#working-text").textContent()) ?? "").includes("1 waiting"));
+  await page.screenshot({ path: path.join(RESULTS, "5-running-with-queue.png") });
+  await view().locator("#stop").click();
+  const stopped = view().locator(".item.assistant[data-end-reason='aborted']");
+  await stopped.waitFor({ timeout: 30_000 });
+  const badge = await stopped.locator(".end-badge").textContent();
+  if (badge !== "Stopped · incomplete") throw new Error(`the stopped reply is marked ${JSON.stringify(badge)}`);
+  await poll("the queued chat's reply", async () => (await assistantTexts()).includes("Queued answer."));
+  await poll("idle again", async () => !(await view().locator("#working").isVisible()));
+  if (!(await userTexts()).includes("a queued question")) throw new Error("the queued question is not in the transcript");
+  step("Stop: the reply marked stopped, the queued chat ran after it");
+
+  // -- chatRetry: the failed attempt's text is dropped, the retry noted, the whole answer shown
+  await view().locator("#log").evaluate((log) => {
+    window.__sawHalf = false;
+    new MutationObserver(() => {
+      if (log.textContent.includes("Half an answer")) window.__sawHalf = true;
+    }).observe(log, { subtree: true, childList: true, characterData: true });
+  });
+  await view().locator("#input").fill("explain it");
+  await view().locator("#input").press("Enter");
+  await poll("the retried answer", async () => (await assistantTexts()).includes("The whole answer."), 60_000);
+  const retryNote = await view().locator(".item.notice.retry").last().textContent();
+  if (!/Retried\s*Retrying \(attempt 2\)/.test(retryNote)) throw new Error(`retry note: ${retryNote}`);
+  if ((await view().locator("#log").textContent()).includes("Half an answer")) throw new Error("the failed attempt's text is still shown");
+  const sawHalf = await view().locator("#log").evaluate(() => window.__sawHalf);
+  step(`chatRetry: partial ${sawHalf ? "shown, then" : "never painted, and"} dropped; ${retryNote}`);
+
+  // -- restore checkpoint 1 from the timeline, behind a confirmation listing the files
+  await view().locator('.checkpoint[data-checkpoint="1"] button.restore').click();
+  const confirm = view().locator(".confirm");
+  await confirm.locator(".restore-files li", { hasText: "agent_spec.md" }).waitFor({ timeout: 15_000 });
+  if (!(await confirm.textContent()).includes("Restore checkpoint 1?")) throw new Error("the confirmation does not name the checkpoint");
+  const focused = await view().locator(":focus").getAttribute("class");
+  if (!focused?.includes("confirm-cancel")) throw new Error(`the confirmation does not hold the focus on Cancel: ${focused}`);
+  await page.screenshot({ path: path.join(RESULTS, "6-restore-confirmation.png") });
+  await confirm.locator("button.confirm-restore").click();
+  await notice("restored checkpoint 1: 1 file(s)").waitFor({ timeout: 30_000 });
+  await poll("the transcript rewound to turn 1", async () => JSON.stringify(await userTexts()) === JSON.stringify(["first question about bananas"]));
+  step(`restored checkpoint 1 from the timeline: ${JSON.stringify(await rows())}`);
 
   // -- New session keeps the previous one
   const sessionsDir = () => {
@@ -203,42 +438,48 @@ try {
     const added = now.subarray(0, oldBytes.length).equals(oldBytes) ? `appended: ${now.subarray(oldBytes.length)}` : "rewritten";
     throw new Error(`the old session's log changed ${when} (${added})`);
   };
-  const notice = (text) => page.locator(".notifications-toasts .notification-toast", { hasText: text }).last();
-  const titleAction = (label) => page.locator(`.part.sidebar .title-actions a.action-label[aria-label^="${label}"]`);
   await titleAction("New session").click();
   const created = await notice("(the previous one is kept)").textContent({ timeout: 30_000 });
   const newId8 = /new session ([0-9a-f]{8})/.exec(created)?.[1];
   if (!newId8 || oldId.startsWith(newId8)) throw new Error(`New session did not start a new one: ${created}`);
-  await poll("the view cleared", async () => (await view().locator(".item").count()) === 0);
+  await poll("the view cleared", async () => (await view().locator(".item").count()) === 0 && !(await view().locator(".banner").isVisible()));
   sameBytes("by New session");
   step(`New session: ${newId8}, the previous ${oldId.slice(0, 8)} kept`);
-  await page.screenshot({ path: path.join(RESULTS, "3-new-session.png") });
+  await page.screenshot({ path: path.join(RESULTS, "7-new-session.png") });
 
-  await titleAction("Sessions").click();
-  const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: oldId.slice(0, 8) });
-  await row.waitFor({ timeout: 30_000 });
-  sameBytes("by New session and the Sessions list");
-  await row.click();
-  await notice(`opened session ${oldId.slice(0, 8)}`).waitFor({ timeout: 30_000 });
-  await poll("the old transcript after open", async () => {
-    const users = await view().locator(".item.user").allTextContents();
-    return users.includes("first question about bananas") && users.includes("what did I ask before?");
-  });
-  if (!(await assistantTexts()).includes(expected)) throw new Error("the reopened transcript lacks the first reply");
-  sameBytes("by Sessions → open", { live: true });
-  step("the old session reopened intact");
+  // -- search in the view: a hit opens its session at the turn
+  await view().locator("#show-search").click();
+  await view().locator("#search-input").fill("bananas");
+  await view().locator("#search-input").press("Enter");
+  const hit = view().locator(`.search-hit[data-session="${oldId}"][data-turn="1"]`).first();
+  await hit.waitFor({ timeout: 30_000 });
+  if (!(await hit.locator("mark").allTextContents()).includes("bananas")) throw new Error("the hit does not mark the match");
+  await page.screenshot({ path: path.join(RESULTS, "8-search.png") });
+  sameBytes("by a search");
+  await hit.click();
+  await view().locator('.item.user.revealed[data-turn="1"]').waitFor({ timeout: 30_000 });
+  await poll("the opened banner", async () => ((await view().locator(".banner .banner-text").textContent().catch(() => "")) ?? "").startsWith("Opened session"));
+  sameBytes("by a search hit → open", { live: true });
+  step("a search hit opened its session at turn 1");
 
+  // -- the sessions list: fork, then open the old one again
+  await view().locator("#show-sessions").click();
+  const activeRow = view().locator(`.session-row.active[data-session="${oldId}"]`);
+  await activeRow.waitFor({ timeout: 30_000 });
+  const meta = await activeRow.locator(".session-meta").textContent();
+  if (!/turns? · last active/.test(meta)) throw new Error(`session row: ${meta}`);
+  await activeRow.locator("button.fork-session").click();
+  await poll("the forked banner", async () => (await view().locator(".banner").getAttribute("data-origin").catch(() => "")) === "forked");
+  await view().locator("#show-sessions").click();
+  const forkRow = view().locator(".session-row.active");
+  await poll("the fork listed with its parent", async () => ((await forkRow.locator(".session-meta").textContent()) ?? "").includes(`forked from “first question about bananas” (${oldId.slice(0, 8)})`));
+  await page.screenshot({ path: path.join(RESULTS, "9-sessions.png") });
+  await view().locator(`.session-row[data-session="${oldId}"] button.open-session`).click();
+  await poll("the old session open again", async () => (await view().locator(".banner").getAttribute("data-origin").catch(() => "")) === "opened");
+  if (!(await userTexts()).includes("first question about bananas")) throw new Error("the reopened transcript lacks the first question");
+  sameBytes("by Sessions → fork → open", { live: true });
+  step("sessions list: forked, then opened the old session again");
   // -- Reset Session (delete it)…: the extension's modal, then the server's question about the spec
-  async function runCommand(title) {
-    await page.locator(".part.statusbar").click({ position: { x: 5, y: 5 } });
-    await page.keyboard.press("F1");
-    const input = page.locator(".quick-input-widget .quick-input-box input");
-    await input.waitFor({ timeout: 10_000 });
-    await input.fill(`>${title}`);
-    const item = page.locator(".quick-input-widget .monaco-list-row", { hasText: title }).first();
-    await item.waitFor({ timeout: 10_000 });
-    await item.click();
-  }
   const dialog = page.locator(".monaco-dialog-box");
   async function resetConfirmed(button) {
     await runCommand("Agent Assist: Reset Session (delete it)…");
@@ -247,7 +488,7 @@ try {
     if (!text.includes("Reset Session (delete it)?") || !text.includes("conversation log and checkpoints")) {
       throw new Error(`the confirmation does not say what is deleted: ${text}`);
     }
-    await page.screenshot({ path: path.join(RESULTS, "4-reset-confirmation.png") });
+    await page.screenshot({ path: path.join(RESULTS, "10-reset-confirmation.png") });
     await dialog.getByRole("button", { name: button, exact: true }).click();
     await dialog.waitFor({ state: "detached", timeout: 10_000 });
   }
@@ -261,7 +502,7 @@ try {
 
   await resetConfirmed("Delete session");
   await question().waitFor({ timeout: 30_000 });
-  await page.screenshot({ path: path.join(RESULTS, "5-reset-server-question.png") });
+  await page.screenshot({ path: path.join(RESULTS, "11-reset-server-question.png") });
   await question().getByRole("button", { name: "Cancel", exact: true }).click();
   const cancelled = notice("Reset cancelled; nothing was changed.");
   await cancelled.waitFor({ timeout: 30_000 });

@@ -1,10 +1,16 @@
 /** Wiring only: every concern lives in src/common/. */
 import * as vscode from "vscode";
 import { ChatController } from "./common/chat";
+import { CHECKPOINT_SCHEME, CheckpointDocuments } from "./common/checkpointDocuments";
 import { SessionCommands } from "./common/commands";
 import { showDrift } from "./common/drift";
+import { DraftStore } from "./common/draft";
+import { insertAtCursor } from "./common/insert";
 import { instanceId } from "./common/instance";
 import { createLog } from "./common/logging";
+import type { HostMessage, WebviewMessage } from "./common/messages";
+import { ViewNavigation } from "./common/navigation";
+import { ResumeBanner } from "./common/resume";
 import { ApiKeyStore } from "./common/secrets";
 import { AgentServer } from "./common/server";
 import { SECTION } from "./common/settings";
@@ -19,13 +25,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const status = new StatusBar();
   server = new AgentServer(log, instanceId(context.workspaceState), apiKeys);
   const agent = server;
-  const commands = new SessionCommands(agent);
+  const post = (message: HostMessage): void => {
+    view.post(message);
+  };
+  const chat = new ChatController(agent, status, post, log);
+  const resume = new ResumeBanner(agent, post, log);
+  const navigation = new ViewNavigation(agent, post, log);
+  const commands = new SessionCommands(agent, () => void navigation.refresh());
+  const draft = new DraftStore(context.workspaceState);
 
-  const chat = new ChatController(agent, status, (m) => { view.post(m); }, log);
-  const view = new ChatViewProvider(context.extensionUri, (message) => {
+  const onMessage = (message: WebviewMessage): void => {
     switch (message.type) {
       case "ready":
+        post({ type: "draft", text: draft.get() });
         void chat.redraw();
+        void resume.refresh();
+        void navigation.refresh();
         break;
       case "send":
         void chat.send(message.text);
@@ -36,11 +51,42 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       case "copy":
         void vscode.env.clipboard.writeText(message.text);
         break;
+      case "insert":
+        void insertAtCursor(message.text);
+        break;
       case "command":
         void vscode.commands.executeCommand(`agentAssist.${message.command}`);
         break;
+      case "openFile":
+        void resume.openFile(message.path);
+        break;
+      case "diffFile":
+        void resume.diffFile(message.path);
+        break;
+      case "listSessions":
+        void navigation.sessions();
+        break;
+      case "openSession":
+        void navigation.open(message.sessionId);
+        break;
+      case "forkSession":
+        void navigation.fork(message.sessionId);
+        break;
+      case "previewRestore":
+        void navigation.previewRestore(message.number);
+        break;
+      case "restore":
+        void navigation.restore(message.number);
+        break;
+      case "search":
+        void navigation.search(message.query);
+        break;
+      case "draft":
+        draft.set(message.text);
+        break;
     }
-  });
+  };
+  const view = new ChatViewProvider(context.extensionUri, onMessage);
 
   context.subscriptions.push(
     log,
@@ -49,9 +95,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     view,
     chat,
     vscode.window.registerWebviewViewProvider(VIEW_ID, view, { webviewOptions: { retainContextWhenHidden: false } }),
+    vscode.workspace.registerTextDocumentContentProvider(CHECKPOINT_SCHEME, new CheckpointDocuments(agent, log)),
+    agent.onSessionChanged.event(() => {
+      void resume.refresh();
+      void navigation.refresh();
+    }),
+    chat.onTurnEnd.event(() => void navigation.refresh()),
     agent.onDrift.event((params) => {
       status.update({ drift: params.modified.length + params.deleted.length + params.created.length });
-      void showDrift(params);
+      // resume drift is in the view's banner when the view is open; a notification otherwise
+      if (params.source !== "resume" || !view.visible) {
+        void showDrift(params);
+      }
     }),
     ...Object.entries(commands.handlers()).map(([id, handler]) =>
       vscode.commands.registerCommand(id, SessionCommands.guarded(handler)),

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,12 @@ def test_typecheck_lint_unit_integration_package() -> None:
 
 
 def test_end_to_end_in_code_server() -> None:
-    """Chat, reload, Resume, a context-aware reply, New session and Reset in real VS Code."""
+    """The sidebar in real VS Code: roles, resume banner, restore, Stop, retry, three themes."""
+    results = EXTENSION / "test-results"
+    started = time.time()
     _run("e2e.sh", timeout=1200)
-    assert (EXTENSION / "test-results" / "vscode-e2e.png").is_file()
+    shots = ("vscode-e2e", "theme-light", "theme-dark", "theme-high-contrast", "3-resume-banner")
+    for name in shots:
+        shot = results / f"{name}.png"
+        assert shot.is_file(), f"{shot} was not saved"
+        assert shot.stat().st_mtime >= started, f"{shot} is from an earlier run"

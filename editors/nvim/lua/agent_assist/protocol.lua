@@ -18,6 +18,7 @@ M.methods = {
   search = "agentAssist/search",
   history = "agentAssist/history",
   status = "agentAssist/status",
+  turn_started = "agentAssist/turnStarted",
   chat_delta = "agentAssist/chatDelta",
   chat_retry = "agentAssist/chatRetry",
   tool_call = "agentAssist/toolCall",
@@ -178,6 +179,7 @@ M.errors = {
 ---@field deletedFiles string[]
 
 ---@class agent_assist.ResumeResult The block injected into the system prompt, and what it told the model.
+---@field sessionId string The session all this is about.
 ---@field context string The block itself (`""` on a fresh session).
 ---@field origin agent_assist.SessionOrigin? How this instance came to this session: resumed at start, opened, forked; null for a fresh one (new, reset, declined).
 ---@field lastActive string? When the resumed or opened session was last active before; else null.
@@ -252,6 +254,7 @@ M.errors = {
 ---@field tool string
 ---@field args any
 ---@field status agent_assist.ToolStatus
+---@field callId string Ties a call's `started` to its `done` or `failed`.
 
 ---@alias agent_assist.ToolStatus "started"|"done"|"failed" Where a tool call is.
 
@@ -264,6 +267,11 @@ M.errors = {
 ---@field partial? boolean An answer cut short (stopped, failed, interrupted): only what was streamed of it.
 
 ---@alias agent_assist.TranscriptRole "user"|"assistant"|"tool"|"notice" Who a transcript item is from; `notice` is the server's (e.g. a compaction).
+
+---@class agent_assist.TurnStartedParams A chat's turn began (it waited its turn in the queue until now): its number.
+---@field sessionId string
+---@field turn integer
+---@field text string The user's message, as sent.
 
 ---@class agent_assist.Usage Token usage over a turn's model calls.
 ---@field inputTokens integer

@@ -1,4 +1,4 @@
-/** The conversation: sends chats, streams deltas to the view, cancels on Stop, redraws from history. */
+/** The conversation: sends chats (a chat sent while one runs waits), streams deltas to the view, Stop, redraws from history. */
 import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
 import { errorText } from "./logging";
@@ -7,10 +7,20 @@ import { CHAT, HISTORY, REQUEST_CANCELLED, STATUS } from "./protocol";
 import type { AgentServer } from "./server";
 import type { StatusBar } from "./status";
 
+interface PendingChat {
+  text: string;
+  source: vscode.CancellationTokenSource;
+}
+
 export class ChatController implements vscode.Disposable {
-  private pending: vscode.CancellationTokenSource | undefined;
+  /** Chats sent and not answered, in order: the first runs, the rest wait in the server's queue. */
+  private readonly pending: PendingChat[] = [];
+  /** `status.waiting` as the server last said it (it may count chats this view did not send). */
+  private serverWaiting = 0;
   private sessionId = "";
   private readonly disposables: vscode.Disposable[] = [];
+  /** A turn ended (answered, stopped or failed): checkpoints and the session list may have changed. */
+  readonly onTurnEnd = new vscode.EventEmitter<void>();
 
   constructor(
     private readonly server: AgentServer,
@@ -43,19 +53,24 @@ export class ChatController implements vscode.Disposable {
   }
 
   get busy(): boolean {
-    return this.pending !== undefined;
+    return this.pending.length > 0;
   }
 
+  /** Chats waiting behind the running one. */
+  get waiting(): number {
+    return Math.max(this.pending.length - 1, this.busy ? this.serverWaiting : 0);
+  }
+
+  /** Send a chat; while another runs it waits (the server keeps the order) and shows in the view once it starts. */
   async send(text: string): Promise<void> {
-    if (this.pending) {
-      return;
+    const chat: PendingChat = { text, source: new vscode.CancellationTokenSource() };
+    this.pending.push(chat);
+    if (this.pending.length === 1) {
+      this.post({ type: "userMessage", text });
     }
-    const source = new vscode.CancellationTokenSource();
-    this.pending = source;
-    this.post({ type: "userMessage", text });
-    this.setRunning(true);
+    this.setRunning();
     try {
-      const result = await this.server.request(CHAT, { text }, source.token);
+      const result = await this.server.request(CHAT, { text }, chat.source.token);
       this.sessionId = result.sessionId;
       this.post({ type: "turnEnd", turn: result.turn, text: result.text, endReason: result.endReason });
     } catch (error) {
@@ -66,15 +81,23 @@ export class ChatController implements vscode.Disposable {
         this.post({ type: "error", text: errorText(error) });
       }
     } finally {
-      source.dispose();
-      this.pending = undefined;
-      this.setRunning(false);
+      chat.source.dispose();
+      const index = this.pending.indexOf(chat);
+      this.pending.splice(index, 1);
+      const next = this.pending[0];
+      if (index === 0 && next) {
+        this.post({ type: "userMessage", text: next.text });
+      }
+      this.serverWaiting = 0;
+      this.setRunning();
       void this.refreshStatus();
+      this.onTurnEnd.fire();
     }
   }
 
+  /** Stop the running reply; chats waiting behind it then run. */
   stop(): void {
-    this.pending?.cancel();
+    this.pending[0]?.source.cancel();
   }
 
   /** Redraw the view's transcript from `agentAssist/history` (view opened, window reloaded, session changed). */
@@ -86,7 +109,7 @@ export class ChatController implements vscode.Disposable {
       const history = await this.server.request(HISTORY, {});
       this.sessionId = history.sessionId;
       this.post({ type: "transcript", sessionId: history.sessionId, items: history.items });
-      this.setRunning(this.busy);
+      this.setRunning();
     } catch (error) {
       this.log.warn(`history: ${errorText(error)}`);
     }
@@ -96,6 +119,7 @@ export class ChatController implements vscode.Disposable {
     try {
       const status = await this.server.request(STATUS, {});
       this.sessionId = status.sessionId;
+      this.serverWaiting = status.waiting;
       this.status.update({
         sessionId: status.sessionId,
         drift: status.drift,
@@ -104,20 +128,26 @@ export class ChatController implements vscode.Disposable {
         turns: status.turns,
         phase: status.phase,
       });
+      if (this.busy) {
+        this.setRunning();
+      }
     } catch (error) {
       this.log.warn(`status: ${errorText(error)}`);
     }
   }
 
-  private setRunning(running: boolean): void {
-    this.status.update({ running });
-    this.post({ type: "state", running, sessionId: this.sessionId });
+  private setRunning(): void {
+    this.status.update({ running: this.busy });
+    this.post({ type: "state", running: this.busy, sessionId: this.sessionId, waiting: this.waiting });
   }
 
   dispose(): void {
-    this.pending?.cancel();
+    for (const chat of this.pending) {
+      chat.source.cancel();
+    }
     for (const d of this.disposables) {
       d.dispose();
     }
+    this.onTurnEnd.dispose();
   }
 }

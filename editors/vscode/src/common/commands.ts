@@ -88,7 +88,11 @@ function info(text: string): void {
 }
 
 export class SessionCommands {
-  constructor(private readonly server: AgentServer) {}
+  /** `changed`: after a command that adds a checkpoint without changing the session (Save). */
+  constructor(
+    private readonly server: AgentServer,
+    private readonly changed: () => void = () => undefined,
+  ) {}
 
   /** Every command of the view, keyed by the id declared in package.json. */
   handlers(): Record<string, Handler> {
@@ -136,6 +140,7 @@ export class SessionCommands {
 
   private async save(): Promise<void> {
     const result = await this.server.request(SAVE, {});
+    this.changed();
     info(`saved session ${result.sessionId.slice(0, 8)} (checkpoint ${result.checkpoint})`);
   }
 

@@ -1,5 +1,27 @@
 /** Typed messages between the sidebar webview and the extension host (only the host talks to the server). */
-import type { TranscriptItem, TranscriptRole } from "./protocol";
+import {
+  type Guard,
+  isArrayOf,
+  isBoolean,
+  isMapOf,
+  isNullable,
+  isNumber,
+  isObject,
+  isOneOf,
+  isOptional,
+  isRecord,
+  isString,
+} from "./guards";
+import type {
+  ChangedFile,
+  CheckpointInfo,
+  CheckpointRestoreResult,
+  ResumeResult,
+  SearchHit,
+  SessionInfo,
+  TranscriptItem,
+  TranscriptRole,
+} from "./protocol";
 
 /** Webview → extension. */
 export type WebviewMessage =
@@ -7,7 +29,18 @@ export type WebviewMessage =
   | { type: "send"; text: string }
   | { type: "stop" }
   | { type: "copy"; text: string }
-  | { type: "command"; command: ViewCommand };
+  | { type: "insert"; text: string }
+  | { type: "command"; command: ViewCommand }
+  | { type: "openFile"; path: string }
+  | { type: "diffFile"; path: string }
+  | { type: "listSessions" }
+  | { type: "openSession"; sessionId: string }
+  | { type: "forkSession"; sessionId: string }
+  | { type: "previewRestore"; number: number }
+  | { type: "restore"; number: number }
+  | { type: "search"; query: string }
+  /** The unsent message changed (kept by the host across reloads). */
+  | { type: "draft"; text: string };
 
 /** Commands the webview's toolbar may trigger. */
 export type ViewCommand = "newSession" | "saveSession" | "listSessions" | "searchSessions" | "checkpoints";
@@ -20,6 +53,11 @@ export const VIEW_COMMANDS: readonly ViewCommand[] = [
   "checkpoints",
 ];
 
+/** What the resume banner shows: `agentAssist/resume` of the session it is about. */
+export interface ResumeView extends ResumeResult {
+  sessionId: string;
+}
+
 /** Extension → webview. */
 export type HostMessage =
   | { type: "transcript"; sessionId: string; items: TranscriptItem[] }
@@ -29,31 +67,51 @@ export type HostMessage =
   | { type: "tool"; turn: number; tool: string; status: string; detail: string }
   | { type: "turnEnd"; turn: number; text: string; endReason: string }
   | { type: "error"; text: string }
-  | { type: "state"; running: boolean; sessionId: string };
+  /** `waiting`: chats queued behind the running one. */
+  | { type: "state"; running: boolean; sessionId: string; waiting: number }
+  | { type: "resume"; resume: ResumeView }
+  | { type: "checkpoints"; sessionId: string; checkpoints: CheckpointInfo[] }
+  /** A restore's dry run, for the confirmation that lists the files. */
+  | { type: "restorePlan"; plan: CheckpointRestoreResult }
+  | { type: "sessions"; sessions: SessionInfo[] }
+  | { type: "searchResults"; query: string; results: SearchHit[] }
+  /** The unsent message the host kept, for a view that lost its own state. */
+  | { type: "draft"; text: string };
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+const isId = (value: unknown): value is string => typeof value === "string" && value !== "";
+const isCheckpointNumber = (value: unknown): value is number => Number.isInteger(value) && Number(value) >= 1;
 
 /** Validate a message posted by the webview; anything malformed gives undefined. */
 export function parseWebviewMessage(value: unknown): WebviewMessage | undefined {
   if (!isRecord(value)) {
     return undefined;
   }
-  switch (value.type) {
+  const { type } = value;
+  switch (type) {
     case "ready":
-      return { type: "ready" };
     case "stop":
-      return { type: "stop" };
+    case "listSessions":
+      return { type };
     case "send":
-      return typeof value.text === "string" && value.text.trim() !== ""
-        ? { type: "send", text: value.text }
-        : undefined;
+      return typeof value.text === "string" && value.text.trim() !== "" ? { type, text: value.text } : undefined;
+    case "search":
+      return typeof value.query === "string" && value.query.trim() !== "" ? { type, query: value.query } : undefined;
     case "copy":
-      return typeof value.text === "string" ? { type: "copy", text: value.text } : undefined;
+    case "insert":
+    case "draft":
+      return typeof value.text === "string" ? { type, text: value.text } : undefined;
+    case "openFile":
+    case "diffFile":
+      return isId(value.path) ? { type, path: value.path } : undefined;
+    case "openSession":
+    case "forkSession":
+      return isId(value.sessionId) ? { type, sessionId: value.sessionId } : undefined;
+    case "previewRestore":
+    case "restore":
+      return isCheckpointNumber(value.number) ? { type, number: value.number } : undefined;
     case "command": {
       const command = VIEW_COMMANDS.find((c) => c === value.command);
-      return command === undefined ? undefined : { type: "command", command };
+      return command === undefined ? undefined : { type, command };
     }
     default:
       return undefined;
@@ -85,54 +143,107 @@ function parseItem(value: unknown): TranscriptItem | undefined {
   };
 }
 
+export const isChangedFile: Guard<ChangedFile> = isObject({
+  path: isString,
+  change: isOneOf(["modified", "deleted", "created"] as const),
+  checkpoint: isNullable(isNumber),
+});
+
+export const isResumeView: Guard<ResumeView> = isObject({
+  sessionId: isString,
+  context: isString,
+  origin: isNullable(isOneOf(["resumed", "opened", "forked"] as const)),
+  lastActive: isNullable(isString),
+  summary: isNullable(isString),
+  decisions: isArrayOf(isString),
+  changedFiles: isArrayOf(isChangedFile),
+});
+
+export const isCheckpointInfo: Guard<CheckpointInfo> = isObject({
+  number: isNumber,
+  createdAt: isString,
+  turn: isNumber,
+  title: isString,
+  auto: isBoolean,
+});
+
+export const isRestorePlan: Guard<CheckpointRestoreResult> = isObject({
+  sessionId: isString,
+  number: isNumber,
+  restoredFiles: isArrayOf(isString),
+  createdFiles: isArrayOf(isString),
+  skippedFiles: isArrayOf(isString),
+  withheldFiles: isMapOf(isString),
+  dryRun: isOptional(isBoolean),
+});
+
+export const isSessionInfo: Guard<SessionInfo> = isObject({
+  sessionId: isString,
+  title: isNullable(isString),
+  createdAt: isString,
+  updatedAt: isString,
+  turns: isNumber,
+  phase: isOptional(isOneOf(["design", "code", "deploy"] as const)),
+  parentSessionId: isOptional(isString),
+  active: isBoolean,
+});
+
+export const isSearchHit: Guard<SearchHit> = isObject({
+  sessionId: isString,
+  seq: isNumber,
+  turn: isNullable(isNumber),
+  type: isString,
+  snippet: isString,
+  score: isNumber,
+});
+
+/** Each host message but the transcript (whose bad items are dropped, not fatal), by type. */
+const HOST_MESSAGES = {
+  userMessage: isObject({ type: isOneOf(["userMessage"] as const), text: isString }),
+  delta: isObject({ type: isOneOf(["delta"] as const), turn: isNumber, delta: isString }),
+  retry: isObject({ type: isOneOf(["retry"] as const), turn: isNumber, attempt: isNumber, reason: isString }),
+  tool: isObject({
+    type: isOneOf(["tool"] as const),
+    turn: isNumber,
+    tool: isString,
+    status: isString,
+    detail: isString,
+  }),
+  turnEnd: isObject({ type: isOneOf(["turnEnd"] as const), turn: isNumber, text: isString, endReason: isString }),
+  error: isObject({ type: isOneOf(["error"] as const), text: isString }),
+  draft: isObject({ type: isOneOf(["draft"] as const), text: isString }),
+  state: isObject({ type: isOneOf(["state"] as const), running: isBoolean, sessionId: isString, waiting: isNumber }),
+  resume: isObject({ type: isOneOf(["resume"] as const), resume: isResumeView }),
+  checkpoints: isObject({
+    type: isOneOf(["checkpoints"] as const),
+    sessionId: isString,
+    checkpoints: isArrayOf(isCheckpointInfo),
+  }),
+  restorePlan: isObject({ type: isOneOf(["restorePlan"] as const), plan: isRestorePlan }),
+  sessions: isObject({ type: isOneOf(["sessions"] as const), sessions: isArrayOf(isSessionInfo) }),
+  searchResults: isObject({
+    type: isOneOf(["searchResults"] as const),
+    query: isString,
+    results: isArrayOf(isSearchHit),
+  }),
+} satisfies { [K in Exclude<HostMessage["type"], "transcript">]: Guard<Extract<HostMessage, { type: K }>> };
+
 /** Validate a message posted by the extension (the webview side of the contract). */
 export function parseHostMessage(value: unknown): HostMessage | undefined {
   if (!isRecord(value)) {
     return undefined;
   }
-  const { type } = value;
-  if (type === "transcript" && typeof value.sessionId === "string" && Array.isArray(value.items)) {
-    const items = value.items.map(parseItem).filter((i): i is TranscriptItem => i !== undefined);
-    return { type, sessionId: value.sessionId, items };
+  if (value.type === "transcript") {
+    return typeof value.sessionId === "string" && Array.isArray(value.items)
+      ? {
+          type: "transcript",
+          sessionId: value.sessionId,
+          items: value.items.map(parseItem).filter((i): i is TranscriptItem => i !== undefined),
+        }
+      : undefined;
   }
-  if (type === "userMessage" && typeof value.text === "string") {
-    return { type, text: value.text };
-  }
-  if (type === "delta" && typeof value.turn === "number" && typeof value.delta === "string") {
-    return { type, turn: value.turn, delta: value.delta };
-  }
-  if (
-    type === "retry" &&
-    typeof value.turn === "number" &&
-    typeof value.attempt === "number" &&
-    typeof value.reason === "string"
-  ) {
-    return { type, turn: value.turn, attempt: value.attempt, reason: value.reason };
-  }
-  if (
-    type === "tool" &&
-    typeof value.turn === "number" &&
-    typeof value.tool === "string" &&
-    typeof value.status === "string" &&
-    typeof value.detail === "string"
-  ) {
-    return { type, turn: value.turn, tool: value.tool, status: value.status, detail: value.detail };
-  }
-  if (
-    type === "turnEnd" &&
-    typeof value.turn === "number" &&
-    typeof value.text === "string" &&
-    typeof value.endReason === "string"
-  ) {
-    return { type, turn: value.turn, text: value.text, endReason: value.endReason };
-  }
-  if (type === "error" && typeof value.text === "string") {
-    return { type, text: value.text };
-  }
-  if (type === "state" && typeof value.running === "boolean" && typeof value.sessionId === "string") {
-    return { type, running: value.running, sessionId: value.sessionId };
-  }
-  return undefined;
+  const guard = Object.entries(HOST_MESSAGES).find(([type]) => type === value.type)?.[1];
+  return guard?.(value) ? value : undefined;
 }
 
 /** One short line describing a tool call's arguments, e.g. `path=src/a.py`. */

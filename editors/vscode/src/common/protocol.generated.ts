@@ -17,6 +17,7 @@ export const HISTORY = "agentAssist/history";
 export const STATUS = "agentAssist/status";
 
 // Notifications (server → client)
+export const TURN_STARTED = "agentAssist/turnStarted";
 export const CHAT_DELTA = "agentAssist/chatDelta";
 export const CHAT_RETRY = "agentAssist/chatRetry";
 export const TOOL_CALL = "agentAssist/toolCall";
@@ -255,6 +256,8 @@ export interface ResetResult {
 
 /** The block injected into the system prompt, and what it told the model. */
 export interface ResumeResult {
+  /** The session all this is about. */
+  sessionId: string;
   /** The block itself (`""` on a fresh session). */
   context: string;
   /** How this instance came to this session: resumed at start, opened, forked; null for a fresh one (new, reset, declined). */
@@ -371,6 +374,8 @@ export interface ToolCallParams {
   tool: string;
   args: unknown;
   status: ToolStatus;
+  /** Ties a call's `started` to its `done` or `failed`. */
+  callId: string;
 }
 
 /** Where a tool call is. */
@@ -392,6 +397,14 @@ export interface TranscriptItem {
 
 /** Who a transcript item is from; `notice` is the server's (e.g. a compaction). */
 export type TranscriptRole = "user" | "assistant" | "tool" | "notice";
+
+/** A chat's turn began (it waited its turn in the queue until now): its number. */
+export interface TurnStartedParams {
+  sessionId: string;
+  turn: number;
+  /** The user's message, as sent. */
+  text: string;
+}
 
 /** Token usage over a turn's model calls. */
 export interface Usage {
@@ -422,6 +435,7 @@ export interface Requests {
 
 /** Each notification's params, by method. */
 export interface Notifications {
+  "agentAssist/turnStarted": TurnStartedParams;
   "agentAssist/chatDelta": ChatDeltaParams;
   "agentAssist/chatRetry": ChatRetryParams;
   "agentAssist/toolCall": ToolCallParams;

@@ -19,6 +19,50 @@ export function contentSecurityPolicy(cspSource: string, nonce: string): string 
   ].join("; ");
 }
 
+/** The view's page: no inline style or handler, one script carrying the nonce; the script fills it in. */
+export function chatHtml(cspSource: string, nonce: string, script: string, style: string): string {
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${contentSecurityPolicy(cspSource, nonce)}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${style}">
+<title>Agent Assist</title>
+</head>
+<body>
+<header class="topbar">
+<span id="session" class="session-name"></span>
+<div class="toolbar">
+<button id="show-sessions" type="button" class="secondary" aria-expanded="false" aria-controls="sessions-panel" title="Sessions of this project">Sessions</button>
+<button id="show-search" type="button" class="secondary" aria-expanded="false" aria-controls="search-panel" title="Search all sessions">Search</button>
+<button id="new-session" type="button" class="secondary" title="Start a new session (this one is kept)">New</button>
+</div>
+</header>
+<section id="sessions-panel" class="panel" aria-labelledby="sessions-heading" hidden>
+<div class="panel-head"><h2 id="sessions-heading">Sessions</h2><button type="button" class="icon-button close-panel" aria-label="Close sessions" title="Close">×</button></div>
+<div id="sessions-body"></div>
+</section>
+<section id="search-panel" class="panel" aria-labelledby="search-heading" hidden>
+<div class="panel-head"><h2 id="search-heading">Search sessions</h2><button type="button" class="icon-button close-panel" aria-label="Close search" title="Close">×</button></div>
+<form id="search-form" role="search"><input id="search-input" type="search" placeholder="Search every session…" aria-label="Search every session of this project"><button type="submit">Search</button></form>
+<div id="search-body"></div>
+</section>
+<div id="banner" hidden></div>
+<main id="log" role="log" aria-live="polite" aria-label="Conversation" tabindex="0"></main>
+<div id="working" class="working" hidden><span class="spinner" aria-hidden="true"></span><span id="working-text" role="status">Working…</span><button id="stop" type="button" class="secondary" aria-label="Stop the reply">Stop</button></div>
+<footer>
+<textarea id="input" rows="3" placeholder="Ask Agent Assist… (Enter to send, Shift+Enter for a new line, Up for your last message)" aria-label="Message"></textarea>
+<div class="buttons">
+<button id="send" type="button">Send</button>
+</div>
+</footer>
+<div id="announce" class="visually-hidden" role="status" aria-live="polite"></div>
+<script nonce="${nonce}" src="${script}"></script>
+</body>
+</html>`;
+}
+
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
   private readonly disposables: vscode.Disposable[] = [];
@@ -49,36 +93,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     );
   }
 
+  /** The view is on screen (its banner shows what a notification would otherwise say). */
+  get visible(): boolean {
+    return this.view?.visible ?? false;
+  }
+
   post(message: HostMessage): void {
     void this.view?.webview.postMessage(message);
   }
 
   private html(webview: vscode.Webview): string {
-    const nonce = makeNonce();
     const script = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "dist", "webview.js"));
     const style = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "media", "chat.css"));
-    return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${contentSecurityPolicy(webview.cspSource, nonce)}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${style.toString()}">
-<title>Agent Assist</title>
-</head>
-<body>
-<header><span id="session"></span></header>
-<div id="log" role="log" aria-live="polite"></div>
-<footer>
-<textarea id="input" rows="3" placeholder="Ask Agent Assist… (Enter to send, Shift+Enter for a new line)" aria-label="Message"></textarea>
-<div class="buttons">
-<button id="send" type="button">Send</button>
-<button id="stop" type="button" hidden>Stop</button>
-</div>
-</footer>
-<script nonce="${nonce}" src="${script.toString()}"></script>
-</body>
-</html>`;
+    return chatHtml(webview.cspSource, makeNonce(), script.toString(), style.toString());
   }
 
   dispose(): void {

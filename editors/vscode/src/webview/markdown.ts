@@ -34,8 +34,11 @@ function inline(escaped: string): string {
 function codeBlock(lang: string, lines: string[]): string {
   const safeLang = lang.replace(/[^A-Za-z0-9_+-]/g, "").slice(0, 20);
   const cls = safeLang ? ` class="language-${safeLang}"` : "";
+  const label = safeLang ? `<span class="code-lang">${safeLang}</span>` : "";
   return (
-    `<div class="code-block"><button class="copy" type="button" title="Copy">Copy</button>` +
+    `<div class="code-block"><div class="code-actions">${label}` +
+    `<button class="copy" type="button" title="Copy" aria-label="Copy code">Copy</button>` +
+    `<button class="insert" type="button" title="Insert at cursor" aria-label="Insert code at cursor">Insert</button></div>` +
     `<pre><code${cls}>${escapeHtml(lines.join("\n"))}</code></pre></div>`
   );
 }

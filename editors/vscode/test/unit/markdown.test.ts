@@ -9,9 +9,9 @@ function tags(html: string): { name: string; attrs: Record<string, string> }[] {
   }));
 }
 
-const ALLOWED_ATTRS = new Set(["class", "type", "title", "href"]);
+const ALLOWED_ATTRS = new Set(["class", "type", "title", "href", "aria-label"]);
 
-const ALLOWED = new Set(["p", "br", "strong", "em", "code", "pre", "div", "button", "ul", "ol", "li", "h3", "h4", "h5", "h6", "blockquote", "a"]);
+const ALLOWED = new Set(["p", "br", "strong", "em", "code", "pre", "div", "button", "ul", "ol", "li", "h3", "h4", "h5", "h6", "blockquote", "a", "span"]);
 
 describe("renderMarkdown sanitising", () => {
   const attacks = [
@@ -55,9 +55,13 @@ describe("renderMarkdown sanitising", () => {
 });
 
 describe("renderMarkdown formatting", () => {
-  it("renders code blocks with a copy button and a safe language class", () => {
+  it("renders code blocks with Copy and Insert buttons that have accessible names, and a safe language class", () => {
     const html = renderMarkdown("Here:\n```python\nprint('<hi>')\n```\nDone");
-    expect(html).toContain('<button class="copy" type="button" title="Copy">Copy</button>');
+    expect(html).toContain('<button class="copy" type="button" title="Copy" aria-label="Copy code">Copy</button>');
+    expect(html).toContain(
+      '<button class="insert" type="button" title="Insert at cursor" aria-label="Insert code at cursor">Insert</button>',
+    );
+    expect(html).toContain('<span class="code-lang">python</span>');
     expect(html).toContain('<code class="language-python">print(&#39;&lt;hi&gt;&#39;)</code>');
     expect(html).toContain("<p>Done</p>");
   });

@@ -13,6 +13,19 @@ describe("webview → extension messages", () => {
     });
   });
 
+  it("accepts the view's navigation messages", () => {
+    expect(parseWebviewMessage({ type: "insert", text: "x = 1" })).toEqual({ type: "insert", text: "x = 1" });
+    expect(parseWebviewMessage({ type: "openFile", path: "agent_spec.md" })).toEqual({ type: "openFile", path: "agent_spec.md" });
+    expect(parseWebviewMessage({ type: "diffFile", path: "a.md" })).toEqual({ type: "diffFile", path: "a.md" });
+    expect(parseWebviewMessage({ type: "listSessions" })).toEqual({ type: "listSessions" });
+    expect(parseWebviewMessage({ type: "openSession", sessionId: "abc" })).toEqual({ type: "openSession", sessionId: "abc" });
+    expect(parseWebviewMessage({ type: "forkSession", sessionId: "abc" })).toEqual({ type: "forkSession", sessionId: "abc" });
+    expect(parseWebviewMessage({ type: "previewRestore", number: 2 })).toEqual({ type: "previewRestore", number: 2 });
+    expect(parseWebviewMessage({ type: "restore", number: 2 })).toEqual({ type: "restore", number: 2 });
+    expect(parseWebviewMessage({ type: "search", query: "apple" })).toEqual({ type: "search", query: "apple" });
+    expect(parseWebviewMessage({ type: "draft", text: "" })).toEqual({ type: "draft", text: "" });
+  });
+
   it("rejects malformed or unknown messages", () => {
     for (const bad of [
       null,
@@ -23,6 +36,12 @@ describe("webview → extension messages", () => {
       { type: "send", text: 42 },
       { type: "command", command: "workbench.action.quit" },
       { type: "eval", code: "1" },
+      { type: "openFile", path: "" },
+      { type: "openSession" },
+      { type: "restore", number: 0 },
+      { type: "restore", number: 1.5 },
+      { type: "previewRestore", number: "2" },
+      { type: "search", query: "  " },
     ]) {
       expect(parseWebviewMessage(bad)).toBeUndefined();
     }
@@ -39,7 +58,52 @@ describe("extension → webview messages", () => {
       { type: "tool", turn: 1, tool: "read_file", status: "started", detail: "path=a" },
       { type: "turnEnd", turn: 1, text: "Echo: hi", endReason: "completed" },
       { type: "error", text: "boom" },
-      { type: "state", running: true, sessionId: "abc" },
+      { type: "draft", text: "half a thought" },
+      { type: "state", running: true, sessionId: "abc", waiting: 2 },
+      {
+        type: "resume",
+        resume: {
+          sessionId: "abc",
+          context: "# Resumed",
+          origin: "resumed",
+          lastActive: "2026-03-31T14:22:00+00:00",
+          summary: "We built the spec.",
+          decisions: ["use sqlite"],
+          changedFiles: [
+            { path: "agent_spec.md", change: "modified", checkpoint: 2 },
+            { path: "templates/new.md", change: "created", checkpoint: null },
+          ],
+        },
+      },
+      {
+        type: "checkpoints",
+        sessionId: "abc",
+        checkpoints: [{ number: 1, createdAt: "2026-03-31T14:00:00+00:00", turn: 1, title: "Turn 1", auto: false }],
+      },
+      {
+        type: "restorePlan",
+        plan: {
+          sessionId: "abc",
+          number: 1,
+          restoredFiles: ["agent_spec.md"],
+          createdFiles: [],
+          skippedFiles: [".env"],
+          withheldFiles: { ".env": "not kept: contains a secret" },
+          dryRun: true,
+        },
+      },
+      {
+        type: "sessions",
+        sessions: [
+          { sessionId: "abc", title: null, createdAt: "t", updatedAt: "t", turns: 0, active: true },
+          { sessionId: "def", title: "x", createdAt: "t", updatedAt: "t", turns: 3, phase: "code", parentSessionId: "abc", active: false },
+        ],
+      },
+      {
+        type: "searchResults",
+        query: "apple",
+        results: [{ sessionId: "abc", seq: 3, turn: null, type: "compaction", snippet: "an [apple]", score: 1.5 }],
+      },
     ];
     for (const m of messages) {
       expect(parseHostMessage(JSON.parse(JSON.stringify(m)))).toEqual(m);
@@ -78,7 +142,19 @@ describe("extension → webview messages", () => {
   it("rejects wrong field types", () => {
     expect(parseHostMessage({ type: "delta", turn: "1", delta: "x" })).toBeUndefined();
     expect(parseHostMessage({ type: "retry", turn: 1, attempt: "2", reason: "x" })).toBeUndefined();
-    expect(parseHostMessage({ type: "state", running: "yes", sessionId: "" })).toBeUndefined();
+    expect(parseHostMessage({ type: "state", running: "yes", sessionId: "", waiting: 0 })).toBeUndefined();
+    expect(parseHostMessage({ type: "state", running: true, sessionId: "" })).toBeUndefined();
+    expect(parseHostMessage({ type: "resume", resume: { sessionId: "s", origin: "teleported" } })).toBeUndefined();
+    expect(
+      parseHostMessage({
+        type: "checkpoints",
+        sessionId: "s",
+        checkpoints: [{ number: "1", createdAt: "t", turn: 1, title: "x", auto: false }],
+      }),
+    ).toBeUndefined();
+    expect(
+      parseHostMessage({ type: "sessions", sessions: [{ sessionId: "s", title: 3, createdAt: "t", updatedAt: "t", turns: 0, active: true }] }),
+    ).toBeUndefined();
     expect(parseHostMessage({ type: "nope" })).toBeUndefined();
   });
 

@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { type HostMessage, parseHostMessage } from "../../src/common/messages";
-import { applyHostMessage, endMark, RETRY_STATUS, type Transcript } from "../../src/webview/transcript";
+import {
+  applyHostMessage,
+  endLabel,
+  endMark,
+  PENDING_TURN,
+  RETRY_STATUS,
+  type Transcript,
+} from "../../src/webview/transcript";
 
 const EMPTY: Transcript = { sessionId: "s", items: [] };
 
@@ -14,14 +21,19 @@ function shown(transcript: Transcript): string[] {
 
 describe("the streamed reply", () => {
   it("appends deltas to one reply and takes the result's text at the end", () => {
-    const t = replay([
-      { type: "userMessage", text: "hi" },
-      { type: "delta", turn: 1, delta: "Hel" },
-      { type: "delta", turn: 1, delta: "lo" },
-      { type: "turnEnd", turn: 1, text: "Hello", endReason: "completed" },
-    ]);
+    const sent = replay([{ type: "userMessage", text: "hi" }]);
+    expect(sent.items).toEqual([{ turn: PENDING_TURN, role: "user", text: "hi" }]);
+    const t = replay(
+      [
+        { type: "delta", turn: 1, delta: "Hel" },
+        { type: "delta", turn: 1, delta: "lo" },
+        { type: "turnEnd", turn: 1, text: "Hello", endReason: "completed" },
+      ],
+      sent,
+    );
+    // the message just sent takes the turn the server names (a checkpoint after it can be placed)
     expect(t.items).toEqual([
-      { turn: -1, role: "user", text: "hi" },
+      { turn: 1, role: "user", text: "hi" },
       { turn: 1, role: "assistant", text: "Hello", endReason: "completed" },
     ]);
   });
@@ -70,7 +82,7 @@ describe("the streamed reply", () => {
     expect(shown(t)).toEqual([
       "user:update the spec",
       "assistant:Let me look.",
-      "tool:read_file path=a.md — done",
+      "tool:read_file path=a.md",
       "notice:Retrying (attempt 2): cut",
       "assistant:It says x.",
     ]);
@@ -119,5 +131,82 @@ describe("end marks", () => {
     expect(endMark({ turn: 1, role: "assistant", text: "", endReason: "error" })).toBe("(error)");
     expect(endMark({ turn: 1, role: "assistant", text: "done", endReason: "completed" })).toBeUndefined();
     expect(endMark({ turn: 1, role: "assistant", text: "done" })).toBeUndefined();
+  });
+});
+
+describe("tool activity, stops and failures", () => {
+  it("shows a tool call as one line whose status changes", () => {
+    const t = replay([
+      { type: "userMessage", text: "read it" },
+      { type: "tool", turn: 1, tool: "read_file", status: "started", detail: "path=a.md" },
+      { type: "tool", turn: 1, tool: "read_file", status: "done", detail: "path=a.md" },
+      { type: "tool", turn: 1, tool: "write_file", status: "started", detail: "path=b.md" },
+      { type: "tool", turn: 1, tool: "write_file", status: "failed", detail: "path=b.md" },
+    ]);
+    expect(t.items).toEqual([
+      { turn: 1, role: "user", text: "read it" },
+      { turn: 1, role: "tool", text: "read_file path=a.md", status: "done" },
+      { turn: 1, role: "tool", text: "write_file path=b.md", status: "failed" },
+    ]);
+  });
+
+  it("marks a stopped reply as stopped and incomplete, keeping what streamed", () => {
+    const t = replay([
+      { type: "userMessage", text: "long answer please" },
+      { type: "delta", turn: 5, delta: "Once upon" },
+      { type: "turnEnd", turn: -1, text: "", endReason: "aborted" },
+    ]);
+    const reply = t.items.at(-1)!;
+    expect(reply).toEqual({ turn: 5, role: "assistant", text: "Once upon", endReason: "aborted", partial: true });
+    expect(endLabel(reply)).toBe("Stopped · incomplete");
+  });
+
+  it("marks a reply stopped before any text as stopped, and its message as of no known turn", () => {
+    const t = replay([
+      { type: "userMessage", text: "q" },
+      { type: "turnEnd", turn: -1, text: "", endReason: "aborted" },
+      { type: "userMessage", text: "next" },
+      { type: "delta", turn: 7, delta: "A" },
+    ]);
+    expect(t.items).toEqual([
+      { turn: null, role: "user", text: "q" },
+      { turn: null, role: "assistant", text: "", endReason: "aborted" },
+      { turn: 7, role: "user", text: "next" },
+      { turn: 7, role: "assistant", text: "A" },
+    ]);
+    expect(endLabel(t.items[1]!)).toBe("Stopped");
+  });
+
+  it("marks the reply streaming when the turn failed, then shows the error", () => {
+    const t = replay([
+      { type: "userMessage", text: "q" },
+      { type: "delta", turn: 2, delta: "Part" },
+      { type: "error", text: "The model request failed after 3 attempts" },
+    ]);
+    expect(t.items).toEqual([
+      { turn: 2, role: "user", text: "q" },
+      { turn: 2, role: "assistant", text: "Part", endReason: "error", partial: true },
+      { turn: 2, role: "notice", text: "The model request failed after 3 attempts" },
+    ]);
+    expect(endLabel(t.items[1]!)).toBe("Failed · incomplete");
+  });
+
+  it("labels the other ways a reply ends", () => {
+    expect(endLabel({ turn: 1, role: "assistant", text: "x", endReason: "interrupted", partial: true })).toBe("Interrupted · incomplete");
+    expect(endLabel({ turn: 1, role: "assistant", text: "x", partial: true })).toBe("Incomplete");
+    expect(endLabel({ turn: 1, role: "assistant", text: "x", endReason: "completed" })).toBeUndefined();
+    expect(endLabel({ turn: 1, role: "assistant", text: "x", endReason: "cancelled" })).toBe("cancelled");
+  });
+
+  it("starts the next queued message's reply after the previous one ended", () => {
+    const t = replay([
+      { type: "userMessage", text: "one" },
+      { type: "delta", turn: 1, delta: "first" },
+      { type: "turnEnd", turn: 1, text: "first", endReason: "completed" },
+      { type: "userMessage", text: "two" },
+      { type: "delta", turn: 2, delta: "second" },
+    ]);
+    expect(shown(t)).toEqual(["user:one", "assistant:first", "user:two", "assistant:second"]);
+    expect(t.items.map((i) => i.turn)).toEqual([1, 1, 2, 2]);
   });
 });
