@@ -1,0 +1,103 @@
+"""Content-addressed blobs and checkpoint records with the files they keep.
+
+A blob is one row per role and digest, shared by all the role's sessions. The table checks
+that a blob's digest is the SHA-256 of its bytes, and `checkpoint_files` refers to blobs by
+foreign key, so a checkpoint never names a blob that is not stored and a blob that a
+checkpoint keeps cannot be deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import psycopg
+from pydantic import ValidationError
+
+from ..checkpoints import CheckpointRecord
+from ..errors import SessionError
+from ..redaction import Redactor
+from .query import Conn, jsonb, q, text_value
+
+
+def put_blob(conn: Conn, schema: str, data: bytes) -> str:
+    """Store `data` once per role (the same bytes again add nothing); return its digest."""
+    digest = hashlib.sha256(data).hexdigest()
+    conn.execute(
+        q(
+            schema,
+            "INSERT INTO {s}.blobs (digest, size, data) VALUES (%s, %s, %s)"
+            " ON CONFLICT (owner, digest) DO NOTHING",
+        ),
+        (digest, len(data), data),
+    )
+    return digest
+
+
+def get_blob(conn: Conn, schema: str, digest: str) -> bytes | None:
+    """Return the blob's bytes (verified against its digest), or None."""
+    row = conn.execute(
+        q(schema, "SELECT data FROM {s}.blobs WHERE owner = current_user AND digest = %s"),
+        (digest,),
+    ).fetchone()
+    if row is None:
+        return None
+    data = bytes(row[0])
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise SessionError(f"blob {digest[:12]}… does not match its digest")
+    return data
+
+
+def put_checkpoint(conn: Conn, schema: str, record: CheckpointRecord, redactor: Redactor) -> None:
+    """Store a checkpoint record and its files (their blobs must be stored already)."""
+    payload = record.model_dump(mode="json")
+    payload["title"] = redactor.scrub({"title": payload["title"]})["title"]
+    try:
+        with conn.transaction():
+            conn.execute(
+                q(
+                    schema,
+                    "INSERT INTO {s}.checkpoints (session_id, number, seq, created_at, record)"
+                    " VALUES (%s, %s, %s, %s, %s)",
+                ),
+                (record.session_id, record.number, record.seq, record.created_at, jsonb(payload)),
+            )
+            with conn.cursor() as cur:
+                cur.executemany(
+                    q(
+                        schema,
+                        "INSERT INTO {s}.checkpoint_files (session_id, number, path, digest)"
+                        " VALUES (%s, %s, %s, %s)",
+                    ),
+                    [
+                        (record.session_id, record.number, text_value(path), digest)
+                        for path, digest in record.files.items()
+                    ],
+                )
+    except psycopg.errors.UniqueViolation:
+        raise SessionError(
+            f"session {record.session_id} already has checkpoint {record.number}"
+        ) from None
+    except psycopg.errors.ForeignKeyViolation as exc:
+        raise SessionError(
+            f"checkpoint {record.number} of session {record.session_id} refers to a session or "
+            f"blob the store does not hold ({exc.diag.message_detail or exc})"
+        ) from None
+
+
+def list_checkpoints(conn: Conn, schema: str, session_id: str) -> list[CheckpointRecord]:
+    """Return the session's checkpoint records, by number."""
+    rows = conn.execute(
+        q(
+            schema,
+            "SELECT record FROM {s}.checkpoints"
+            " WHERE owner = current_user AND session_id = %s ORDER BY number",
+        ),
+        (session_id,),
+    ).fetchall()
+    records = []
+    for (record,) in rows:
+        try:
+            records.append(CheckpointRecord.model_validate(record))
+        except ValidationError as exc:
+            raise SessionError(f"a checkpoint of session {session_id} is damaged: {exc}") from None
+    return records

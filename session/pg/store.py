@@ -1,0 +1,234 @@
+"""PgStore: the PostgreSQL store's low-level operations over one connection pool.
+
+Opening it checks that the database answers, creates or migrates the schema, and opens
+the pool. A schema newer than this code knows opens read-only: reads work, writes raise
+`PgReadOnlyError`. Writing a session's events takes its `SessionWriter` (the lock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, TypeVar
+
+from psycopg_pool import ConnectionPool
+
+from ..checkpoints import CheckpointRecord
+from ..events import Persistence
+from ..redaction import Redactor
+from ..snapshot import SessionState
+from . import blobs, records
+from .connection import CONNECT_TIMEOUT, configure, connect_kwargs, open_connection, reporting
+from .dsn import DsnInfo, parse_dsn
+from .errors import PgReadOnlyError
+from .events import read_events
+from .migrations import MIGRATIONS, Migration
+from .query import DEFAULT_SCHEMA, Conn, check_schema_name
+from .records import SessionRow
+from .schema import SchemaStatus, ensure_schema
+from .writer import SessionWriter
+
+T = TypeVar("T")
+
+
+class PgStore:
+    """Sessions, events, pointers, checkpoints and blobs of the connected role."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        pool_size: int = 4,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self.info: DsnInfo = parse_dsn(dsn)  # parsed first: a bad DSN fails here, unechoed
+        self._dsn = dsn
+        self.schema = check_schema_name(schema)
+        self._pool_size = pool_size
+        # The DSN's password is one more secret no row may hold (a user may paste it).
+        self.redactor = self._scrubber(redactor or Redactor())
+        self.status: SchemaStatus | None = None
+        self.owner = ""
+        self._pool: ConnectionPool[Conn] | None = None
+
+    @classmethod
+    def open(
+        cls,
+        dsn: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        pool_size: int = 4,
+        redactor: Redactor | None = None,
+        migrations: Sequence[Migration] = MIGRATIONS,
+    ) -> PgStore:
+        """Connect, create or migrate the schema, open the pool; return the store."""
+        store = cls(dsn, schema=schema, pool_size=pool_size, redactor=redactor)
+        store.connect(migrations)
+        return store
+
+    def connect(self, migrations: Sequence[Migration] = MIGRATIONS) -> None:
+        """See `open`."""
+        with open_connection(self._dsn, self.info, "setup") as conn, reporting(self.info):
+            self.status = ensure_schema(conn, self.schema, migrations)
+            row = conn.execute("SELECT current_user").fetchone()
+            self.owner = str(row[0]) if row else ""
+        pool: ConnectionPool[Conn] = ConnectionPool(
+            self._dsn,
+            min_size=1,
+            max_size=self._pool_size,
+            kwargs={"autocommit": True, **connect_kwargs(self._dsn, "pool")},
+            configure=configure,
+            check=ConnectionPool.check_connection,
+            open=False,
+            name="agent-assist",
+        )
+        try:
+            with reporting(self.info, connecting=True):
+                pool.open(wait=True, timeout=CONNECT_TIMEOUT * 2)
+        except BaseException:
+            pool.close()  # its workers would go on trying
+            raise
+        self._pool = pool
+
+    @property
+    def read_only_reason(self) -> str | None:
+        """Why this store must not be written, or None."""
+        return self.status.read_only_reason if self.status else None
+
+    def _writable(self) -> None:
+        if reason := self.read_only_reason:
+            raise PgReadOnlyError(reason)
+
+    @contextmanager
+    def connection(self) -> Iterator[Conn]:
+        """Lend a pooled connection (autocommit); a lost database is reported by host."""
+        if self._pool is None:
+            raise RuntimeError("the PostgreSQL store is not connected")
+        with reporting(self.info), self._pool.connection() as conn:
+            yield conn
+
+    def _run(self, operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        with self.connection() as conn:
+            return operation(conn, self.schema, *args, **kwargs)
+
+    def _write(self, operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        self._writable()
+        return self._run(operation, *args, **kwargs)
+
+    # sessions and snapshots
+
+    def create_session(
+        self,
+        session_id: str,
+        project: str,
+        *,
+        workspace_root: str | None = None,
+        instance_id: str | None = None,
+        parent_session_id: str | None = None,
+        fork_boundary: int | None = None,
+        persistence: Persistence = "full",
+    ) -> SessionRow:
+        """Create a session's row, with no events yet."""
+        return self._write(
+            records.create_session,
+            session_id,
+            project,
+            workspace_root=workspace_root,
+            instance_id=instance_id,
+            parent_session_id=parent_session_id,
+            fork_boundary=fork_boundary,
+            persistence=persistence,
+        )
+
+    def session(self, session_id: str) -> SessionRow | None:
+        """Return the session's row, or None."""
+        return self._run(records.get_session, session_id)
+
+    def list_sessions(self, project: str | None = None) -> list[SessionRow]:
+        """Return this role's sessions, the most recently updated first."""
+        return self._run(records.list_sessions, project)
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session with its events, pointers and checkpoints."""
+        return self._write(records.delete_session, session_id)
+
+    def put_snapshot(self, state: SessionState, redactor: Redactor | None = None) -> None:
+        """Store the session's snapshot, scrubbed (of the DSN's password too)."""
+        self._write(records.put_snapshot, state, self._scrubber(redactor))
+
+    def snapshot(self, session_id: str) -> dict[str, Any] | None:
+        """Return the session's snapshot JSON, or None."""
+        return self._run(records.get_snapshot, session_id)
+
+    # events
+
+    def acquire_writer(self, session_id: str, redactor: Redactor | None = None) -> SessionWriter:
+        """Take the session's writer lock (`SessionLockedError` if another process has it)."""
+        self._writable()
+        return SessionWriter.acquire(
+            self._dsn, self.info, self.schema, session_id, self._scrubber(redactor)
+        )
+
+    def read_events(
+        self, session_id: str, from_seq: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Return the session's events from `from_seq` on, in seq order."""
+        return self._run(read_events, session_id, from_seq, limit)
+
+    # pointers
+
+    def set_pointer(self, project: str, instance_id: str, session_id: str) -> None:
+        """Point an editor instance at a session."""
+        self._write(records.set_pointer, project, instance_id, session_id)
+
+    def pointer(self, project: str, instance_id: str) -> str | None:
+        """Return the session an editor instance points at, or None."""
+        return self._run(records.get_pointer, project, instance_id)
+
+    def delete_pointer(self, project: str, instance_id: str) -> None:
+        """Forget an editor instance's pointer."""
+        self._write(records.delete_pointer, project, instance_id)
+
+    # checkpoints and blobs
+
+    def put_blob(self, data: bytes) -> str:
+        """Store bytes once for this role; return their SHA-256."""
+        return self._write(blobs.put_blob, data)
+
+    def blob(self, digest: str) -> bytes | None:
+        """Return a blob's bytes (verified), or None."""
+        return self._run(blobs.get_blob, digest)
+
+    def put_checkpoint(self, record: CheckpointRecord, redactor: Redactor | None = None) -> None:
+        """Store a checkpoint record (its blobs first: `put_blob`)."""
+        self._write(blobs.put_checkpoint, record, self._scrubber(redactor))
+
+    def checkpoints(self, session_id: str) -> list[CheckpointRecord]:
+        """Return a session's checkpoint records, by number."""
+        return self._run(blobs.list_checkpoints, session_id)
+
+    def _scrubber(self, redactor: Redactor | None) -> Redactor:
+        if redactor is None:
+            return self.redactor
+        for secret in self.info.secrets:
+            redactor.add_secret(secret)
+        return redactor
+
+    def close(self) -> None:
+        """Close the pool (writers hold connections of their own)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __enter__(self) -> PgStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
