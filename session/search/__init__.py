@@ -6,17 +6,21 @@ nothing, and a missing, corrupt or outdated index is rebuilt from the logs.
 
 - `schema`: the tables, their version and the rowid layout;
 - `database`: the index file and its connection (safe opening, rebuilds, damage);
+- `text`: what "contains" means (NFKC and case folding);
 - `extract`: which text of which event becomes a row;
 - `sync`: bringing the index up to date with the logs;
-- `query`: one literal phrase query, ranked by bm25;
+- `query`: one literal query: candidates from trigrams, checked against the text;
+- `rank`: the order of the matches and their snippets;
+- `migration`, `legacy`: an index of an older version answers while this one is built;
 - `index`: `SearchIndex`, the face the rest of the product uses.
 
 This package exposes that face; a build without search lacks it as a whole.
 """
 
 from .index import SearchIndex
-from .query import SearchHit, fts_phrase
+from .migration import BuildProgress
+from .query import SearchHit
 from .schema import INDEX_FILE, SearchError
 from .sync import SyncStats
 
-__all__ = ["INDEX_FILE", "SearchError", "SearchHit", "SearchIndex", "SyncStats", "fts_phrase"]
+__all__ = ["INDEX_FILE", "BuildProgress", "SearchError", "SearchHit", "SearchIndex", "SyncStats"]

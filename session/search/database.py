@@ -1,9 +1,10 @@
 """The index file and its connection: opened safely, rebuilt when outdated, deleted when damaged.
 
 `index.sqlite` is never opened through a symlink or a hard link, is a regular file of mode
-0600, and runs in WAL mode. An index of another schema version is rebuilt; on a store that
-refuses writes the existing index is read as it is; a file SQLite reports damaged is
-deleted, to be rebuilt from the logs.
+0600, and runs in WAL mode. An index of a version in `LEGACY_TABLES` keeps answering (the
+connection's `legacy` says which) while this version's tables are built beside it; one of
+any other version is rebuilt; on a store that refuses writes the existing index is read as
+it is; a file SQLite reports damaged is deleted, to be rebuilt from the logs.
 """
 
 from __future__ import annotations
@@ -21,7 +22,18 @@ from types import TracebackType
 from typing import Self, TypeVar
 
 from ..storage import FILE_MODE, StorageError, ensure_private_dir
-from .schema import _DROP, _SCHEMA, SCHEMA_VERSION, SearchError, _execute_script
+from . import schema
+from .schema import (
+    LEGACY_TABLES,
+    SCHEMA_VERSION,
+    TABLES,
+    SearchError,
+    create_statements,
+    drop_statements,
+    ensure_grams,
+    execute_all,
+    has_table,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +82,10 @@ class IndexDatabase:
         # True while the store refuses writes (read-only file system, permissions): the
         # existing index is searched as it is and syncs are skipped until it is writable.
         self.read_only = False
+        # The older schema version whose tables answer searches while this version's are
+        # built (None: this version's answer). Checked again before each search.
+        self.legacy: int | None = None
+        self.grams = False  # the trigram table is there (else searches scan event_rows)
 
     def __enter__(self) -> Self:
         return self
@@ -159,11 +175,13 @@ class IndexDatabase:
         try:
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version != SCHEMA_VERSION:
+            if version != SCHEMA_VERSION and version not in LEGACY_TABLES:
                 raise SearchError(
                     f"{self.path} is from another version ({version}) and the store is not "
                     "writable, so it cannot be rebuilt"
                 )
+            self.legacy = None if version == SCHEMA_VERSION else version
+            self.grams = schema.trigram_available() and has_table(conn, "event_grams")
         except BaseException:
             conn.close()
             raise
@@ -183,29 +201,62 @@ class IndexDatabase:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            if not self._tables_ready(conn):
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    version = conn.execute("PRAGMA user_version").fetchone()[0]
-                    if version != SCHEMA_VERSION:
-                        if version:
-                            logger.info(
-                                "%s: schema version %s, rebuilding as version %s",
-                                self.path,
-                                version,
-                                SCHEMA_VERSION,
-                            )
-                        _execute_script(conn, _DROP + _SCHEMA)
+                    self._prepare_tables(conn)
                     conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            self.legacy = None if version == SCHEMA_VERSION else version
+            self.grams = has_table(conn, "event_grams")
         except BaseException:
             conn.close()
             raise
         self._identity = identity
         return conn
+
+    @staticmethod
+    def _tables_ready(conn: sqlite3.Connection) -> bool:
+        """Whether the file holds this version's tables as this SQLite uses them (no writes)."""
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION and version not in LEGACY_TABLES:
+            return False
+        names = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+        grams = schema.trigram_available()
+        wanted = {"indexed_logs", "event_rows", *(["event_grams"] if grams else [])}
+        return wanted <= names and (grams or "event_grams" not in names)
+
+    def _prepare_tables(self, conn: sqlite3.Connection) -> None:
+        """Create what is missing; rebuild an index of an unknown version (in a transaction)."""
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION and version not in LEGACY_TABLES:
+            if version:
+                logger.info(
+                    "%s: schema version %s, rebuilding as version %s",
+                    self.path,
+                    version,
+                    SCHEMA_VERSION,
+                )
+            execute_all(conn, drop_statements())
+            execute_all(conn, create_statements(schema.trigram_available()))
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            return
+        if version in LEGACY_TABLES:
+            logger.info(
+                "%s: schema version %s answers searches until version %s is built",
+                self.path,
+                version,
+                SCHEMA_VERSION,
+            )
+        execute_all(conn, TABLES)
+        try:
+            ensure_grams(conn)
+        except sqlite3.OperationalError as exc:  # made with trigrams, unusable here
+            raise _CorruptIndexError(f"cannot use its trigram index here: {exc}") from None
 
     def _connection(self) -> sqlite3.Connection:
         """Return the open connection, reopening if the file was deleted or replaced."""

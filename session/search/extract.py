@@ -30,21 +30,11 @@ from ..events import (
     TurnStartEvent,
 )
 from .schema import _SEQ_LIMIT, PART_EVENT, PART_STREAM, STREAM_TYPE, SearchError, _Progress, _rowid
+from .text import clean, stored_norm
 
 _PLACEHOLDER = re.compile(r"\[not persisted: sha256:[0-9a-f]{16}, \d+ chars\]")
 
-Row = tuple[int, str, str, int, int | None, str]  # rowid, text, session_id, seq, turn, type
-
-
-def _clean(text: str) -> str:
-    """Make text safe to bind: no NUL (FTS5 stops at it), no lone surrogates."""
-    if "\x00" in text:
-        text = text.replace("\x00", " ")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "replace").decode("utf-8")
-    return text
+Row = tuple[int, int | None, str, str, str | None]  # rowid, turn, type, text, norm
 
 
 def _as_text(value: Any) -> str:
@@ -88,8 +78,8 @@ class _Extractor:
         if seq >= _SEQ_LIMIT:
             raise SearchError(f"seq {seq} is too large for the search index")
         if text and not _PLACEHOLDER.fullmatch(text):
-            rowid = _rowid(self.num, seq, part)
-            self.rows.append((rowid, _clean(text), self.session_id, seq, turn, type_))
+            text = clean(text)
+            self.rows.append((_rowid(self.num, seq, part), turn, type_, text, stored_norm(text)))
 
     def _flush_stream(self, seq: int | None = None) -> None:
         """Index streamed text that no `assistant/message` holds (at `seq` or its last chunk)."""

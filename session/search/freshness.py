@@ -6,7 +6,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from ..store.manager import SessionManager
-from .schema import INDEX_FILE
+from .schema import INDEX_FILE, SCHEMA_VERSION
 
 
 @dataclass
@@ -30,7 +30,10 @@ def index_freshness(manager: SessionManager) -> IndexFreshness:
     try:
         conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
         try:
-            rows = conn.execute("SELECT session_id, scanned_size FROM sessions").fetchall()
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            # an index being rebuilt from an older version answers with the older tables
+            table = "indexed_logs" if version == SCHEMA_VERSION else "sessions"
+            rows = conn.execute(f"SELECT session_id, scanned_size FROM {table}").fetchall()  # noqa: S608
         finally:
             conn.close()
     except sqlite3.Error as exc:

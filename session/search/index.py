@@ -1,7 +1,9 @@
 """SearchIndex: the search index of a project as the rest of the product uses it.
 
 Syncs run in one transaction each, skipped (and caught up later) when another process
-holds the index or the store refuses writes; a damaged index is rebuilt whole.
+holds the index or the store refuses writes; a damaged index is rebuilt whole. An index of
+an older version answers searches while this version's is built (`migrating`,
+`build_step`), or at once by `sync()` and `rebuild()`.
 """
 
 from __future__ import annotations
@@ -12,9 +14,21 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..paths import is_valid_session_id
+from . import schema
 from .database import _BUSY_CODES, _NO_SPACE_CODES, IndexDatabase, _CorruptIndexError, _error_code
-from .query import SearchHit, _query
-from .schema import _DROP, _SCHEMA, INDEX_FILE, SearchError, _execute_script, _session_range
+from .legacy import legacy_query
+from .migration import BuildProgress, build_step, finish, vacuum_if_sparse
+from .query import SearchHit, run_query
+from .schema import (
+    INDEX_FILE,
+    SCHEMA_VERSION,
+    SearchError,
+    _session_range,
+    create_statements,
+    drop_statements,
+    execute_all,
+    has_table,
+)
 from .sync import SyncStats, sync_all, sync_one
 
 if TYPE_CHECKING:
@@ -31,10 +45,41 @@ class SearchIndex(IndexDatabase):
     writes are serialized by SQLite (one transaction per sync), readers are never blocked.
     """
 
+    _builder: SearchIndex | None = None  # the connection a background rebuild writes with
+
     @classmethod
     def for_project(cls, manager: SessionManager) -> SearchIndex:
         """Return the index of `manager`'s project (`<project dir>/index.sqlite`)."""
         return cls(manager.project_dir / INDEX_FILE)
+
+    def close(self) -> None:
+        """Close the database connections (the next call opens them again)."""
+        with self._lock:
+            super().close()
+            if self._builder is not None:
+                self._builder.close()
+                self._builder = None
+
+    def _current(self, conn: sqlite3.Connection) -> int | None:
+        """Return the older version answering searches (re-read: another may have finished)."""
+        if self.legacy is not None:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == SCHEMA_VERSION:
+                self.legacy = None
+                self.grams = schema.trigram_available() and has_table(conn, "event_grams")
+        return self.legacy
+
+    @property
+    def migrating(self) -> bool:
+        """Whether an index of an older version answers searches while this one is built."""
+        with self._lock:
+            try:
+                return self._attempt(self._current) is not None
+            except _CorruptIndexError as exc:
+                self._discard(str(exc))
+                return False
+            except sqlite3.Error as exc:
+                raise SearchError(f"{self.path}: {exc}") from None
 
     # -- writing -----------------------------------------------------------------------
 
@@ -49,8 +94,15 @@ class SearchIndex(IndexDatabase):
                 if self.read_only:
                     stats.skipped = "the store is not writable: searching the index as it is"
                     return stats
+
+            def unless_read_only(conn: sqlite3.Connection) -> None:
+                if self.read_only:  # found out on opening it just now
+                    stats.skipped = "the store is not writable: searching the index as it is"
+                else:
+                    self._transaction(conn, fn, stats)
+
             try:
-                self._attempt(lambda conn: self._transaction(conn, fn, stats))
+                self._attempt(unless_read_only)
                 return stats
             except _CorruptIndexError as exc:
                 self._discard(str(exc))
@@ -93,8 +145,23 @@ class SearchIndex(IndexDatabase):
             raise
 
     def sync(self, manager: SessionManager) -> SyncStats:
-        """Bring the index up to date with every log of the project (one transaction)."""
-        return self._write(sync_all(manager), manager)
+        """Bring the index up to date with every log of the project (one transaction).
+
+        An index being rebuilt from an older version is finished at once.
+        """
+        index_all = sync_all(manager)
+
+        def sync(conn: sqlite3.Connection, stats: SyncStats) -> None:
+            if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+                index_all(conn, stats)
+            else:
+                finish(conn, manager, stats)
+
+        stats = self._write(sync, manager)
+        with self._lock:
+            if stats.skipped is None:
+                self._attempt(self._current)
+        return stats
 
     def sync_session(self, manager: SessionManager, session_id: str) -> SyncStats:
         """Bring one session up to date (e.g. after each turn); raise ValueError on a bad id."""
@@ -110,26 +177,67 @@ class SearchIndex(IndexDatabase):
         index_all = sync_all(manager)
 
         def rebuild(conn: sqlite3.Connection, stats: SyncStats) -> None:
-            _execute_script(conn, _DROP + _SCHEMA)
+            execute_all(conn, drop_statements())
+            execute_all(conn, create_statements(schema.trigram_available()))
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             index_all(conn, stats)
 
-        return self._write(rebuild, manager)
+        stats = self._write(rebuild, manager)
+        if stats.skipped is None:
+            self.legacy = None
+            self.grams = schema.trigram_available()
+        return stats
+
+    def build_step(self, manager: SessionManager) -> BuildProgress:
+        """Index a few more sessions into the new tables of an index being rebuilt.
+
+        Each step is a transaction of its own connection (searches on this handle are not
+        held up); the last one swaps the tables, after which the file may be vacuumed.
+        Call it until `finished`; on an index of this version it is finished at once.
+        """
+        with self._lock:
+            if self._builder is None:
+                self._builder = SearchIndex(self.path, busy_timeout=self.busy_timeout)
+            builder = self._builder
+        report: list[BuildProgress] = []
+        stats = builder._write(build_step(manager, report), manager)
+        if stats.index_recreated:  # it was damaged: rebuilt whole, in this version
+            report.append(BuildProgress(stats.sessions, stats.sessions, finished=True))
+        elif builder.read_only:  # the old index answers until the store is writable
+            raise SearchError(f"{self.path} cannot be rebuilt now: {stats.skipped}")
+        elif not report:  # another process held the index: try again later
+            report.append(BuildProgress(stats.sessions, 0, finished=False))
+        if report[-1].finished:
+            with builder._lock:
+                try:
+                    builder._attempt(vacuum_if_sparse)
+                except sqlite3.Error as exc:  # another connection was busy: it stays as is
+                    logger.info("%s not vacuumed after the rebuild: %s", self.path, exc)
+                builder.close()
+        return report[-1]
 
     # -- reading -----------------------------------------------------------------------
 
     def search(self, query: str, session_id: str | None = None, limit: int = 50) -> list[SearchHit]:
-        """Find events whose text contains `query` as a phrase (literal, case-insensitive).
+        """Find the events whose text contains `query` (literal; after NFKC and case folding).
 
-        Best matches first (bm25); across sessions the hits are grouped by session, sessions
-        ordered by their best hit. `session_id` restricts the search to one session.
+        Best matches first (`rank`); across sessions the hits are grouped by session,
+        sessions ordered by their best hit. `session_id` restricts the search to one session.
+        While an older index answers (`migrating`), it is searched as that version did.
         """
         if session_id is not None:
             _check_id(session_id)
         if limit <= 0 or not query.strip():
             return []
+
+        def run(conn: sqlite3.Connection) -> list[SearchHit]:
+            if self._current(conn) is not None:
+                return legacy_query(conn, query, session_id, limit)
+            return run_query(conn, query, session_id, limit, self.grams)
+
         with self._lock:
             try:
-                return self._attempt(lambda conn: _query(conn, query, session_id, limit))
+                return self._attempt(run)
             except _CorruptIndexError as exc:
                 self._discard(str(exc))
                 return []
@@ -143,15 +251,15 @@ class SearchIndex(IndexDatabase):
 
         def count(conn: sqlite3.Connection) -> int:
             if session_id is None:
-                return int(conn.execute("SELECT count(*) FROM event_text").fetchone()[0])
+                return int(conn.execute("SELECT count(*) FROM event_rows").fetchone()[0])
             found = conn.execute(
-                "SELECT num FROM sessions WHERE session_id = ?", (session_id,)
+                "SELECT num FROM indexed_logs WHERE session_id = ?", (session_id,)
             ).fetchone()
             if found is None:
                 return 0
             return int(
                 conn.execute(
-                    "SELECT count(*) FROM event_text WHERE rowid BETWEEN ? AND ?",
+                    "SELECT count(*) FROM event_rows WHERE id BETWEEN ? AND ?",
                     _session_range(found[0]),
                 ).fetchone()[0]
             )

@@ -1,28 +1,46 @@
 """The index's tables, their version, and the rowid layout that ties each row to its session.
 
-Schema (`PRAGMA user_version` = `SCHEMA_VERSION`)::
+Schema (`PRAGMA user_version` = `SCHEMA_VERSION`), all in `TABLES` and `GRAM_TABLES`::
 
-    sessions(num INTEGER PRIMARY KEY, session_id TEXT UNIQUE,   -- per-session progress
-             log_offset, last_seq, line_hash, scanned_size,
-             stream_text, stream_seq, stream_turn)
-    event_text USING fts5(text, session_id UNINDEXED, seq UNINDEXED, turn UNINDEXED,
-                          type UNINDEXED, tokenize = 'unicode61 remove_diacritics 2')
+    indexed_logs(num INTEGER PRIMARY KEY, session_id TEXT UNIQUE,   -- per-session progress
+                 log_offset, last_seq, line_hash, scanned_size,
+                 stream_text, stream_seq, stream_turn)
+    event_rows(id INTEGER PRIMARY KEY, turn, type, text, norm)      -- one row per text
+    event_grams USING fts5(body, tokenize = 'trigram case_sensitive 1',
+                           detail = none, content = '')             -- kept by two triggers
 
-The rowid of an `event_text` row also encodes where its text comes from:
+`text` is the text as written; `norm` its normalized form (`text.fold`), stored only when
+it differs from what SQLite's `lower(text)` gives (for ASCII text it never does).
+`event_grams` indexes `coalesce(norm, lower(text))` and two `GRAM_END` characters (so
+every character starts a trigram, for queries of one or two characters) and stores
+nothing else: it only finds candidates, which are checked against `event_rows`.
+Without the trigram tokenizer (SQLite < 3.34) there is no `event_grams` and a search
+scans `event_rows`.
+
+The rowid of an `event_rows` row also encodes where its text comes from:
 `num << 40 | seq << 2 | part` (`part` 0: the event's own text, 1: streamed text). One
-session's rows are therefore one rowid range, which makes dropping a session, re-indexing
-it or restricting a search to it cheap (FTS5 has no index on UNINDEXED columns). An index
-of another version is dropped and rebuilt from the logs.
+session's rows are therefore one rowid range, and within a session a later event has a
+larger rowid. Sessions are numbered in the order they were first indexed (a build takes
+them oldest log first), so rowid order is roughly recency.
+
+A table added later goes into `TABLES` (created when missing whenever the index is opened
+for writing). A change to the format of the search tables bumps `SCHEMA_VERSION`; listing
+the old version's tables in `LEGACY_TABLES` keeps that index answering while the new one
+is built beside it (`SearchIndex.build_step`); any other version is dropped and rebuilt.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import sqlite3
 from dataclasses import dataclass
 
+logger = logging.getLogger(__name__)
+
 INDEX_FILE = "index.sqlite"
-SCHEMA_VERSION = 2  # 1: an early draft (text, turn, type only); rebuilt on open
-TOKENIZER = "unicode61 remove_diacritics 2"
+SCHEMA_VERSION = 3  # 1: an early draft; 2: a unicode61 word index (`event_text`)
+GRAM_END = "\uffff\uffff"  # appended to indexed text; never in a stored text (see text.clean)
 
 _SESSION_SHIFT = 40  # rowid = num << 40 | seq << 2 | part
 _SEQ_SHIFT = 2
@@ -32,8 +50,8 @@ PART_EVENT = 0
 PART_STREAM = 1
 STREAM_TYPE = "assistant/chunk"
 
-_SCHEMA = f"""
-CREATE TABLE sessions (
+TABLES: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS indexed_logs (
     num INTEGER PRIMARY KEY,
     session_id TEXT NOT NULL UNIQUE,
     log_offset INTEGER NOT NULL DEFAULT 0,
@@ -43,21 +61,100 @@ CREATE TABLE sessions (
     stream_text TEXT,
     stream_seq INTEGER,
     stream_turn INTEGER
-);
-CREATE VIRTUAL TABLE event_text USING fts5(
-    text, session_id UNINDEXED, seq UNINDEXED, turn UNINDEXED, type UNINDEXED,
-    tokenize = '{TOKENIZER}'
-);
-PRAGMA user_version = {SCHEMA_VERSION};
-"""
-_DROP = """
-DROP TABLE IF EXISTS event_text;
-DROP TABLE IF EXISTS sessions;
-"""
+)""",
+    """CREATE TABLE IF NOT EXISTS event_rows (
+    id INTEGER PRIMARY KEY,
+    turn INTEGER,
+    type TEXT NOT NULL,
+    text TEXT NOT NULL,
+    norm TEXT
+)""",
+)
+# What event_grams indexes for a row: its folded text and GRAM_END (char 65535, twice).
+GRAM_TABLES: tuple[str, ...] = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS event_grams USING fts5("
+    "body, tokenize = 'trigram case_sensitive 1', detail = none, content = '')",
+    "CREATE TRIGGER IF NOT EXISTS event_rows_insert AFTER INSERT ON event_rows BEGIN "
+    "INSERT INTO event_grams (rowid, body) "
+    "VALUES (new.id, coalesce(new.norm, lower(new.text)) || char(65535, 65535)); END",
+    "CREATE TRIGGER IF NOT EXISTS event_rows_delete AFTER DELETE ON event_rows BEGIN "
+    "INSERT INTO event_grams (event_grams, rowid, body) "
+    "VALUES ('delete', old.id, coalesce(old.norm, lower(old.text)) || char(65535, 65535)); END",
+)
+FILL_GRAMS = (
+    "INSERT INTO event_grams (rowid, body)"
+    " SELECT id, coalesce(norm, lower(text)) || char(65535, 65535) FROM event_rows"
+)
+_DROP_GRAMS: tuple[str, ...] = (
+    "DROP TRIGGER IF EXISTS event_rows_insert",
+    "DROP TRIGGER IF EXISTS event_rows_delete",
+    "DROP TABLE IF EXISTS event_grams",
+)
+# Versions whose tables answer searches while this version's are built (then dropped).
+LEGACY_TABLES: dict[int, tuple[str, ...]] = {2: ("event_text", "sessions")}
 
 
 class SearchError(Exception):
     """The index cannot be used (a symlink in its place, unwritable, disk full...)."""
+
+
+@functools.cache
+def trigram_available() -> bool:
+    """Whether this SQLite has FTS5's trigram tokenizer (3.34+); says so once if not."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize = 'trigram case_sensitive 1')")
+        return True
+    except sqlite3.Error as exc:
+        logger.warning(
+            "SQLite %s has no FTS5 trigram tokenizer (%s; it needs 3.34 or later): search "
+            "reads every stored text instead of an index, which is slower on large stores",
+            sqlite3.sqlite_version,
+            exc,
+        )
+        return False
+    finally:
+        conn.close()
+
+
+def drop_statements() -> list[str]:
+    """Return the statements that drop every table this or an earlier version made."""
+    legacy = [name for names in LEGACY_TABLES.values() for name in names]
+    names = [*legacy, "indexed_logs", "event_rows"]
+    return [*_DROP_GRAMS, *(f"DROP TABLE IF EXISTS {name}" for name in names)]
+
+
+def create_statements(grams: bool) -> list[str]:
+    """Return the statements that create this version's tables (those missing)."""
+    return [*TABLES, *(GRAM_TABLES if grams else ())]
+
+
+def has_table(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the database has a table (or virtual table) called `name`."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+    return found.fetchone() is not None
+
+
+def ensure_grams(conn: sqlite3.Connection) -> None:
+    """Make `event_grams` match this SQLite: built from the rows if it can be, else dropped.
+
+    An index made by a SQLite without trigrams and opened by one with them gets its trigram
+    index now; the other way round, the trigram table (unusable there) is dropped.
+    """
+    present = has_table(conn, "event_grams")
+    if trigram_available() and not present:
+        for statement in GRAM_TABLES:
+            conn.execute(statement)
+        conn.execute(FILL_GRAMS)
+    elif not trigram_available() and present:
+        for statement in _DROP_GRAMS:
+            conn.execute(statement)
+
+
+def execute_all(conn: sqlite3.Connection, statements: list[str] | tuple[str, ...]) -> None:
+    """Run statements one by one (inside the caller's transaction)."""
+    for statement in statements:
+        conn.execute(statement)
 
 
 @dataclass
@@ -80,8 +177,11 @@ def _session_range(num: int) -> tuple[int, int]:
     return num << _SESSION_SHIFT, ((num + 1) << _SESSION_SHIFT) - 1
 
 
-def _execute_script(conn: sqlite3.Connection, script: str) -> None:
-    """Run `;`-separated statements one by one (inside the caller's transaction)."""
-    for statement in script.split(";"):
-        if statement.strip():
-            conn.execute(statement)
+def session_num(rowid: int) -> int:
+    """Return the session number a rowid belongs to."""
+    return rowid >> _SESSION_SHIFT
+
+
+def rowid_seq(rowid: int) -> int:
+    """Return the seq of the event a rowid comes from."""
+    return (rowid >> _SEQ_SHIFT) & (_SEQ_LIMIT - 1)

@@ -30,6 +30,7 @@ from .schema import (
     _Progress,
     _rowid,
     _session_range,
+    has_table,
 )
 
 if TYPE_CHECKING:
@@ -79,35 +80,65 @@ def _line_hash(fd: int, offset: int) -> bytes | None:
     return None if line is None else hashlib.sha256(line).digest()
 
 
-def sync_all(manager: SessionManager) -> Callable[[sqlite3.Connection, SyncStats], None]:
-    """Return the step that syncs every log of the project and drops vanished sessions."""
+def sync_all(
+    manager: SessionManager, *, merge: bool = True
+) -> Callable[[sqlite3.Connection, SyncStats], None]:
+    """Return the step that syncs every log of the project and drops vanished sessions.
+
+    `merge`: merge the trigram index after a sync that wrote most of it (see `optimize`).
+    """
 
     def sync_all(conn: sqlite3.Connection, stats: SyncStats) -> None:
-        present = sorted(manager.session_ids())
+        known = indexed_sessions(conn)
+        present = ordered_sessions(manager, known)
         for session_id in present:
             sync_one(conn, manager, session_id, stats)
-        known = {sid for (sid,) in conn.execute("SELECT session_id FROM sessions")}
         for session_id in sorted(known - set(present)):
             drop_session(conn, session_id)
             stats.dropped += 1
-        _optimize_after_bulk(conn, stats)
+        if merge:
+            _optimize_after_bulk(conn, stats)
 
     return sync_all
 
 
+def indexed_sessions(conn: sqlite3.Connection) -> set[str]:
+    """Return the sessions the index has rows (or progress) for."""
+    return {sid for (sid,) in conn.execute("SELECT session_id FROM indexed_logs")}
+
+
+def ordered_sessions(manager: SessionManager, known: set[str]) -> list[str]:
+    """Return the project's sessions: those indexed first, then new ones oldest log first.
+
+    Sessions are numbered as they are first indexed, so this keeps rowid order close to
+    recency when many are indexed at once (a build), as it is when they come one by one.
+    """
+    present = sorted(manager.session_ids())
+    new = [s for s in present if s not in known]
+
+    def modified(session_id: str) -> float:
+        try:
+            return manager.log_path(session_id).stat().st_mtime
+        except OSError:
+            return 0.0
+
+    new.sort(key=lambda s: (modified(s), s))
+    return [s for s in present if s in known] + new
+
+
 def drop_session(conn: sqlite3.Connection, session_id: str) -> None:
     """Remove a session's rows and its progress."""
-    found = conn.execute("SELECT num FROM sessions WHERE session_id = ?", (session_id,))
+    found = conn.execute("SELECT num FROM indexed_logs WHERE session_id = ?", (session_id,))
     row = found.fetchone()
     if row is not None:
-        conn.execute("DELETE FROM event_text WHERE rowid BETWEEN ? AND ?", _session_range(row[0]))
-        conn.execute("DELETE FROM sessions WHERE num = ?", (row[0],))
+        conn.execute("DELETE FROM event_rows WHERE id BETWEEN ? AND ?", _session_range(row[0]))
+        conn.execute("DELETE FROM indexed_logs WHERE num = ?", (row[0],))
 
 
 def _progress(conn: sqlite3.Connection, session_id: str) -> _Progress | None:
     row = conn.execute(
         "SELECT num, log_offset, last_seq, line_hash, scanned_size, stream_text, stream_seq,"
-        " stream_turn FROM sessions WHERE session_id = ?",
+        " stream_turn FROM indexed_logs WHERE session_id = ?",
         (session_id,),
     ).fetchone()
     return None if row is None else _Progress(*row)
@@ -145,8 +176,7 @@ def sync_one(
         ):
             # Shrunk or replaced: what was indexed is not this log any more.
             conn.execute(
-                "DELETE FROM event_text WHERE rowid BETWEEN ? AND ?",
-                _session_range(progress.num),
+                "DELETE FROM event_rows WHERE id BETWEEN ? AND ?", _session_range(progress.num)
             )
             progress = _Progress(progress.num)
             stats.reindexed += 1
@@ -158,10 +188,10 @@ def sync_one(
 
 
 def _new_session(conn: sqlite3.Connection, session_id: str) -> _Progress:
-    num = conn.execute("SELECT coalesce(max(num), 0) + 1 FROM sessions").fetchone()[0]
+    num = conn.execute("SELECT coalesce(max(num), 0) + 1 FROM indexed_logs").fetchone()[0]
     if num >= _MAX_SESSIONS:
         raise SearchError("too many sessions for the search index; rebuild it")
-    conn.execute("INSERT INTO sessions (num, session_id) VALUES (?, ?)", (num, session_id))
+    conn.execute("INSERT INTO indexed_logs (num, session_id) VALUES (?, ?)", (num, session_id))
     return _Progress(num)
 
 
@@ -185,7 +215,7 @@ def _index_tail(
     if scan.events:
         if progress.stream_seq is not None:  # the provisional row of an open stream
             conn.execute(
-                "DELETE FROM event_text WHERE rowid = ?",
+                "DELETE FROM event_rows WHERE id = ?",
                 (_rowid(num, progress.stream_seq, PART_STREAM),),
             )
         extractor = _Extractor(session_id, progress)
@@ -195,14 +225,13 @@ def _index_tail(
         if text is not None and stream_seq is not None:  # still streaming: provisional
             extractor.add(stream_seq, PART_STREAM, stream_turn, STREAM_TYPE, text)
         conn.executemany(
-            "INSERT INTO event_text (rowid, text, session_id, seq, turn, type)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO event_rows (id, turn, type, text, norm) VALUES (?, ?, ?, ?, ?)",
             extractor.rows,
         )
         stats.rows += len(extractor.rows)
         last_seq = scan.events[-1].seq
         conn.execute(
-            "UPDATE sessions SET log_offset = ?, last_seq = ?, line_hash = ?, scanned_size = ?,"
+            "UPDATE indexed_logs SET log_offset = ?, last_seq = ?, line_hash = ?, scanned_size = ?,"
             " stream_text = ?, stream_seq = ?, stream_turn = ? WHERE num = ?",
             (
                 scan.end_offset,
@@ -217,22 +246,27 @@ def _index_tail(
         )
     else:
         conn.execute(
-            "UPDATE sessions SET log_offset = ?, last_seq = ?, line_hash = ?, scanned_size = ?"
-            " WHERE num = ?",
+            "UPDATE indexed_logs SET log_offset = ?, last_seq = ?, line_hash = ?,"
+            " scanned_size = ? WHERE num = ?",
             (progress.log_offset, progress.last_seq, progress.line_hash, size, num),
         )
 
 
 def _optimize_after_bulk(conn: sqlite3.Connection, stats: SyncStats) -> None:
-    """Merge the index into one segment after a sync that wrote most of it (a build).
+    """Merge the trigram index into one segment after a sync that wrote most of it (a build).
 
     A bulk insert leaves several segments (FTS5 flushes every ~1 MB), and every query then
-    walks each term's doclist in each of them: one segment makes phrase queries ~15% faster.
-    It rewrites the whole index, so it is only worth it when this sync wrote most of it;
-    small syncs are left to FTS5's automerge.
+    walks each trigram's doclist in each of them. Merging rewrites the whole index, so it is
+    only worth it when this sync wrote most of it; small syncs are left to FTS5's automerge.
     """
     if stats.rows < _OPTIMIZE_ROWS:
         return
-    total = conn.execute("SELECT count(*) FROM event_text_docsize").fetchone()[0]
+    total = conn.execute("SELECT count(*) FROM event_rows").fetchone()[0]
     if 2 * stats.rows >= total:
-        conn.execute("INSERT INTO event_text (event_text) VALUES ('optimize')")
+        optimize(conn)
+
+
+def optimize(conn: sqlite3.Connection) -> None:
+    """Merge the trigram index into one segment (if there is one)."""
+    if has_table(conn, "event_grams"):
+        conn.execute("INSERT INTO event_grams (event_grams) VALUES ('optimize')")

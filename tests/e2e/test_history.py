@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pygls.exceptions import JsonRpcException
@@ -218,6 +221,93 @@ async def test_search_is_literal_and_finds_hidden_turns(make_editor, fake: FakeO
     with pytest.raises(JsonRpcException) as info:
         await editor.request("agentAssist/search", {"query": ""})
     assert info.value.code == -32602
+
+
+async def test_search_finds_cjk_substrings_and_path_fragments(
+    make_editor, fake: FakeOpenAI
+) -> None:
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    fake.add("Saved the design to config/Agent.YAML, next to main.py.")
+    reply = await editor.request("agentAssist/chat", {"text": "エージェントの設計を保存した"})
+    hits = (await editor.request("agentAssist/search", {"query": "エージェント"}))["results"]
+    assert [(h["sessionId"], h["type"]) for h in hits] == [(reply["sessionId"], "turn/start")]
+    assert hits[0]["snippet"] == "[エージェント]の設計を保存した"
+    assert (await editor.request("agentAssist/search", {"query": "の設計"}))["results"]
+    hits = (await editor.request("agentAssist/search", {"query": "agent.ya"}))["results"]
+    assert [h["type"] for h in hits] == ["assistant/message"]
+    assert "config/[Agent.YA]ML" in hits[0]["snippet"]
+    hits = (await editor.request("agentAssist/search", {"query": "n.p"}))["results"]
+    assert [h["type"] for h in hits] == ["assistant/message"] and "mai[n.p]y" in hits[0]["snippet"]
+
+
+def write_word_index(home: Path, workspace: Path, session_id: str, text: str) -> None:
+    """Replace the project's search index by one as the previous version wrote it."""
+    manager = SessionManager(workspace, home=home)
+    index = manager.project_dir / "index.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{index}{suffix}").unlink(missing_ok=True)
+    seq = next(e.seq for e in events_of(workspace, home, session_id) if e.type == "turn/start")
+    conn = sqlite3.connect(index)
+    conn.executescript(
+        """
+        CREATE TABLE sessions (num INTEGER PRIMARY KEY, session_id TEXT NOT NULL UNIQUE,
+            log_offset INTEGER NOT NULL DEFAULT 0, last_seq INTEGER NOT NULL DEFAULT -1,
+            line_hash BLOB, scanned_size INTEGER NOT NULL DEFAULT -1, stream_text TEXT,
+            stream_seq INTEGER, stream_turn INTEGER);
+        CREATE VIRTUAL TABLE event_text USING fts5(text, session_id UNINDEXED, seq UNINDEXED,
+            turn UNINDEXED, type UNINDEXED, tokenize = 'unicode61 remove_diacritics 2');
+        PRAGMA user_version = 2;
+        """
+    )
+    conn.execute("INSERT INTO sessions (num, session_id) VALUES (1, ?)", (session_id,))
+    conn.execute(
+        "INSERT INTO event_text (rowid, text, session_id, seq, turn, type)"
+        " VALUES (?, ?, ?, ?, 1, 'turn/start')",
+        ((1 << 40) | (seq << 2), text, session_id, seq),
+    )
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("client_name", ["vscode"])
+async def test_an_old_index_answers_while_the_new_one_is_built_with_progress(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    fake.add("noted")
+    session_id = (await editor.request("agentAssist/chat", {"text": "plan the zebra migration"}))[
+        "sessionId"
+    ]
+    await editor.stop()
+    write_word_index(home, workspace, session_id, "plan the zebra migration")
+
+    editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    # the old index answers at once, as it did: words, punctuation ignored
+    old = (await editor.request("agentAssist/search", {"query": "zebra, migration"}))["results"]
+    assert [h["sessionId"] for h in old] == [session_id]
+    assert "[zebra migration]" in old[0]["snippet"]
+
+    async def rebuilt() -> list[dict[str, Any]]:
+        while True:
+            hits = (await editor.request("agentAssist/search", {"query": "ebra migr"}))["results"]
+            if hits:
+                return list(hits)
+            await asyncio.sleep(0.05)
+
+    hits = await asyncio.wait_for(rebuilt(), 20)
+    assert "z[ebra migr]ation" in hits[0]["snippet"]
+    assert (await editor.request("agentAssist/search", {"query": "zebra, migration"}))[
+        "results"
+    ] == []  # literal now
+    assert editor.client.progress_reports  # $/progress was shown
+    reports = next(iter(editor.client.progress_reports.values()))
+    assert reports[0].title == "Rebuilding the search index" and reports[-1].kind == "end"
 
 
 @pytest.mark.parametrize("client_name", ["vscode"])
