@@ -167,11 +167,27 @@ class CheckpointStore:
             files=kept,
             auto=auto,
         )
-        directory = self._dir(session_id)
+        self.write_record(record)
+        return record
+
+    def write_record(self, record: CheckpointRecord) -> Path:
+        """Write a checkpoint record atomically (its blobs are written first)."""
+        directory = self._dir(record.session_id)
         ensure_private_dir(self.manager.checkpoints_dir)
         ensure_private_dir(directory)
-        atomic_write_json(directory / f"{number}.json", record.model_dump(mode="json"))
-        return record
+        path = directory / f"{record.number}.json"
+        atomic_write_json(path, record.model_dump(mode="json"))
+        return path
+
+    def write_blob(self, data: bytes) -> str:
+        """Store `data` under its SHA-256 unless a blob of it is there; return the digest."""
+        digest = hashlib.sha256(data).hexdigest()
+        target = self.blob_path(digest)
+        if not target.exists():
+            ensure_private_dir(self.blobs)
+            ensure_private_dir(target.parent)
+            atomic_write_bytes(target, data)
+        return digest
 
     def records(self, session_id: str, warnings: list[str] | None = None) -> list[CheckpointRecord]:
         """Return the session's checkpoints, oldest first (damaged records are reported)."""

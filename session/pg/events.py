@@ -22,6 +22,11 @@ _TAKE_SEQS = """UPDATE {s}.sessions SET next_seq = next_seq + %s, updated_at = n
     WHERE owner = current_user AND session_id = %s RETURNING next_seq - %s"""
 _INSERT = """INSERT INTO {s}.events (session_id, seq, ts, type, turn, step, event)
     VALUES (%s, %s, %s, %s, %s, %s, %s)"""
+_TOUCH = """UPDATE {s}.sessions SET updated_at = updated_at
+    WHERE owner = current_user AND session_id = %s"""
+_LAST_TURN_MARK = """SELECT type, turn FROM {s}.events
+    WHERE owner = current_user AND session_id = %s AND type IN ('turn/start', 'turn/end')
+    ORDER BY seq DESC LIMIT 1"""
 _READ = """SELECT event FROM {s}.events
     WHERE owner = current_user AND session_id = %s AND seq >= %s ORDER BY seq LIMIT %s"""
 
@@ -50,10 +55,13 @@ def append_events(
     session_id: str,
     drafts: Sequence[EventDraft],
     redactor: Redactor,
+    *,
+    durable: bool = True,
 ) -> list[Event]:
     """Validate, scrub and append `drafts` in one transaction; return them (unscrubbed).
 
     Validation happens before anything is written: an invalid draft appends nothing.
+    `durable=False` commits without waiting for the WAL flush (see `insert_events`).
     """
     raws: list[dict[str, Any]] = []
     for draft in drafts:
@@ -69,11 +77,53 @@ def append_events(
         raws.append(raw)
     if not raws:
         return []
+    _insert(conn, schema, session_id, raws, redactor, durable=durable, numbered=False)
+    return [EVENT_ADAPTER.validate_python(raw) for raw in raws]
+
+
+def insert_events(
+    conn: Conn,
+    schema: str,
+    session_id: str,
+    raws: Sequence[dict[str, Any]],
+    redactor: Redactor,
+    *,
+    durable: bool,
+) -> None:
+    """Append events already numbered and validated by their writer (who holds the lock).
+
+    Their seqs must continue the log exactly, or nothing is written. `durable=False`
+    commits with `synchronous_commit = off`: visible at once and kept if our process dies,
+    but a crash of the database server may lose the last fraction of a second; the next
+    durable commit flushes everything before it too (the WAL is one sequence).
+    """
+    if raws:
+        _insert(conn, schema, session_id, raws, redactor, durable=durable, numbered=True)
+
+
+def _insert(
+    conn: Conn,
+    schema: str,
+    session_id: str,
+    raws: Sequence[dict[str, Any]],
+    redactor: Redactor,
+    *,
+    durable: bool,
+    numbered: bool,
+) -> None:
     with conn.transaction():
+        if not durable:
+            conn.execute("SET LOCAL synchronous_commit = off")
         start = _take_seqs(conn, schema, session_id, len(raws))
         rows = []
         for offset, raw in enumerate(raws):
-            raw["seq"] = start + offset
+            if not numbered:
+                raw["seq"] = start + offset
+            elif raw["seq"] != start + offset:
+                raise SessionError(
+                    f"session {session_id}: event seq {raw['seq']} does not continue the log "
+                    f"at seq {start + offset} (was it written by another process?)"
+                )
             stored = {**raw, "data": redactor.scrub(raw["data"])}
             rows.append(
                 (session_id, raw["seq"], raw["ts"], raw["type"], raw["turn"], raw["step"])
@@ -81,7 +131,26 @@ def append_events(
             )
         with conn.cursor() as cur:
             cur.executemany(q(schema, _INSERT), rows)
-    return [EVENT_ADAPTER.validate_python(raw) for raw in raws]
+
+
+def commit_durably(conn: Conn, schema: str, session_id: str) -> None:
+    """Wait until everything committed on `conn` so far is flushed (a no-op row update).
+
+    A transaction that writes nothing does not wait for the WAL flush, so this one touches
+    the session's row under `synchronous_commit = on`.
+    """
+    with conn.transaction():
+        conn.execute("SET LOCAL synchronous_commit = on")
+        conn.execute(q(schema, _TOUCH), (session_id,))
+
+
+def open_turn(conn: Conn, schema: str, session_id: str) -> int | None:
+    """Return the turn a `turn/start` left open at the end of the log, or None."""
+    row = conn.execute(q(schema, _LAST_TURN_MARK), (session_id,)).fetchone()
+    if row is None or row[0] != "turn/start":
+        return None
+    turn: int | None = row[1]
+    return turn
 
 
 def copy_events(

@@ -22,7 +22,8 @@ from .query import Conn, jsonb, q, text_value
 
 _COLUMNS = (
     "owner, session_id, project, workspace_root, instance_id, parent_session_id, "
-    "fork_boundary, persistence, title, turns, next_seq, created_at, updated_at, snapshot_seq"
+    "fork_boundary, persistence, title, turns, next_seq, created_at, updated_at, snapshot_seq, "
+    "snapshot->>'phase'"
 )
 # The column list is a constant: these are not built from input.
 _CREATE = f"""INSERT INTO {{s}}.sessions (session_id, project, workspace_root, instance_id,
@@ -49,6 +50,7 @@ class SessionRow:
     created_at: datetime
     updated_at: datetime
     snapshot_seq: int | None
+    phase: str | None = None  # the snapshot's `phase`
 
 
 def _row(values: tuple[Any, ...]) -> SessionRow:

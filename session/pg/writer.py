@@ -21,7 +21,14 @@ from ..paths import is_valid_session_id
 from ..redaction import Redactor
 from .connection import open_connection, reporting
 from .dsn import DsnInfo
-from .events import EventDraft, append_events, copy_events
+from .events import (
+    EventDraft,
+    append_events,
+    commit_durably,
+    copy_events,
+    insert_events,
+    open_turn,
+)
 from .query import Conn, advisory_key
 
 # A granted 64-bit advisory lock as pg_locks shows it: two 32-bit halves, objsubid 1.
@@ -89,19 +96,31 @@ class SessionWriter:
             )
         return self._conn
 
-    def append(self, drafts: Sequence[EventDraft]) -> list[Event]:
+    def append(self, drafts: Sequence[EventDraft], *, durable: bool = True) -> list[Event]:
         """Append `drafts` in order, in one transaction (committed when this returns)."""
-        return self._call(append_events, drafts, self.redactor)
+        return self._call(append_events, drafts, self.redactor, durable=durable)
+
+    def write(self, raws: Sequence[dict[str, Any]], *, durable: bool) -> None:
+        """Append events this writer numbered and validated (`events.insert_events`)."""
+        self._call(insert_events, raws, self.redactor, durable=durable)
+
+    def sync(self) -> None:
+        """Return once everything this writer committed is flushed to the server's disk."""
+        self._call(commit_durably)
+
+    def open_turn(self) -> int | None:
+        """Return the turn left open at the end of the log (its writer died), or None."""
+        return self._call(open_turn)
 
     def copy(self, events: Sequence[Mapping[str, Any]]) -> int:
         """Append already-written events verbatim (their seqs must continue the log)."""
         return self._call(copy_events, events)
 
-    def _call(self, operation: Callable[..., T], *args: Any) -> T:
+    def _call(self, operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         conn = self._live()
         with reporting(self._info):
             try:
-                return operation(conn, self.schema, self.session_id, *args)
+                return operation(conn, self.schema, self.session_id, *args, **kwargs)
             except psycopg.OperationalError:
                 if conn.broken:
                     conn.close()  # and with it the lock: this writer is done

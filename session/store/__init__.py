@@ -1,5 +1,8 @@
-"""The files of one project directory: logs, snapshots, pointers and locks.
+"""The files of one project directory: logs, snapshots, pointers and locks; the store interface.
 
+- `backend`: `SessionStore` and `EventWriter`, what any session store does (the local one
+  here, PostgreSQL's in `session/pg/backend.py`);
+- `local`: `LocalSessionStore`, that interface over the modules below;
 - `manager`: `SessionManager`, the project's layout, pointers and locks, and the ways a
   session is created, opened, listed and deleted;
 - `session`: `Session`, an open session (its snapshot state, log and history);

@@ -241,3 +241,21 @@ def test_any_text_reads_back_as_written(store: PgStore, texts: list[str]) -> Non
     assert [event["data"]["input"] for event in events] == [
         Redactor().scrub(t).replace("\x00", "\ufffd") for t in texts
     ]
+
+
+def test_a_writer_numbered_batch_must_continue_the_log(store: PgStore) -> None:
+    session_id = new_id()
+    store.create_session(session_id, "proj")
+    with store.acquire_writer(session_id) as writer:
+        writer.append([start(session_id)], durable=False)
+        raw = {"seq": 1, "ts": "2024-01-01T00:00:00Z", "type": "session/phase", "turn": None}
+        writer.write([{**raw, "step": None, "data": {"phase": "a"}}], durable=False)
+        with pytest.raises(SessionError, match="does not continue the log at seq 2"):
+            writer.write([{**raw, "seq": 5, "step": None, "data": {"phase": "b"}}], durable=True)
+        writer.sync()  # a durable commit with nothing new to write
+        assert writer.open_turn() is None
+        writer.append([EventDraft("turn/start", {"input": "x"}, turn=1)])
+        assert writer.open_turn() == 1
+    assert [e["seq"] for e in store.read_events(session_id)] == [0, 1, 2]
+    row = store.session(session_id)
+    assert row is not None and row.next_seq == 3  # the refused batch gave its seqs back
