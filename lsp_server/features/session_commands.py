@@ -185,8 +185,7 @@ class SessionCommands(Feature):
         """List the project's sessions, newest first (a page of them when asked)."""
         lifecycle = self.server.session
         current = lifecycle.session_id
-        infos = lifecycle.manager.list_sessions()
-        end = None if params.limit is None else params.offset + params.limit
+        infos, total = lifecycle.manager.list_sessions_page(params.offset, params.limit)
         return proto.SessionsResult(
             sessions=[
                 proto.SessionInfo(
@@ -199,9 +198,9 @@ class SessionCommands(Feature):
                     parent_session_id=info.parent_session_id or None,
                     active=info.session_id == current,
                 )
-                for info in infos[params.offset : end]
+                for info in infos
             ],
-            total=len(infos),
+            total=total,
         )
 
     @request(proto.OPEN)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -87,4 +87,5 @@ def _log_mtime(path: Path) -> datetime | None:
         st = path.stat()
     except OSError:
         return None
-    return datetime.fromtimestamp(st.st_mtime, UTC)
+    # From the nanoseconds, not the float: the listing projection stores the same microsecond.
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=st.st_mtime_ns // 1000)

@@ -371,15 +371,21 @@ class SessionManager:
 
     def list_sessions(self) -> list[SessionInfo]:
         """List sessions newest first (a projection refreshed from the files that changed)."""
+        return self.list_sessions_page()[0]
+
+    def list_sessions_page(
+        self, offset: int = 0, limit: int | None = None
+    ) -> tuple[list[SessionInfo], int]:
+        """Return a page of the sessions, newest first, and how many there are."""
         try:
             self.check_store_dirs()
         except StorageError as exc:
             logger.warning("%s: sessions not listed (%s)", self.sessions_dir, exc)
-            return []
+            return [], 0
         if not self.sessions_dir.is_dir():
-            return []
-        return ListingIndex(self.project_dir).sessions(
-            self.sessions_dir, lambda session_id: self.read_snapshot(session_id)[0]
+            return [], 0
+        return ListingIndex(self.project_dir).page(
+            self.sessions_dir, lambda session_id: self.read_snapshot(session_id)[0], offset, limit
         )
 
     def delete_session(self, session_id: str) -> list[Path]:
