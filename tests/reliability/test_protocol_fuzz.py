@@ -22,21 +22,20 @@ from lsp_server import protocol as proto
 from .conftest import FIGURES, is_long, register_store
 from .rawlsp import RawServer
 
-MODELS: dict[str, type[proto.Params]] = {
-    proto.CHAT: proto.ChatParams,
-    proto.SAVE: proto.EmptyParams,
-    proto.RESET: proto.ResetParams,
-    proto.RESUME: proto.EmptyParams,
-    proto.CHECKPOINT: proto.CheckpointParams,
-    proto.COMPACT: proto.EmptyParams,
-    proto.SESSIONS: proto.EmptyParams,
-    proto.OPEN: proto.OpenParams,
-    proto.FORK: proto.ForkParams,
-    proto.SEARCH: proto.SearchParams,
-    proto.HISTORY: proto.HistoryParams,
-    proto.STATUS: proto.EmptyParams,
-}
-FIELDS = ["text", "deleteFiles", "number", "sessionId", "boundary", "query", "limit"]
+# Every request of the contract, with the params model it declares (one source of truth).
+MODELS: dict[str, type[proto.Params]] = {r.method: r.params for r in proto.REQUESTS}
+FIELDS = [
+    "text",
+    "deleteFiles",
+    "number",
+    "sessionId",
+    "boundary",
+    "query",
+    "limit",
+    "offset",
+    "path",
+    "dryRun",
+]
 IDS = itertools.count(1)
 
 json_leaf = st.one_of(
