@@ -32,6 +32,13 @@ def register(subparsers: Any) -> None:
 
     p = sub.add_parser("list", parents=[common], help="list sessions (newest first)")
     p.add_argument("--all-projects", action="store_true", help="every project in the store")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the N newest (default: 50 in the table, all with --json; 0: all)",
+    )
     p.set_defaults(func=lambda a: run_command(a, cmd_list))
 
     p = sub.add_parser("show", parents=[common], help="print a session's transcript")

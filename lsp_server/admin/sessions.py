@@ -37,14 +37,25 @@ def info_json(info: SessionInfo, manager: SessionManager, busy: bool) -> dict[st
     return row
 
 
+TABLE_LIMIT = 50  # rows in the table unless --limit says otherwise
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    """`sessions list`."""
-    rows: list[dict[str, Any]] = []
+    """`sessions list`: the newest first (a page of them by default in the table)."""
+    limit = args.limit if args.limit is not None else (None if args.json else TABLE_LIMIT)
+    if limit is not None and limit <= 0:
+        limit = None
+    found: list[tuple[Any, SessionManager]] = []
+    total = 0
     for manager in managers(args):
-        for info in manager.list_sessions():
-            rows.append(info_json(info, manager, in_use(manager, info.session_id)))
+        page, count = manager.list_sessions_page(0, limit)
+        found += [(info, manager) for info in page]
+        total += count
+    found.sort(key=lambda pair: pair[0].updated_at, reverse=True)
+    found = found[:limit] if limit is not None else found
+    rows = [info_json(info, manager, in_use(manager, info.session_id)) for info, manager in found]
     if args.json:
-        write_json({"sessions": rows})
+        write_json({"sessions": rows, "total": total})
         return OK
     console = plain_console()
     if not rows:
@@ -75,6 +86,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             cells.insert(0, row["project"])
         table.add_row(*(Text(c) for c in cells))
     console.print(table)
+    if len(rows) < total:
+        console.print(f"{len(rows)} of {total} sessions (--limit 0 for all)", markup=False)
     return OK
 
 

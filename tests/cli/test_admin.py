@@ -97,6 +97,24 @@ def test_list_this_project_and_all_projects(
     table = run_cli("sessions", "list", "--workspace", str(workspace), env=env)
     assert table.returncode == 0
     assert store["recent"] in table.stdout and "hello there" in table.stdout
+    assert "--limit 0 for all" not in table.stdout  # everything fits in one page
+
+
+def test_list_pages_with_limit(workspace: Path, env: dict[str, str], store: dict[str, str]) -> None:
+    code, data = cli_json(
+        "sessions", "list", "--workspace", str(workspace), "--limit", "1", env=env
+    )
+    assert code == 0
+    assert [row["sessionId"] for row in data["sessions"]] == [store["recent"]]
+    assert data["total"] == 2
+    table = run_cli("sessions", "list", "--workspace", str(workspace), "--limit", "1", env=env)
+    assert table.returncode == 0, table.stderr
+    assert store["recent"] in table.stdout and store["old"] not in table.stdout
+    assert "1 of 2 sessions (--limit 0 for all)" in table.stdout
+    code, data = cli_json(
+        "sessions", "list", "--workspace", str(workspace), "--limit", "0", env=env
+    )
+    assert [row["sessionId"] for row in data["sessions"]] == [store["recent"], store["old"]]
 
 
 def test_show_prints_the_transcript(
