@@ -4,6 +4,9 @@ local client = require("agent_assist.client")
 
 local M = {}
 
+--- Sessions listed at once (newest first): a project may have thousands; search finds the rest.
+M.SESSION_PAGE = 200
+
 local methods = client.methods
 local INFO, WARN, ERROR = vim.log.levels.INFO, vim.log.levels.WARN, vim.log.levels.ERROR
 
@@ -325,10 +328,14 @@ M.subcommands = {
     end)
   end,
   sessions = function()
-    ask(methods.sessions, {}, function(result, root)
+    ask(methods.sessions, { limit = M.SESSION_PAGE }, function(result, root)
       local rows = result.sessions or {}
+      local prompt = "Agent Assist: sessions"
+      if (result.total or #rows) > #rows then
+        prompt = ("Agent Assist: sessions (the newest %d of %d)"):format(#rows, result.total)
+      end
       vim.ui.select(rows, {
-        prompt = "Agent Assist: sessions",
+        prompt = prompt,
         kind = "agent_assist.session",
         format_item = M.format_session,
       }, function(choice)
@@ -412,7 +419,7 @@ function M.complete(arglead, cmdline, _)
     end
     return matching(numbers, arglead)
   elseif sub == "open" then
-    local result = client.request_sync(nil, methods.sessions, {})
+    local result = client.request_sync(nil, methods.sessions, { limit = M.SESSION_PAGE })
     local ids = {}
     for _, s in ipairs(result and result.sessions or {}) do
       table.insert(ids, s.sessionId)

@@ -1,5 +1,6 @@
 /** The palette and view-title commands: thin calls to the server with quick picks where needed. */
 import * as vscode from "vscode";
+import { SESSION_PAGE } from "./constants";
 import { errorText } from "./logging";
 import {
   CHECKPOINT,
@@ -219,11 +220,13 @@ export class SessionCommands {
   }
 
   private async sessions(): Promise<void> {
-    const result = await this.server.request(SESSIONS, {});
-    const pick = await vscode.window.showQuickPick(
-      result.sessions.map(sessionPickItem),
-      { title: "Agent Assist sessions of this project" },
-    );
+    const result = await this.server.request(SESSIONS, { limit: SESSION_PAGE });
+    const shown = result.sessions.length;
+    const title =
+      result.total > shown
+        ? `Agent Assist sessions of this project (the newest ${shown} of ${result.total})`
+        : "Agent Assist sessions of this project";
+    const pick = await vscode.window.showQuickPick(result.sessions.map(sessionPickItem), { title });
     if (pick) {
       await this.open(pick.sessionId);
     }

@@ -2,3 +2,6 @@
 
 /** This extension's id; its README explains how to install the server. */
 export const EXTENSION_ID = "agent-assist.agent-assist";
+
+/** Sessions listed at once (newest first): a project may have thousands; search finds the rest. */
+export const SESSION_PAGE = 200;

@@ -1,5 +1,6 @@
 /** Sessions, checkpoints and search inside the view: thin calls to the server, results posted to the webview. */
 import * as vscode from "vscode";
+import { SESSION_PAGE } from "./constants";
 import { errorText } from "./logging";
 import type { HostMessage } from "./messages";
 import {
@@ -51,7 +52,8 @@ export class ViewNavigation {
 
   async sessions(): Promise<void> {
     try {
-      const result = await this.server.request(SESSIONS, {});
+      // A page: a project may have thousands of sessions; search finds the older ones.
+      const result = await this.server.request(SESSIONS, { limit: SESSION_PAGE });
       this.post({ type: "sessions", sessions: result.sessions });
     } catch (error) {
       this.log.warn(`sessions: ${errorText(error)}`);
