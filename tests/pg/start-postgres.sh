@@ -9,6 +9,10 @@
 # By hand:  eval "$(tests/pg/start-postgres.sh)" && ./run-tests tests/pg
 # Messages go to stderr; it exits non-zero, saying why, when it cannot provide a server.
 set -euo pipefail
+# Only the export lines go to stdout (the caller evals it): everything else, including what
+# the tools print on their own (pg_ctlcluster says "Removed stale pid file." on stdout), goes
+# to stderr.
+exec 3>&1 1>&2
 
 say() { echo "start-postgres: $*" >&2; }
 fail() { say "$*"; exit 1; }
@@ -37,7 +41,8 @@ read -r version name port _ <<<"$cluster"
 
 if ! pg_ctlcluster "$version" "$name" status >/dev/null 2>&1; then
   say "starting the cluster $version/$name"
-  if ! pg_ctlcluster "$version" "$name" start; then
+  # 3>&- : the server must not inherit the caller's pipe (a `$(…)` would wait for it forever)
+  if ! pg_ctlcluster "$version" "$name" start 3>&-; then
     tail -n 20 "/var/log/postgresql/postgresql-$version-$name.log" >&2 || true
     fail "pg_ctlcluster $version $name start failed (its log is above)"
   fi
@@ -65,5 +70,5 @@ SELECT 'CREATE DATABASE agent_assist_test OWNER agent_assist_test' WHERE NOT EXI
 SQL
 
 say "PostgreSQL $version/$name is up on 127.0.0.1:$port (database agent_assist_test)"
-echo "export AGENT_ASSIST_TEST_PG='postgresql://agent_assist_test:$main_pw@127.0.0.1:$port/agent_assist_test'"
-echo "export AGENT_ASSIST_TEST_PG_OTHER='postgresql://agent_assist_test_other:$other_pw@127.0.0.1:$port/agent_assist_test'"
+echo >&3 "export AGENT_ASSIST_TEST_PG='postgresql://agent_assist_test:$main_pw@127.0.0.1:$port/agent_assist_test'"
+echo >&3 "export AGENT_ASSIST_TEST_PG_OTHER='postgresql://agent_assist_test_other:$other_pw@127.0.0.1:$port/agent_assist_test'"
