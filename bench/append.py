@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from session.lifecycle import SessionLifecycle
+from session.log.writer import EventLog
 from session.store.manager import SessionManager
 
 from .common import Mode, Result, Row, fmt_s, median, scratch_dir
@@ -99,6 +100,7 @@ def run(mode: Mode) -> Result:
                     events_before = lifecycle.current.log.next_seq
             total = time.perf_counter() - total_start
             log = lifecycle.current.log
+            assert isinstance(log, EventLog)  # the local store's log
             log_fsyncs = log.fsync_count
             all_fsyncs = fsyncs[0]
             events = log.next_seq

@@ -22,7 +22,7 @@ from .storage import (
     ensure_private_dir,
     read_json_file,
 )
-from .store.manager import SessionManager
+from .store.layout import ProjectLayout
 from .workspace.safe_paths import is_safe_relative_path
 
 _SHA_HEX = frozenset("0123456789abcdef")
@@ -60,8 +60,9 @@ class RestorePlan:
 class CheckpointStore:
     """Reads and writes checkpoint records and the blobs they point to."""
 
-    def __init__(self, manager: SessionManager) -> None:
+    def __init__(self, manager: ProjectLayout) -> None:
         self.manager = manager
+        self.workspace_root = manager.workspace_root
         self.blobs = manager.blobs_dir
 
     def _dir(self, session_id: str) -> Path:
@@ -96,7 +97,7 @@ class CheckpointStore:
         atomic_write_bytes(target, data)
         return None
 
-    def collect_garbage(self, grace_seconds: float = BLOB_GRACE_SECONDS) -> list[Path]:
+    def collect_garbage(self, grace_seconds: float = BLOB_GRACE_SECONDS) -> list[object]:
         """Delete the blobs no checkpoint of this project refers to; return them.
 
         A blob younger than `grace_seconds` is kept: another process may be writing the
@@ -111,7 +112,7 @@ class CheckpointStore:
                 if entry.is_dir(follow_symlinks=False) and is_valid_session_id(entry.name):
                     for record in self.records(entry.name):
                         referenced.update(record.files.values())
-        removed: list[Path] = []
+        removed: list[object] = []
         now = time.time()
         for bucket in os.scandir(self.blobs):
             if not bucket.is_dir(follow_symlinks=False):
@@ -148,7 +149,7 @@ class CheckpointStore:
         redactor: Redactor | None = None,
     ) -> CheckpointRecord:
         """Write checkpoint `number`: blobs first, then the record (atomically)."""
-        root = self.manager.workspace_root
+        root = self.workspace_root
         kept: dict[str, str] = {}
         withheld: dict[str, str] = {}
         for relative, digest in files.items():
@@ -170,7 +171,7 @@ class CheckpointStore:
         self.write_record(record)
         return record
 
-    def write_record(self, record: CheckpointRecord) -> Path:
+    def write_record(self, record: CheckpointRecord) -> object:
         """Write a checkpoint record atomically (its blobs are written first)."""
         directory = self._dir(record.session_id)
         ensure_private_dir(self.manager.checkpoints_dir)
@@ -220,7 +221,7 @@ class CheckpointStore:
 
     def plan_restore(self, record: CheckpointRecord, current_files: dict[str, str]) -> RestorePlan:
         """Work out which files to write back; unsafe paths and symlinks are skipped."""
-        root = self.manager.workspace_root
+        root = self.workspace_root
         plan = RestorePlan(record)
         for relative, digest in sorted(record.files.items()):
             if not is_safe_relative_path(root, relative) or _is_symlink(root / relative):

@@ -10,8 +10,10 @@ from .derive.history import build_history
 from .errors import SessionError
 from .events import Event, SessionStartEvent, TurnEndEvent, TurnStartEvent, utcnow
 from .log.reader import readable_events
+from .log.writer import LogError
 from .snapshot import state_from_events
 from .storage import fsync_dir
+from .store.backend import SessionStore
 from .store.manager import SessionManager
 from .store.session import Session
 
@@ -76,7 +78,7 @@ def _last_closed(events: list[Event]) -> int:
 
 
 def fork_session(
-    manager: SessionManager,
+    store: SessionStore,
     parent_id: str,
     boundary: int | None = None,
     *,
@@ -84,9 +86,65 @@ def fork_session(
 ) -> ForkResult:
     """Create a child session from `parent_id`'s log up to `boundary` (inclusive).
 
-    The parent's files are only read. The child's log is its own `session/start` (with the
-    lineage) followed by the parent's events 1..boundary byte for byte, so seqs line up.
+    The parent is only read. The child's log is its own `session/start` (with the lineage)
+    followed by the parent's events 1..boundary (locally byte for byte), so seqs line up.
     """
+    if isinstance(store, SessionManager):
+        events, lines = _local_events(store, parent_id)
+    else:
+        events, lines = store.read_events(parent_id).events, None
+    boundary = check_boundary(events, boundary)
+    parent_state, _ = store.read_snapshot(parent_id)
+    first = events[0]
+    persistence = (
+        parent_state.persistence
+        if parent_state is not None
+        else first.data.persistence
+        if isinstance(first, SessionStartEvent)
+        else "full"
+    )
+    child = store.create_session(
+        instance_id=instance_id,
+        persistence=persistence,
+        parent_session_id=parent_id,
+        fork_boundary=boundary,
+        write_start=False,
+    )
+    try:
+        if parent_state is not None:
+            child.state.file_manifest = dict(parent_state.file_manifest)
+            child.state.agent_spec_path = parent_state.agent_spec_path
+        store.start_log(child)  # seq 0: the child's own session/start, with its lineage
+        prefix = b"".join(line + b"\n" for line in lines[1 : boundary + 1]) if lines else None
+        try:
+            child.log.copy(events[1 : boundary + 1], prefix)
+        except LogError as exc:
+            raise SessionError(str(exc), errno=exc.errno) from None
+        child.sync()
+        child_events = store.read_events(child.session_id).events
+        state = state_from_events(child.session_id, child_events)
+        state.created_at = utcnow()
+        state.instance_id = instance_id
+        state.workspace_root = child.state.workspace_root
+        state.file_manifest = child.state.file_manifest or state.file_manifest
+        state.agent_spec_path = child.state.agent_spec_path
+        if parent_state is not None and state.summary is None:
+            state.summary = parent_state.summary
+        child.state = state
+        child.history = build_history(child_events)
+        child.mark_boundary()
+        store.write_snapshot(child)
+        if isinstance(store, SessionManager):
+            fsync_dir(store.sessions_dir)
+    except BaseException:
+        child.close()
+        store.delete_session(child.session_id)
+        raise
+    return ForkResult(child, parent_id, boundary)
+
+
+def _local_events(manager: SessionManager, parent_id: str) -> tuple[list[Event], list[bytes]]:
+    """Read the parent's log file: its readable events and their lines, byte for byte."""
     parent_log = manager.log_path(parent_id)
     manager.check_store_dirs()
     try:
@@ -101,53 +159,7 @@ def fork_session(
         raise SessionError(f"cannot read {parent_log.name}: {exc.strerror or exc}") from None
     # What a reader sees: torn writes a crash left and recovery acknowledged are skipped.
     readable = readable_events(raw)
-    events: list[Event] = [event for event, _ in readable]
-    lines = [line for _, line in readable]
-    boundary = check_boundary(events, boundary)
-    parent_state, _ = manager.read_snapshot(parent_id)
-    first = events[0]
-    persistence = (
-        parent_state.persistence
-        if parent_state is not None
-        else first.data.persistence
-        if isinstance(first, SessionStartEvent)
-        else "full"
-    )
-    child = manager.create_session(
-        instance_id=instance_id,
-        persistence=persistence,
-        parent_session_id=parent_id,
-        fork_boundary=boundary,
-        write_start=False,
-    )
-    try:
-        if parent_state is not None:
-            child.state.file_manifest = dict(parent_state.file_manifest)
-            child.state.agent_spec_path = parent_state.agent_spec_path
-        manager.start_log(child)  # seq 0: the child's own session/start, with its lineage
-        child.log.append_raw(
-            b"".join(line + b"\n" for line in lines[1 : boundary + 1]), boundary + 1
-        )
-        child.log.sync()
-        child_events = manager.read_events(child.session_id).events
-        state = state_from_events(child.session_id, child_events)
-        state.created_at = utcnow()
-        state.instance_id = instance_id
-        state.workspace_root = child.state.workspace_root
-        state.file_manifest = child.state.file_manifest or state.file_manifest
-        state.agent_spec_path = child.state.agent_spec_path
-        if parent_state is not None and state.summary is None:
-            state.summary = parent_state.summary
-        child.state = state
-        child.history = build_history(child_events)
-        child.mark_boundary()
-        manager.write_snapshot(child)
-        fsync_dir(manager.sessions_dir)
-    except BaseException:
-        child.close()
-        manager.delete_session(child.session_id)
-        raise
-    return ForkResult(child, parent_id, boundary)
+    return [event for event, _ in readable], [line for _, line in readable]
 
 
 def log_size(manager: SessionManager, session_id: str) -> int:

@@ -6,7 +6,6 @@ import argparse
 import re
 import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .output import confirm, iso, short, write_json
@@ -28,7 +27,7 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
 
 
-def delete_unless_in_use(manager: SessionManager, session_id: str) -> list[Path]:
+def delete_unless_in_use(manager: SessionManager, session_id: str) -> list[object]:
     """Delete a session's files while holding its lock; SessionLockedError if it is in use."""
     from session.catalog import pointers_to
     from session.checkpoints import CheckpointStore
@@ -36,7 +35,7 @@ def delete_unless_in_use(manager: SessionManager, session_id: str) -> list[Path]
     lock = manager.acquire_lock(session_id)
     try:
         naming = pointers_to(manager, session_id)  # read while the session still exists
-        removed = manager.delete_session(session_id)
+        removed: list[object] = list(manager.delete_session(session_id))
         for pointer in naming:
             manager.delete_pointer(pointer.instance_id)
             removed.append(pointer.path)

@@ -12,7 +12,6 @@ import logging
 from datetime import datetime
 from pathlib import Path
 
-from ..checkpoints import CheckpointStore
 from ..context import build_resume_context, remembered
 from ..derive.messages import Message
 from ..errors import UNWRITABLE_ERRNOS, SessionError, SessionLockedError, SessionNotFoundError
@@ -20,6 +19,7 @@ from ..events import Event
 from ..redaction import Redactor
 from ..snapshot import record_manifest, recorded_manifest
 from ..storage import StorageError
+from ..store.backend import SessionStore
 from ..store.manager import SessionManager
 from ..store.session import Session
 from ..summary import SummaryPlan, extractive_session_summary, plan_summary
@@ -37,16 +37,14 @@ class LifecycleTransitions:
 
     def __init__(
         self,
-        manager: SessionManager,
+        store: SessionStore,
         instance_id: str,
         config: LifecycleConfig | None = None,
     ) -> None:
-        self.manager = manager
+        self.store = store
         self.instance_id = instance_id
         self.config = config or LifecycleConfig()
-        self.tracker = WorkspaceTracker(
-            manager.workspace_root, TrackedPatterns(self.config.tracked)
-        )
+        self.tracker = WorkspaceTracker(store.workspace_root, TrackedPatterns(self.config.tracked))
         self.redactor = Redactor(
             self.config.secrets, metadata_only=self.config.persistence == "metadata"
         )
@@ -62,7 +60,7 @@ class LifecycleTransitions:
         self._pointer_current = False
         self._headers_sent: set[str] = set()
         self._turn_wrote = False
-        self.checkpoints = CheckpointStore(manager)
+        self.checkpoints = store.checkpoint_store()
         # Set while the store refuses writes (read-only, permissions): the session is open
         # read-only and `ensure_writable` takes it back for writing once the store allows it.
         self.store_fault: str | None = None
@@ -75,7 +73,14 @@ class LifecycleTransitions:
     @property
     def workspace_root(self) -> Path:
         """Return the project root."""
-        return self.manager.workspace_root
+        return self.store.workspace_root
+
+    @property
+    def manager(self) -> SessionManager:
+        """Return the local store's files (the demo, the local search index, tests)."""
+        if not isinstance(self.store, SessionManager):
+            raise SessionError(f"the sessions are in {self.store.label}, not in local files")
+        return self.store
 
     @property
     def current(self) -> Session:
@@ -98,13 +103,13 @@ class LifecycleTransitions:
 
     def find_previous(self) -> PreviousSession | None:
         """Return this instance's previous session if its pointer names a loadable one."""
-        session_id = self.manager.read_pointer(self.instance_id, self.warnings)
+        session_id = self.store.read_pointer(self.instance_id, self.warnings)
         if session_id is None:
             return None
-        state, _ = self.manager.read_snapshot(session_id, self.warnings, keep=True)
-        last_active = self.manager.last_event_time(session_id)
+        state, _ = self.store.read_snapshot(session_id, self.warnings, keep=True)
+        last_active = self.store.last_event_time(session_id)
         if state is None:
-            scan = self.manager.read_events(session_id)
+            scan = self.store.read_events(session_id)
             if not scan.events:
                 return None
             return PreviousSession(session_id, last_active or scan.events[-1].ts, 0, None)
@@ -117,7 +122,7 @@ class LifecycleTransitions:
         self._refuse_if_stopped()
         self._close_current(autosave=True)
         try:
-            self.session = self.manager.create_session(
+            self.session = self.store.create_session(
                 instance_id=self.instance_id,
                 persistence=self.config.persistence,
                 redactor=self.redactor,
@@ -128,7 +133,7 @@ class LifecycleTransitions:
             if exc.errno not in UNWRITABLE_ERRNOS:
                 raise
             reason = self._store_refused(exc, "a new session is shown but")
-            self.session = self.manager.detached_session(
+            self.session = self.store.detached_session(
                 reason,
                 instance_id=self.instance_id,
                 persistence=self.config.persistence,
@@ -149,14 +154,14 @@ class LifecycleTransitions:
         """Carry a previous session forward: same id, drift checked, context injected."""
         self._refuse_if_stopped()
         # Before opening: opening may append recovery events (a crash's open turn closed).
-        last_active = self.manager.last_event_time(session_id)
+        last_active = self.store.last_event_time(session_id)
         try:
-            session = self.manager.open_session(session_id, redactor=self.redactor)
+            session = self.store.open_session(session_id, redactor=self.redactor)
             self.store_fault = None
         except (SessionError, StorageError) as exc:
             if exc.errno not in UNWRITABLE_ERRNOS:
                 raise
-            session = self.manager.open_session(session_id, redactor=self.redactor, read_only=True)
+            session = self.store.open_session(session_id, redactor=self.redactor, read_only=True)
             session.read_only_reason = self._store_refused(exc, f"session {session_id} is open but")
         session.history_tokens = self.config.history_tokens
         self._close_current(autosave=True)
@@ -186,7 +191,7 @@ class LifecycleTransitions:
             self._record_drift(drift, "resume")
         self._pointer_current = False
         if not session.read_only:
-            self.manager.write_pointer(self.instance_id, session_id)
+            self.store.write_pointer(self.instance_id, session_id)
             self._pointer_current = True
         return drift
 
@@ -209,7 +214,7 @@ class LifecycleTransitions:
 
     def _store_refused(self, exc: SessionError | StorageError, what: str) -> str:
         """Remember that the store refuses writes; warn; return the read-only reason."""
-        self.store_fault = f"the session store {self.manager.home} is not writable ({exc})"
+        self.store_fault = f"the session store {self.store.label} is not writable ({exc})"
         self.warnings.append(
             f"{self.store_fault}: {what} nothing new can be recorded until it is writable again"
         )
@@ -221,10 +226,10 @@ class LifecycleTransitions:
             return
         old = self.session
         try:
-            if self.manager.exists(old.session_id):
-                session = self.manager.open_session(old.session_id, redactor=self.redactor)
+            if self.store.exists(old.session_id):
+                session = self.store.open_session(old.session_id, redactor=self.redactor)
             else:  # a fresh session nothing was written for yet: same id, same baseline
-                session = self.manager.create_session(
+                session = self.store.create_session(
                     instance_id=self.instance_id,
                     persistence=self.config.persistence,
                     redactor=self.redactor,
@@ -235,7 +240,7 @@ class LifecycleTransitions:
         except (SessionError, StorageError) as exc:
             if exc.errno in UNWRITABLE_ERRNOS:
                 raise SessionError(
-                    f"the session store {self.manager.home} is still not writable ({exc})",
+                    f"the session store {self.store.label} is still not writable ({exc})",
                     errno=exc.errno,
                 ) from None
             raise
@@ -247,7 +252,7 @@ class LifecycleTransitions:
         if self.resumed:
             if self.last_drift is not None and self.last_drift.has_drift:
                 self._record_drift(self.last_drift, "resume")  # not recorded while refused
-            self.manager.write_pointer(self.instance_id, session.session_id)
+            self.store.write_pointer(self.instance_id, session.session_id)
             self._pointer_current = True
 
     def adopt(self, session: Session) -> None:
@@ -264,7 +269,7 @@ class LifecycleTransitions:
         self.last_drift = None
         self._headers_sent.clear()
         self.tracker.baseline()
-        self.manager.write_pointer(self.instance_id, session.session_id)
+        self.store.write_pointer(self.instance_id, session.session_id)
         self._pointer_current = True
 
     def resume_or_start(self, previous: PreviousSession | None, accept: bool) -> str:
@@ -283,7 +288,7 @@ class LifecycleTransitions:
     def _ensure_started(self) -> None:
         session = self.current
         if session.log.next_seq == 0:
-            self.manager.start_log(session)
+            self.store.start_log(session)
 
     def _record_drift(self, drift: DriftReport, source: str) -> Event:
         self._ensure_started()
@@ -313,8 +318,8 @@ class LifecycleTransitions:
             return False  # nothing was ever recorded: leaving creates no session
         self._ensure_started()
         self._refresh_workspace_state()
-        self.manager.save(self.session)
-        self.manager.write_pointer(self.instance_id, self.session.session_id)
+        self.store.save(self.session)
+        self.store.write_pointer(self.instance_id, self.session.session_id)
         self._pointer_current = True
         return True
 
@@ -342,9 +347,9 @@ class LifecycleTransitions:
             deleted = delete_reset_targets(self.workspace_root, self.warnings)
         old.close()
         self.session = None
-        self.manager.delete_session(old_id)
+        self.store.delete_session(old_id)
         self.checkpoints.collect_garbage()  # blobs only the deleted checkpoints used
-        self.manager.delete_pointer(self.instance_id)
+        self.store.delete_pointer(self.instance_id)
         self.tracker.assistant_paths.clear()
         self.start_fresh()
         self.resume_context = ""
@@ -373,6 +378,6 @@ class LifecycleTransitions:
             self.session.close()
             if self.session.log.next_seq == 0 and not saved:
                 # never used: leave no lock file behind
-                self.manager.delete_session(self.session.session_id)
+                self.store.delete_session(self.session.session_id)
             self.session = None
         return saved

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
 from ..context import format_utc
 from ..events import Persistence
@@ -46,7 +45,7 @@ class SaveResult:
     session_id: str
     checkpoint: int
     saved_at: datetime
-    path: Path
+    path: str  # where it was written: the snapshot file, or the database
 
 
 @dataclass(frozen=True)

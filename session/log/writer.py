@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ import orjson
 
 from ..events import EVENT_ADAPTER, Event, utcnow
 from ..redaction import Redactor
-from .reader import LogScan
+from .reader import LogScan, scan_log
 
 # Events after which the log is fsynced: a completed turn, a save, a rewind or a compaction
 # survives power loss. (`fork` and `close` call `sync()` themselves.)
@@ -192,6 +192,15 @@ class EventLog:
                 raise LogError(str(exc), errno=exc.errno, written=event) from None
         return event
 
+    def copy(self, events: Sequence[Event], lines: bytes | None = None) -> None:
+        """Append already-written events (a fork's prefix): `lines` byte for byte if given."""
+        if lines is None:
+            lines = b"".join(
+                orjson.dumps(event.model_dump(mode="json"), option=orjson.OPT_UTC_Z) + b"\n"
+                for event in events
+            )
+        self.append_raw(lines, events[-1].seq + 1 if events else self.next_seq)
+
     def append_raw(self, payload: bytes, next_seq: int) -> None:
         """Append already-serialized event lines (a fork's copied prefix) verbatim."""
         self._open()
@@ -205,6 +214,10 @@ class EventLog:
                 self._undo_partial(start)
                 raise
         self.next_seq = next_seq
+
+    def replay(self) -> list[Event]:
+        """Return every readable event of the file (to rebuild a projection)."""
+        return scan_log(self.path).events
 
     def sync(self) -> None:
         """Fsync the log if anything was written since the last fsync."""

@@ -101,3 +101,18 @@ def list_checkpoints(conn: Conn, schema: str, session_id: str) -> list[Checkpoin
         except ValidationError as exc:
             raise SessionError(f"a checkpoint of session {session_id} is damaged: {exc}") from None
     return records
+
+
+def collect_garbage(conn: Conn, schema: str, grace_seconds: float) -> list[str]:
+    """Delete this role's blobs no checkpoint keeps, older than `grace_seconds`; return them."""
+    rows = conn.execute(
+        q(
+            schema,
+            "DELETE FROM {s}.blobs b WHERE owner = current_user"
+            " AND created_at < now() - make_interval(secs => %s)"
+            " AND NOT EXISTS (SELECT 1 FROM {s}.checkpoint_files f"
+            " WHERE f.owner = b.owner AND f.digest = b.digest) RETURNING digest",
+        ),
+        (grace_seconds,),
+    ).fetchall()
+    return [row[0] for row in rows]

@@ -17,8 +17,10 @@ from psycopg_pool import ConnectionPool
 from ..checkpoints import CheckpointRecord
 from ..events import Persistence
 from ..redaction import Redactor
+from ..search.query import SearchHit
 from ..snapshot import SessionState
 from . import blobs, records
+from . import search as text_search
 from .connection import CONNECT_TIMEOUT, configure, connect_kwargs, open_connection, reporting
 from .dsn import DsnInfo, parse_dsn
 from .errors import PgReadOnlyError
@@ -208,6 +210,16 @@ class PgStore:
     def checkpoints(self, session_id: str) -> list[CheckpointRecord]:
         """Return a session's checkpoint records, by number."""
         return self._run(blobs.list_checkpoints, session_id)
+
+    def collect_blobs(self, grace_seconds: float) -> list[str]:
+        """Delete the blobs no checkpoint keeps (older than `grace_seconds`); return them."""
+        return self._write(blobs.collect_garbage, grace_seconds)
+
+    def search(
+        self, project: str, query: str, session_id: str | None = None, limit: int = 50
+    ) -> list[SearchHit]:
+        """Find the project's events whose text contains `query` (see `search.search`)."""
+        return text_search.search(self, project, query, session_id, limit)
 
     def _scrubber(self, redactor: Redactor | None) -> Redactor:
         if redactor is None:

@@ -1,16 +1,19 @@
 """The one interface of a session store, whichever holds the sessions.
 
-What `SessionLifecycle`, `fork`, `checkpoints` and the catalog need from a store: a session
-created or opened for writing by one process only (`EventWriter`, which holds the lock),
-events appended with dense seqs and read from a seq, snapshots, the pointers of editor
-instances, the listing, checkpoint records with content-addressed blobs, and deletion.
+What `SessionLifecycle`, `fork`, checkpoints and the server need from a store: sessions
+created or opened for writing by one process only (the returned `Session` holds the lock
+until it is closed), events appended with dense seqs and read back, snapshots, the
+pointers of editor instances, the listing, checkpoint records with content-addressed
+blobs, and deletion. An open `Session` appends through its `SessionLog`, the store's
+writing end: numbering, scrubbing, durability; the session folds each event into its
+state and history, whichever store wrote it.
 
 Two implementations keep one contract (`tests/store/test_contract.py`):
 
-- `store/local.py` `LocalSessionStore`: the files of one project (`SessionManager`,
-  `EventLog`, `CheckpointStore`); the lock is an `flock` on `<id>.lock`;
-- `pg/backend.py` `PgSessionStore`: PostgreSQL (`PgStore`); the lock is an advisory lock
-  held by the writer's own connection.
+- `store/manager.py` `SessionManager` (`LocalSessionStore`): the files of one project; the
+  log is an `EventLog`, the lock an `flock` on `<id>.lock`;
+- `pg/backend.py` `PgSessionStore`: PostgreSQL (`PgStore`); the log a `PgEventLog`, the lock
+  an advisory lock held by the writer's own connection.
 
 Either way a second writer gets `SessionLockedError`, and the lock goes with the holder's
 process. Durability is the same promise: once an event of `DURABLE_TYPES` (a completed
@@ -26,36 +29,36 @@ are compared as values, never as bytes).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ..checkpoints import CheckpointRecord
 from ..events import Event, Persistence
 from ..log.writer import SYNC_TYPES
 from ..redaction import Redactor
-from ..snapshot import SessionState
-from .listing import SessionInfo
+
+if TYPE_CHECKING:
+    from ..checkpoints import CheckpointRecord, CheckpointStore
+    from ..log.reader import LogScan
+    from ..snapshot import SessionState
+    from .listing import SessionInfo
+    from .session import Session
 
 StoreKind = Literal["local", "postgresql"]
 DURABLE_TYPES = SYNC_TYPES
 
 
-class EventWriter(Protocol):
-    """One open session's writing end: it holds the session's lock until `close`."""
+class SessionLog(Protocol):
+    """An open session's writing end: numbers, scrubs and stores its events, in order."""
+
+    next_seq: int
+    redactor: Redactor
+    read_only: bool
 
     @property
-    def session_id(self) -> str:
-        """Return the session id."""
-        ...
-
-    @property
-    def state(self) -> SessionState:
-        """Return the snapshot projection, with every appended event folded in."""
-        ...
-
-    @property
-    def next_seq(self) -> int:
-        """Return the seq the next appended event gets."""
+    def offset(self) -> int:
+        """Return the position after the last event (a byte offset locally, else a seq)."""
         ...
 
     def append(
@@ -69,8 +72,15 @@ class EventWriter(Protocol):
     ) -> Event:
         """Validate, scrub and append one event (durable on return if `sync`, by default its type).
 
-        The event returned is unscrubbed, for in-memory use; with `sync` None, types in
-        `DURABLE_TYPES` are durable when this returns.
+        The event returned is unscrubbed, for in-memory use. Raises `LogError` when the
+        store refuses (with `written` set if the event is stored but not known durable).
+        """
+        ...
+
+    def copy(self, events: Sequence[Event], lines: bytes | None = None) -> None:
+        """Append already-written events verbatim (a fork's prefix): their seqs continue the log.
+
+        `lines`, their serialized lines, are written byte for byte where the store keeps lines.
         """
         ...
 
@@ -78,12 +88,12 @@ class EventWriter(Protocol):
         """Make everything appended so far durable."""
         ...
 
-    def write_snapshot(self) -> None:
-        """Store the snapshot of what has been appended (scrubbed)."""
+    def replay(self) -> list[Event]:
+        """Return every readable event stored so far (to rebuild a projection)."""
         ...
 
     def close(self) -> None:
-        """Make everything durable and release the lock (safe to call twice)."""
+        """Make everything durable and stop writing (safe to call twice)."""
         ...
 
 
@@ -93,6 +103,16 @@ class SessionStore(Protocol):
     @property
     def kind(self) -> StoreKind:
         """Return which store this is."""
+        ...
+
+    @property
+    def label(self) -> str:
+        """Return where the sessions are, for messages (never a password)."""
+        ...
+
+    @property
+    def workspace_root(self) -> Path:
+        """Return the project root."""
         ...
 
     def new_session_id(self) -> str:
@@ -106,33 +126,61 @@ class SessionStore(Protocol):
     def create_session(
         self,
         *,
-        session_id: str | None = None,
         instance_id: str | None = None,
         persistence: Persistence = "full",
         redactor: Redactor | None = None,
+        session_id: str | None = None,
         parent_session_id: str | None = None,
         fork_boundary: int | None = None,
-    ) -> EventWriter:
-        """Create a session, locked, its first event `session/start` (seq 0)."""
+        write_start: bool = True,
+    ) -> Session:
+        """Create a session, locked; `session/start` (seq 0) now, or at `start_log`."""
         ...
 
-    def open_writer(self, session_id: str, *, redactor: Redactor | None = None) -> EventWriter:
-        """Open a session for appending (`SessionLockedError` if another process writes it).
+    def start_log(self, session: Session) -> None:
+        """Write the session's `session/start` event if nothing is stored yet."""
+        ...
+
+    def detached_session(
+        self, reason: str, *, instance_id: str | None, persistence: Persistence, redactor: Redactor
+    ) -> Session:
+        """Return a new session that is never written (the store refused writes)."""
+        ...
+
+    def open_session(
+        self, session_id: str, *, redactor: Redactor | None = None, read_only: bool = False
+    ) -> Session:
+        """Open a session: locked for appending (`SessionLockedError` if another writes it).
 
         A turn its last writer left open is closed with a synthesized `turn/end`
-        (`interrupted`); a session that must not be written raises `ReadOnlySessionError`.
+        (`interrupted`); a session that must not be written opens read-only (its
+        `read_only_reason` says why), as does any with `read_only`.
         """
         ...
 
-    def read_events(self, session_id: str, from_seq: int = 0) -> list[Event]:
-        """Return the session's events with `seq >= from_seq`, in order."""
+    def read_events(self, session_id: str) -> LogScan:
+        """Return the session's readable events, in order, and the problems found."""
         ...
 
-    def read_snapshot(self, session_id: str) -> SessionState | None:
-        """Return the session's stored snapshot, or None."""
+    def read_snapshot(
+        self, session_id: str, warnings: list[str] | None = None, *, keep: bool = False
+    ) -> tuple[SessionState | None, str | None]:
+        """Return the session's stored snapshot (migrated) or None, and a read-only reason."""
         ...
 
-    def read_pointer(self, instance_id: str) -> str | None:
+    def write_snapshot(self, session: Session) -> object:
+        """Store the session's snapshot, at the last turn boundary it has appended."""
+        ...
+
+    def save(self, session: Session) -> object:
+        """Make the session's events durable and store its snapshot."""
+        ...
+
+    def last_event_time(self, session_id: str) -> datetime | None:
+        """Return the time of the session's last recorded event."""
+        ...
+
+    def read_pointer(self, instance_id: str, warnings: list[str] | None = None) -> str | None:
         """Return the existing session an editor instance last used, or None."""
         ...
 
@@ -148,8 +196,18 @@ class SessionStore(Protocol):
         """Return the listing rows, the most recently active session first."""
         ...
 
-    def delete_session(self, session_id: str) -> bool:
-        """Delete a session with its events, snapshot and checkpoints; True if it existed."""
+    def list_sessions_page(
+        self, offset: int = 0, limit: int | None = None
+    ) -> tuple[list[SessionInfo], int]:
+        """Return a page of the listing, newest first, and how many sessions there are."""
+        ...
+
+    def delete_session(self, session_id: str) -> Sequence[object]:
+        """Delete a session with its events, snapshot and checkpoints; return what went."""
+        ...
+
+    def checkpoint_store(self) -> CheckpointStore:
+        """Return the checkpoint records and blobs of this store."""
         ...
 
     def put_blob(self, data: bytes) -> str:
@@ -169,5 +227,7 @@ class SessionStore(Protocol):
         ...
 
     def close(self) -> None:
-        """Let go of what the store holds open (writers are closed by their owners)."""
+        """Let go of what the store holds open (sessions are closed by their owners)."""
         ...
+
+

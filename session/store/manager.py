@@ -10,13 +10,12 @@ import logging
 import os
 import secrets
 import shutil
-import stat
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 import filelock
 
+from ..checkpoints import CheckpointRecord, CheckpointStore
 from ..derive.history import HistoryBuilder
 from ..errors import (
     UNWRITABLE_ERRNOS,
@@ -29,21 +28,22 @@ from ..errors import (
 from ..events import Persistence, utcnow
 from ..log.reader import LogScan, scan_log
 from ..log.writer import EventLog
-from ..paths import is_valid_instance_id, is_valid_session_id, project_dir_name, storage_root
+from ..paths import is_valid_session_id
 from ..redaction import Redactor
 from ..snapshot import SessionState
 from ..storage import (
     StorageError,
     atomic_write_json,
-    ensure_private_dir,
     fsync_dir,
     read_json_file,
     unlink_quiet,
 )
+from .backend import StoreKind
+from .layout import POINTER_PREFIX, POINTER_SUFFIX, ProjectLayout
 from .listing import SessionInfo, last_event_time
 from .listing_index import ListingIndex
 from .opening import open_from_files
-from .session import Session
+from .session import Session, write_session_start
 from .snapshots import log_warning, read_snapshot_file, write_snapshot_file
 
 
@@ -55,69 +55,30 @@ def _file_identity(path: Path) -> tuple[int, int, int, int] | None:
         return None
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
-
-# `sessions/active_<instanceId>.json`: the session an editor instance last used.
-POINTER_PREFIX, POINTER_SUFFIX = "active_", ".json"
+__all__ = ["POINTER_PREFIX", "POINTER_SUFFIX", "SessionManager"]
 
 logger = logging.getLogger(__name__)
 
 
-class SessionManager:
-    """Creates, opens, saves, lists and deletes the sessions of one project."""
+class SessionManager(ProjectLayout):
+    """Creates, opens, saves, lists and deletes the sessions of one project: the local store."""
 
     def __init__(self, workspace_root: Path, *, home: Path | None = None) -> None:
-        self.workspace_root = workspace_root.resolve()
-        self.home = home if home is not None else storage_root()
-        self.project_dir = self.home / "projects" / project_dir_name(self.workspace_root)
-        self.sessions_dir = self.project_dir / "sessions"
-        self.checkpoints_dir = self.project_dir / "checkpoints"
-        self.blobs_dir = self.project_dir / "blobs"
+        super().__init__(workspace_root, home=home)
         # A snapshot read for the resume offer, handed to the open that follows (read_snapshot).
         self._kept_snapshot: (
             tuple[str, tuple[int, int, int, int], tuple[SessionState | None, str | None]] | None
         ) = None
 
-    # -- paths ---------------------------------------------------------------
+    @property
+    def kind(self) -> StoreKind:
+        """Return `local`."""
+        return "local"
 
-    def ensure_dirs(self) -> None:
-        """Create the project directories (0700), refusing symlinks."""
-        for directory in (self.home, self.home / "projects", self.project_dir, self.sessions_dir):
-            ensure_private_dir(directory)
-
-    def check_store_dirs(self) -> None:
-        """Raise StorageError if a store directory is a symlink: nothing is read through it."""
-        for directory in (self.home, self.home / "projects", self.project_dir, self.sessions_dir):
-            try:
-                st = os.lstat(directory)
-            except FileNotFoundError:
-                return
-            except OSError as exc:
-                raise StorageError(f"cannot use {directory}: {exc.strerror or exc}") from None
-            if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-                raise StorageError(f"{directory} is not a plain directory; refusing to use it")
-
-    def _checked(self, session_id: str) -> str:
-        if not is_valid_session_id(session_id):
-            raise SessionNotFoundError(f"invalid session id {session_id!r}")
-        return session_id
-
-    def log_path(self, session_id: str) -> Path:
-        """Return `sessions/<id>.events.jsonl`."""
-        return self.sessions_dir / f"{self._checked(session_id)}.events.jsonl"
-
-    def snapshot_path(self, session_id: str) -> Path:
-        """Return `sessions/<id>.json`."""
-        return self.sessions_dir / f"{self._checked(session_id)}.json"
-
-    def lock_path(self, session_id: str) -> Path:
-        """Return `sessions/<id>.lock`."""
-        return self.sessions_dir / f"{self._checked(session_id)}.lock"
-
-    def pointer_path(self, instance_id: str) -> Path:
-        """Return `sessions/active_<instanceId>.json`."""
-        if not is_valid_instance_id(instance_id):
-            raise SessionError(f"invalid instance id {instance_id!r}")
-        return self.sessions_dir / f"{POINTER_PREFIX}{instance_id}{POINTER_SUFFIX}"
+    @property
+    def label(self) -> str:
+        """Return the store root."""
+        return str(self.home)
 
     def new_session_id(self) -> str:
         """Return a fresh random 12-hex id not used in this project."""
@@ -158,7 +119,9 @@ class SessionManager:
         return session_id
 
     def write_pointer(self, instance_id: str, session_id: str) -> None:
-        """Point this editor instance at `session_id`."""
+        """Point this editor instance at `session_id` (which must exist)."""
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id} in this project")
         self.ensure_dirs()
         atomic_write_json(
             self.pointer_path(instance_id),
@@ -254,6 +217,9 @@ class SessionManager:
         self.ensure_dirs()
         session_id = session_id or self.new_session_id()
         lock = self.acquire_lock(session_id)
+        if self.exists(session_id):
+            lock.release()
+            raise SessionError(f"session {session_id} already exists in this project")
         redactor = redactor or Redactor(metadata_only=persistence == "metadata")
         state = SessionState(
             session_id=session_id,
@@ -272,20 +238,7 @@ class SessionManager:
 
     def start_log(self, session: Session) -> None:
         """Write the `session/start` event if the log is still empty."""
-        if session.log.next_seq == 0:
-            state = session.state
-            session.append(
-                "session/start",
-                {
-                    "session_id": state.session_id,
-                    "parent_session_id": state.parent_session_id,
-                    "fork_boundary": state.fork_boundary,
-                    "instance_id": state.instance_id,
-                    "workspace_root": state.workspace_root,
-                    "persistence": state.persistence,
-                    "manifest": state.file_manifest,
-                },
-            )
+        write_session_start(session)
 
     def open_session(
         self,
@@ -334,6 +287,8 @@ class SessionManager:
     def read_events(self, session_id: str) -> LogScan:
         """Read a session's whole log (for transcripts, search, fork)."""
         self.check_store_dirs()
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id} in this project")
         return scan_log(self.log_path(session_id))
 
     def save(self, session: Session) -> Path:
@@ -342,25 +297,6 @@ class SessionManager:
         return self.write_snapshot(session)
 
     # -- listing / deleting -----------------------------------------------------------
-
-    def session_ids(self) -> Iterator[str]:
-        """Yield the ids of every session in this project (from file names)."""
-        if not self.sessions_dir.is_dir():
-            return
-        try:
-            self.check_store_dirs()
-        except StorageError as exc:
-            logger.warning("%s: sessions not listed (%s)", self.sessions_dir, exc)
-            return
-        seen: set[str] = set()
-        for entry in os.scandir(self.sessions_dir):
-            name = entry.name
-            for suffix in (".events.jsonl", ".json"):
-                if name.endswith(suffix):
-                    candidate = name[: -len(suffix)]
-                    if is_valid_session_id(candidate) and candidate not in seen:
-                        seen.add(candidate)
-                        yield candidate
 
     def last_event_time(self, session_id: str) -> datetime | None:
         """Return the time of the log's last recorded event (recovery markers aside).
@@ -401,3 +337,41 @@ class SessionManager:
         unlink_quiet(self.lock_path(session_id))
         fsync_dir(self.sessions_dir)
         return removed
+
+    # -- checkpoints and blobs -----------------------------------------------------
+
+    def checkpoint_store(self) -> CheckpointStore:
+        """Return `checkpoints/` and `blobs/` of this project."""
+        return CheckpointStore(self)
+
+    def put_blob(self, data: bytes) -> str:
+        """Store `blobs/<aa>/<sha256>` once."""
+        return CheckpointStore(self).write_blob(data)
+
+    def read_blob(self, digest: str) -> bytes | None:
+        """Return a blob's bytes if intact."""
+        return CheckpointStore(self).read_blob(digest)
+
+    def put_checkpoint(self, record: CheckpointRecord) -> None:
+        """Write `checkpoints/<id>/<n>.json` (its session and blobs must exist)."""
+        checkpoints = CheckpointStore(self)
+        if not self.exists(record.session_id):
+            raise SessionNotFoundError(f"no session {record.session_id} in this project")
+        if checkpoints.load(record.session_id, record.number) is not None:
+            raise SessionError(
+                f"session {record.session_id} already has checkpoint {record.number}"
+            )
+        missing = [d for d in record.files.values() if not checkpoints.blob_path(d).is_file()]
+        if missing:
+            raise SessionError(
+                f"checkpoint {record.number} of session {record.session_id} refers to a blob "
+                f"the store does not hold ({missing[0][:12]}…)"
+            )
+        checkpoints.write_record(record)
+
+    def checkpoints(self, session_id: str) -> list[CheckpointRecord]:
+        """Return the session's checkpoint records, by number."""
+        return CheckpointStore(self).records(session_id)
+
+    def close(self) -> None:
+        """Nothing is held open between calls."""

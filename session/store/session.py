@@ -4,17 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-import filelock
-
-from ..derive.history import HistoryBuilder, HistoryItem, ReplayRequiredError, build_history
+from ..derive.history import (
+    HistoryBuilder,
+    HistoryItem,
+    ReplayRequiredError,
+    build_history,
+    tail_of,
+)
 from ..errors import ReadOnlySessionError, SessionError
 from ..events import Event
-from ..log.reader import scan_log
-from ..log.writer import EventLog, LogError
+from ..log.writer import LogError
 from ..snapshot import SessionState, apply_event_to_state
+
+if TYPE_CHECKING:
+    from .backend import SessionLog
+
+
+class Lock(Protocol):
+    """The writer lock a session holds (an `flock`, or nothing when the log holds it)."""
+
+    def release(self) -> None:
+        """Let go of the lock."""
+        ...
 
 # The history sent to the model and kept in a snapshot: the newest whole turns within this
 # many (estimated) tokens. Older turns stay in the log; compaction summarises them.
@@ -26,9 +39,9 @@ class Session:
     """An open session: its snapshot projection, its log and the history derived from it."""
 
     state: SessionState
-    log: EventLog
+    log: SessionLog
     history: HistoryBuilder
-    lock: filelock.BaseFileLock | None = None
+    lock: Lock | None = None
     read_only_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
     boundary_offset: int = 0
@@ -45,6 +58,11 @@ class Session:
     def read_only(self) -> bool:
         """Return True if this session must not be written."""
         return self.read_only_reason is not None
+
+    @property
+    def next_seq(self) -> int:
+        """Return the seq the next appended event gets."""
+        return self.log.next_seq
 
     @property
     def open_turn(self) -> int | None:
@@ -77,7 +95,7 @@ class Session:
         try:
             self.history.apply(event)
         except ReplayRequiredError:
-            self.history = _replay_history(self.log.path, self.state)
+            self.history = _replay_history(self.log.replay(), self.state)
         if self.history.open_turn is None:
             self.mark_boundary()
 
@@ -87,8 +105,15 @@ class Session:
         self.boundary_seq = self.state.last_seq
         self.boundary_items = list(self.history.items)  # references only: cheap
 
+    def sync(self) -> None:
+        """Make everything appended so far durable."""
+        try:
+            self.log.sync()
+        except LogError as exc:
+            raise SessionError(str(exc), errno=exc.errno) from None
+
     def close(self) -> None:
-        """Fsync and close the log and release the lock."""
+        """Make the log durable, close it and release the lock."""
         try:
             self.log.close()
         finally:
@@ -97,7 +122,38 @@ class Session:
                 self.lock = None
 
 
-def _replay_history(path: Path, state: SessionState) -> HistoryBuilder:
+def _replay_history(events: list[Event], state: SessionState) -> HistoryBuilder:
     if state.persistence == "metadata":
         return HistoryBuilder()
-    return build_history(scan_log(path).events)
+    return build_history(events)
+
+
+def write_session_start(session: Session) -> None:
+    """Append the session's `session/start` (seq 0, its lineage and drift baseline) if unwritten."""
+    if session.log.next_seq == 0:
+        state = session.state
+        session.append(
+            "session/start",
+            {
+                "session_id": state.session_id,
+                "parent_session_id": state.parent_session_id,
+                "fork_boundary": state.fork_boundary,
+                "instance_id": state.instance_id,
+                "workspace_root": state.workspace_root,
+                "persistence": state.persistence,
+                "manifest": state.file_manifest,
+            },
+        )
+
+
+def boundary_state(session: Session) -> SessionState:
+    """Return a copy of the state as a snapshot keeps it: at the last turn boundary."""
+    state = session.state.model_copy()
+    state.log_offset = session.boundary_offset
+    state.last_seq = session.boundary_seq
+    state.recent_messages = (
+        []
+        if state.persistence == "metadata"
+        else tail_of(session.boundary_items, session.history_tokens)
+    )
+    return state

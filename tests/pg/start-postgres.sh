@@ -2,7 +2,7 @@
 # A PostgreSQL server for the PostgreSQL store's tests (tests/pg/), idempotent:
 # installs Debian's `postgresql` when it is missing (as root, with apt-get), starts the
 # cluster (`pg_ctlcluster` runs it as the `postgres` user: the server refuses root), creates
-# two plain login roles (no superuser, no BYPASSRLS) with fresh random passwords and a test
+# two plain login roles (no superuser, no BYPASSRLS) with random passwords (made once, kept) and a test
 # database, and prints the DSNs the tests read as shell `export` lines:
 #   AGENT_ASSIST_TEST_PG        role agent_assist_test: owns the test database and the tables
 #   AGENT_ASSIST_TEST_PG_OTHER  role agent_assist_test_other: a second user (row-level security)
@@ -54,8 +54,16 @@ done
 pg_isready -q -h 127.0.0.1 -p "$port" || fail "the cluster $version/$name does not answer on 127.0.0.1:$port"
 
 password() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
-main_pw=$(password)
-other_pw=$(password)
+# Random passwords, made once and kept (root only) so that a rerun, e.g. by a second shell
+# or a CI step, prints the same DSNs instead of breaking the ones already handed out.
+pw_file=/var/lib/postgresql/agent-assist-test.passwords
+if [ -f "$pw_file" ] && read -r main_pw other_pw <"$pw_file" && [ -n "$other_pw" ]; then
+  :
+else
+  main_pw=$(password)
+  other_pw=$(password)
+  (umask 077 && echo "$main_pw $other_pw" >"$pw_file")
+fi
 # Peer authentication over the socket as postgres; `cd /` so psql can read its cwd.
 (cd / && runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -d postgres \
   -v main_pw="$main_pw" -v other_pw="$other_pw") >/dev/null <<'SQL' || fail "creating the test roles and database failed"

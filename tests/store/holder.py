@@ -28,7 +28,7 @@ def main(argv: list[str]) -> None:
         store = PgSessionStore.open(
             os.environ["AGENT_ASSIST_TEST_PG"], Path(workspace), schema=where, pool_size=1
         )
-    writer = store.open_writer(session_id)
+    writer = store.open_session(session_id)
     writer.append("turn/start", {"input": "held"}, turn=writer.state.turns + 1)
     sys.stdout.write("held\n")
     sys.stdout.flush()

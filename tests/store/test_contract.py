@@ -16,13 +16,14 @@ import pytest
 from session.checkpoints import CheckpointRecord
 from session.errors import SessionError, SessionLockedError, SessionNotFoundError
 from session.events import Event
-from session.store.backend import EventWriter, SessionStore
+from session.store.backend import SessionStore
+from session.store.session import Session
 from tests.store.conftest import Backend
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def one_turn(writer: EventWriter, text: str, *, chunks: int = 3) -> list[Event]:
+def one_turn(writer: Session, text: str, *, chunks: int = 3) -> list[Event]:
     """Append a completed turn the way the runner records one."""
     turn = writer.state.turns + 1
     out = [writer.append("turn/start", {"input": text}, turn=turn)]
@@ -50,12 +51,17 @@ def _without_nul(value: Any) -> Any:
     return value
 
 
-def open_within(store: SessionStore, session_id: str, seconds: float) -> EventWriter:
+def events_of(store: SessionStore, session_id: str, from_seq: int = 0) -> list[Event]:
+    """The session's events from `from_seq` on."""
+    return [e for e in store.read_events(session_id).events if e.seq >= from_seq]
+
+
+def open_within(store: SessionStore, session_id: str, seconds: float) -> Session:
     """Open for writing, retrying while a killed holder's lock is still going away."""
     deadline = time.monotonic() + seconds
     while True:
         try:
-            return store.open_writer(session_id)
+            return store.open_session(session_id)
         except SessionLockedError:
             if time.monotonic() > deadline:
                 raise
@@ -70,13 +76,13 @@ def test_a_new_session_starts_with_session_start_and_dense_ordered_seqs(backend:
         written = one_turn(writer, "hello", chunks=10) + one_turn(writer, "again")
     finally:
         writer.close()
-    events = store.read_events(writer.session_id)
+    events = events_of(store, writer.session_id)
     assert [e.seq for e in events] == list(range(len(events)))
     assert events[0].type == "session/start"
     assert events[0].data.session_id == writer.session_id
     assert [as_stored(e) for e in events[1:]] == [as_stored(e) for e in written]
-    assert [e.seq for e in store.read_events(writer.session_id, 12)] == list(range(12, len(events)))
-    assert store.read_events(writer.session_id, len(events)) == []
+    assert [e.seq for e in events_of(store, writer.session_id, 12)] == list(range(12, len(events)))
+    assert events_of(store, writer.session_id, len(events)) == []
 
 
 def test_a_reopened_session_continues_its_numbering(backend: Backend) -> None:
@@ -84,7 +90,7 @@ def test_a_reopened_session_continues_its_numbering(backend: Backend) -> None:
     one_turn(writer, "first")
     writer.close()
     writer.close()  # twice is harmless
-    again = backend.reopen().open_writer(writer.session_id)
+    again = backend.reopen().open_session(writer.session_id)
     try:
         assert again.next_seq == writer.next_seq
         assert again.state.turns == 1
@@ -92,7 +98,7 @@ def test_a_reopened_session_continues_its_numbering(backend: Backend) -> None:
         assert second[0].seq == writer.next_seq and second[0].turn == 2
     finally:
         again.close()
-    seqs = [e.seq for e in backend.store.read_events(writer.session_id)]
+    seqs = [e.seq for e in events_of(backend.store, writer.session_id)]
     assert seqs == list(range(len(seqs)))
 
 
@@ -110,7 +116,7 @@ def test_events_survive_a_reopen_as_the_same_values(backend: Backend) -> None:
         writer.append("turn/end", {"reason": "completed"}, turn=turn),
     ]
     writer.close()
-    read = backend.reopen().read_events(writer.session_id)[1:]
+    read = events_of(backend.reopen(), writer.session_id)[1:]
     assert [as_stored(e) for e in read] == [as_stored(e) for e in written]
     nul = read[0].data.input  # type: ignore[union-attr]
     # the documented difference: PostgreSQL has no U+0000
@@ -121,9 +127,9 @@ def test_a_second_writer_is_refused(backend: Backend) -> None:
     writer = backend.store.create_session()
     elsewhere = backend.reopen()
     with pytest.raises(SessionLockedError, match="in use"):
-        elsewhere.open_writer(writer.session_id)
+        elsewhere.open_session(writer.session_id)
     writer.close()
-    again = elsewhere.open_writer(writer.session_id)  # released by close
+    again = elsewhere.open_session(writer.session_id)  # released by close
     again.close()
 
 
@@ -143,7 +149,7 @@ def test_the_lock_goes_with_a_killed_holder_and_its_open_turn_is_closed(
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(SessionLockedError):
-            backend.store.open_writer(writer.session_id)
+            backend.store.open_session(writer.session_id)
     finally:
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait(10)
@@ -152,7 +158,7 @@ def test_the_lock_goes_with_a_killed_holder_and_its_open_turn_is_closed(
         assert again.state.turns == 2
     finally:
         again.close()
-    last = backend.store.read_events(writer.session_id)[-2:]
+    last = events_of(backend.store, writer.session_id)[-2:]
     assert [e.type for e in last] == ["turn/start", "turn/end"]
     assert last[1].turn == 2 and last[1].data.synthesized  # type: ignore[union-attr]
 
@@ -160,13 +166,14 @@ def test_the_lock_goes_with_a_killed_holder_and_its_open_turn_is_closed(
 def test_snapshot_round_trip(backend: Backend) -> None:
     store = backend.store
     writer = store.create_session(instance_id="win-1")
-    assert store.read_snapshot(writer.session_id) is None
+    assert store.read_snapshot(writer.session_id) == (None, None)
     one_turn(writer, "name the session")
     writer.append("session/phase", {"phase": "design"})
     writer.append("session/decision", {"text": "use the contract"})
-    writer.write_snapshot()
+    store.write_snapshot(writer)
     writer.close()
-    state = backend.reopen().read_snapshot(writer.session_id)
+    state, read_only = backend.reopen().read_snapshot(writer.session_id)
+    assert read_only is None
     assert state is not None
     assert (state.session_id, state.turns, state.title, state.phase) == (
         writer.session_id,
@@ -205,14 +212,14 @@ def test_listing_is_most_recently_active_first(backend: Backend) -> None:
     for text in ("older", "newer"):
         writer = store.create_session()
         one_turn(writer, text)
-        writer.write_snapshot()
+        store.write_snapshot(writer)
         writer.close()
         ids.append(writer.session_id)
         time.sleep(0.02)
     assert [row.session_id for row in store.list_sessions()] == ids[::-1]
-    writer = store.open_writer(ids[0])
+    writer = store.open_session(ids[0])
     one_turn(writer, "older again")
-    writer.write_snapshot()
+    store.write_snapshot(writer)
     writer.close()
     rows = backend.reopen().list_sessions()
     assert [row.session_id for row in rows] == ids
@@ -258,24 +265,24 @@ def test_delete_removes_the_session_and_what_goes_with_it(backend: Backend) -> N
     keep, gone = store.create_session(), store.create_session()
     for writer in (keep, gone):
         one_turn(writer, "text")
-        writer.write_snapshot()
+        store.write_snapshot(writer)
         writer.close()
     digest = store.put_blob(b"kept by a checkpoint")
     store.put_checkpoint(CheckpointRecord(number=1, session_id=gone.session_id, seq=1, files={}))
     store.write_pointer("win-1", gone.session_id)
-    assert store.delete_session(gone.session_id) is True
+    assert store.delete_session(gone.session_id)
     assert store.exists(gone.session_id) is False
     assert store.exists(keep.session_id) is True
     assert store.read_pointer("win-1") is None
     assert store.checkpoints(gone.session_id) == []
     assert [row.session_id for row in store.list_sessions()] == [keep.session_id]
     with pytest.raises(SessionNotFoundError):
-        store.read_events(gone.session_id)
+        events_of(store, gone.session_id)
     with pytest.raises(SessionNotFoundError):
-        store.open_writer(gone.session_id)
-    assert store.delete_session(gone.session_id) is False
+        store.open_session(gone.session_id)
+    assert not store.delete_session(gone.session_id)
     assert store.read_blob(digest) is not None  # blobs are cleaned up on their own
-    assert len(store.read_events(keep.session_id)) == 8
+    assert len(events_of(store, keep.session_id)) == 8
 
 
 def test_an_existing_id_is_not_created_twice(backend: Backend) -> None:
@@ -283,7 +290,7 @@ def test_an_existing_id_is_not_created_twice(backend: Backend) -> None:
     writer.close()
     with pytest.raises(SessionError, match="already exists"):
         backend.store.create_session(session_id=writer.session_id)
-    assert len(backend.store.read_events(writer.session_id)) == 1
+    assert len(events_of(backend.store, writer.session_id)) == 1
 
 
 def test_secrets_are_scrubbed_on_both_stores(backend: Backend) -> None:
@@ -293,5 +300,5 @@ def test_secrets_are_scrubbed_on_both_stores(backend: Backend) -> None:
     writer.append("turn/end", {"reason": "completed"}, turn=1)
     writer.close()
     assert key in event.data.input  # type: ignore[union-attr]  # in memory, as typed
-    stored = backend.store.read_events(writer.session_id)[1].data.input  # type: ignore[union-attr]
+    stored = events_of(backend.store, writer.session_id)[1].data.input  # type: ignore[union-attr]
     assert key not in stored and "[REDACTED]" in stored

@@ -165,7 +165,7 @@ def test_explicit_save_refreshes_manifest_and_counts_checkpoints(
     (workspace / "templates" / "more.txt").write_text("more")
     second = lc.explicit_save()
     assert (first.checkpoint, second.checkpoint) == (1, 2)
-    snapshot = json.loads(second.path.read_text())
+    snapshot = json.loads(Path(second.path).read_text())
     assert snapshot["checkpoint_count"] == 2
     assert "templates/more.txt" in snapshot["file_manifest"]
     saves = [

@@ -1,0 +1,176 @@
+"""PgEventLog: an open session's writing end in PostgreSQL (a `SessionLog`).
+
+It holds the session's `SessionWriter` (the advisory lock on a connection of its own),
+numbers events itself (it is the only writer) and sends them on that connection. Streamed
+`assistant/chunk` events are batched: they are committed with the next other event, or
+once `CHUNK_BATCH` of them or `CHUNK_DELAY` seconds have gathered (checked as each
+arrives), in one transaction. Everything else is committed as it is appended, with
+`synchronous_commit = off` unless it is a durable point, so a completed turn costs one
+flush of the WAL, as the local log costs one `fsync`. If the writer's process dies, what
+it had not committed yet (at most a batch of chunks) is lost; locally those chunks would
+be in the file. A batch's age is checked only as a chunk arrives: a stream that stalls
+keeps its last chunks until the next event.
+
+An event the database did not take stays queued, in order, and goes with the next commit;
+the append raises `LogError` with `written` set (the session keeps it, as the local log
+keeps an event whose fsync failed).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import psycopg
+
+from ..errors import SessionError
+from ..events import EVENT_ADAPTER, Event, utcnow
+from ..log.writer import LogError
+from ..redaction import Redactor
+from ..store.backend import DURABLE_TYPES
+from .errors import PgStoreError
+from .store import PgStore
+from .writer import SessionWriter
+
+CHUNK_BATCH = 64
+CHUNK_DELAY = 0.2  # seconds a streamed chunk may wait for the batch it goes out with
+_BATCHED_TYPES = frozenset({"assistant/chunk"})
+_FAILURES = (psycopg.Error, PgStoreError, SessionError)
+
+
+class PgEventLog:
+    """The events of one open session, sent to PostgreSQL on the writer's connection."""
+
+    def __init__(
+        self,
+        store: PgStore,
+        session_id: str,
+        writer: SessionWriter | None,
+        next_seq: int,
+        *,
+        create_row: Callable[[], None] | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self._store = store
+        self.session_id = session_id
+        self._writer = writer
+        self.next_seq = next_seq
+        self.redactor = writer.redactor if writer is not None else redactor or Redactor()
+        self.read_only = writer is None
+        self._create_row = create_row  # the session's row, made with its first event
+        self._pending: list[dict[str, Any]] = []
+        self._pending_since = 0.0
+        self._undurable = False  # committed without waiting for the flush since the last one
+
+    @property
+    def offset(self) -> int:
+        """Return the seq after the last event (PostgreSQL has no byte offsets)."""
+        return self.next_seq
+
+    @property
+    def pending(self) -> int:
+        """Return how many appended events the database has not taken yet."""
+        return len(self._pending)
+
+    def _live(self) -> SessionWriter:
+        if self._writer is None or self.read_only:
+            raise LogError(f"session {self.session_id} is open read-only")
+        if self._writer.closed:
+            raise LogError(
+                f"session {self.session_id}: its writer's connection is closed (the lock with it)"
+            )
+        return self._writer
+
+    def append(
+        self,
+        type_: str,
+        data: Mapping[str, Any],
+        *,
+        turn: int | None = None,
+        step: int | None = None,
+        sync: bool | None = None,
+    ) -> Event:
+        """Append one event: numbered, validated, queued; committed now, or batched if a chunk."""
+        self._live()
+        raw: dict[str, Any] = {
+            "seq": self.next_seq,
+            "ts": utcnow(),
+            "type": type_,
+            "turn": turn,
+            "step": step,
+            "data": dict(data),
+        }
+        event = EVENT_ADAPTER.validate_python(raw)  # never write what cannot be read back
+        if not self._pending:
+            self._pending_since = time.monotonic()
+        self._pending.append(raw)
+        self.next_seq += 1
+        durable = sync if sync is not None else type_ in DURABLE_TYPES
+        if (
+            durable
+            or type_ not in _BATCHED_TYPES
+            or len(self._pending) >= CHUNK_BATCH
+            or time.monotonic() - self._pending_since >= CHUNK_DELAY
+        ):
+            try:
+                self._flush(durable=durable)
+            except LogError as exc:
+                raise LogError(str(exc), errno=exc.errno, written=event) from None
+        return event
+
+    def _flush(self, *, durable: bool) -> None:
+        writer = self._live()
+        try:
+            if self._create_row is not None:
+                self._create_row()
+                self._create_row = None
+            if self._pending:
+                # Kept until committed: a failed commit leaves them to be sent again.
+                writer.write(self._pending, durable=durable)
+                self._pending = []
+                self._undurable = not durable
+            elif durable and self._undurable:
+                writer.sync()
+                self._undurable = False
+        except _FAILURES as exc:
+            raise LogError(f"session {self.session_id} was not stored: {exc}") from None
+
+    def copy(self, events: Sequence[Event], lines: bytes | None = None) -> None:
+        """Append already-written events verbatim (a fork's prefix); their seqs continue."""
+        if not events:
+            return
+        self.sync()
+        raws = [event.model_dump(mode="json") for event in events]
+        try:
+            self.next_seq = self._live().copy(raws)
+        except _FAILURES as exc:
+            raise LogError(f"session {self.session_id} was not stored: {exc}") from None
+
+    def sync(self) -> None:
+        """Commit what is queued and wait for the WAL flush."""
+        self._flush(durable=True)
+
+    def replay(self) -> list[Event]:
+        """Return the session's events: those stored, then those still queued."""
+        if self._pending and not self.read_only:
+            try:
+                self._flush(durable=False)
+            except LogError:
+                pass  # read what is stored, then what is queued
+        stored = self._store.read_events(self.session_id) if self._create_row is None else []
+        events = [EVENT_ADAPTER.validate_python(raw) for raw in stored]
+        queued = [EVENT_ADAPTER.validate_python(raw) for raw in self._pending]
+        return events + queued
+
+    def close(self) -> None:
+        """Commit durably, release the lock and close its connection (safe to call twice)."""
+        writer = self._writer
+        try:
+            if writer is not None and not writer.closed and (self._pending or self._undurable):
+                self._flush(durable=True)
+        finally:
+            if writer is not None:
+                writer.release()
+            self._writer = None
+            self.read_only = True
