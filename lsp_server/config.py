@@ -54,6 +54,7 @@ class ServerConfig:
     context_window: int = DEFAULT_CONTEXT_WINDOW
     compact_at: float = 0.6
     drift_messages: bool = True  # also show resume drift as window/showMessage
+    store: str = "local"  # or a PostgreSQL connection string (never logged: it may hold a password)
 
     @property
     def compact_threshold(self) -> int:
@@ -228,6 +229,11 @@ def parse_initialization_options(
         drift_messages = value
     elif value is not None:
         warnings.append(f"driftMessages {value!r} is invalid (true|false); using true")
+    value = options.get("store")
+    store = value.strip() if isinstance(value, str) else ""
+    if value is not None and not isinstance(value, str):
+        warnings.append("store must be a string: local or a PostgreSQL connection string")
+    store = store or env.get("AGENT_ASSIST_STORE", "").strip() or "local"
     config = ServerConfig(
         instance_id,
         auto_resume,
@@ -237,5 +243,6 @@ def parse_initialization_options(
         context_window,
         compact_at,
         drift_messages,
+        store,
     )
     return config, warnings

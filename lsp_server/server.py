@@ -17,8 +17,11 @@ from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from session.errors import SessionError
 from session.lifecycle import LifecycleConfig, SessionLifecycle
 from session.search import SearchIndex
+from session.store.backend import SessionStore
+from session.store.choose import FALLBACK_HINT, open_store, store_kind
 from session.store.manager import SessionManager
 from session.workspace.drift import DriftReport
 
@@ -73,6 +76,7 @@ class AgentAssistServer(LanguageServer):
         self.closed = False
         self.stop_watching = threading.Event()
         self._search: SearchIndex | None = None
+        self.store_error: str | None = None  # why the configured store cannot be used now
         # In-flight request handlers, cancelled (and briefly awaited) when the process ends.
         self.requests: set[asyncio.Task[Any]] = set()
         self.stdout: BinaryIO | None = None
@@ -154,10 +158,16 @@ class AgentAssistServer(LanguageServer):
         elif params.root_path:
             root = params.root_path
         self.root = Path(root).resolve() if root else Path.cwd()
-        manager = SessionManager(self.root)
+        if store_kind(self.config.store) == "local":
+            self._use_store(SessionManager(self.root))
+        # else: connected in the background by `connect_store` (requests wait until then)
+        self.runner = ChatRunner(self.config.model)
+        return warnings
+
+    def _use_store(self, store: SessionStore) -> None:
         secrets = (self.config.model.api_key,) if self.config.model.api_key else ()
         self.lifecycle = SessionLifecycle(
-            manager,
+            store,
             self.config.instance_id,
             LifecycleConfig(
                 tracked=self.config.tracked_files,
@@ -166,14 +176,28 @@ class AgentAssistServer(LanguageServer):
                 history_tokens=self.config.history_budget,
             ),
         )
-        self.runner = ChatRunner(self.config.model)
-        return warnings
+
+    async def connect_store(self) -> bool:
+        """Open the configured store if it is not open yet; False (and why: `store_error`)."""
+        if self.lifecycle is not None:
+            return True
+        try:
+            store = await asyncio.to_thread(open_store, self.config.store, self.root)
+        except SessionError as exc:
+            self.store_error = f"agent-assist cannot use its session store: {exc}; {FALLBACK_HINT}"
+            return False
+        if self.closed:  # the editor went while we connected
+            await asyncio.to_thread(store.close)
+            return False
+        self.store_error = None
+        self._use_store(store)
+        return True
 
     @property
     def session(self) -> SessionLifecycle:
-        """Return the lifecycle (after initialize)."""
+        """Return the lifecycle (after initialize, once the store is open)."""
         if self.lifecycle is None:
-            raise RequestFailedError("the server is not initialized yet")
+            raise RequestFailedError(self.store_error or "the server is not initialized yet")
         return self.lifecycle
 
     @property
@@ -187,6 +211,8 @@ class AgentAssistServer(LanguageServer):
         """Bring the search index up to date with the current session (best effort)."""
         if self.lifecycle is None or self.lifecycle.session is None:
             return
+        if self.lifecycle.store.kind != "local":
+            return  # the database's search indexes what it holds itself
         try:
             self.search_index.sync_session(self.lifecycle.manager, self.lifecycle.session_id)
         except Exception as exc:  # the index is a projection: never fail a turn for it
@@ -274,6 +300,10 @@ class AgentAssistServer(LanguageServer):
             logger.info("autosave on %s: %s", why, "written" if saved else "skipped")
         except Exception as exc:  # on the way out: report it, never raise it
             logger.error("autosave on %s failed: %s", why, exc)
+        try:
+            self.lifecycle.store.close()
+        except Exception as exc:
+            logger.error("closing the session store failed: %s", exc)
         if self._search is not None:
             self._search.close()
 

@@ -165,11 +165,11 @@ class History(Feature):
         ls = self.server
         lifecycle = ls.session
         source = params.session_id or lifecycle.session_id
-        if not lifecycle.manager.log_path(source).exists():
-            raise RequestFailedError(f"no session {source} with a log in this project")
+        if not lifecycle.store.exists(source):
+            raise RequestFailedError(f"no session {source} in this project")
         async with ls.turn_lock:
             result = fork_session(
-                lifecycle.manager, source, params.boundary, instance_id=ls.config.instance_id
+                lifecycle.store, source, params.boundary, instance_id=ls.config.instance_id
             )
             lifecycle.adopt(result.session)
         ls.announce(proto.SessionChangeReason.FORKED)

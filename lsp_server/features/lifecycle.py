@@ -15,6 +15,7 @@ from .base import Feature, lsp
 logger = logging.getLogger(__name__)
 
 RESUME = "Resume"
+RECONNECT_FIRST, RECONNECT_MAX = 2.0, 30.0  # seconds between tries of an unreachable store
 NEW_SESSION = "New session"
 
 
@@ -74,7 +75,33 @@ class Lifecycle(Feature):
         await ls.finish("exit", 0 if ls.shutdown_requested else 1)
 
     async def start_session(self) -> None:
-        """Resume or start this instance's session, then let waiting requests through."""
+        """Open the store, resume or start this instance's session, let requests through."""
+        ls = self.server
+        if not await ls.connect_store():
+            # Requests are answered with why (`ls.session`); connecting goes on meanwhile.
+            logger.error("%s", ls.store_error)
+            ls.show(ls.store_error or "the session store cannot be used", types.MessageType.Error)
+            ls.ready.set()
+            ls.spawn(self._reconnect(), "store-reconnect")
+            return
+        await self._settle()
+
+    async def _reconnect(self) -> None:
+        """Try the store again, more slowly each time, until it answers (then settle)."""
+        ls = self.server
+        delay = RECONNECT_FIRST
+        while not ls.closed:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RECONNECT_MAX)
+            ls.ready.clear()  # requests wait while we try (and while the session settles)
+            if await ls.connect_store():
+                label = ls.session.store.label
+                ls.show(f"agent-assist: connected to {label}", types.MessageType.Info)
+                await self._settle()
+                return
+            ls.ready.set()
+
+    async def _settle(self) -> None:
         ls = self.server
         try:
             lifecycle = ls.session

@@ -136,6 +136,7 @@ class SessionCommands(Feature):
             persistence=session.state.persistence,
             context_window=ls.config.context_window,
             phase=session.state.phase,
+            store=proto.StoreStatus.model_validate(lifecycle.store_state(), from_attributes=True),
         )
 
     @request(proto.HISTORY)
@@ -143,11 +144,11 @@ class SessionCommands(Feature):
         """Return a transcript to redraw a chat view from."""
         lifecycle = self.server.session
         session_id = params.session_id or lifecycle.session_id
-        if not lifecycle.manager.exists(session_id):
+        if not lifecycle.store.exists(session_id):
             if session_id == lifecycle.session_id:
                 return proto.HistoryResult(session_id=session_id, items=[])
             raise RequestFailedError(f"no session {session_id} in this project")
-        scan = lifecycle.manager.read_events(session_id)
+        scan = lifecycle.store.read_events(session_id)
         items = proto.transcript_items(transcript(scan.events))
         return proto.HistoryResult(session_id=session_id, items=items)
 
@@ -185,7 +186,7 @@ class SessionCommands(Feature):
         """List the project's sessions, newest first (a page of them when asked)."""
         lifecycle = self.server.session
         current = lifecycle.session_id
-        infos, total = lifecycle.manager.list_sessions_page(params.offset, params.limit)
+        infos, total = lifecycle.store.list_sessions_page(params.offset, params.limit)
         return proto.SessionsResult(
             sessions=[
                 proto.SessionInfo(

@@ -55,6 +55,12 @@ class InitializationOptions(Params):
         le=0.95,
         description="Fraction of the window at which older turns are compacted (default 0.6).",
     )
+    store: str | None = Field(
+        default=None,
+        description="Where sessions are kept: `local` (the default: files under the store root) "
+        "or a PostgreSQL connection string (`postgresql://role@host/db`; the password from it, "
+        "PGPASSWORD or ~/.pgpass). Else AGENT_ASSIST_STORE.",
+    )
     drift_messages: bool | None = Field(
         default=None,
         description="False: resume drift is not repeated as `window/showMessage` (default true).",

@@ -14,6 +14,7 @@ from .types import (
     SearchHit,
     SessionInfo,
     SessionOrigin,
+    StoreStatus,
     TranscriptItem,
     Usage,
 )
@@ -254,6 +255,7 @@ class StatusResult(Wire):
     persistence: Persistence
     context_window: int = Field(description="The context window in use.")
     phase: Phase | None
+    store: StoreStatus
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -119,6 +119,15 @@ class SessionInfo(Wire):
     phase: Phase | None = omitted("Absent when unset.")
     parent_session_id: str | None = omitted("The session this one was forked from.")
     active: bool = Field(description="This instance's current session.")
+
+
+class StoreStatus(Wire):
+    """Where the sessions are kept, and whether that store takes writes now."""
+
+    kind: Literal["local", "postgresql"]
+    location: str = Field(description="The store root, or the database (never a password).")
+    online: bool = Field(description="False while the database cannot be reached.")
+    pending: int = Field(description="Events recorded but not yet in the store (spooled).")
 
 
 class CheckpointInfo(Wire):

@@ -27,7 +27,7 @@ from ..workspace.drift import DriftReport
 from ..workspace.patterns import TrackedPatterns
 from ..workspace.spec_files import agent_spec_path, delete_reset_targets, reset_targets
 from ..workspace.tracker import WorkspaceTracker
-from .values import LifecycleConfig, PreviousSession, ResetResult
+from .values import LifecycleConfig, PreviousSession, ResetResult, StoreState
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +94,11 @@ class LifecycleTransitions:
     def session_id(self) -> str:
         """Return the id of the current session."""
         return self.current.session_id
+
+    def store_state(self) -> StoreState:
+        """Say which store holds the sessions and whether it takes writes now."""
+        pending = self.session.log.pending if self.session is not None else 0
+        return StoreState(self.store.kind, self.store.label, self.store_fault is None, pending)
 
     def message_history(self) -> list[Message]:
         """Return the message history the model is sent (pydantic-ai JSON form)."""

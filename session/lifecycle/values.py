@@ -39,6 +39,16 @@ class PreviousSession:
 
 
 @dataclass(frozen=True)
+class StoreState:
+    """Where the sessions are kept, and whether the store takes writes now."""
+
+    kind: str
+    location: str
+    online: bool
+    pending: int
+
+
+@dataclass(frozen=True)
 class SaveResult:
     """What an explicit save did."""
 

@@ -215,6 +215,11 @@ class EventLog:
                 raise
         self.next_seq = next_seq
 
+    @property
+    def pending(self) -> int:
+        """Return 0: an appended event is in the file (or the append failed)."""
+        return 0
+
     def replay(self) -> list[Event]:
         """Return every readable event of the file (to rebuild a projection)."""
         return scan_log(self.path).events

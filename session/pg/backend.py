@@ -54,8 +54,9 @@ class PgSessionStore:
 
     @property
     def label(self) -> str:
-        """Return the database, as `postgresql://user@host:port/db` (no password)."""
-        return self.pg.info.where
+        """Return the database, as `postgresql://role@host:port/db` (never the password)."""
+        info = self.pg.info
+        return f"postgresql://{info.user}@{info.where}/{info.dbname}"
 
     def new_session_id(self) -> str:
         """Return a fresh random id unused by this role."""
@@ -113,6 +114,7 @@ class PgSessionStore:
         )
         log = PgEventLog(self.pg, session_id, writer, 0, create_row=create_row)
         session = Session(state, log, HistoryBuilder())
+        log.describe = lambda: session.state
         try:
             if write_start:
                 self.start_log(session)

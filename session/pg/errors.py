@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 from ..errors import ReadOnlySessionError, SessionError
 
 
@@ -26,4 +28,10 @@ class SchemaMigrationError(PgStoreError):
 
 
 class PgReadOnlyError(ReadOnlySessionError):
-    """The store is read-only: the database's schema is newer than this code knows."""
+    """The store is read-only: the database's schema is newer than this code knows.
+
+    Its `errno` is `EROFS`, so a session opens read-only as on a read-only file system.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, errno=errno.EROFS)

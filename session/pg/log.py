@@ -28,11 +28,14 @@ from ..errors import SessionError
 from ..events import EVENT_ADAPTER, Event, utcnow
 from ..log.writer import LogError
 from ..redaction import Redactor
+from ..snapshot import TITLE_CHARS, SessionState
 from ..store.backend import DURABLE_TYPES
 from .errors import PgStoreError
 from .store import PgStore
 from .writer import SessionWriter
 
+# Events after which the session row's listing columns (title, turns, phase) are updated.
+_LISTED_TYPES = frozenset({"turn/start", "turn/end", "session/phase"})
 CHUNK_BATCH = 64
 CHUNK_DELAY = 0.2  # seconds a streamed chunk may wait for the batch it goes out with
 _BATCHED_TYPES = frozenset({"assistant/chunk"})
@@ -61,6 +64,8 @@ class PgEventLog:
         self._create_row = create_row  # the session's row, made with its first event
         self._pending: list[dict[str, Any]] = []
         self._pending_since = 0.0
+        # The session's state, for the listing columns (set by the store once the session is).
+        self.describe: Callable[[], SessionState] | None = None
         self._undurable = False  # committed without waiting for the flush since the last one
 
     @property
@@ -128,8 +133,11 @@ class PgEventLog:
             if self._pending:
                 # Kept until committed: a failed commit leaves them to be sent again.
                 writer.write(self._pending, durable=durable)
+                listed = [raw for raw in self._pending if raw["type"] in _LISTED_TYPES]
                 self._pending = []
                 self._undurable = not durable
+                if listed and self.describe is not None:
+                    writer.set_listing(*_listing(self.describe(), listed, self.redactor))
             elif durable and self._undurable:
                 writer.sync()
                 self._undurable = False
@@ -174,3 +182,20 @@ class PgEventLog:
                 writer.release()
             self._writer = None
             self.read_only = True
+
+
+def _listing(
+    state: SessionState, raws: Sequence[Mapping[str, Any]], redactor: Redactor
+) -> tuple[str | None, int, str | None]:
+    """Return (title, turns, phase) once `raws` are folded (the last may not be yet)."""
+    title, turns, phase = state.title, state.turns, state.phase
+    for raw in raws:
+        data = raw["data"]
+        if raw["type"] == "turn/start":
+            turns = max(turns, raw["turn"] or 0)
+            text = " ".join(str(data.get("input", "")).split())
+            title = title or text[:TITLE_CHARS] or None
+        elif raw["type"] == "session/phase":
+            phase = data.get("phase")
+    scrubbed = redactor.scrub({"title": title})["title"] if title is not None else None
+    return scrubbed, turns, phase

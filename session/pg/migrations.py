@@ -128,6 +128,77 @@ _V1 = (
     "GRANT SELECT, INSERT, UPDATE, DELETE ON {s}.checkpoints, {s}.checkpoint_files TO PUBLIC",
 )
 
+# pg_trgm where it is or can be installed (trusted since PostgreSQL 13: a role with CREATE on
+# the database may create it); without it there is no trigram index and a search reads
+# every text, with the same results. One server at a time installs it (per database).
+_TRIGRAMS = """DO $$
+DECLARE
+    home text;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'pg_trgm') THEN
+        PERFORM pg_advisory_xact_lock(hashtext('agent-assist pg_trgm'));
+        BEGIN
+            CREATE EXTENSION IF NOT EXISTS pg_trgm;
+        EXCEPTION WHEN insufficient_privilege OR undefined_file OR feature_not_supported THEN
+            RAISE WARNING 'pg_trgm cannot be installed (%): search reads every text', SQLERRM;
+        END;
+    END IF;
+    SELECT n.nspname INTO home FROM pg_extension e
+        JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+    IF home IS NOT NULL THEN
+        EXECUTE format('CREATE INDEX search_texts_grams ON {s}.search_texts'
+            ' USING gin (norm %I.gin_trgm_ops)', home);
+    END IF;
+END
+$$"""
+
+# Search (session/pg/search.py): one row per searchable text of an event, as the local
+# index's `event_rows`, and how far each session is indexed. `search_pattern` is a second,
+# restrictive policy: a search sets `agent_assist.search_pattern` (a LIKE pattern) for its
+# transaction and sees only the rows that match it. Being a policy's, that condition may
+# use the trigram index; the same `LIKE` in the query's own WHERE may not, under forced
+# row-level security, because `textlike` is not leakproof. Unset, it matches every row.
+_V2 = (
+    """CREATE TABLE {s}.search_texts (
+        owner text NOT NULL DEFAULT current_user,
+        session_id text NOT NULL,
+        seq bigint NOT NULL CHECK (seq >= 0),
+        part smallint NOT NULL CHECK (part IN (0, 1)),
+        type text NOT NULL,
+        turn integer,
+        ts timestamptz NOT NULL,
+        text text NOT NULL,
+        norm text NOT NULL,
+        PRIMARY KEY (owner, session_id, seq, part),
+        FOREIGN KEY (owner, session_id) REFERENCES {s}.sessions ON DELETE CASCADE
+    )""",
+    # newest first, in the order a search takes them (see session/pg/search.py)
+    "CREATE INDEX search_texts_by_time ON {s}.search_texts (owner, ts, session_id, seq, part)",
+    _TRIGRAMS,
+    """CREATE TABLE {s}.search_progress (
+        owner text NOT NULL DEFAULT current_user,
+        session_id text NOT NULL,
+        indexed_seq bigint NOT NULL DEFAULT -1,
+        stream_text text,
+        stream_seq bigint,
+        stream_turn integer,
+        PRIMARY KEY (owner, session_id),
+        FOREIGN KEY (owner, session_id) REFERENCES {s}.sessions ON DELETE CASCADE
+    )""",
+    *_owned("search_texts"),
+    *_owned("search_progress"),
+    """CREATE POLICY search_pattern ON {s}.search_texts AS RESTRICTIVE FOR SELECT
+        USING (norm LIKE coalesce(
+            nullif(current_setting('agent_assist.search_pattern', true), ''), '%'))""",
+    "GRANT SELECT, INSERT, DELETE ON {s}.search_texts TO PUBLIC",
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON {s}.search_progress TO PUBLIC",
+)
+
+# The listing's columns kept as events are written, not only when a snapshot is (the phase).
+_V3 = ("ALTER TABLE {s}.sessions ADD COLUMN phase text",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, pointers, checkpoints, blobs; owner-only RLS", _V1),
+    Migration(2, "search texts with a trigram index (pg_trgm) and search progress", _V2),
+    Migration(3, "the session's phase as a listing column", _V3),
 )

@@ -85,6 +85,7 @@ def open_from_rows(
     scrubber = (redactor or Redactor()).with_mode(metadata)
     log = PgEventLog(store.pg, session_id, writer, row.next_seq, redactor=scrubber)
     session = Session(state, log, builder, None, read_only_reason, warnings)
+    log.describe = lambda: session.state
     if builder.open_turn is None:
         session.mark_boundary()
     else:
@@ -102,4 +103,3 @@ def open_from_rows(
 def _events(store: PgSessionStore, session_id: str, from_seq: int) -> list[Event]:
     raws = store.pg.read_events(session_id, from_seq)
     return [EVENT_ADAPTER.validate_python(raw) for raw in raws]
-

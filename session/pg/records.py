@@ -23,7 +23,7 @@ from .query import Conn, jsonb, q, text_value
 _COLUMNS = (
     "owner, session_id, project, workspace_root, instance_id, parent_session_id, "
     "fork_boundary, persistence, title, turns, next_seq, created_at, updated_at, snapshot_seq, "
-    "snapshot->>'phase'"
+    "coalesce(phase, snapshot->>'phase')"
 )
 # The column list is a constant: these are not built from input.
 _CREATE = f"""INSERT INTO {{s}}.sessions (session_id, project, workspace_root, instance_id,
@@ -131,13 +131,15 @@ def put_snapshot(conn: Conn, schema: str, state: SessionState, redactor: Redacto
         q(
             schema,
             "UPDATE {s}.sessions SET snapshot = %s, snapshot_seq = %s, title = %s, turns = %s,"
-            " updated_at = greatest(updated_at, %s) WHERE owner = current_user AND session_id = %s",
+            " phase = %s, updated_at = greatest(updated_at, %s)"
+            " WHERE owner = current_user AND session_id = %s",
         ),
         (
             jsonb(payload),
             state.last_seq,
             text_value(payload["title"]) if payload.get("title") is not None else None,
             state.turns,
+            state.phase,
             state.updated_at,
             state.session_id,
         ),
@@ -198,4 +200,18 @@ def delete_pointer(conn: Conn, schema: str, project: str, instance_id: str) -> N
             " WHERE owner = current_user AND project = %s AND instance_id = %s",
         ),
         (text_value(project), instance_id),
+    )
+
+
+def set_listing(
+    conn: Conn, schema: str, session_id: str, title: str | None, turns: int, phase: str | None
+) -> None:
+    """Keep the listing's columns in step with the events (title, turns, phase)."""
+    conn.execute(
+        q(
+            schema,
+            "UPDATE {s}.sessions SET title = %s, turns = %s, phase = %s"
+            " WHERE owner = current_user AND session_id = %s",
+        ),
+        (text_value(title) if title is not None else None, turns, phase, session_id),
     )

@@ -30,6 +30,7 @@ from .events import (
     open_turn,
 )
 from .query import Conn, advisory_key
+from .records import set_listing
 
 # A granted 64-bit advisory lock as pg_locks shows it: two 32-bit halves, objsubid 1.
 _LOCK = """l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
@@ -111,6 +112,10 @@ class SessionWriter:
     def open_turn(self) -> int | None:
         """Return the turn left open at the end of the log (its writer died), or None."""
         return self._call(open_turn)
+
+    def set_listing(self, title: str | None, turns: int, phase: str | None) -> None:
+        """Keep the session row's listing columns in step with the events."""
+        self._call(set_listing, title, turns, phase)
 
     def copy(self, events: Sequence[Mapping[str, Any]]) -> int:
         """Append already-written events verbatim (their seqs must continue the log)."""

@@ -61,6 +61,11 @@ class SessionLog(Protocol):
         """Return the position after the last event (a byte offset locally, else a seq)."""
         ...
 
+    @property
+    def pending(self) -> int:
+        """Return how many appended events the store has not taken yet (0 locally)."""
+        ...
+
     def append(
         self,
         type_: str,
@@ -229,5 +234,3 @@ class SessionStore(Protocol):
     def close(self) -> None:
         """Let go of what the store holds open (sessions are closed by their owners)."""
         ...
-
-

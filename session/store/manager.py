@@ -55,6 +55,7 @@ def _file_identity(path: Path) -> tuple[int, int, int, int] | None:
         return None
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
+
 __all__ = ["POINTER_PREFIX", "POINTER_SUFFIX", "SessionManager"]
 
 logger = logging.getLogger(__name__)

@@ -16,6 +16,11 @@ from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
+from session.store.backend import SessionStore
+from session.store.choose import SCHEMA_ENV, open_store
+from session.store.choose import STORE_ENV as STORE_ENV_NAME
+from session.store.manager import SessionManager
+
 REPO = Path(__file__).resolve().parents[2]
 NOTIFICATIONS = (
     "agentAssist/turnStarted",
@@ -46,14 +51,40 @@ def _plain_json_converter() -> Any:
     return converter
 
 
+# The store the e2e test running now uses (`tests/e2e/conftest.py` sets it): empty for the
+# local files, else AGENT_ASSIST_STORE and AGENT_ASSIST_STORE_SCHEMA of a PostgreSQL store.
+STORE_ENV: dict[str, str] = {}
+_OPENED: dict[tuple[str, str, str], SessionStore] = {}
+
+
 def server_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for the server: our store, no real model credentials."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_ASSIST_"))}
     env.update(
         {"AGENT_ASSIST_HOME": str(home), "PYDANTIC_AI_NO_BANNER": "1", "PYTHONUNBUFFERED": "1"}
     )
+    env.update(STORE_ENV)
     env.update(extra or {})
     return env
+
+
+def stored(workspace: Path, home: Path) -> SessionStore:
+    """The store the server of this test writes to, opened to read what it holds."""
+    spec = STORE_ENV.get(STORE_ENV_NAME, "local")
+    schema = STORE_ENV.get(SCHEMA_ENV)
+    if spec == "local":
+        return SessionManager(workspace, home=home)
+    key = (str(workspace), spec, schema or "")
+    if key not in _OPENED:
+        _OPENED[key] = open_store(spec, workspace, home=home, schema=schema)
+    return _OPENED[key]
+
+
+def close_stored() -> None:
+    """Close the stores `stored` opened."""
+    for store in _OPENED.values():
+        store.close()
+    _OPENED.clear()
 
 
 class Editor:

@@ -10,9 +10,8 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from lsp_server.fake_model import FakeOpenAI
-from session.store.manager import SessionManager
 
-from .harness import Editor
+from .harness import Editor, stored
 
 
 async def test_fresh_chat_streams_and_records(
@@ -33,7 +32,7 @@ async def test_fresh_chat_streams_and_records(
     assert started == [{"sessionId": reply["sessionId"], "turn": 1, "text": "hi"}]
     assert editor.questions == []  # nothing to resume on a fresh launch
     await editor.stop()
-    manager = SessionManager(workspace, home=home)
+    manager = stored(workspace, home)
     events = manager.read_events(reply["sessionId"]).events
     assert [e.type for e in events][:3] == ["session/start", "turn/start", "step/start"]
     assert events[-1].type == "turn/end"
@@ -60,7 +59,7 @@ async def test_tool_calls_are_streamed_recorded_and_rebuildable(
     assert "three tools" in json.dumps(fake.messages(1))
     await editor.stop()
     assert_requests_rebuildable(fake, workspace, home, reply["sessionId"])
-    events = SessionManager(workspace, home=home).read_events(reply["sessionId"]).events
+    events = stored(workspace, home).read_events(reply["sessionId"]).events
     order = [e.type for e in events if e.type.startswith(("step/", "tool/"))]
     # A step brackets its tools: step/end comes after the step's calls and results.
     assert order == ["step/start", "tool/call", "tool/result", "step/end", "step/start", "step/end"]
@@ -75,7 +74,7 @@ def assert_requests_rebuildable(
     from session.derive.history import HistoryBuilder
     from session.events import RequestHeaderEvent, StepStartEvent, TurnStartEvent
 
-    events = SessionManager(workspace, home=home).read_events(session_id).events
+    events = stored(workspace, home).read_events(session_id).events
     prompts: dict[str, str] = {}
     builder = HistoryBuilder()
     rebuilt: list[list[dict]] = []
@@ -170,7 +169,7 @@ async def test_model_error_is_recorded_and_readable(
     assert "after 3 attempts" in info.value.message and len(fake.requests) == 3
     status = await editor.request("agentAssist/status")
     assert status["state"] == "idle"
-    events = SessionManager(workspace, home=home).read_events(status["sessionId"]).events
+    events = stored(workspace, home).read_events(status["sessionId"]).events
     assert events[-1].type == "turn/end" and events[-1].data.reason == "error"
     # the server keeps going
     fake.add("recovered")
@@ -207,7 +206,7 @@ async def test_cancel_aborts_the_turn_and_keeps_the_session(
         if status["state"] == "idle":
             break
         await asyncio.sleep(0.05)
-    events = SessionManager(workspace, home=home).read_events(status["sessionId"]).events
+    events = stored(workspace, home).read_events(status["sessionId"]).events
     ends = [e for e in events if e.type == "turn/end"]
     assert ends and ends[-1].data.reason == "aborted"
     fake.add("after cancel")
@@ -252,6 +251,7 @@ async def test_execute_command_reaches_every_request(make_editor, fake: FakeOpen
     assert saved["checkpoint"] == 1
 
 
+@pytest.mark.local_store
 async def test_api_key_never_reaches_disk(make_editor, fake: FakeOpenAI, home: Path) -> None:
     fake.add("ok")
     editor: Editor = make_editor()
@@ -299,7 +299,7 @@ async def test_empty_and_cut_responses_are_recorded(
     cut = await editor.request("agentAssist/chat", {"text": "long answer please"})
     assert cut["text"] == "cut off mid"
     await editor.stop()
-    events = SessionManager(workspace, home=home).read_events(reply["sessionId"]).events
+    events = stored(workspace, home).read_events(reply["sessionId"]).events
     messages = [e.data.message for e in events if e.type == "assistant/message"]
     assert any(not [p for p in m["parts"] if p.get("content")] for m in messages)  # the empty one
     assert any(m.get("finish_reason") == "length" for m in messages)
@@ -318,7 +318,9 @@ async def test_files_the_agent_reads_join_the_manifest(
     await editor.ready()
     await editor.request("agentAssist/chat", {"text": "read main"})
     saved = await editor.request("agentAssist/save")
-    manifest = json.loads(Path(saved["path"]).read_text())["file_manifest"]
+    snapshot, _ = stored(workspace, home).read_snapshot(saved["sessionId"])
+    assert snapshot is not None
+    manifest = snapshot.file_manifest
     assert set(manifest) == {"agent_spec.md", "templates/reply.txt", "src/main.py"}
 
 

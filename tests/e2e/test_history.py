@@ -12,15 +12,14 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from lsp_server.fake_model import FakeOpenAI
-from session.store.manager import SessionManager
 
-from .harness import Editor
+from .harness import Editor, stored
 
 SMALL_WINDOW = {"contextWindow": 1000, "compactAt": 0.5}
 
 
 def events_of(workspace: Path, home: Path, session_id: str) -> list:
-    return SessionManager(workspace, home=home).read_events(session_id).events
+    return stored(workspace, home).read_events(session_id).events
 
 
 async def test_checkpoint_restore_brings_files_and_conversation_back(
@@ -157,6 +156,7 @@ async def test_automatic_compaction_past_the_threshold(
     assert editor.client.progress_reports  # $/progress was shown
 
 
+@pytest.mark.local_store
 async def test_fork_switches_to_a_child_and_leaves_the_parent_alone(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:
@@ -176,7 +176,7 @@ async def test_fork_switches_to_a_child_and_leaves_the_parent_alone(
     with pytest.raises(JsonRpcException) as info:
         await editor.request("agentAssist/fork", {"boundary": 10_000})
     assert "out of range" in info.value.message
-    parent_log = SessionManager(workspace, home=home).log_path(parent)
+    parent_log = stored(workspace, home).log_path(parent)
     before = parent_log.read_bytes()
     forked = await editor.request("agentAssist/fork", {"boundary": end_of_turn_1})
     assert forked["parentSessionId"] == parent and forked["boundary"] == end_of_turn_1
@@ -244,7 +244,7 @@ async def test_search_finds_cjk_substrings_and_path_fragments(
 
 def write_word_index(home: Path, workspace: Path, session_id: str, text: str) -> None:
     """Replace the project's search index by one as the previous version wrote it."""
-    manager = SessionManager(workspace, home=home)
+    manager = stored(workspace, home)
     index = manager.project_dir / "index.sqlite"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{index}{suffix}").unlink(missing_ok=True)
@@ -397,6 +397,7 @@ async def test_a_save_during_a_reply_checkpoints_a_closed_turn(
     assert "a slowly streamed second answer" in sent and "third answer" not in sent
 
 
+@pytest.mark.local_store
 @pytest.mark.parametrize("client_name", ["vscode"])
 async def test_a_secret_in_a_tracked_file_never_reaches_the_store(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path

@@ -16,9 +16,8 @@ from pygls.uris import from_fs_path
 
 from lsp_server.fake_model import FakeOpenAI
 from session.context import format_utc
-from session.store.manager import SessionManager
 
-from .harness import Editor
+from .harness import Editor, stored
 
 MakeEditor = Callable[..., Editor]
 VSCODE_ONLY = pytest.mark.parametrize("client_name", ["vscode"])
@@ -117,7 +116,7 @@ async def test_relaunch_offers_resume_and_continues_the_session(
     make_editor: MakeEditor, fake: FakeOpenAI, home: Path, workspace: Path
 ) -> None:
     old_id = await first_session(make_editor, fake)
-    snapshot, _ = SessionManager(workspace, home=home).read_snapshot(old_id)
+    snapshot, _ = stored(workspace, home).read_snapshot(old_id)
     assert snapshot is not None  # the clean stop autosaved
 
     editor = make_editor()
@@ -169,6 +168,7 @@ async def test_dismissed_resume_prompt_resumes(make_editor: MakeEditor, fake: Fa
 # -- 2. decline ------------------------------------------------------------------------------
 
 
+@pytest.mark.local_store
 @VSCODE_ONLY
 async def test_declined_resume_starts_new_and_keeps_old_files(
     make_editor: MakeEditor, fake: FakeOpenAI, home: Path
@@ -220,6 +220,7 @@ async def test_auto_resume_always_and_never_skip_the_question(
 # -- 4. reset --------------------------------------------------------------------------------
 
 
+@pytest.mark.local_store
 @VSCODE_ONLY
 async def test_reset_after_resume_drops_session_and_context(
     make_editor: MakeEditor, fake: FakeOpenAI, home: Path
@@ -253,6 +254,7 @@ async def test_reset_after_resume_drops_session_and_context(
     assert (changed["sessionId"], changed["reason"]) == (new_id, "resumed")
 
 
+@pytest.mark.local_store
 @VSCODE_ONLY
 async def test_reset_then_clean_stop_leaves_nothing_to_resume(
     make_editor: MakeEditor, home: Path
@@ -310,7 +312,7 @@ async def test_reset_asks_about_spec_and_templates(
 
 @VSCODE_ONLY
 async def test_save_numbers_checkpoints(
-    make_editor: MakeEditor, workspace: Path, home: Path
+    make_editor: MakeEditor, workspace: Path, home: Path, store_kind: str
 ) -> None:
     editor = make_editor()
     session_id = (await started(editor))["sessionId"]
@@ -319,9 +321,12 @@ async def test_save_numbers_checkpoints(
     assert (first["checkpoint"], second["checkpoint"]) == (1, 2)
     for saved in (first, second):
         assert saved["sessionId"] == session_id
-        assert Path(saved["path"]).is_file()
-        assert Path(saved["path"]).resolve().is_relative_to(home.resolve())
-    events = SessionManager(workspace, home=home).read_events(session_id).events
+        if store_kind == "local":
+            assert Path(saved["path"]).is_file()
+            assert Path(saved["path"]).resolve().is_relative_to(home.resolve())
+        else:  # the database, named without a password
+            assert saved["path"].startswith("postgresql://") and session_id in saved["path"]
+    events = stored(workspace, home).read_events(session_id).events
     assert [e.data.checkpoint for e in events if e.type == "session/save"] == [1, 2]
 
 
@@ -436,7 +441,7 @@ async def test_kill_mid_stream_marks_turn_interrupted(
     relaunch = make_editor()
     changed = await started(relaunch)
     assert (changed["sessionId"], changed["reason"]) == (session_id, "resumed")
-    events = SessionManager(workspace, home=home).read_events(session_id).events
+    events = stored(workspace, home).read_events(session_id).events
     ends = [e for e in events if e.type == "turn/end"]
     assert [(e.turn, e.data.reason) for e in ends] == [(1, "completed"), (2, "interrupted")]
     assert not [e for e in events if e.turn == 2 and e.seq > ends[-1].seq]
@@ -468,6 +473,7 @@ def first_deltas(editor: Editor) -> int:
 # -- 9. two servers, one instanceId ----------------------------------------------------------
 
 
+@pytest.mark.local_store
 @VSCODE_ONLY
 async def test_second_server_with_same_instance_does_not_share_the_log(
     make_editor: MakeEditor, fake: FakeOpenAI, home: Path
@@ -491,7 +497,7 @@ async def test_second_server_with_same_instance_does_not_share_the_log(
     await b.stop()
     await a.stop()
 
-    manager = SessionManager(a.workspace, home=home)
+    manager = stored(a.workspace, home)
     assert turn_inputs(manager.read_events(a_id).events) == ["from A", "from A again"]
     assert turn_inputs(manager.read_events(b_id).events) == ["from B"]
     for session_id in (a_id, b_id):
@@ -554,6 +560,7 @@ async def test_sessions_list_and_open_another_session(
 # -- 11. invalid initialization options --------------------------------------------------------
 
 
+@pytest.mark.local_store
 @VSCODE_ONLY
 async def test_invalid_options_warn_and_fall_back_to_defaults(
     make_editor: MakeEditor, fake: FakeOpenAI, home: Path
@@ -594,6 +601,7 @@ async def test_a_client_that_renders_drift_gets_no_duplicate_message(
     assert not any("agent_spec.md" in t for t in warnings_shown(editor)), shown(editor)
 
 
+@pytest.mark.local_store
 async def test_new_keeps_the_previous_session_whole(
     make_editor: MakeEditor, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:
@@ -602,7 +610,7 @@ async def test_new_keeps_the_previous_session_whole(
     fake.add("first answer")
     await editor.request("agentAssist/chat", {"text": "first question"})
     await editor.request("agentAssist/save")
-    manager = SessionManager(workspace, home=home)
+    manager = stored(workspace, home)
     before = manager.log_path(old_id).read_bytes()
     result = await editor.request("agentAssist/new")
     assert result["previousSessionId"] == old_id and result["sessionId"] != old_id

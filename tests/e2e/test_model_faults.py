@@ -16,9 +16,8 @@ from pygls.exceptions import JsonRpcException
 
 from lsp_server.fake_model import FakeOpenAI
 from session.derive.history import build_history
-from session.store.manager import SessionManager
 
-from .harness import Editor
+from .harness import Editor, stored
 from .test_chat import assert_requests_rebuildable
 
 pytestmark = pytest.mark.parametrize("client_name", ["vscode"])
@@ -27,7 +26,7 @@ RETRY = "agentAssist/chatRetry"
 
 
 def events_of(workspace: Path, home: Path, session_id: str) -> list[Any]:
-    return SessionManager(workspace, home=home).read_events(session_id).events
+    return stored(workspace, home).read_events(session_id).events
 
 
 def history_text(workspace: Path, home: Path, session_id: str) -> str:

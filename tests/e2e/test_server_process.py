@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 
 from lsp_server.fake_model import FakeOpenAI
-from session.store.manager import SessionManager
 
-from .harness import REPO, Editor
+from .harness import REPO, Editor, stored
 
 
 def snapshot(workspace: Path, home: Path, session_id: str) -> dict:
-    path = SessionManager(workspace, home=home).snapshot_path(session_id)
+    path = stored(workspace, home).snapshot_path(session_id)
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+@pytest.mark.local_store
 @pytest.mark.parametrize("client_name", ["vscode"])
 @pytest.mark.parametrize("how", ["sigterm", "sigint", "eof"])
 async def test_autosave_on_signals_and_end_of_input(

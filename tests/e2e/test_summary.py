@@ -11,16 +11,15 @@ import pytest
 
 from lsp_server.fake_model import FakeOpenAI
 from session.compaction import FALLBACK_LABEL
-from session.store.manager import SessionManager
 
-from .harness import Editor
+from .harness import Editor, stored
 
 pytestmark = pytest.mark.parametrize("client_name", ["vscode"])
 FAST = {"AGENT_ASSIST_SUMMARY_DELAY": "0.05"}
 
 
 def summaries(workspace: Path, home: Path, session_id: str) -> list[Any]:
-    events = SessionManager(workspace, home=home).read_events(session_id).events
+    events = stored(workspace, home).read_events(session_id).events
     return [e for e in events if e.type == "session/summary"]
 
 
@@ -49,6 +48,7 @@ async def resumed_context(make_editor: Any, **kwargs: Any) -> str:
     return str(context)
 
 
+@pytest.mark.local_store
 @pytest.mark.parametrize("turns", [1, 3, 30])
 @pytest.mark.parametrize("summariser", ["model", "no-model"])
 async def test_every_resume_block_has_the_summary_and_the_decisions(
@@ -82,9 +82,7 @@ async def test_every_resume_block_has_the_summary_and_the_decisions(
         assert len(fake.summary_requests) == 1  # a model that failed is not asked every turn
     decisions = context.split("## Key Decisions Made\n", 1)[1].split("\n\n")[0]
     assert decisions.splitlines() == ["- Use PostgreSQL."]  # tool + summary: merged, once
-    snapshot = json.loads(
-        SessionManager(workspace, home=home).snapshot_path(session_id).read_text()
-    )
+    snapshot = json.loads(stored(workspace, home).snapshot_path(session_id).read_text())
     assert snapshot["summary"] and snapshot["decisions"] == ["Use PostgreSQL."]
 
 
@@ -147,6 +145,7 @@ async def test_metadata_persistence_keeps_no_summary(
     assert "a secret plan" not in context
 
 
+@pytest.mark.local_store
 async def test_metadata_mode_belongs_to_the_session(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:
@@ -179,6 +178,7 @@ async def test_metadata_mode_belongs_to_the_session(
             assert b"SECRET-PLAN-42" not in data and b"ANOTHER-SECRET-7" not in data, path
 
 
+@pytest.mark.local_store
 async def test_resume_says_what_the_model_was_given_and_what_changed(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:
@@ -228,7 +228,7 @@ async def test_resume_says_what_the_model_was_given_and_what_changed(
         and "no checkpoint" in missing["reason"]
     )
 
-    log = SessionManager(workspace, home=home).log_path(session_id)
+    log = stored(workspace, home).log_path(session_id)
     log_before = log.read_bytes()
     plan = await editor.request(
         "agentAssist/checkpoint", {"number": saved["checkpoint"], "dryRun": True}

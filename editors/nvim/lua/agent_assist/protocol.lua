@@ -147,6 +147,7 @@ M.errors = {
 ---@field trackedFiles? string[] Globs of files whose drift is watched.
 ---@field contextWindow? integer Tokens (default 128000). Range 1000..10000000.
 ---@field compactAt? number Fraction of the window at which older turns are compacted (default 0.6). Range 0.1..0.95.
+---@field store? string Where sessions are kept: `local` (the default: files under the store root) or a PostgreSQL connection string (`postgresql://role@host/db`; the password from it, PGPASSWORD or ~/.pgpass). Else AGENT_ASSIST_STORE.
 ---@field driftMessages? boolean False: resume drift is not repeated as `window/showMessage` (default true).
 
 ---@class agent_assist.ModelOptions An OpenAI-compatible chat model (else the environment's).
@@ -247,6 +248,13 @@ M.errors = {
 ---@field persistence agent_assist.Persistence
 ---@field contextWindow integer The context window in use.
 ---@field phase agent_assist.Phase?
+---@field store agent_assist.StoreStatus
+
+---@class agent_assist.StoreStatus Where the sessions are kept, and whether that store takes writes now.
+---@field kind "local"|"postgresql"
+---@field location string The store root, or the database (never a password).
+---@field online boolean False while the database cannot be reached.
+---@field pending integer Events recorded but not yet in the store (spooled).
 
 ---@class agent_assist.ToolCallParams Tool activity of a turn.
 ---@field sessionId string

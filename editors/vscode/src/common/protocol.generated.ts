@@ -204,6 +204,8 @@ export interface InitializationOptions {
   contextWindow?: number | null;
   /** Fraction of the window at which older turns are compacted (default 0.6). Range 0.1..0.95. */
   compactAt?: number | null;
+  /** Where sessions are kept: `local` (the default: files under the store root) or a PostgreSQL connection string (`postgresql://role@host/db`; the password from it, PGPASSWORD or ~/.pgpass). Else AGENT_ASSIST_STORE. */
+  store?: string | null;
   /** False: resume drift is not repeated as `window/showMessage` (default true). */
   driftMessages?: boolean | null;
 }
@@ -365,6 +367,18 @@ export interface StatusResult {
   /** The context window in use. */
   contextWindow: number;
   phase: Phase | null;
+  store: StoreStatus;
+}
+
+/** Where the sessions are kept, and whether that store takes writes now. */
+export interface StoreStatus {
+  kind: "local" | "postgresql";
+  /** The store root, or the database (never a password). */
+  location: string;
+  /** False while the database cannot be reached. */
+  online: boolean;
+  /** Events recorded but not yet in the store (spooled). */
+  pending: number;
 }
 
 /** Tool activity of a turn. */

@@ -1,0 +1,50 @@
+"""Choosing the store: `local` (the default) or a PostgreSQL connection string.
+
+The choice comes from `initializationOptions.store` or `AGENT_ASSIST_STORE`: unset, empty
+or `local` is today's files; anything else is taken as a libpq connection string
+(`postgresql://…` or `host=… dbname=…`). psycopg is imported only for the latter.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .backend import SessionStore, StoreKind
+from .manager import SessionManager
+
+STORE_ENV = "AGENT_ASSIST_STORE"
+SCHEMA_ENV = "AGENT_ASSIST_STORE_SCHEMA"  # the PostgreSQL schema (default agent_assist)
+FALLBACK_HINT = (
+    "to keep sessions in local files instead, set store to local "
+    f"(initializationOptions.store or {STORE_ENV}=local)"
+)
+
+
+def store_kind(spec: str | None) -> StoreKind:
+    """Return which store `spec` names."""
+    return "local" if spec is None or spec.strip() in ("", "local") else "postgresql"
+
+
+def open_store(
+    spec: str | None,
+    workspace_root: Path,
+    *,
+    home: Path | None = None,
+    schema: str | None = None,
+) -> SessionStore:
+    """Open the store `spec` names for the project at `workspace_root`.
+
+    A PostgreSQL store is connected here (its schema created or migrated); a bad string or
+    an unreachable database raises `PgStoreError` with a message that names the host and
+    never the password.
+    """
+    if store_kind(spec) == "local":
+        return SessionManager(workspace_root, home=home)
+    assert spec is not None
+    from ..pg.backend import PgSessionStore  # psycopg only when it is used
+
+    options: dict[str, str] = {}
+    if schema := schema or os.environ.get(SCHEMA_ENV, "").strip():
+        options["schema"] = schema
+    return PgSessionStore.open(spec.strip(), workspace_root, **options)
