@@ -11,6 +11,7 @@ from typing import Any
 
 from .deletion import cmd_prune, cmd_rm
 from .doctor import cmd_doctor
+from .migrate import register_migrate
 from .running import run_command
 from .search import cmd_reindex, cmd_search
 from .sessions import cmd_export, cmd_list, cmd_show
@@ -71,6 +72,8 @@ def register(subparsers: Any) -> None:
     p = sub.add_parser("reindex", parents=[common], help="rebuild the search index from the logs")
     p.add_argument("--all-projects", action="store_true", help="every project in the store")
     p.set_defaults(func=lambda a: run_command(a, cmd_reindex))
+
+    register_migrate(sub, common)
 
     doctor = subparsers.add_parser(
         "doctor",
