@@ -8,6 +8,7 @@ from .chat import Chat
 from .history import History
 from .lifecycle import Lifecycle
 from .session_commands import SessionCommands
+from .store_watch import StoreWatch
 from .summaries import RunningSummary
 from .workspace_watch import WorkspaceWatch
 
@@ -18,6 +19,7 @@ FEATURES: list[type[Feature]] = [
     Chat,
     SessionCommands,
     WorkspaceWatch,
+    StoreWatch,
 ]
 
 

@@ -97,8 +97,10 @@ class LifecycleTransitions:
 
     def store_state(self) -> StoreState:
         """Say which store holds the sessions and whether it takes writes now."""
-        pending = self.session.log.pending if self.session is not None else 0
-        return StoreState(self.store.kind, self.store.label, self.store_fault is None, pending)
+        log = self.session.log if self.session is not None else None
+        pending = log.pending if log is not None else 0
+        online = self.store_fault is None and (log is None or log.online)
+        return StoreState(self.store.kind, self.store.label, online, pending)
 
     def message_history(self) -> list[Message]:
         """Return the message history the model is sent (pydantic-ai JSON form)."""

@@ -220,6 +220,15 @@ class EventLog:
         """Return 0: an appended event is in the file (or the append failed)."""
         return 0
 
+    @property
+    def online(self) -> bool:
+        """Return True: a file is always there to write to (or refuses, and says so)."""
+        return True
+
+    def retry(self) -> bool:
+        """Return True: nothing ever waits."""
+        return True
+
     def replay(self) -> list[Event]:
         """Return every readable event of the file (to rebuild a projection)."""
         return scan_log(self.path).events

@@ -10,7 +10,7 @@ nothing behind (as a local one leaves no file).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,30 +22,84 @@ from ..derive.history import HistoryBuilder
 from ..errors import SessionError, SessionNotFoundError
 from ..events import EVENT_ADAPTER, Persistence
 from ..log.reader import LogScan
-from ..paths import is_valid_session_id, project_dir_name
+from ..log.writer import LogError
+from ..paths import is_valid_session_id, project_dir_name, storage_root
 from ..redaction import Redactor
 from ..snapshot import FutureSchemaError, SessionState, migrate_snapshot
 from ..store.backend import StoreKind
 from ..store.listing import SessionInfo
 from ..store.session import Session, boundary_state, write_session_start
 from .checkpoints import PgCheckpointStore
-from .log import PgEventLog
+from .log import PgEventLog, replay_spool
 from .opening import open_from_rows
+from .spool import Spool, spool_dir, spooled_sessions
 from .store import PgStore
+from .writer import SessionWriter
 
 
 class PgSessionStore:
     """One project's sessions in a PostgreSQL store (the connected role's rows only)."""
 
-    def __init__(self, pg: PgStore, workspace_root: Path) -> None:
+    def __init__(self, pg: PgStore, workspace_root: Path, *, home: Path | None = None) -> None:
         self.pg = pg
         self.workspace_root = workspace_root.resolve()
         self.project = project_dir_name(self.workspace_root)
+        # Events the database could not take wait here (`pg/spool.py`).
+        self.spool_dir = spool_dir(home if home is not None else storage_root(), self.project)
 
     @classmethod
-    def open(cls, dsn: str, workspace_root: Path, **options: Any) -> PgSessionStore:
+    def open(
+        cls, dsn: str, workspace_root: Path, *, home: Path | None = None, **options: Any
+    ) -> PgSessionStore:
         """Connect (creating or migrating the schema) and return the project's store."""
-        return cls(PgStore.open(dsn, **options), workspace_root)
+        return cls(PgStore.open(dsn, **options), workspace_root, home=home)
+
+    def session_log(
+        self,
+        session_id: str,
+        writer: SessionWriter | None,
+        next_seq: int,
+        redactor: Redactor,
+        create_row: Callable[[], None] | None = None,
+    ) -> PgEventLog:
+        """Return the writing end of an open session, with its spool (`writer` None: read-only)."""
+        spool = Spool(self.spool_dir, session_id, redactor)
+
+        def reconnect() -> SessionWriter:
+            return self.pg.acquire_writer(session_id, redactor)
+
+        return PgEventLog(
+            self.pg,
+            session_id,
+            writer,
+            next_seq,
+            create_row=create_row,
+            redactor=redactor,
+            spool=spool,
+            reconnect=reconnect,
+        )
+
+    def replay_spools(self) -> list[str]:
+        """Send what a process that died while the database was away left in the spool.
+
+        Return the messages to show (one per session replayed, or kept because it could
+        not be: in use by another process, or written meanwhile).
+        """
+        said = []
+        for session_id in spooled_sessions(self.spool_dir):
+            try:
+                writer = self.pg.acquire_writer(session_id)
+            except SessionError as exc:
+                said.append(f"session {session_id}: its spooled events wait ({exc})")
+                continue
+            try:
+                sent = replay_spool(Spool(self.spool_dir, session_id, writer.redactor), writer)
+                said.append(f"session {session_id}: {sent} spooled events sent to the database")
+            except (SessionError, LogError) as exc:
+                said.append(f"session {session_id}: its spooled events could not be sent ({exc})")
+            finally:
+                writer.release()
+        return said
 
     @property
     def kind(self) -> StoreKind:
@@ -112,7 +166,7 @@ class PgSessionStore:
             parent_session_id=parent_session_id,
             fork_boundary=fork_boundary,
         )
-        log = PgEventLog(self.pg, session_id, writer, 0, create_row=create_row)
+        log = self.session_log(session_id, writer, 0, writer.redactor, create_row)
         session = Session(state, log, HistoryBuilder())
         log.describe = lambda: session.state
         try:
@@ -149,6 +203,9 @@ class PgSessionStore:
             raise self._missing(session_id)
         writer = None if read_only else self.pg.acquire_writer(session_id, redactor)
         try:
+            spool = Spool(self.spool_dir, session_id, writer.redactor if writer else Redactor())
+            if writer is not None and spool.exists:  # left by a process that died offline
+                replay_spool(spool, writer)
             row = self.pg.session(session_id)
             if row is None:  # deleted between the check and the lock
                 raise self._missing(session_id)

@@ -18,9 +18,12 @@ keeps an event whose fsync failed).
 
 from __future__ import annotations
 
+import functools
+import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -30,16 +33,34 @@ from ..log.writer import LogError
 from ..redaction import Redactor
 from ..snapshot import TITLE_CHARS, SessionState
 from ..store.backend import DURABLE_TYPES
-from .errors import PgStoreError
+from .errors import DatabaseUnreachableError, PgStoreError
+from .spool import Spool
 from .store import PgStore
 from .writer import SessionWriter
 
 # Events after which the session row's listing columns (title, turns, phase) are updated.
 _LISTED_TYPES = frozenset({"turn/start", "turn/end", "session/phase"})
+logger = logging.getLogger(__name__)
 CHUNK_BATCH = 64
 CHUNK_DELAY = 0.2  # seconds a streamed chunk may wait for the batch it goes out with
 _BATCHED_TYPES = frozenset({"assistant/chunk"})
 _FAILURES = (psycopg.Error, PgStoreError, SessionError)
+RETRY_FIRST, RETRY_MAX = 1.0, 30.0  # seconds between tries of a lost database
+REPLAY_BATCH = 500
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(method: F) -> F:
+    """Run `method` holding the log's lock: the store watch retries from another thread."""
+
+    @functools.wraps(method)
+    def run(self: PgEventLog, *args: Any, **kwargs: Any) -> Any:
+        with self._mutex:
+            return method(self, *args, **kwargs)
+
+    return run  # type: ignore[return-value]
 
 
 class PgEventLog:
@@ -54,6 +75,8 @@ class PgEventLog:
         *,
         create_row: Callable[[], None] | None = None,
         redactor: Redactor | None = None,
+        spool: Spool | None = None,
+        reconnect: Callable[[], SessionWriter] | None = None,
     ) -> None:
         self._store = store
         self.session_id = session_id
@@ -67,6 +90,14 @@ class PgEventLog:
         # The session's state, for the listing columns (set by the store once the session is).
         self.describe: Callable[[], SessionState] | None = None
         self._undurable = False  # committed without waiting for the flush since the last one
+        # While the database is away: events go to `_spool`; `_reconnect` takes a new writer.
+        self._spool = spool
+        self._reconnect = reconnect
+        self._spooled = 0
+        self._retry_at = 0.0
+        self._retry_delay = RETRY_FIRST
+        self.offline_reason: str | None = None  # why events are being spooled, if they are
+        self._mutex = threading.RLock()
 
     @property
     def offset(self) -> int:
@@ -74,9 +105,9 @@ class PgEventLog:
         return self.next_seq
 
     @property
-    def pending(self) -> int:
-        """Return how many appended events the database has not taken yet."""
-        return len(self._pending)
+    def online(self) -> bool:
+        """Return False while events go to the spool (the database cannot be reached)."""
+        return self.offline_reason is None
 
     def _live(self) -> SessionWriter:
         if self._writer is None or self.read_only:
@@ -87,6 +118,12 @@ class PgEventLog:
             )
         return self._writer
 
+    @property
+    def pending(self) -> int:
+        """Return how many appended events the database has not taken yet (spooled too)."""
+        return len(self._pending) + self._spooled
+
+    @_locked
     def append(
         self,
         type_: str,
@@ -97,7 +134,10 @@ class PgEventLog:
         sync: bool | None = None,
     ) -> Event:
         """Append one event: numbered, validated, queued; committed now, or batched if a chunk."""
-        self._live()
+        if self.offline_reason is None:
+            self._live()
+        elif self.read_only:
+            raise LogError(f"session {self.session_id} is open read-only")
         raw: dict[str, Any] = {
             "seq": self.next_seq,
             "ts": utcnow(),
@@ -125,6 +165,14 @@ class PgEventLog:
         return event
 
     def _flush(self, *, durable: bool) -> None:
+        if self.offline_reason is not None:
+            self._to_spool(durable=durable)
+            self.retry()
+            return
+        if self._writer is not None and self._writer.closed and self._spool is not None:
+            self._go_offline("the connection to the database was lost")
+            self._to_spool(durable=durable)
+            return
         writer = self._live()
         try:
             if self._create_row is not None:
@@ -141,9 +189,67 @@ class PgEventLog:
             elif durable and self._undurable:
                 writer.sync()
                 self._undurable = False
+        except DatabaseUnreachableError as exc:
+            if self._spool is None:
+                raise LogError(f"session {self.session_id} was not stored: {exc}") from None
+            self._go_offline(str(exc))
+            self._to_spool(durable=durable)
         except _FAILURES as exc:
             raise LogError(f"session {self.session_id} was not stored: {exc}") from None
 
+    # -- the spool ----------------------------------------------------------------------
+
+    def _go_offline(self, reason: str) -> None:
+        logger.warning("session %s: events go to the local spool: %s", self.session_id, reason)
+        self.offline_reason = reason
+        self._retry_delay = RETRY_FIRST
+        self._retry_at = time.monotonic() + self._retry_delay
+        if self._writer is not None:
+            self._writer.release()  # its connection is gone, and the lock with it
+            self._writer = None
+
+    def _to_spool(self, *, durable: bool) -> None:
+        assert self._spool is not None
+        if self._pending:
+            self._spool.write(self._pending, durable=durable)  # LogError if the disk refuses
+            self._spooled += len(self._pending)
+            self._pending = []
+
+    @_locked
+    def retry(self) -> bool:
+        """If spooling and it is time, reconnect and send the spool; True once online."""
+        if self.offline_reason is None:
+            return True
+        if self._reconnect is None or self._spool is None or time.monotonic() < self._retry_at:
+            return False
+        try:
+            writer = self._reconnect()
+        except (PgStoreError, SessionError) as exc:
+            self._retry_delay = min(self._retry_delay * 2, RETRY_MAX)
+            self._retry_at = time.monotonic() + self._retry_delay
+            self.offline_reason = str(exc)
+            return False
+        try:
+            replay_spool(self._spool, writer, self._create_row)
+        except (LogError, PgStoreError, SessionError, psycopg.Error) as exc:
+            writer.release()
+            self._retry_delay = min(self._retry_delay * 2, RETRY_MAX)
+            self._retry_at = time.monotonic() + self._retry_delay
+            self.offline_reason = f"the spool could not be sent: {exc}"
+            logger.warning("session %s: %s", self.session_id, self.offline_reason)
+            return False
+        self._create_row = None
+        self._writer = writer
+        self._spooled = 0
+        self._undurable = False
+        self.offline_reason = None
+        logger.info("session %s: back online; the spooled events are stored", self.session_id)
+        if self.describe is not None:
+            state = self.describe()
+            writer.set_listing(*_listing(state, [], self.redactor))
+        return True
+
+    @_locked
     def copy(self, events: Sequence[Event], lines: bytes | None = None) -> None:
         """Append already-written events verbatim (a fork's prefix); their seqs continue."""
         if not events:
@@ -155,31 +261,45 @@ class PgEventLog:
         except _FAILURES as exc:
             raise LogError(f"session {self.session_id} was not stored: {exc}") from None
 
+    @_locked
     def sync(self) -> None:
         """Commit what is queued and wait for the WAL flush."""
         self._flush(durable=True)
 
+    @_locked
     def replay(self) -> list[Event]:
-        """Return the session's events: those stored, then those still queued."""
+        """Return the session's events: those stored, then those spooled or still queued."""
         if self._pending and not self.read_only:
             try:
                 self._flush(durable=False)
             except LogError:
                 pass  # read what is stored, then what is queued
-        stored = self._store.read_events(self.session_id) if self._create_row is None else []
-        events = [EVENT_ADAPTER.validate_python(raw) for raw in stored]
-        queued = [EVENT_ADAPTER.validate_python(raw) for raw in self._pending]
-        return events + queued
+        stored: list[dict[str, Any]] = []
+        if self._create_row is None:
+            try:
+                stored = self._store.read_events(self.session_id)
+            except (PgStoreError, psycopg.Error):
+                stored = []  # the database is away: what it holds cannot be read now
+        spooled = self._spool.read() if self._spool is not None and self._spooled else []
+        raws = [*stored, *spooled, *self._pending]
+        return [EVENT_ADAPTER.validate_python(raw) for raw in raws]
 
+    @_locked
     def close(self) -> None:
-        """Commit durably, release the lock and close its connection (safe to call twice)."""
+        """Commit durably (or spool), release the lock and its connection (safe to call twice)."""
         writer = self._writer
         try:
-            if writer is not None and not writer.closed and (self._pending or self._undurable):
+            if self.offline_reason is not None:
+                self._to_spool(durable=True)
+                self.retry()
+                writer = self._writer  # back online: released below
+            elif writer is not None and not writer.closed and (self._pending or self._undurable):
                 self._flush(durable=True)
         finally:
             if writer is not None:
                 writer.release()
+            if self._spool is not None:
+                self._spool.close()
             self._writer = None
             self.read_only = True
 
@@ -199,3 +319,21 @@ def _listing(
             phase = data.get("phase")
     scrubbed = redactor.scrub({"title": title})["title"] if title is not None else None
     return scrubbed, turns, phase
+
+
+def replay_spool(
+    spool: Spool, writer: SessionWriter, create_row: Callable[[], None] | None = None
+) -> int:
+    """Append the spooled events to the database (in order, under `writer`'s lock); delete it.
+
+    Return how many were sent. The events must continue the session's log exactly: if
+    another process wrote the session meanwhile, `SessionError` says so and the spool stays.
+    """
+    raws = spool.read()
+    if create_row is not None:
+        create_row()
+    for start in range(0, len(raws), REPLAY_BATCH):
+        writer.copy(raws[start : start + REPLAY_BATCH])
+    writer.sync()
+    spool.remove()
+    return len(raws)

@@ -17,7 +17,6 @@ from ..events import EVENT_ADAPTER, Event
 from ..redaction import Redactor
 from ..snapshot import apply_event_to_state, state_from_events
 from ..store.session import Session
-from .log import PgEventLog
 from .records import SessionRow
 from .writer import SessionWriter
 
@@ -83,7 +82,7 @@ def open_from_rows(
         writer.release()
         writer = None
     scrubber = (redactor or Redactor()).with_mode(metadata)
-    log = PgEventLog(store.pg, session_id, writer, row.next_seq, redactor=scrubber)
+    log = store.session_log(session_id, writer, row.next_seq, scrubber)
     session = Session(state, log, builder, None, read_only_reason, warnings)
     log.describe = lambda: session.state
     if builder.open_turn is None:

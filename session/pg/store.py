@@ -83,6 +83,8 @@ class PgStore:
             kwargs={"autocommit": True, **connect_kwargs(self._dsn, "pool")},
             configure=configure,
             check=ConnectionPool.check_connection,
+            # A database that went away is said at once, not after psycopg's 30 s default.
+            timeout=CONNECT_TIMEOUT + 1,
             open=False,
             name="agent-assist",
         )

@@ -66,6 +66,15 @@ class SessionLog(Protocol):
         """Return how many appended events the store has not taken yet (0 locally)."""
         ...
 
+    @property
+    def online(self) -> bool:
+        """Return False while the store cannot be reached (events wait in a local spool)."""
+        ...
+
+    def retry(self) -> bool:
+        """Try to hand what waits to the store now (if it is time); True if nothing waits."""
+        ...
+
     def append(
         self,
         type_: str,

@@ -47,4 +47,4 @@ def open_store(
     options: dict[str, str] = {}
     if schema := schema or os.environ.get(SCHEMA_ENV, "").strip():
         options["schema"] = schema
-    return PgSessionStore.open(spec.strip(), workspace_root, **options)
+    return PgSessionStore.open(spec.strip(), workspace_root, home=home, **options)

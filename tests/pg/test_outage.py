@@ -1,0 +1,156 @@
+"""The real server on PostgreSQL when the database goes away: mid-session, and at start.
+
+Through `CuttableProxy` the database disappears for the server only: its turns still
+complete, the user is told once, status says how many events wait, the events reach the
+database in order when it is back, and a `kill -9` while spooling loses no completed turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from lsprotocol import types
+
+from lsp_server.fake_model import FakeOpenAI
+from session.pg.backend import PgSessionStore
+from session.store.choose import SCHEMA_ENV, STORE_ENV
+from tests.e2e.harness import Editor
+from tests.pg.proxy import CuttableProxy
+
+
+@pytest.fixture
+def proxy(pg_dsn: str) -> Iterator[CuttableProxy]:
+    through = CuttableProxy(pg_dsn)
+    yield through
+    through.close()
+
+
+def editor_on(
+    workspace: Path, home: Path, fake: FakeOpenAI, dsn: str, schema: str, **kwargs: Any
+) -> Editor:
+    model = {"name": "test-model", "baseUrl": fake.base_url, "apiKey": "sk-test-0123456789abcdef"}
+    return Editor(
+        workspace,
+        home,
+        options={"instanceId": "w", "model": model},
+        env={STORE_ENV: dsn, SCHEMA_ENV: schema},
+        **kwargs,
+    )
+
+
+def messages(editor: Editor, kind: types.MessageType | None = None) -> list[str]:
+    return [
+        m.message
+        for m in editor.client.messages
+        if isinstance(m, types.ShowMessageParams) and (kind is None or m.type == kind)
+    ]
+
+
+async def until(condition: Any, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.1)
+
+
+def password_of(dsn: str) -> str:
+    password = urlsplit(dsn).password
+    assert password
+    return password
+
+
+def turn_inputs(dsn: str, schema: str, workspace: Path, session_id: str) -> list[str]:
+    store = PgSessionStore.open(dsn, workspace, schema=schema)
+    try:
+        events = store.read_events(session_id).events
+    finally:
+        store.close()
+    assert [e.seq for e in events] == list(range(len(events)))  # dense, in order
+    return [e.data.input for e in events if e.type == "turn/start"]  # type: ignore[union-attr]
+
+
+async def test_a_turn_completes_while_the_database_is_away_and_its_events_follow(
+    proxy: CuttableProxy, pg_dsn: str, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    fake.add("first answer", "second answer", "third answer")
+    editor = editor_on(workspace, home, fake, proxy.dsn, schema)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    await editor.request("agentAssist/chat", {"text": "before"})
+    proxy.cut()
+    reply = await editor.request("agentAssist/chat", {"text": "during the outage"})
+    assert reply["text"] == "second answer"  # the model was there: the turn completed
+    status = await editor.request("agentAssist/status")
+    assert status["store"]["kind"] == "postgresql" and not status["store"]["online"]
+    assert status["store"]["pending"] > 0
+    assert status["store"]["location"].startswith("postgresql://agent_assist_test@127.0.0.1")
+    assert password_of(pg_dsn) not in str(status)
+    await until(lambda: any("cannot be reached" in m for m in messages(editor)))
+    await editor.request("agentAssist/chat", {"text": "still away"})
+    proxy.restore()
+    await until(lambda: any("spooled events are stored" in m for m in messages(editor)))
+    status = await editor.request("agentAssist/status")
+    assert status["store"]["online"] and status["store"]["pending"] == 0, (status["store"], messages(editor))
+    warnings = [m for m in messages(editor) if "cannot be reached" in m]
+    assert len(warnings) == 1  # told once
+    await editor.stop()
+    assert turn_inputs(pg_dsn, schema, workspace, session_id) == [
+        "before",
+        "during the outage",
+        "still away",
+    ]
+
+
+async def test_kill_9_while_spooling_then_a_restart_sends_the_spool(
+    proxy: CuttableProxy, pg_dsn: str, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    fake.add("one", "two", "three")
+    editor = editor_on(workspace, home, fake, proxy.dsn, schema)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    await editor.request("agentAssist/chat", {"text": "stored"})
+    proxy.cut()
+    await editor.request("agentAssist/chat", {"text": "spooled"})
+    await editor.kill()
+    assert list((home / "spool").rglob("*.events.jsonl"))  # kept on disk
+    proxy.restore()
+    again = editor_on(workspace, home, fake, pg_dsn, schema)
+    await again.start()
+    changed = await again.ready()
+    assert changed["sessionId"] == session_id and changed["reason"] == "resumed"
+    reply = await again.request("agentAssist/chat", {"text": "after the restart"})
+    assert reply["text"] == "three"
+    history = await again.request("agentAssist/history")
+    users = [item["text"] for item in history["items"] if item["role"] == "user"]
+    assert users == ["stored", "spooled", "after the restart"]
+    await again.stop()
+    assert turn_inputs(pg_dsn, schema, workspace, session_id) == users
+    assert not list((home / "spool").rglob("*.events.jsonl"))
+
+
+async def test_unreachable_at_start_is_named_then_used_once_it_answers(
+    proxy: CuttableProxy, pg_dsn: str, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    fake.add("hello")
+    proxy.cut()
+    editor = editor_on(workspace, home, fake, proxy.dsn, schema)
+    await editor.start()
+    await until(lambda: messages(editor, types.MessageType.Error))
+    error = messages(editor, types.MessageType.Error)[0]
+    assert f"127.0.0.1:{proxy.port}" in error and "store to local" in error
+    assert password_of(pg_dsn) not in error
+    with pytest.raises(Exception, match="cannot use its session store"):
+        await editor.request("agentAssist/chat", {"text": "too early"})
+    proxy.restore()
+    changed = await editor.wait_for("agentAssist/sessionChanged", timeout=60)
+    assert changed["reason"] == "new"
+    assert any("connected to" in m for m in messages(editor, types.MessageType.Info))
+    reply = await editor.request("agentAssist/chat", {"text": "now"})
+    assert reply["text"] == "hello"
+    await editor.stop()
