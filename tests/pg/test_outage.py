@@ -96,7 +96,10 @@ async def test_a_turn_completes_while_the_database_is_away_and_its_events_follow
     proxy.restore()
     await until(lambda: any("spooled events are stored" in m for m in messages(editor)))
     status = await editor.request("agentAssist/status")
-    assert status["store"]["online"] and status["store"]["pending"] == 0, (status["store"], messages(editor))
+    assert status["store"]["online"] and status["store"]["pending"] == 0, (
+        status["store"],
+        messages(editor),
+    )
     warnings = [m for m in messages(editor) if "cannot be reached" in m]
     assert len(warnings) == 1  # told once
     await editor.stop()
