@@ -29,6 +29,7 @@ class Lock(Protocol):
         """Let go of the lock."""
         ...
 
+
 # The history sent to the model and kept in a snapshot: the newest whole turns within this
 # many (estimated) tokens. Older turns stay in the log; compaction summarises them.
 DEFAULT_HISTORY_TOKENS = 64_000
