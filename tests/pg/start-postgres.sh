@@ -6,6 +6,8 @@
 # database, and prints the DSNs the tests read as shell `export` lines:
 #   AGENT_ASSIST_TEST_PG        role agent_assist_test: owns the test database and the tables
 #   AGENT_ASSIST_TEST_PG_OTHER  role agent_assist_test_other: a second user (row-level security)
+# and two group roles for the team read policy of docs/scaling.md: agent_assist_test_team
+# (both users are members) and agent_assist_test_solo (only the first).
 # By hand:  eval "$(tests/pg/start-postgres.sh)" && ./run-tests tests/pg
 # Messages go to stderr; it exits non-zero, saying why, when it cannot provide a server.
 set -euo pipefail
@@ -73,6 +75,12 @@ SELECT 'CREATE ROLE agent_assist_test_other' WHERE NOT EXISTS
   (SELECT FROM pg_roles WHERE rolname = 'agent_assist_test_other') \gexec
 ALTER ROLE agent_assist_test LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE PASSWORD :'main_pw';
 ALTER ROLE agent_assist_test_other LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE PASSWORD :'other_pw';
+SELECT 'CREATE ROLE agent_assist_test_team NOLOGIN' WHERE NOT EXISTS
+  (SELECT FROM pg_roles WHERE rolname = 'agent_assist_test_team') \gexec
+SELECT 'CREATE ROLE agent_assist_test_solo NOLOGIN' WHERE NOT EXISTS
+  (SELECT FROM pg_roles WHERE rolname = 'agent_assist_test_solo') \gexec
+GRANT agent_assist_test_team TO agent_assist_test, agent_assist_test_other;
+GRANT agent_assist_test_solo TO agent_assist_test;
 SELECT 'CREATE DATABASE agent_assist_test OWNER agent_assist_test' WHERE NOT EXISTS
   (SELECT FROM pg_database WHERE datname = 'agent_assist_test') \gexec
 SQL

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -17,6 +18,7 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+REPO = Path(__file__).resolve().parents[2]
 TABLES = ("sessions", "events", "pointers", "blobs", "checkpoints", "checkpoint_files")
 
 
@@ -119,3 +121,40 @@ def test_no_role_can_write_rows_as_another(
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute(f'UPDATE "{s}".blobs SET size = size')
     assert [row.session_id for row in store.list_sessions()] == [mine]
+
+
+def team_read_sql(schema: str, team: str) -> str:
+    """The team read policy exactly as docs/scaling.md gives it, for `schema` and `team`."""
+    doc = (REPO / "docs" / "scaling.md").read_text()
+    block = doc.split("<!-- team-read: begin -->")[1].split("<!-- team-read: end -->")[0]
+    sql = block.strip().removeprefix("```sql").removesuffix("```")
+    return sql.replace("agent_assist.%I", f'"{schema}".%I').replace("agent_assist_team", team)
+
+
+@pytest.mark.parametrize(
+    ("team", "shared"), [("agent_assist_test_team", True), ("agent_assist_test_solo", False)]
+)
+def test_the_documented_team_policy_lets_members_read_and_only_read(
+    store: PgStore, other_store: PgStore, pg_other_dsn: str, pg_dsn: str, team: str, shared: bool
+) -> None:
+    mine = fill(store, "owner's words")
+    with connect(pg_dsn) as conn:  # the schema's owner applies the policy
+        conn.execute(team_read_sql(store.schema, team))
+    s = store.schema
+    with connect(pg_other_dsn) as conn:
+        events = conn.execute(f'SELECT count(*) FROM "{s}".events WHERE session_id = %s', (mine,))
+        sessions = conn.execute(
+            f'SELECT count(*) FROM "{s}".sessions WHERE session_id = %s', (mine,)
+        )
+        expected = (2, 1) if shared else (0, 0)
+        assert (events.fetchone()[0], sessions.fetchone()[0]) == expected  # type: ignore[index]
+        # reading, never writing: the owner-only policy still guards every change
+        changed = conn.execute(
+            f'UPDATE "{s}".sessions SET title = %s WHERE session_id = %s', ("mine now", mine)
+        )
+        assert changed.rowcount == 0
+        gone = conn.execute(f'DELETE FROM "{s}".events WHERE session_id = %s', (mine,))
+        assert gone.rowcount == 0
+    # and agent-assist itself still lists only the role's own sessions
+    assert other_store.session(mine) is None
+    assert [event["seq"] for event in store.read_events(mine)] == [0, 1]
