@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import psycopg
 import pytest
 from lsprotocol import types
 
@@ -157,3 +158,81 @@ async def test_unreachable_at_start_is_named_then_used_once_it_answers(
     reply = await editor.request("agentAssist/chat", {"text": "now"})
     assert reply["text"] == "hello"
     await editor.stop()
+
+
+async def test_the_database_cut_mid_turn_keeps_every_event_in_order(
+    proxy: CuttableProxy, pg_dsn: str, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    answer = "streamed while the database went away and came back " * 4
+    fake.add("warm up", {"text": answer, "chunk": 6, "delay": 0.05})
+    editor = editor_on(workspace, home, fake, proxy.dsn, schema)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    await editor.request("agentAssist/chat", {"text": "first"})
+    _, reply = editor.start_request("agentAssist/chat", {"text": "long answer"})
+    await until(lambda: len(editor.notifications["agentAssist/chatDelta"]) >= 3)
+    proxy.cut()
+    await until(lambda: len(editor.notifications["agentAssist/chatDelta"]) >= 10)
+    proxy.restore()
+    assert (await reply)["text"] == answer
+    await until(lambda: any("spooled events are stored" in m for m in messages(editor)))
+    await editor.stop()
+    store = PgSessionStore.open(pg_dsn, workspace, schema=schema)
+    try:
+        events = store.read_events(session_id).events
+    finally:
+        store.close()
+    assert [e.seq for e in events] == list(range(len(events)))
+    chunks = [e.data.delta for e in events if e.type == "assistant/chunk" and e.turn == 2]  # type: ignore[union-attr]
+    assert "".join(chunks) == answer  # every streamed piece, in order
+    assert [e.type for e in events if e.turn == 2][-1] == "turn/end"
+
+
+async def test_two_servers_with_different_homes_share_one_database(
+    pg_dsn: str, schema: str, workspace: Path, tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    fake.add("from the first home", "from the second home")
+    first = editor_on(workspace, tmp_path / "home-a", fake, pg_dsn, schema)
+    await first.start()
+    session_id = (await first.ready())["sessionId"]
+    await first.request("agentAssist/chat", {"text": "written at home A"})
+    await first.stop()
+    second = editor_on(workspace, tmp_path / "home-b", fake, pg_dsn, schema)
+    await second.start()
+    changed = await second.ready()
+    assert (changed["sessionId"], changed["reason"]) == (session_id, "resumed")
+    await second.request("agentAssist/chat", {"text": "written at home B"})
+    status = await second.request("agentAssist/status")
+    assert status["turns"] == 2
+    history = await second.request("agentAssist/history")
+    assert [i["text"] for i in history["items"] if i["role"] == "user"] == [
+        "written at home A",
+        "written at home B",
+    ]
+    await second.stop()
+    assert not (tmp_path / "home-b" / "projects").exists()  # nothing in local files
+
+
+async def test_a_schema_newer_than_the_server_is_read_only_and_says_why(
+    pg_dsn: str, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    fake.add("recorded")
+    editor = editor_on(workspace, home, fake, pg_dsn, schema)
+    await editor.start()
+    await editor.ready()
+    await editor.request("agentAssist/chat", {"text": "before the upgrade elsewhere"})
+    await editor.stop()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            f'INSERT INTO "{schema}".schema_version (version, description) VALUES (99, %s)',
+            ("from a newer agent-assist",),
+        )
+    again = editor_on(workspace, home, fake, pg_dsn, schema)
+    await again.start()
+    await again.ready()
+    await until(lambda: any("newer than this agent-assist" in m for m in messages(again)))
+    status = await again.request("agentAssist/status")
+    assert status["readOnly"] and not status["store"]["online"]
+    sessions = await again.request("agentAssist/sessions")
+    assert sessions["total"] == 1  # still readable
+    await again.stop()
