@@ -637,6 +637,40 @@ def test_method_names_and_error_codes_are_the_generated_ones(formatting: dict[st
     assert formatting["errors"]["request_failed"] == proto.REQUEST_FAILED
 
 
+# -- configuration without a server: the store option ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def config_store(tmp_path_factory: pytest.TempPathFactory, nvim: str) -> dict[str, Any]:
+    with FakeOpenAI() as server:  # a project needs one; this spec starts no server
+        return make_project(tmp_path_factory.mktemp("nvim-config"), server, nvim).launch(
+            "config_spec"
+        )
+
+
+def test_config_store_is_sent_trimmed_when_set(config_store: dict[str, Any]) -> None:
+    conninfo = "postgresql://alice@db.example.com/agent_assist"
+    assert config_store["store_conninfo"]["init"]["store"] == conninfo
+    assert config_store["store_local"]["init"]["store"] == "local"
+    assert config_store["store_conninfo"]["init"]["persistence"] == "full"  # the rest unchanged
+    assert not config_store["store_conninfo"]["notes"]
+    assert not config_store["store_local"]["notes"]
+
+
+def test_config_store_unset_or_empty_is_left_to_the_server(config_store: dict[str, Any]) -> None:
+    for case in ("store_unset", "store_empty", "store_blank"):
+        assert "store" not in config_store[case]["init"], case
+        assert not config_store[case]["notes"], case
+
+
+def test_config_store_not_a_string_falls_back_with_a_warning(config_store: dict[str, Any]) -> None:
+    invalid = config_store["store_invalid"]
+    assert "store" not in invalid["init"]
+    [note] = invalid["notes"]
+    assert note["level"] == WARN
+    assert "store must be a string" in note["msg"] and "db.example.com" not in note["msg"]
+
+
 # -- scenario 3: model faults: retried attempts, replies cut short, the retry options ---------
 
 

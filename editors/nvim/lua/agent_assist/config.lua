@@ -26,6 +26,7 @@
 ---@field auto_resume "ask"|"always"|"never"
 ---@field model agent_assist.ModelConfig the API key is never set here: the server reads it from the environment
 ---@field persistence "full"|"metadata"
+---@field store? string                  "local" or a PostgreSQL connection string; empty: the server decides
 ---@field tracked_files? string[]        globs whose drift is watched; default the server's
 ---@field context_window? integer        tokens of the model's context window, 1000-10000000; server default 128000
 ---@field compact_at? number             fraction of the window at which older turns are compacted, 0.1-0.95; server default 0.6
@@ -44,6 +45,7 @@ M.defaults = {
   auto_resume = "ask",
   model = {},
   persistence = "full",
+  store = nil,
   tracked_files = nil,
   context_window = nil,
   compact_at = nil,
@@ -139,6 +141,12 @@ local CHECKS = {
   },
   auto_resume = { one_of("ask", "always", "never"), "ask|always|never" },
   persistence = { one_of("full", "metadata"), "full|metadata" },
+  store = {
+    function(v)
+      return type(v) == "string"
+    end,
+    'a string: "local" or a PostgreSQL connection string',
+  },
   tracked_files = { is_string_list, "a list of glob strings" },
   context_window = { number_in(1000, 10000000, true), "a whole number of tokens, 1000-10000000" },
   compact_at = { number_in(0.1, 0.95, false), "a fraction of the context window, 0.1-0.95" },
@@ -244,11 +252,13 @@ end
 ---@param root string
 ---@return agent_assist.InitializationOptions
 function M.init_options(root)
+  local store = vim.trim(options.store or "")
   ---@type agent_assist.InitializationOptions
   local init = {
     instanceId = M.instance_id(root),
     autoResume = options.auto_resume,
     persistence = options.persistence,
+    store = store ~= "" and store or nil, -- empty: the server's $AGENT_ASSIST_STORE, else local
     trackedFiles = options.tracked_files,
     contextWindow = options.context_window,
     compactAt = options.compact_at,

@@ -20,6 +20,8 @@ export interface Settings {
   compactAt: number | undefined;
   autoResume: AutoResume;
   persistence: Persistence;
+  /** `local`, a PostgreSQL connection string, or empty: the server decides (AGENT_ASSIST_STORE, else `local`). */
+  store: string;
   trackedFiles: string[];
 }
 
@@ -33,6 +35,7 @@ export const DEFAULT_SETTINGS: Settings = {
   compactAt: undefined,
   autoResume: "ask",
   persistence: "full",
+  store: "",
   trackedFiles: ["agent_spec.md", "templates/**"],
 };
 
@@ -78,6 +81,7 @@ export function readSettings(config: ConfigurationReader): Settings {
     compactAt: numberIn(config.get("compactAt"), 0.1, 0.95, false),
     autoResume: oneOf(config.get("autoResume"), AUTO_RESUME, DEFAULT_SETTINGS.autoResume),
     persistence: oneOf(config.get("persistence"), PERSISTENCE, DEFAULT_SETTINGS.persistence),
+    store: text(config.get("store")),
     trackedFiles: stringList(config.get("trackedFiles"), DEFAULT_SETTINGS.trackedFiles),
   };
 }
@@ -101,6 +105,7 @@ export function toInitializationOptions(
     persistence: settings.persistence,
     trackedFiles: settings.trackedFiles,
     driftMessages: false, // the drift notification is shown instead (drift.ts)
+    ...(settings.store ? { store: settings.store } : {}),
     ...(settings.contextWindow === undefined ? {} : { contextWindow: settings.contextWindow }),
     ...(settings.compactAt === undefined ? {} : { compactAt: settings.compactAt }),
     ...(Object.keys(model).length > 0 ? { model } : {}),

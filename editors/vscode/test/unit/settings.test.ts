@@ -33,6 +33,7 @@ describe("readSettings", () => {
         compactAt: 0.8,
         autoResume: "always",
         persistence: "metadata",
+        store: " postgresql://alice@db.example.com/agent_assist ",
         trackedFiles: ["spec/**", "", 3],
       }),
     );
@@ -46,6 +47,7 @@ describe("readSettings", () => {
       compactAt: 0.8,
       autoResume: "always",
       persistence: "metadata",
+      store: "postgresql://alice@db.example.com/agent_assist",
       trackedFiles: ["spec/**"],
     });
   });
@@ -55,6 +57,7 @@ describe("readSettings", () => {
     expect(settings.autoResume).toBe("ask");
     expect(settings.persistence).toBe("full");
     expect(settings.trackedFiles).toEqual(DEFAULT_SETTINGS.trackedFiles);
+    expect(readSettings(reader({ store: 5432 })).store).toBe("");
   });
 
   it("leaves out-of-range or non-numeric model and window settings to the server", () => {
@@ -90,6 +93,10 @@ describe("package.json contributes.configuration", () => {
     expect(properties["agentAssist.model.streamTimeout"]).toMatchObject({ default: null, minimum: 1, maximum: 3600 });
     expect(properties["agentAssist.contextWindow"]).toMatchObject({ default: null, minimum: 1000, maximum: 10_000_000 });
     expect(properties["agentAssist.compactAt"]).toMatchObject({ default: null, minimum: 0.1, maximum: 0.95 });
+  });
+
+  it("declares the store as a string, empty (the server decides) by default", () => {
+    expect(properties["agentAssist.store"]).toMatchObject({ type: "string", default: "" });
   });
 
   it("gives null (unset) for the declared defaults", () => {
@@ -138,6 +145,15 @@ describe("toInitializationOptions", () => {
     const unset = toInitializationOptions(DEFAULT_SETTINGS, "i", undefined);
     expect(unset).not.toHaveProperty("contextWindow");
     expect(unset).not.toHaveProperty("compactAt");
+  });
+
+  it("sends the store only when it is set", () => {
+    const conninfo = "postgresql://alice@db.example.com/agent_assist";
+    expect(toInitializationOptions({ ...DEFAULT_SETTINGS, store: conninfo }, "i", undefined).store).toBe(conninfo);
+    expect(toInitializationOptions({ ...DEFAULT_SETTINGS, store: "local" }, "i", undefined).store).toBe("local");
+    expect(toInitializationOptions(DEFAULT_SETTINGS, "i", undefined)).not.toHaveProperty("store");
+    const blank = readSettings(reader({ store: "   " }));
+    expect(toInitializationOptions(blank, "i", undefined)).not.toHaveProperty("store");
   });
 });
 
