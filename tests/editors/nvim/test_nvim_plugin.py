@@ -663,6 +663,16 @@ def test_config_store_unset_or_empty_is_left_to_the_server(config_store: dict[st
         assert not config_store[case]["notes"], case
 
 
+def test_checkhealth_shows_a_connection_string_without_its_password(
+    config_store: dict[str, Any],
+) -> None:
+    assert config_store["hidden"] == [
+        "postgresql://alice:***@db.example.com:5432/agent_assist",
+        "host=db.example.com password=*** dbname=agent_assist",
+        "postgresql://alice@db.example.com/agent_assist",
+    ]
+
+
 def test_config_store_not_a_string_falls_back_with_a_warning(config_store: dict[str, Any]) -> None:
     invalid = config_store["store_invalid"]
     assert "store" not in invalid["init"]

@@ -2,6 +2,14 @@
 
 local M = {}
 
+--- A connection string with its password (URI `user:password@` or `password=…`) hidden.
+---@param dsn string
+---@return string
+function M.without_password(dsn)
+  local hidden = dsn:gsub("(//[^:/@]*):[^@/]*@", "%1:***@"):gsub("(password%s*=%s*)%S+", "%1***")
+  return hidden
+end
+
 --- The storage directory the server uses (session/paths.py `storage_root`).
 ---@return string
 function M.storage_dir()
@@ -159,6 +167,15 @@ function M.check()
   )
 
   health.start("Storage")
+  local store = vim.trim(opts.store or vim.env.AGENT_ASSIST_STORE or "")
+  if store ~= "" and store ~= "local" then
+    health.info(
+      ("sessions are kept in PostgreSQL: %s; the storage directory holds only the offline spool"):format(
+        M.without_password(store)
+      ),
+      { "run `agent-assist doctor --store <connection string>` to check the database" }
+    )
+  end
   local dir = M.storage_dir()
   local existing = existing_ancestor(dir)
   if existing and vim.fn.filewritable(existing) == 2 then

@@ -1,4 +1,5 @@
--- No server: the `store` option as initializationOptions.store (set, empty, invalid).
+-- No server: the `store` option as initializationOptions.store (set, empty, invalid), and
+-- how :checkhealth shows a connection string (never its password).
 local H = dofile(vim.env.AGENT_ASSIST_TEST_HELPERS)
 local config = require("agent_assist.config")
 
@@ -15,4 +16,10 @@ H.run(function(out)
   out.store_empty = init_with({ store = "" })
   out.store_blank = init_with({ store = "   " })
   out.store_invalid = init_with({ store = { host = "db.example.com" } })
+  local health = require("agent_assist.health")
+  out.hidden = {
+    health.without_password("postgresql://alice:s3cret@db.example.com:5432/agent_assist"),
+    health.without_password("host=db.example.com password=s3cret dbname=agent_assist"),
+    health.without_password("postgresql://alice@db.example.com/agent_assist"),
+  }
 end)
