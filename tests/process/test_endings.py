@@ -83,7 +83,8 @@ def assert_ended_cleanly(
         assert len(after - before) <= 1 and len(after) == len(before | after)
     if session_id is None:
         return
-    events = SessionManager(workspace, home=home).read_events(session_id).events
+    manager = SessionManager(workspace, home=home)
+    events = manager.read_events(session_id).events if manager.exists(session_id) else []
     if state in ("streaming", "stalled", "tool"):
         ends = [e for e in events if e.type == "turn/end"]
         assert ends and ends[-1].data.reason in ("aborted", "interrupted")
