@@ -158,9 +158,11 @@ $$"""
 # transaction and sees only the rows that match it. Being a policy's, that condition may
 # use the trigram index; the same `LIKE` in the query's own WHERE may not, under forced
 # row-level security, because `textlike` is not leakproof. Unset, it matches every row.
+# `owner` is collated "C", as `current_user` (a `name`) is: `owner = current_user` can then
+# use the indexes that start with it (with the default collation it cannot).
 _V2 = (
     """CREATE TABLE {s}.search_texts (
-        owner text NOT NULL DEFAULT current_user,
+        owner text COLLATE "C" NOT NULL DEFAULT current_user,
         session_id text NOT NULL,
         seq bigint NOT NULL CHECK (seq >= 0),
         part smallint NOT NULL CHECK (part IN (0, 1)),
@@ -176,7 +178,7 @@ _V2 = (
     "CREATE INDEX search_texts_by_time ON {s}.search_texts (owner, ts, session_id, seq, part)",
     _TRIGRAMS,
     """CREATE TABLE {s}.search_progress (
-        owner text NOT NULL DEFAULT current_user,
+        owner text COLLATE "C" NOT NULL DEFAULT current_user,
         session_id text NOT NULL,
         indexed_seq bigint NOT NULL DEFAULT -1,
         stream_text text,
