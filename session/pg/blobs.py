@@ -36,7 +36,7 @@ def put_blob(conn: Conn, schema: str, data: bytes) -> str:
 def get_blob(conn: Conn, schema: str, digest: str) -> bytes | None:
     """Return the blob's bytes (verified against its digest), or None."""
     row = conn.execute(
-        q(schema, "SELECT data FROM {s}.blobs WHERE owner = current_user AND digest = %s"),
+        q(schema, "SELECT data FROM {s}.blobs WHERE owner = {me} AND digest = %s"),
         (digest,),
     ).fetchone()
     if row is None:
@@ -90,7 +90,7 @@ def list_checkpoints(conn: Conn, schema: str, session_id: str) -> list[Checkpoin
         q(
             schema,
             "SELECT record FROM {s}.checkpoints"
-            " WHERE owner = current_user AND session_id = %s ORDER BY number",
+            " WHERE owner = {me} AND session_id = %s ORDER BY number",
         ),
         (session_id,),
     ).fetchall()
@@ -108,7 +108,7 @@ def collect_garbage(conn: Conn, schema: str, grace_seconds: float) -> list[str]:
     rows = conn.execute(
         q(
             schema,
-            "DELETE FROM {s}.blobs b WHERE owner = current_user"
+            "DELETE FROM {s}.blobs b WHERE owner = {me}"
             " AND created_at < now() - make_interval(secs => %s)"
             " AND NOT EXISTS (SELECT 1 FROM {s}.checkpoint_files f"
             " WHERE f.owner = b.owner AND f.digest = b.digest) RETURNING digest",

@@ -19,16 +19,16 @@ from ..redaction import Redactor
 from .query import Conn, jsonb, q
 
 _TAKE_SEQS = """UPDATE {s}.sessions SET next_seq = next_seq + %s, updated_at = now()
-    WHERE owner = current_user AND session_id = %s RETURNING next_seq - %s"""
+    WHERE owner = {me} AND session_id = %s RETURNING next_seq - %s"""
 _INSERT = """INSERT INTO {s}.events (session_id, seq, ts, type, turn, step, event)
     VALUES (%s, %s, %s, %s, %s, %s, %s)"""
 _TOUCH = """UPDATE {s}.sessions SET updated_at = updated_at
-    WHERE owner = current_user AND session_id = %s"""
+    WHERE owner = {me} AND session_id = %s"""
 _LAST_TURN_MARK = """SELECT type, turn FROM {s}.events
-    WHERE owner = current_user AND session_id = %s AND type IN ('turn/start', 'turn/end')
+    WHERE owner = {me} AND session_id = %s AND type IN ('turn/start', 'turn/end')
     ORDER BY seq DESC LIMIT 1"""
 _READ = """SELECT event FROM {s}.events
-    WHERE owner = current_user AND session_id = %s AND seq >= %s ORDER BY seq LIMIT %s"""
+    WHERE owner = {me} AND session_id = %s AND seq >= %s ORDER BY seq LIMIT %s"""
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from .writer import SessionWriter
 
 PAGE = 2000  # events read per query
 _TIMES = """UPDATE {s}.sessions SET created_at = %s, updated_at = %s
-    WHERE owner = current_user AND session_id = %s"""
+    WHERE owner = {me} AND session_id = %s"""
 
 
 def database_label(info: DsnInfo, schema: str) -> str:

@@ -25,10 +25,19 @@ def check_schema_name(name: str) -> str:
     return name
 
 
+# `current_user` is a `name`, collated "C"; the `owner` columns are `text` in the database's
+# default collation, and `owner = current_user` could use no index that starts with `owner`
+# (every key does): `{me}` compares in the column's collation.
+_ME = sql.SQL('(current_user::text COLLATE "default")')
+
+
 @lru_cache(maxsize=512)
 def q(schema: str, template: str) -> sql.Composed:
-    """Return `template` with `{s}` replaced by the quoted schema name (`{{`/`}}` are braces)."""
-    return sql.SQL(template).format(s=sql.Identifier(check_schema_name(schema)))
+    """Return `template` with `{s}` the quoted schema name and `{me}` the connected role.
+
+    (`{{`/`}}` are braces.)
+    """
+    return sql.SQL(template).format(s=sql.Identifier(check_schema_name(schema)), me=_ME)
 
 
 def advisory_key(*parts: str) -> int:

@@ -29,7 +29,7 @@ _COLUMNS = (
 _CREATE = f"""INSERT INTO {{s}}.sessions (session_id, project, workspace_root, instance_id,
     parent_session_id, fork_boundary, persistence) VALUES (%s, %s, %s, %s, %s, %s, %s)
     ON CONFLICT DO NOTHING RETURNING {_COLUMNS}"""  # noqa: S608
-_SELECT = f"SELECT {_COLUMNS} FROM {{s}}.sessions WHERE owner = current_user"  # noqa: S608
+_SELECT = f"SELECT {_COLUMNS} FROM {{s}}.sessions WHERE owner = {{me}}"  # noqa: S608
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def list_sessions(conn: Conn, schema: str, project: str | None = None) -> list[S
 def delete_session(conn: Conn, schema: str, session_id: str) -> bool:
     """Delete a session with its events, pointers and checkpoints (not its blobs)."""
     cur = conn.execute(
-        q(schema, "DELETE FROM {s}.sessions WHERE owner = current_user AND session_id = %s"),
+        q(schema, "DELETE FROM {s}.sessions WHERE owner = {me} AND session_id = %s"),
         (session_id,),
     )
     return cur.rowcount > 0
@@ -132,7 +132,7 @@ def put_snapshot(conn: Conn, schema: str, state: SessionState, redactor: Redacto
             schema,
             "UPDATE {s}.sessions SET snapshot = %s, snapshot_seq = %s, title = %s, turns = %s,"
             " phase = %s, updated_at = greatest(updated_at, %s)"
-            " WHERE owner = current_user AND session_id = %s",
+            " WHERE owner = {me} AND session_id = %s",
         ),
         (
             jsonb(payload),
@@ -153,7 +153,7 @@ def get_snapshot(conn: Conn, schema: str, session_id: str) -> dict[str, Any] | N
     row = conn.execute(
         q(
             schema,
-            "SELECT snapshot FROM {s}.sessions WHERE owner = current_user AND session_id = %s",
+            "SELECT snapshot FROM {s}.sessions WHERE owner = {me} AND session_id = %s",
         ),
         (session_id,),
     ).fetchone()
@@ -184,7 +184,7 @@ def get_pointer(conn: Conn, schema: str, project: str, instance_id: str) -> str 
         q(
             schema,
             "SELECT session_id FROM {s}.pointers"
-            " WHERE owner = current_user AND project = %s AND instance_id = %s",
+            " WHERE owner = {me} AND project = %s AND instance_id = %s",
         ),
         (text_value(project), instance_id),
     ).fetchone()
@@ -196,8 +196,7 @@ def delete_pointer(conn: Conn, schema: str, project: str, instance_id: str) -> N
     conn.execute(
         q(
             schema,
-            "DELETE FROM {s}.pointers"
-            " WHERE owner = current_user AND project = %s AND instance_id = %s",
+            "DELETE FROM {s}.pointers WHERE owner = {me} AND project = %s AND instance_id = %s",
         ),
         (text_value(project), instance_id),
     )
@@ -211,7 +210,7 @@ def set_listing(
         q(
             schema,
             "UPDATE {s}.sessions SET title = %s, turns = %s, phase = %s"
-            " WHERE owner = current_user AND session_id = %s",
+            " WHERE owner = {me} AND session_id = %s",
         ),
         (text_value(title) if title is not None else None, turns, phase, session_id),
     )
