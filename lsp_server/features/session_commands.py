@@ -7,8 +7,9 @@ import asyncio
 from lsprotocol import types
 
 from session.derive.transcript import transcript
-from session.errors import SessionLockedError, SessionNotFoundError
+from session.errors import SessionError, SessionLockedError, SessionNotFoundError
 from session.search import SearchError
+from session.store.backend import TextSearch
 
 from .. import protocol as proto
 from ..server import AgentAssistServer, RequestFailedError
@@ -156,9 +157,18 @@ class SessionCommands(Feature):
     async def search(self, params: proto.SearchParams) -> proto.SearchResult:
         """Find every event containing the query (literal text)."""
         ls = self.server
-        manager = ls.session.manager
-        if params.session_id is not None and not manager.exists(params.session_id):
+        store = ls.session.store
+        if params.session_id is not None and not store.exists(params.session_id):
             raise RequestFailedError(f"no session {params.session_id} in this project")
+        if isinstance(store, TextSearch):  # the database searches what it holds
+            try:
+                found = await asyncio.to_thread(
+                    store.search, params.query, params.session_id, params.limit
+                )
+            except SessionError as exc:
+                raise RequestFailedError(f"search is unavailable: {exc}") from None
+            return proto.SearchResult(results=[proto.SearchHit.model_validate(h) for h in found])
+        manager = ls.session.manager
         try:
             index = ls.search_index
             if index.migrating:  # an older index answers while the new one is built

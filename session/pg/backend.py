@@ -25,6 +25,7 @@ from ..log.reader import LogScan
 from ..log.writer import LogError
 from ..paths import is_valid_session_id, project_dir_name, storage_root
 from ..redaction import Redactor
+from ..search.query import SearchHit
 from ..snapshot import FutureSchemaError, SessionState, migrate_snapshot
 from ..store.backend import StoreKind
 from ..store.listing import SessionInfo
@@ -319,6 +320,10 @@ class PgSessionStore:
         if is_valid_session_id(session_id) and self.pg.delete_session(session_id):
             return [session_id]
         return []
+
+    def search(self, query: str, session_id: str | None = None, limit: int = 50) -> list[SearchHit]:
+        """Find this project's events whose text contains `query` (`pg/search.py`)."""
+        return self.pg.search(self.project, query, session_id, limit)
 
     # -- checkpoints and blobs -------------------------------------------------------
 

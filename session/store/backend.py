@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ..events import Event, Persistence
 from ..log.writer import SYNC_TYPES
@@ -41,6 +41,7 @@ from ..redaction import Redactor
 if TYPE_CHECKING:
     from ..checkpoints import CheckpointRecord, CheckpointStore
     from ..log.reader import LogScan
+    from ..search.query import SearchHit
     from ..snapshot import SessionState
     from .listing import SessionInfo
     from .session import Session
@@ -108,6 +109,15 @@ class SessionLog(Protocol):
 
     def close(self) -> None:
         """Make everything durable and stop writing (safe to call twice)."""
+        ...
+
+
+@runtime_checkable
+class TextSearch(Protocol):
+    """A store that searches its own events (PostgreSQL; the local store has `SearchIndex`)."""
+
+    def search(self, query: str, session_id: str | None = None, limit: int = 50) -> list[SearchHit]:
+        """Return the events whose text contains `query` (literally), best first."""
         ...
 
 

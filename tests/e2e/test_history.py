@@ -271,6 +271,7 @@ def write_word_index(home: Path, workspace: Path, session_id: str, text: str) ->
     conn.close()
 
 
+@pytest.mark.local_store  # the local index file and its migration
 @pytest.mark.parametrize("client_name", ["vscode"])
 async def test_an_old_index_answers_while_the_new_one_is_built_with_progress(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path
