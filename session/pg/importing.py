@@ -31,6 +31,7 @@ from .connection import open_connection, reporting
 from .dsn import DsnInfo, parse_dsn
 from .query import q
 from .schema import read_version
+from .search import catch_up
 from .store import PgStore
 from .writer import SessionWriter
 
@@ -133,6 +134,8 @@ class PgSessionImport:
                 q(self.pg.schema, _TIMES),
                 (min(state.created_at, _time(events[0])), _time(events[-1]), self.session_id),
             )
+        # Indexed now, not by the first search after a large import (a minute at 1M events).
+        catch_up(self.pg, self.session_id)
 
 
 def _time(raw: Raw) -> datetime:
