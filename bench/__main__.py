@@ -1,4 +1,8 @@
-"""`python -m bench [--smoke|--long] [--only NAME] [--write-readme] [--plot PNG]`: run benchmarks.
+"""`python -m bench [--smoke|--long] [--only NAME] [--dsn DSN] [--write-readme] [--plot PNG]`.
+
+Runs the benchmarks. Those on PostgreSQL (`DATABASE_BENCHMARKS`) run only when named with
+`--only` (CI's smoke run may have no database); they use `--dsn`, else
+`$AGENT_ASSIST_TEST_PG`, and without either they say so and skip.
 
 `--write-readme` rewrites the results below the marker of bench/README.md and draws the
 cost-vs-size plot into bench/results.png. In smoke mode the plot is drawn into a temporary
@@ -8,6 +12,7 @@ directory (then removed) unless `--plot` says where, so CI runs the plotting cod
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import platform
@@ -18,6 +23,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 from . import append, compaction, drift, resume, search, server, sessions
 from .common import Mode, Result, fmt_s
@@ -32,6 +38,8 @@ BENCHMARKS: dict[str, Callable[[Mode], Result]] = {
     "search": search.run,
     "sessions": sessions.run,
 }
+# name -> module with `run(mode, dsn)`, imported only when named (they need psycopg and a server)
+DATABASE_BENCHMARKS = {"pg_store": "bench.pg_store", "pg_search": "bench.pg_search"}
 README = Path(__file__).with_name("README.md")
 PLOT = README.with_name("results.png")
 PLOT_ALT = "Cost vs size, log-log: resume, drift and search, ours and the baselines"
@@ -109,7 +117,13 @@ def main(argv: list[str] | None = None) -> int:
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--smoke", action="store_true", help="tiny sizes, a few seconds (CI)")
     size.add_argument("--long", action="store_true", help="bigger sizes (minutes)")
-    parser.add_argument("--only", choices=sorted(BENCHMARKS), action="append", help="repeatable")
+    parser.add_argument(
+        "--only",
+        choices=sorted([*BENCHMARKS, *DATABASE_BENCHMARKS]),
+        action="append",
+        help="repeatable; the only way to run the PostgreSQL ones",
+    )
+    parser.add_argument("--dsn", help="PostgreSQL server for pg_* (default: $AGENT_ASSIST_TEST_PG)")
     parser.add_argument(
         "--write-readme", action="store_true", help=f"rewrite README results and {PLOT.name}"
     )
@@ -124,7 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only or list(BENCHMARKS):
         print(f"running {name} ({mode})...", file=sys.stderr, flush=True)
         start = time.perf_counter()
-        result = BENCHMARKS[name](mode)
+        if name in DATABASE_BENCHMARKS:
+            module = importlib.import_module(DATABASE_BENCHMARKS[name])
+            result = cast(Result, module.run(mode, args.dsn))
+        else:
+            result = BENCHMARKS[name](mode)
         result.seconds = time.perf_counter() - start
         results.append(result)
     elapsed = time.perf_counter() - started

@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from .deletion import cmd_prune, cmd_rm
-from .doctor import cmd_doctor
+from .doctor import add_store_options, cmd_doctor
 from .migrate import register_migrate
 from .running import run_command
 from .search import cmd_reindex, cmd_search
@@ -79,11 +79,14 @@ def register(subparsers: Any) -> None:
         "doctor",
         help="check the store, the logs, the index and the model",
         description="Check the storage root, every project's logs, snapshots and pointers, "
-        "the search index and the model configuration. Exit 1 if a problem is found.",
+        "the search index and the model configuration; with a PostgreSQL store (--store, else "
+        "AGENT_ASSIST_STORE) the database instead of the local files: reachable, latency, "
+        "schema version, row-level security. Exit 1 if a problem is found.",
     )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.add_argument("--offline", action="store_true", help="skip the model round trip")
     doctor.add_argument(
         "--timeout", type=float, default=10.0, help="seconds for the model round trip"
     )
+    add_store_options(doctor)
     doctor.set_defaults(func=lambda a: run_command(a, cmd_doctor))

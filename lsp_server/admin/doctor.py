@@ -1,6 +1,9 @@
 """`agent-assist doctor`: the store, every project's logs, pointers and index, the model.
 
-The model is asked a tiny question unless `--offline`; exit 1 if a problem is found.
+With a PostgreSQL store (`--store DSN`, else `AGENT_ASSIST_STORE`) the database is checked
+instead of the local files, only read: reachable, version, schema, row-level security,
+latency, this project's sessions. The model is asked a tiny question unless `--offline`;
+exit 1 if a problem is found.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .doctor_database import check_database
 from .output import plain_console, write_json
 from .running import OK, PROBLEM
 from .search import search_index
@@ -41,6 +45,8 @@ class DoctorReport:
     root: dict[str, Any] = field(default_factory=dict)
     projects: list[dict[str, Any]] = field(default_factory=list)
     model: dict[str, Any] = field(default_factory=dict)
+    store: dict[str, Any] = field(default_factory=lambda: {"kind": "local"})
+    database: dict[str, Any] | None = None
 
     def add(self, level: Level, area: str, message: str) -> None:
         """Record a finding."""
@@ -58,6 +64,8 @@ class DoctorReport:
             "root": self.root,
             "projects": self.projects,
             "model": self.model,
+            "store": self.store,
+            **({"database": self.database} if self.database is not None else {}),
             "findings": [f.__dict__ for f in self.findings],
             "problems": [f"{f.area}: {f.message}" for f in self.problems],
             "warnings": [f"{f.area}: {f.message}" for f in self.findings if f.level == "warning"],
@@ -266,14 +274,35 @@ def check_model(report: DoctorReport, round_trip: bool, timeout: float) -> None:
     report.add("ok", "model", f"round trip answered in {elapsed:.1f} s")
 
 
+def add_store_options(doctor: argparse.ArgumentParser) -> None:
+    """Add doctor's `--store DSN` (else `AGENT_ASSIST_STORE`) and the project it counts."""
+    doctor.add_argument(
+        "--store",
+        metavar="DSN",
+        help="local, or the PostgreSQL connection string to check (default: $AGENT_ASSIST_STORE)",
+    )
+    doctor.add_argument(
+        "--workspace", metavar="DIR", help="the project whose sessions are counted (default: .)"
+    )
+    doctor.add_argument("--schema", help=argparse.SUPPRESS)  # default $AGENT_ASSIST_STORE_SCHEMA
+
+
 def run_doctor(args: argparse.Namespace) -> DoctorReport:
     """Run every check."""
     from session.catalog import list_projects
     from session.paths import storage_root
+    from session.store.choose import SCHEMA_ENV, STORE_ENV, store_kind
 
     report = DoctorReport()
     home = storage_root()
-    if check_root(report, home):
+    spec = getattr(args, "store", None) or os.environ.get(STORE_ENV)
+    if store_kind(spec) == "postgresql":
+        assert spec is not None
+        schema = getattr(args, "schema", None) or os.environ.get(SCHEMA_ENV, "").strip()
+        workspace = Path(getattr(args, "workspace", None) or ".").resolve()
+        check_database(report, spec.strip(), schema or "agent_assist", workspace)
+        report.add("info", "storage", f"local files ({home}) not checked: the store is PostgreSQL")
+    elif check_root(report, home):
         projects = home / "projects"
         if projects.is_symlink():
             report.add("problem", "storage", f"{projects} is a symlink; the server refuses it")
