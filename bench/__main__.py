@@ -39,7 +39,11 @@ BENCHMARKS: dict[str, Callable[[Mode], Result]] = {
     "sessions": sessions.run,
 }
 # name -> module with `run(mode, dsn)`, imported only when named (they need psycopg and a server)
-DATABASE_BENCHMARKS = {"pg_store": "bench.pg_store", "pg_search": "bench.pg_search"}
+DATABASE_BENCHMARKS = {
+    "pg_store": "bench.pg_store",
+    "pg_search": "bench.pg_search",
+    "pg_spool": "bench.pg_spool",
+}
 README = Path(__file__).with_name("README.md")
 PLOT = README.with_name("results.png")
 PLOT_ALT = "Cost vs size, log-log: resume, drift and search, ours and the baselines"
