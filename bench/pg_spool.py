@@ -11,6 +11,7 @@ the original writing was.
 
 from __future__ import annotations
 
+import os
 import secrets
 import statistics
 import time
@@ -79,9 +80,10 @@ def _replay(store: Any, events: list[Any]) -> float:
     return elapsed
 
 
-def run(mode: Mode, dsn: str | None) -> Result:
+def run(mode: Mode, dsn: str | None = None) -> Result:
     """Time spool replay against online appending, per size."""
     result = Result("pg_spool")
+    dsn = dsn or os.environ.get("AGENT_ASSIST_TEST_PG")
     if not dsn:
         result.details.append("skipped: no database (--dsn or AGENT_ASSIST_TEST_PG)")
         return result
