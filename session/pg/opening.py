@@ -16,7 +16,7 @@ from ..errors import SessionError
 from ..events import EVENT_ADAPTER, Event
 from ..redaction import Redactor
 from ..snapshot import apply_event_to_state, state_from_events
-from ..store.session import Session
+from ..store.session import Session, settle_opened
 from .records import SessionRow
 from .writer import SessionWriter
 
@@ -85,17 +85,7 @@ def open_from_rows(
     log = store.session_log(session_id, writer, row.next_seq, scrubber)
     session = Session(state, log, builder, None, read_only_reason, warnings)
     log.describe = lambda: session.state
-    if builder.open_turn is None:
-        session.mark_boundary()
-    else:
-        session.boundary_seq = state.last_seq
-        session.boundary_offset = row.next_seq
-    if builder.open_turn is not None and not session.read_only:
-        # The process that wrote this turn died: close it honestly.
-        session.append(
-            "turn/end", {"reason": "interrupted", "synthesized": True}, turn=builder.open_turn
-        )
-        warnings.append(f"turn {state.turns} was interrupted and is marked as such")
+    settle_opened(session, row.next_seq)
     return session
 
 

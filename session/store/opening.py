@@ -18,7 +18,7 @@ from ..log.reader import LogScan, scan_log
 from ..log.writer import EventLog
 from ..redaction import Redactor
 from ..snapshot import SessionState, apply_event_to_state, state_from_events
-from .session import Session
+from .session import Session, settle_opened
 from .snapshots import snapshot_matches_log
 
 
@@ -100,17 +100,5 @@ def open_from_files(
         log.next_seq = state.last_seq + 1
     log.offset = scan.end_offset if scan.events else log.offset
     session = Session(state, log, builder, lock, read_only_reason, warnings)
-    if builder.open_turn is None:
-        session.mark_boundary()
-    else:
-        session.boundary_offset = state.log_offset
-        session.boundary_seq = state.last_seq
-    if builder.open_turn is not None and not session.read_only:
-        # The process that wrote this turn died: close it honestly.
-        session.append(
-            "turn/end",
-            {"reason": "interrupted", "synthesized": True},
-            turn=builder.open_turn,
-        )
-        warnings.append(f"turn {state.turns} was interrupted and is marked as such")
+    settle_opened(session, state.log_offset)
     return session

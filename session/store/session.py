@@ -158,3 +158,21 @@ def boundary_state(session: Session) -> SessionState:
         else tail_of(session.boundary_items, session.history_tokens)
     )
     return state
+
+
+def settle_opened(session: Session, boundary_offset: int) -> None:
+    """Finish opening a session: mark its last turn boundary; close a turn left open.
+
+    `boundary_offset` is where the stored snapshot ends (used while a turn is open). A turn
+    open at the end of the log was being written by a process that died: it is closed
+    honestly, with a synthesized `turn/end {interrupted}`, unless the session is read-only.
+    """
+    open_turn = session.history.open_turn
+    if open_turn is None:
+        session.mark_boundary()
+        return
+    session.boundary_offset = boundary_offset
+    session.boundary_seq = session.state.last_seq
+    if not session.read_only:
+        session.append("turn/end", {"reason": "interrupted", "synthesized": True}, turn=open_turn)
+        session.warnings.append(f"turn {session.state.turns} was interrupted and is marked as such")
