@@ -1,9 +1,9 @@
 """The PostgreSQL store's health as the user sees it: spooled events sent, outages told once.
 
 While the database cannot be reached, a session's events go to a local spool (see
-`session/pg/spool.py`); this checks every second, between turns, whether the database is
-back (the log itself tries again as events arrive, with a growing delay), and says so once
-when it goes and once when it is back. At start, spools left by a process that died
+`session/pg/spool.py`); this checks every second, between turns and in a thread, whether the
+database is back (the log spaces its tries, 1 s doubling to 30 s), and says so once when it
+goes and once when it is back. At start, spools left by a process that died
 offline are replayed first.
 """
 

@@ -90,7 +90,8 @@ class PgEventLog:
         # The session's state, for the listing columns (set by the store once the session is).
         self.describe: Callable[[], SessionState] | None = None
         self._undurable = False  # committed without waiting for the flush since the last one
-        # While the database is away: events go to `_spool`; `_reconnect` takes a new writer.
+        # While the database is away: events go to `_spool`; `retry` (the server's store watch calls
+# it between turns, in a thread; `close` once) takes a new writer with `_reconnect`.
         self._spool = spool
         self._reconnect = reconnect
         self._spooled = 0
@@ -166,8 +167,9 @@ class PgEventLog:
 
     def _flush(self, *, durable: bool) -> None:
         if self.offline_reason is not None:
+            # No reconnecting here: an unreachable host can take the connect timeout (5 s)
+            # to say so, and this runs as a turn streams. `retry` is called between turns.
             self._to_spool(durable=durable)
-            self.retry()
             return
         if self._writer is not None and self._writer.closed and self._spool is not None:
             self._go_offline("the connection to the database was lost")
