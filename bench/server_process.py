@@ -133,6 +133,7 @@ class BenchClient:
         feature("agentAssist/chatDelta")(delta)
         feature("agentAssist/sessionChanged")(changed)
         for method in (
+            "agentAssist/turnStarted",
             "agentAssist/toolCall",
             "agentAssist/drift",
             types.WINDOW_LOG_MESSAGE,
