@@ -236,3 +236,25 @@ async def test_a_schema_newer_than_the_server_is_read_only_and_says_why(
     sessions = await again.request("agentAssist/sessions")
     assert sessions["total"] == 1  # still readable
     await again.stop()
+
+
+async def test_through_the_server_another_role_sees_nothing_of_a_roles_sessions(
+    pg_dsn: str, pg_other_dsn: str, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    fake.add("a private answer about kestrels")
+    mine = editor_on(workspace, home, fake, pg_dsn, schema)
+    await mine.start()
+    session_id = (await mine.ready())["sessionId"]
+    await mine.request("agentAssist/chat", {"text": "remember the kestrel plan"})
+    await mine.stop()
+    theirs = editor_on(workspace, home, fake, pg_other_dsn, schema)  # same project, same window
+    await theirs.start()
+    changed = await theirs.ready()
+    assert changed["reason"] == "new" and changed["sessionId"] != session_id  # nothing offered
+    assert not theirs.questions  # no "Resume previous session?"
+    listed = await theirs.request("agentAssist/sessions")
+    assert session_id not in [s["sessionId"] for s in listed["sessions"]]
+    assert (await theirs.request("agentAssist/search", {"query": "kestrel"}))["results"] == []
+    with pytest.raises(Exception, match=f"no session {session_id}"):
+        await theirs.request("agentAssist/open", {"sessionId": session_id})
+    await theirs.stop()
