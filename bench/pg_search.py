@@ -26,12 +26,12 @@ from pathlib import Path
 
 import orjson
 
-from session.paths import project_dir_name
 from session.pg import PgStore
 from session.pg.events import copy_events
 from session.pg.search import _TRIGRAM, catch_up, fold_query, search
 from session.search import SearchIndex
 from session.store.manager import SessionManager
+from session.workspace.identity import project_identity
 
 from .common import Mode, Result, Row, fmt_bytes, fmt_s, median, ratio_row, scratch_dir
 from .search import EVENTS_PER_SESSION, QUERIES, Corpus, LogWriter, percentile
@@ -95,7 +95,7 @@ def measure_size(dsn: str, mode: Mode, total: int, tmp: Path, result: Result) ->
     """Build both stores of `total` events, index, query; add rows and details."""
     label = f"{total:,} events"
     manager, corpus, ids, written = _write_logs(tmp, total)
-    project = project_dir_name(manager.workspace_root.resolve())
+    project = project_identity(manager.workspace_root).key
     index = SearchIndex.for_project(manager)
     start = time.perf_counter()
     stats = index.sync(manager)

@@ -154,12 +154,12 @@ def _row_level_security(conn: Conn, schema: str, found: dict[str, Any], say: Say
 def _sessions(
     conn: Conn, schema: str, role: str, workspace: Path, found: dict[str, Any], say: Say
 ) -> None:
-    from session.paths import project_dir_name
     from session.pg.query import q
+    from session.workspace.identity import project_identity
 
     if conn.execute("SELECT to_regclass(%s)", (f'"{schema}".sessions',)).fetchone() == (None,):
         return
-    project = project_dir_name(workspace)
+    project = project_identity(workspace).key
     row = conn.execute(q(schema, _SESSIONS), (project, project)).fetchone()
     assert row is not None
     here, own, every = row

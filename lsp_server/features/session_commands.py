@@ -138,6 +138,9 @@ class SessionCommands(Feature):
             context_window=ls.config.context_window,
             phase=session.state.phase,
             store=proto.StoreStatus.model_validate(lifecycle.store_state(), from_attributes=True),
+            project=proto.ProjectInfo.model_validate(
+                lifecycle.store.identity, from_attributes=True
+            ),
         )
 
     @request(proto.HISTORY)

@@ -11,6 +11,7 @@ from .types import (
     CheckpointInfo,
     Persistence,
     Phase,
+    ProjectInfo,
     SearchHit,
     SessionInfo,
     SessionOrigin,
@@ -256,6 +257,7 @@ class StatusResult(Wire):
     context_window: int = Field(description="The context window in use.")
     phase: Phase | None
     store: StoreStatus
+    project: ProjectInfo
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,18 @@ class SessionInfo(Wire):
     active: bool = Field(description="This instance's current session.")
 
 
+class ProjectInfo(Wire):
+    """Which project this is: its portable identity and how it was derived."""
+
+    key: str = Field(
+        description="`remote:<host>/<path>` (the origin remote), `commit:<sha>` (the root "
+        "commit) or `path:<absolute path>`; never a credential."
+    )
+    kind: Literal["remote", "root-commit", "path"]
+    how: str = Field(description="How the key was derived, for people.")
+    name: str
+
+
 class StoreStatus(Wire):
     """Where the sessions are kept, and whether that store takes writes now."""
 

@@ -23,13 +23,14 @@ from ..errors import SessionError, SessionNotFoundError
 from ..events import EVENT_ADAPTER, Persistence
 from ..log.reader import LogScan
 from ..log.writer import LogError
-from ..paths import is_valid_session_id, project_dir_name, storage_root
+from ..paths import is_valid_session_id, storage_root
 from ..redaction import Redactor
 from ..search.query import SearchHit
 from ..snapshot import FutureSchemaError, SessionState, migrate_snapshot
 from ..store.backend import StoreKind
 from ..store.listing import SessionInfo
 from ..store.session import Session, boundary_state, write_session_start
+from ..workspace.identity import project_identity
 from .checkpoints import PgCheckpointStore
 from .log import PgEventLog, replay_spool
 from .opening import open_from_rows
@@ -44,7 +45,9 @@ class PgSessionStore:
     def __init__(self, pg: PgStore, workspace_root: Path, *, home: Path | None = None) -> None:
         self.pg = pg
         self.workspace_root = workspace_root.resolve()
-        self.project = project_dir_name(self.workspace_root)
+        # The project's portable identity: a clone elsewhere, on another machine, is the same.
+        self.identity = project_identity(self.workspace_root)
+        self.project = self.identity.key
         # Events the database could not take wait here (`pg/spool.py`).
         self.spool_dir = spool_dir(home if home is not None else storage_root(), self.project)
 

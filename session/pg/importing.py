@@ -23,7 +23,6 @@ from typing import Any
 
 from ..checkpoints import CheckpointRecord
 from ..events import EVENT_ADAPTER, SessionStartEvent
-from ..paths import project_dir_name
 from ..snapshot import SessionState, state_from_events
 from ..transfer import Raw, TransferError
 from .backend import PgSessionStore
@@ -148,7 +147,7 @@ class PgTransferStore:
     def __init__(self, pg: PgStore, workspace_root: Path) -> None:
         self.pg = pg
         self.sessions = PgSessionStore(pg, workspace_root)
-        self.project = project_dir_name(workspace_root.resolve())
+        self.project = self.sessions.project
 
     @property
     def description(self) -> str:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..log.reader import LogScan
     from ..search.query import SearchHit
     from ..snapshot import SessionState
+    from ..workspace.identity import ProjectIdentity
     from .listing import SessionInfo
     from .session import Session
 
@@ -137,6 +138,11 @@ class SessionStore(Protocol):
     @property
     def workspace_root(self) -> Path:
         """Return the project root."""
+        ...
+
+    @property
+    def identity(self) -> ProjectIdentity:
+        """Return the project's portable identity (what names its sessions)."""
         ...
 
     def new_session_id(self) -> str:

@@ -1,5 +1,7 @@
 """ProjectLayout: where one project's files live under the store root, checked before use.
 
+The project's directory is found by its portable identity (`store/projects.py`).
+
 ```
 projects/<name>_<hash8>/sessions/    logs, snapshots, locks, pointers
 projects/<name>_<hash8>/checkpoints/ checkpoint records
@@ -19,8 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import SessionError, SessionNotFoundError
-from ..paths import is_valid_instance_id, is_valid_session_id, project_dir_name, storage_root
+from ..paths import is_valid_instance_id, is_valid_session_id, storage_root
 from ..storage import StorageError, ensure_private_dir
+from ..workspace.identity import project_identity
+from .projects import find_project_dir, mark
 
 # `sessions/active_<instanceId>.json`: the session an editor instance last used.
 POINTER_PREFIX, POINTER_SUFFIX = "active_", ".json"
@@ -34,15 +38,19 @@ class ProjectLayout:
     def __init__(self, workspace_root: Path, *, home: Path | None = None) -> None:
         self.workspace_root = workspace_root.resolve()
         self.home = home if home is not None else storage_root()
-        self.project_dir = self.home / "projects" / project_dir_name(self.workspace_root)
+        self.identity = project_identity(self.workspace_root)
+        self.project_dir = find_project_dir(
+            self.home / "projects", self.workspace_root, self.identity
+        )
         self.sessions_dir = self.project_dir / "sessions"
         self.checkpoints_dir = self.project_dir / "checkpoints"
         self.blobs_dir = self.project_dir / "blobs"
 
     def ensure_dirs(self) -> None:
-        """Create the project directories (0700), refusing symlinks."""
+        """Create the project directories (0700), refusing symlinks; record the identity."""
         for directory in (self.home, self.home / "projects", self.project_dir, self.sessions_dir):
             ensure_private_dir(directory)
+        mark(self.project_dir, self.identity)
 
     def check_store_dirs(self) -> None:
         """Raise StorageError if a store directory is a symlink: nothing is read through it."""

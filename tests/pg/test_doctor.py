@@ -17,10 +17,10 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from lsp_server.admin.doctor import DoctorReport, add_store_options, run_doctor
-from session.paths import project_dir_name
 from session.pg import PgStore
 from session.pg.migrations import MIGRATIONS
 from session.pg.schema import known_version
+from session.workspace.identity import project_identity
 from tests.cli.conftest import clean_env
 from tests.pg.conftest import connect, new_id
 from tests.pg.test_unreachable import closed_port
@@ -86,7 +86,7 @@ def schema_versions(dsn: str, schema: str) -> list[int]:
 def test_a_healthy_database(
     pg_dsn: str, schema: str, store: PgStore, workspace: Path, tmp_path: Path
 ) -> None:
-    project = project_dir_name(workspace)
+    project = project_identity(workspace).key
     for _ in range(2):
         store.create_session(new_id(), project)
     store.create_session(new_id(), "elsewhere_0123abcd")
@@ -124,7 +124,7 @@ def test_a_healthy_database(
 
 
 def test_another_role_sees_none_of_them(store: PgStore, pg_other_dsn: str, workspace: Path) -> None:
-    store.create_session(new_id(), project_dir_name(workspace))
+    store.create_session(new_id(), project_identity(workspace).key)
     report = doctor_here(
         "--store", pg_other_dsn, "--schema", store.schema, "--workspace", str(workspace)
     )

@@ -172,6 +172,12 @@ M.errors = {
 
 ---@alias agent_assist.Phase "design"|"code"|"deploy" The session's phase, set or cleared by the model's `set_phase` tool.
 
+---@class agent_assist.ProjectInfo Which project this is: its portable identity and how it was derived.
+---@field key string `remote:<host>/<path>` (the origin remote), `commit:<sha>` (the root commit) or `path:<absolute path>`; never a credential.
+---@field kind "remote"|"root-commit"|"path"
+---@field how string How the key was derived, for people.
+---@field name string
+
 ---@class agent_assist.ResetParams `agentAssist/reset`: without `deleteFiles` the server asks when there are files.
 ---@field deleteFiles? boolean
 
@@ -249,6 +255,7 @@ M.errors = {
 ---@field contextWindow integer The context window in use.
 ---@field phase agent_assist.Phase?
 ---@field store agent_assist.StoreStatus
+---@field project agent_assist.ProjectInfo
 
 ---@class agent_assist.StoreStatus Where the sessions are kept, and whether that store takes writes now.
 ---@field kind "local"|"postgresql"

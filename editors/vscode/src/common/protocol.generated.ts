@@ -245,6 +245,16 @@ export type Persistence = "full" | "metadata";
 /** The session's phase, set or cleared by the model's `set_phase` tool. */
 export type Phase = "design" | "code" | "deploy";
 
+/** Which project this is: its portable identity and how it was derived. */
+export interface ProjectInfo {
+  /** `remote:<host>/<path>` (the origin remote), `commit:<sha>` (the root commit) or `path:<absolute path>`; never a credential. */
+  key: string;
+  kind: "remote" | "root-commit" | "path";
+  /** How the key was derived, for people. */
+  how: string;
+  name: string;
+}
+
 /** `agentAssist/reset`: without `deleteFiles` the server asks when there are files. */
 export interface ResetParams {
   deleteFiles?: boolean | null;
@@ -368,6 +378,7 @@ export interface StatusResult {
   contextWindow: number;
   phase: Phase | null;
   store: StoreStatus;
+  project: ProjectInfo;
 }
 
 /** Where the sessions are kept, and whether that store takes writes now. */
