@@ -109,19 +109,27 @@ class LifecycleTransitions:
     # -- launch ------------------------------------------------------------------------
 
     def find_previous(self) -> PreviousSession | None:
-        """Return this instance's previous session if its pointer names a loadable one."""
+        """Return this instance's previous session if its pointer names a loadable one.
+
+        With a shared store, an instance with no session of its own is offered the project's
+        latest session, wherever it was written (the prompt names the machine).
+        """
         session_id = self.store.read_pointer(self.instance_id, self.warnings)
         if session_id is None:
-            return None
+            latest = self.store.latest_elsewhere()
+            if latest is None:
+                return None
+            session_id = latest[0]
+        host = self.store.session_host(session_id)
         state, _ = self.store.read_snapshot(session_id, self.warnings, keep=True)
         last_active = self.store.last_event_time(session_id)
         if state is None:
             scan = self.store.read_events(session_id)
             if not scan.events:
                 return None
-            return PreviousSession(session_id, last_active or scan.events[-1].ts, 0, None)
+            return PreviousSession(session_id, last_active or scan.events[-1].ts, 0, None, host)
         return PreviousSession(
-            session_id, last_active or state.updated_at, state.turns, state.title
+            session_id, last_active or state.updated_at, state.turns, state.title, host
         )
 
     def start_fresh(self) -> Session:

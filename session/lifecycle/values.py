@@ -29,11 +29,13 @@ class PreviousSession:
     last_active: datetime
     turns: int
     title: str | None
+    host: str | None = None  # set when it is another instance's, from a shared store
 
     def prompt(self) -> str:
-        """Return the resume question, as the seed asks it."""
+        """Return the resume question, as the seed asks it (and on which machine, if shared)."""
+        on = f", on {self.host}" if self.host else ""
         return (
-            f"Previous session found (last active: {format_utc(self.last_active)})\n"
+            f"Previous session found (last active: {format_utc(self.last_active)}{on})\n"
             "Resume previous session?"
         )
 

@@ -9,7 +9,9 @@ nothing behind (as a local one leaves no file).
 
 from __future__ import annotations
 
+import os
 import secrets
+import socket
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -37,6 +39,14 @@ from .opening import open_from_rows
 from .spool import Spool, spool_dir, spooled_sessions
 from .store import PgStore
 from .writer import SessionWriter
+
+# The machine's name as other machines see it in "Previous session found (… on HOST)".
+HOST_ENV = "AGENT_ASSIST_HOST"
+
+
+def host_name() -> str:
+    """Return `$AGENT_ASSIST_HOST`, else the host name (a container's may be random)."""
+    return os.environ.get(HOST_ENV, "").strip() or socket.gethostname()
 
 
 class PgSessionStore:
@@ -161,6 +171,7 @@ class PgSessionStore:
                 fork_boundary=fork_boundary,
                 persistence=persistence,
             )
+            self.pg.set_host(session_id, host_name())
 
         state = SessionState(
             session_id=session_id,
@@ -210,6 +221,8 @@ class PgSessionStore:
             spool = Spool(self.spool_dir, session_id, writer.redactor if writer else Redactor())
             if writer is not None and spool.exists:  # left by a process that died offline
                 replay_spool(spool, writer)
+            if writer is not None:
+                self.pg.set_host(session_id, host_name())
             row = self.pg.session(session_id)
             if row is None:  # deleted between the check and the lock
                 raise self._missing(session_id)
@@ -278,6 +291,20 @@ class PgSessionStore:
         return None
 
     # -- pointers, listing, deleting ------------------------------------------------
+
+    def latest_elsewhere(self) -> tuple[str, str | None] | None:
+        """Return the project's most recently active session and the host it was written on.
+
+        The store is shared: an editor instance with no session of its own here is offered
+        the one the user last worked in, on whichever machine.
+        """
+        rows = self.pg.list_sessions(self.project)
+        return (rows[0].session_id, rows[0].host) if rows else None
+
+    def session_host(self, session_id: str) -> str | None:
+        """Return the machine the session was last opened for writing on."""
+        row = self.pg.session(session_id) if is_valid_session_id(session_id) else None
+        return row.host if row is not None else None
 
     def read_pointer(self, instance_id: str, warnings: list[str] | None = None) -> str | None:
         """Return the session this editor instance last used, if it still exists."""

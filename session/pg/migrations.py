@@ -198,9 +198,12 @@ _V2 = (
 
 # The listing's columns kept as events are written, not only when a snapshot is (the phase).
 _V3 = ("ALTER TABLE {s}.sessions ADD COLUMN phase text",)
+# "Previous session found (… on HOST)": the host of the server that last opened it to write.
+_V4 = ("ALTER TABLE {s}.sessions ADD COLUMN host text",)
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, pointers, checkpoints, blobs; owner-only RLS", _V1),
     Migration(2, "search texts with a trigram index (pg_trgm) and search progress", _V2),
     Migration(3, "the session's phase as a listing column", _V3),
+    Migration(4, "the machine a session was last written from", _V4),
 )

@@ -23,7 +23,7 @@ from .query import Conn, jsonb, q, text_value
 _COLUMNS = (
     "owner, session_id, project, workspace_root, instance_id, parent_session_id, "
     "fork_boundary, persistence, title, turns, next_seq, created_at, updated_at, snapshot_seq, "
-    "coalesce(phase, snapshot->>'phase')"
+    "coalesce(phase, snapshot->>'phase'), host"
 )
 # The column list is a constant: these are not built from input.
 _CREATE = f"""INSERT INTO {{s}}.sessions (session_id, project, workspace_root, instance_id,
@@ -51,6 +51,7 @@ class SessionRow:
     updated_at: datetime
     snapshot_seq: int | None
     phase: str | None = None  # the snapshot's `phase`
+    host: str | None = None  # the machine it was last opened for writing on
 
 
 def _row(values: tuple[Any, ...]) -> SessionRow:
@@ -213,4 +214,12 @@ def set_listing(
             " WHERE owner = {me} AND session_id = %s",
         ),
         (text_value(title) if title is not None else None, turns, phase, session_id),
+    )
+
+
+def set_host(conn: Conn, schema: str, session_id: str, host: str) -> None:
+    """Record the machine a session is being written from."""
+    conn.execute(
+        q(schema, "UPDATE {s}.sessions SET host = %s WHERE owner = {me} AND session_id = %s"),
+        (text_value(host)[:255], session_id),
     )

@@ -146,6 +146,10 @@ class PgStore:
             persistence=persistence,
         )
 
+    def set_host(self, session_id: str, host: str) -> None:
+        """Record the machine a session is being written from."""
+        self._write(records.set_host, session_id, host)
+
     def session(self, session_id: str) -> SessionRow | None:
         """Return the session's row, or None."""
         return self._run(records.get_session, session_id)

@@ -214,6 +214,14 @@ class SessionStore(Protocol):
         """Return the existing session an editor instance last used, or None."""
         ...
 
+    def latest_elsewhere(self) -> tuple[str, str | None] | None:
+        """Return, for a shared store, the project's latest session and its host (else None)."""
+        ...
+
+    def session_host(self, session_id: str) -> str | None:
+        """Return, for a shared store, the machine a session was last written from."""
+        ...
+
     def write_pointer(self, instance_id: str, session_id: str) -> None:
         """Point an editor instance at a session."""
         ...

@@ -94,6 +94,14 @@ class SessionManager(ProjectLayout):
 
     # -- pointers --------------------------------------------------------------
 
+    def latest_elsewhere(self) -> tuple[str, str | None] | None:
+        """Return None: on one machine's files each editor instance resumes its own session."""
+        return None
+
+    def session_host(self, session_id: str) -> str | None:
+        """Return None: every session here was written on this machine."""
+        return None
+
     def read_pointer(self, instance_id: str, warnings: list[str] | None = None) -> str | None:
         """Return the session id this instance last used, or None (tampering → warning)."""
         path = self.pointer_path(instance_id)

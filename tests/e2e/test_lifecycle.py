@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,9 @@ from .harness import Editor, stored
 
 MakeEditor = Callable[..., Editor]
 VSCODE_ONLY = pytest.mark.parametrize("client_name", ["vscode"])
-RESUME_PROMPT = re.compile(
-    r"Previous session found \(last active: (\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC)\)\n"
+RESUME_PROMPT = re.compile(  # the seed's words; a shared store adds the machine
+    r"Previous session found \(last active: (\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC)"
+    r"(?:, on (\S+))?\)\n"
     r"Resume previous session\?"
 )
 RESUME_HEADER = "# Resumed Session Context"
@@ -113,7 +115,7 @@ def changed_event(path: Path) -> types.DidChangeWatchedFilesParams:
 
 
 async def test_relaunch_offers_resume_and_continues_the_session(
-    make_editor: MakeEditor, fake: FakeOpenAI, home: Path, workspace: Path
+    make_editor: MakeEditor, fake: FakeOpenAI, home: Path, workspace: Path, store_kind: str
 ) -> None:
     old_id = await first_session(make_editor, fake)
     snapshot, _ = stored(workspace, home).read_snapshot(old_id)
@@ -126,6 +128,8 @@ async def test_relaunch_offers_resume_and_continues_the_session(
     match = RESUME_PROMPT.fullmatch(question.message)
     assert match, question.message
     assert match.group(1) == format_utc(snapshot.updated_at)
+    # the machine it was last written from, on a shared store only (the local prompt is as seeded)
+    assert match.group(2) == (socket.gethostname() if store_kind == "postgresql" else None)
     assert question.type == types.MessageType.Info
     assert [a.title for a in question.actions or []] == ["Resume", "New session"]
 

@@ -8,6 +8,8 @@ database in order when it is back, and a `kill -9` while spooling loses no compl
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +24,10 @@ from lsp_server.fake_model import FakeOpenAI
 from session.pg.backend import PgSessionStore
 from session.store.choose import SCHEMA_ENV, STORE_ENV
 from tests.e2e.harness import Editor
+from tests.fixtures import make_workspace
 from tests.pg.proxy import CuttableProxy
+
+ORIGIN = "https://git.example.com/team/app.git"
 
 
 @pytest.fixture
@@ -258,3 +263,51 @@ async def test_through_the_server_another_role_sees_nothing_of_a_roles_sessions(
     with pytest.raises(Exception, match=f"no session {session_id}"):
         await theirs.request("agentAssist/open", {"sessionId": session_id})
     await theirs.stop()
+
+
+async def test_another_machine_is_offered_the_latest_session_and_continues_it(
+    pg_dsn: str, schema: str, tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    fake.add("written on the laptop", "continued on the workstation")
+    clones = []
+    for machine in ("laptop", "desk"):  # one repository, checked out at two paths
+        (tmp_path / machine).mkdir()
+        clone = make_workspace(tmp_path / machine)
+        for args in (["init", "-q", "-b", "main"], ["remote", "add", "origin", ORIGIN]):
+            subprocess.run(["git", *args], cwd=clone, check=True, capture_output=True)
+        clones.append(clone)
+    laptop_clone, desk_clone = clones
+    env = {STORE_ENV: pg_dsn, SCHEMA_ENV: schema}
+    model = {"name": "test-model", "baseUrl": fake.base_url, "apiKey": "sk-test-0123456789abcdef"}
+    laptop = Editor(
+        laptop_clone,
+        tmp_path / "laptop-home",
+        options={"instanceId": "laptop-window", "model": model},
+        env={**env, "AGENT_ASSIST_HOST": "laptop"},
+    )
+    await laptop.start()
+    session_id = (await laptop.ready())["sessionId"]
+    await laptop.request("agentAssist/chat", {"text": "start on the laptop"})
+    await laptop.stop()
+    # On the workstation the template differs: same size, same mtime, other bytes. The
+    # laptop's stat cache must not vouch for it: drift is computed on this machine's files.
+    laptop_file, desk_file = (c / "templates" / "reply.txt" for c in (laptop_clone, desk_clone))
+    desk_file.write_text(laptop_file.read_text().replace("Dear", "Hiya"))
+    stat = laptop_file.stat()
+    os.utime(desk_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    desk = Editor(
+        desk_clone,
+        tmp_path / "desk-home",
+        options={"instanceId": "desk-window", "model": model},  # no session of its own
+        env={**env, "AGENT_ASSIST_HOST": "workstation"},
+    )
+    await desk.start()
+    changed = await desk.ready()
+    [question] = desk.questions
+    assert "on laptop)" in question.message and "Resume previous session?" in question.message
+    assert (changed["sessionId"], changed["reason"]) == (session_id, "resumed")
+    resumed = await desk.request("agentAssist/resume")
+    assert [f["path"] for f in resumed["changedFiles"]] == ["templates/reply.txt"]
+    await desk.request("agentAssist/chat", {"text": "continue on the workstation"})
+    assert (await desk.request("agentAssist/status"))["turns"] == 2
+    await desk.stop()
