@@ -91,7 +91,7 @@ class PgEventLog:
         self.describe: Callable[[], SessionState] | None = None
         self._undurable = False  # committed without waiting for the flush since the last one
         # While the database is away: events go to `_spool`; `retry` (the server's store watch calls
-# it between turns, in a thread; `close` once) takes a new writer with `_reconnect`.
+        # it between turns, in a thread; `close` once) takes a new writer with `_reconnect`.
         self._spool = spool
         self._reconnect = reconnect
         self._spooled = 0
