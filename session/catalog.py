@@ -112,6 +112,7 @@ def pointers_to(manager: SessionManager, session_id: str) -> list[PointerFile]:
 def _manager_at(home: Path, project_dir: Path, workspace_root: Path) -> SessionManager:
     manager = SessionManager(workspace_root, home=home)
     if manager.project_dir != project_dir:  # moved or unknown workspace: use the dir as it is
+        manager.adopt = False  # and never label it with an identity it may not have
         manager.project_dir = project_dir
         manager.sessions_dir = project_dir / "sessions"
         manager.checkpoints_dir = project_dir / "checkpoints"

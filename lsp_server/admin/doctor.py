@@ -292,9 +292,13 @@ def run_doctor(args: argparse.Namespace) -> DoctorReport:
     from session.catalog import list_projects
     from session.paths import storage_root
     from session.store.choose import SCHEMA_ENV, STORE_ENV, store_kind
+    from session.workspace.identity import project_identity
 
     report = DoctorReport()
     home = storage_root()
+    here = Path(getattr(args, "workspace", None) or ".").resolve()
+    identity = project_identity(here)
+    report.add("info", "project", f"{here} is project {identity.key} ({identity.how})")
     spec = getattr(args, "store", None) or os.environ.get(STORE_ENV)
     if store_kind(spec) == "postgresql":
         assert spec is not None
