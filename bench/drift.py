@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 from session.workspace.drift import detect_file_drift
-from session.workspace.manifest import Manifest, build_file_manifest
+from session.workspace.manifest import Manifest
 from session.workspace.patterns import TrackedPatterns
+from session.workspace.scanner import build_file_manifest
 
 from .common import (
     Mode,

@@ -4,8 +4,10 @@ One real session (a few turns, recorded by `SessionLifecycle`) is copied under n
 with its own modification time, to 1,000 and 10,000 sessions. Timed, each as a ratio to the
 same measure with a single session in the same run:
 
-- `SessionManager.list_sessions()` warm (the listing projection up to date) and cold (built
-  from every snapshot: what every listing cost before the projection);
+- `SessionManager.list_sessions()` warm (the listing projection up to date, `sessions/`
+  unchanged for more than the 1 s racy margin: only the logs are stat'ed), just after a change
+  to `sessions/` (every file stat'ed) and cold (built from every snapshot: what every listing
+  cost before the projection);
 - `agentAssist/sessions` over LSP, in the real server process (the editors' pickers), and a
   page of 50;
 - `agent-assist sessions list --json` as a subprocess (the admin CLI);
@@ -45,6 +47,14 @@ TARGETED = (
     "`agent-assist sessions list --json`",
 )
 INSTANCE = "bench"
+SETTLE_S = 1.1  # past the listing's racy margin: sessions/ unchanged since, as between saves
+
+
+def touch_directory(sessions_dir: Path) -> None:
+    """Change sessions/ itself (an entry added and removed), as a save or a new session does."""
+    marker = sessions_dir / ".bench-marker"
+    marker.write_bytes(b"")
+    marker.unlink()
 
 
 def make_project(root: Path, home: Path, count: int) -> str:
@@ -95,6 +105,8 @@ async def lsp_lists(env: dict[str, str], root: Path, repeats: int) -> tuple[list
     await client.initialize()
     await client.ready()
     await client.request("agentAssist/sessions", {})  # warm: the projection is current
+    await asyncio.sleep(SETTLE_S)  # the resume wrote this instance's pointer: let it age
+    await client.request("agentAssist/sessions", {})
     full: list[float] = []
     page: list[float] = []
     for _ in range(repeats):
@@ -123,8 +135,15 @@ def measure(mode: Mode, tmp: Path, count: int) -> dict[str, list[float]]:
     def warm() -> None:
         assert len(manager.list_sessions()) == count
 
+    def changed() -> None:
+        touch_directory(manager.sessions_dir)
+        assert len(manager.list_sessions()) == count
+
     repeats = REPEATS[mode]
     cold_times = timed_runs(cold, max(1, repeats // 3))
+    changed_times = timed_runs(changed, repeats)
+    time.sleep(SETTLE_S)
+    warm()  # records sessions/ as unchanged
     warm_times = timed_runs(warm, repeats)
     env = server_env(home, PYCACHE)
     cli_times = timed_runs(lambda: cli_list(env, root), max(1, repeats // 3))
@@ -140,6 +159,7 @@ def measure(mode: Mode, tmp: Path, count: int) -> dict[str, list[float]]:
 
     return {
         "list, warm": warm_times,
+        "list, warm, just after a change to sessions/": changed_times,
         "list, cold (every snapshot read)": cold_times,
         "`agentAssist/sessions` over LSP": full,
         "`agentAssist/sessions` over LSP, a page of 50": page,

@@ -25,6 +25,7 @@ from .events import (
 )
 from .paths import SESSION_ID_RE
 from .workspace.manifest import Manifest
+from .workspace.stat_cache import pack_manifest, unpack_stat_cache
 
 SCHEMA_VERSION = 3
 TITLE_CHARS = 80
@@ -58,7 +59,8 @@ class SessionState(BaseModel):
     instance_id: str | None = None
     workspace_root: str | None = None
     persistence: Persistence = "full"
-    file_stats: dict[str, tuple[int, int, int]] = Field(default_factory=dict)
+    file_stats: dict[str, tuple[int, int, int]] = Field(default_factory=dict)  # older snapshots
+    stat_cache: str | None = None  # the stat cache, packed (workspace/stat_cache.py)
     dir_stats: dict[str, int] = Field(default_factory=dict)
     tracked_patterns: list[str] = Field(default_factory=list)
     manifest_recorded_ns: int = 0
@@ -164,20 +166,28 @@ def state_from_events(session_id: str, events: list[Event]) -> SessionState:
 
 
 def recorded_manifest(state: SessionState) -> Manifest:
-    """Return the manifest the snapshot recorded (the drift baseline), with its stat cache."""
-    return Manifest(
-        dict(state.file_manifest),
-        dict(state.file_stats),
-        dict(state.dir_stats),
-        state.manifest_recorded_ns,
-        patterns=tuple(state.tracked_patterns),
-    )
+    """Return the manifest the snapshot recorded (the drift baseline), with its stat cache.
+
+    A stat cache that does not fit the manifest (edited, or from another version) is not
+    used: every file is then hashed, as on a first check.
+    """
+    patterns = tuple(state.tracked_patterns)
+    files, dirs = state.file_manifest, state.dir_stats
+    manifest = Manifest(dict(files), {}, dict(dirs), state.manifest_recorded_ns, patterns=patterns)
+    cache = None
+    if state.stat_cache is not None:
+        cache = unpack_stat_cache(state.stat_cache, files, dirs, manifest.recorded_ns, patterns)
+    if cache is not None:
+        manifest.stats, manifest.listing, manifest.orphans = cache
+    elif state.stat_cache is None:  # a snapshot from before the packed cache
+        manifest.stats = dict(state.file_stats)
+    return manifest
 
 
 def record_manifest(state: SessionState, manifest: Manifest) -> None:
-    """Record `manifest` and its stat cache in the snapshot (the drift baseline)."""
-    state.file_manifest = dict(manifest.files)
-    state.file_stats = dict(manifest.stats)
+    """Record `manifest` and its stat cache (packed) in the snapshot (the drift baseline)."""
+    state.file_manifest, state.stat_cache = pack_manifest(manifest)
+    state.file_stats = {}
     state.dir_stats = dict(manifest.dirs)
     state.tracked_patterns = list(manifest.patterns)
     state.manifest_recorded_ns = manifest.recorded_ns

@@ -55,6 +55,7 @@ def open_from_rows(
             for name in (
                 "file_manifest",
                 "file_stats",
+                "stat_cache",
                 "dir_stats",
                 "tracked_patterns",
                 "manifest_recorded_ns",

@@ -9,6 +9,13 @@ sessions whose snapshot changed (or, without one, whose log did); a log that onl
 the table, so only its rows are built. Like the search index it holds nothing the logs do
 not: missing, unreadable, damaged or of another version, it is rebuilt; on a read-only store
 the listing is computed without it.
+
+While `sessions/` itself is unchanged (same inode, ctime and mtime: no entry was added,
+removed or renamed, and snapshots are only ever replaced by a rename), a listing stats only
+the logs, which grow in place, and a snapshot only where its log moved. The directory's
+times are trusted only once they are older, by the file system's own clock (the mtime of
+`listing.sqlite` just touched), than a margin: a change in the same tick as the one seen
+would leave them as they were.
 """
 
 from __future__ import annotations
@@ -30,10 +37,11 @@ from .listing import SessionInfo, session_info
 logger = logging.getLogger(__name__)
 
 LISTING_FILE = "listing.sqlite"
-VERSION = 2
+VERSION = 3
+_DIR_MARGIN_NS = 1_000_000_000  # a directory changed this close to being seen is "racy"
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _SELECT_PAGE = (
-    "SELECT session_id, snap_ino, snap_size, snap_mtime, log_size, log_mtime, title,"
-    " created_at, state_updated_us, updated_us, turns, parent_session_id, phase"
+    "SELECT session_id, title, created_at, updated_us, turns, parent_session_id, phase"
     " FROM sessions ORDER BY updated_us DESC, session_id LIMIT ? OFFSET ?"
 )
 _INSERT = (
@@ -52,16 +60,30 @@ CREATE TABLE IF NOT EXISTS sessions (
     turns INTEGER NOT NULL, parent_session_id TEXT, phase TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_by_time ON sessions (updated_us DESC, session_id);
+CREATE TABLE IF NOT EXISTS unlisted (
+    session_id TEXT PRIMARY KEY,
+    snap_ino INTEGER, snap_size INTEGER, snap_mtime INTEGER,
+    log_size INTEGER, log_mtime INTEGER
+);
 """
+# Every session with files, and the keys of the files it was last read from (state_us NULL:
+# no row, e.g. an empty log).
+_SELECT_KEYS = (
+    "SELECT session_id, snap_ino, snap_size, snap_mtime, log_size, log_mtime, state_updated_us"
+    " FROM sessions UNION ALL SELECT session_id, snap_ino, snap_size, snap_mtime, log_size,"
+    " log_mtime, NULL FROM unlisted"
+)
 SnapshotReader = Callable[[str], SessionState | None]
 # (snapshot inode, size, mtime_ns) or None; (log size, mtime_ns) or None
 Keys = tuple[tuple[int, int, int] | None, tuple[int, int] | None]
 Row = tuple[Any, ...]  # the columns of `sessions`, in table order
+Files = dict[str, list[tuple[int, ...] | None]]  # session id -> [snapshot key, log key]
+DirKey = tuple[int, int, int, int]  # sessions/: (device, inode, ctime_ns, mtime_ns)
 
 
-def scan_files(sessions_dir: Path) -> dict[str, list[tuple[int, ...] | None]]:
+def scan_files(sessions_dir: Path) -> Files:
     """Return, per session id, [snapshot key, log key] (one lstat per file)."""
-    found: dict[str, list[tuple[int, ...] | None]] = {}
+    found: Files = {}
     try:
         entries = os.scandir(sessions_dir)
     except OSError:
@@ -95,6 +117,41 @@ def scan_files(sessions_dir: Path) -> dict[str, list[tuple[int, ...] | None]]:
     return {sid: keys for sid, keys in found.items() if is_valid_session_id(sid)}
 
 
+def _dir_key(path: Path) -> DirKey | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns)
+
+
+def _file_system_now(probe: Path, device: int) -> int | None:
+    """Return the file system's clock, read by touching `probe` (None: not on `device`)."""
+    # Its times, not ours: a clock that is off (or a server's, on a network file system)
+    # stamps the directory and the probe alike. A touch is no write: nothing is synced.
+    try:
+        os.utime(probe, follow_symlinks=False)
+        st = os.lstat(probe)
+    except (OSError, NotImplementedError):
+        return None
+    return st.st_mtime_ns if st.st_dev == device and stat.S_ISREG(st.st_mode) else None
+
+
+def _trusted(key: DirKey) -> str:
+    return " ".join(map(str, (*key, "trusted")))
+
+
+def _file_key(dir_fd: int, name: str) -> tuple[int, int, int] | None:
+    """Return (inode, size, mtime_ns) of a regular file in the directory; None otherwise."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)
 
@@ -107,7 +164,8 @@ def _us(moment: datetime) -> int:
 
 
 def _info(row: Row) -> SessionInfo:
-    sid, _, _, _, _, _, title, created, _, updated_us, turns, parent, phase = row
+    """Build a listing row from the columns `_SELECT_PAGE` reads."""
+    sid, title, created, updated_us, turns, parent, phase = row
     updated = _EPOCH + timedelta(microseconds=updated_us)
     return SessionInfo(sid, title, datetime.fromisoformat(created), updated, turns, parent, phase)
 
@@ -186,63 +244,132 @@ class ListingIndex:
         limit: int | None = None,
     ) -> tuple[list[SessionInfo], int]:
         """Return a page of the sessions, newest first, and how many there are."""
-        files = scan_files(sessions_dir)
         with self._connect() as conn:
             if conn is None:
                 read = (
                     self._read(sid, sessions_dir, keys, read_snapshot)
-                    for sid, keys in files.items()
+                    for sid, keys in scan_files(sessions_dir).items()
                 )
                 rows = [row for row in read if row is not None]
                 rows.sort(key=lambda r: (-r[9], r[0]))
                 end = None if limit is None else offset + limit
-                return [_info(r) for r in rows[offset:end]], len(rows)
-            self._refresh(conn, files, sessions_dir, read_snapshot)
+                return [_info((r[0], *r[6:8], *r[9:])) for r in rows[offset:end]], len(rows)
+            known = conn.execute(_SELECT_KEYS).fetchall()
+            seen = _dir_key(sessions_dir)
+            moved = self._logs_moved(conn, sessions_dir, seen, known)
+            if moved is None:
+                self._refresh(conn, known, scan_files(sessions_dir), sessions_dir, read_snapshot)
+                self._remember(conn, sessions_dir, seen)
+            elif moved:
+                self._refresh(conn, known, moved, sessions_dir, read_snapshot, complete=False)
             total = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
             cursor = conn.execute(_SELECT_PAGE, (-1 if limit is None else limit, offset))
             return [_info(row) for row in cursor], int(total)
 
+    def _logs_moved(
+        self, conn: sqlite3.Connection, sessions_dir: Path, seen: DirKey | None, known: list[Row]
+    ) -> Files | None:
+        """With `sessions/` unchanged, return the files of the sessions whose log moved.
+
+        None: the directory is not known unchanged, its files are to be scanned.
+        """
+        stored = conn.execute("SELECT value FROM meta WHERE key = 'dir'").fetchone()
+        if seen is None or stored is None or stored[0] != _trusted(seen):
+            return None
+        try:
+            fd = os.open(sessions_dir, _DIR_FLAGS)
+        except OSError:
+            return None
+        moved: Files = {}
+        try:
+            for sid, ino, _, _, log_size, log_mtime, _ in known:
+                if log_size is None:  # no log, and none can appear without a new entry
+                    continue
+                try:  # a log grows in place: the directory's times do not say
+                    st = os.stat(f"{sid}.events.jsonl", dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    moved[sid] = [None if ino is None else _file_key(fd, f"{sid}.json"), None]
+                    continue
+                if st.st_size != log_size or st.st_mtime_ns != log_mtime:
+                    log = (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+                    # A snapshot is saved with its log, as a rule: looked at again too.
+                    moved[sid] = [None if ino is None else _file_key(fd, f"{sid}.json"), log]
+        finally:
+            os.close(fd)
+        return moved
+
+    def _remember(self, conn: sqlite3.Connection, sessions_dir: Path, seen: DirKey | None) -> None:
+        """Record the directory just scanned, if its last change is older than the margin."""
+        if seen is None or _dir_key(sessions_dir) != seen:  # it changed while scanned
+            return
+        now = _file_system_now(self.path, seen[0])
+        if now is None or max(seen[2:]) + _DIR_MARGIN_NS >= now:  # racy: scanned next time
+            return
+        try:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('dir', ?)", (_trusted(seen),))
+        except sqlite3.Error as exc:  # busy, read-only, full disk: scanned again next time
+            logger.info("%s: directory not recorded (%s)", self.path, exc)
+
     def _refresh(
         self,
         conn: sqlite3.Connection,
-        files: dict[str, list[tuple[int, ...] | None]],
+        known: list[Row],
+        files: Files,
         sessions_dir: Path,
         read_snapshot: SnapshotReader,
+        *,
+        complete: bool = True,
     ) -> None:
-        """Bring the rows in step with the files: re-read what changed, drop what is gone."""
-        cached: dict[str, tuple[tuple[int, ...] | None, tuple[int, ...] | None, int]] = {}
-        query = (
-            "SELECT session_id, snap_ino, snap_size, snap_mtime, log_size, log_mtime,"
-            " state_updated_us FROM sessions"
-        )
-        for sid, ino, size, mtime, log_size, log_mtime, state_us in conn.execute(query):
+        """Bring the rows in step with the files: re-read what changed, drop what is gone.
+
+        `complete`: `files` holds every session (the others are gone); otherwise only some,
+        and one with neither file is gone.
+        """
+        cached: dict[str, tuple[tuple[int, ...] | None, tuple[int, ...] | None, int | None]] = {}
+        for sid, ino, size, mtime, log_size, log_mtime, state_us in known:
+            if not complete and sid not in files:
+                continue
             snap_key = None if ino is None else (ino, size, mtime)
             log_key = None if log_size is None else (log_size, log_mtime)
             cached[sid] = (snap_key, log_key, state_us)
         rewrite: list[Row] = []
+        unlisted: list[Row] = []  # sessions with files but no row (an empty log, ...)
         moved: list[tuple[int, int, int, str]] = []  # a grown log: (updated_us, size, mtime, id)
+        gone = [(sid,) for sid in cached if sid not in files]
         for sid, (snap, log) in files.items():
             old = cached.get(sid)
-            if old is not None and old[0] == snap and (old[1] == log or snap is not None):
-                if old[1] != log and log is not None:  # the log grew: updated_at may move
-                    updated = max(int(old[2]), log[1] // 1000)
-                    moved.append((updated, log[0], log[1], sid))
+            if snap is None and log is None:
+                gone.append((sid,))
                 continue
+            if old is not None and old[0] == snap:
+                if old[1] == log:
+                    continue
+                if snap is not None and old[2] is not None:  # listed from its snapshot
+                    if log is not None:  # the log grew: updated_at may move
+                        moved.append((max(int(old[2]), log[1] // 1000), log[0], log[1], sid))
+                    continue
             row = self._read(sid, sessions_dir, [snap, log], read_snapshot)
             if row is not None:
                 rewrite.append(row)
-        gone = [(sid,) for sid in cached if sid not in files]
-        if not (rewrite or moved or gone):
+            else:
+                keys = (*(snap or (None, None, None)), *(log or (None, None)))
+                unlisted.append((sid, *keys))
+        if not (rewrite or moved or gone or unlisted):
             return
         try:
             conn.execute("BEGIN IMMEDIATE")
+            for table, dropped in (("sessions", gone + unlisted), ("unlisted", gone + rewrite)):
+                conn.executemany(
+                    f"DELETE FROM {table} WHERE session_id = ?",  # noqa: S608 - fixed names
+                    [row[:1] for row in dropped],
+                )
             conn.executemany(_INSERT, rewrite)
+            conn.executemany("INSERT OR REPLACE INTO unlisted VALUES (?, ?, ?, ?, ?, ?)", unlisted)
             conn.executemany(
                 "UPDATE sessions SET updated_us = ?, log_size = ?, log_mtime = ?"
                 " WHERE session_id = ?",
                 moved,
             )
-            conn.executemany("DELETE FROM sessions WHERE session_id = ?", gone)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:  # busy, read-only, full disk: the next listing retries
             logger.info("%s: not updated (%s)", self.path, exc)

@@ -59,6 +59,7 @@ def open_from_files(
             if state is not None:  # keep what only the snapshot knows
                 rebuilt.file_manifest = state.file_manifest or rebuilt.file_manifest
                 rebuilt.file_stats = state.file_stats
+                rebuilt.stat_cache = state.stat_cache
                 rebuilt.dir_stats = state.dir_stats
                 rebuilt.tracked_patterns = state.tracked_patterns
                 rebuilt.manifest_recorded_ns = state.manifest_recorded_ns

@@ -2,8 +2,10 @@
 
 - `safe_paths`: which relative paths may be opened;
 - `patterns`: the tracked-file globs and the directories never walked;
-- `manifest`: hashing the tracked files, reusing hashes a stat cache proves;
-- `find`: the GNU find fast path of the manifest scanner;
+- `manifest`: the manifest (hashes, stat cache, files by directory) and hashing one file;
+- `scanner`: hashing the tracked files, reusing hashes a stat cache proves;
+- `find`: the GNU find fast path of the scanner (one or two finds at once);
+- `stat_cache`: the stat cache packed into the snapshot;
 - `drift`: how the files differ from a stored manifest;
 - `spec_files`: `agent_spec.md` and `templates/` (the spec path, what a reset may delete);
 - `tracker`: the workspace as one session follows it (manifest, assistant's files, drift notes).

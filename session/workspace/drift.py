@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .manifest import Manifest, build_file_manifest
+from .manifest import Manifest
 from .patterns import TrackedPatterns
 from .safe_paths import is_lexically_safe
+from .scanner import build_file_manifest
 
 _ABSENT = object()
 

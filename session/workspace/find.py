@@ -15,12 +15,14 @@ on local filesystems, never when the clock is behind the previous manifest.
 
 from __future__ import annotations
 
-import functools
 import os
+import selectors
 import shutil
+import stat
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .patterns import SKIPPED_DIRS
@@ -31,6 +33,9 @@ _FIND_LOCAL_FS = frozenset(
     {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "zfs", "bcachefs", "overlay"}
 )
 _FIND_ENV = {"LC_ALL": "C"}
+_SPLIT_MIN_FILES = 8_000  # below this a second find gains less than it costs to start
+_GLOB_CHARS = frozenset("*?[]\\")
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 @dataclass
@@ -48,77 +53,204 @@ def _parse_find_time(text: str) -> int:
     return int(seconds) * _NANOS + int(fraction[:9].ljust(9, "0"))
 
 
-@functools.lru_cache(maxsize=8)
-def _gnu_find(search_path: str | None) -> str | None:
-    """Return a GNU find with `-newerct @N` and `-printf %T@ %F` (probed once per PATH)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    exe = shutil.which("find", path=search_path)
-    if exe is None:
-        return None
+def _probe_command(exe: str) -> list[str]:
+    """Return a find run only GNU find answers as expected: `/`, its mtime, its fs type."""
+    # `/` is newer than 1.5 s after the epoch, older than the year 2096. No shell, fixed
+    # arguments: nothing here comes from the workspace.
+    return [
+        exe, "-P", "/", "-maxdepth", "0", "-newerct", "@1.5", "!", "-newerct", "@4000000000",
+        "-printf", "%T@\\0%F\\0",
+    ]  # fmt: skip
+
+
+def _probe_passed(returncode: int, output: bytes) -> bool:
     try:
-        # `/` is newer than 1.5 s after the epoch, older than the year 2096. No shell,
-        # fixed arguments: nothing here comes from the workspace.
-        probe = [
-            exe, "-P", "/", "-maxdepth", "0", "-newerct", "@1.5", "!", "-newerct", "@4000000000",
-            "-printf", "%T@\\0%F\\0",
-        ]  # fmt: skip
-        done = subprocess.run(  # noqa: S603
-            probe,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            env=_FIND_ENV,
-            timeout=10,
-            check=False,
-        )
-        fields = done.stdout.decode("ascii").split("\0")
-        if done.returncode != 0 or len(fields) != 3 or fields[2]:
-            return None
-        if _parse_find_time(fields[0]) != os.lstat("/").st_mtime_ns:
-            return None
-    except (OSError, ValueError, subprocess.SubprocessError, UnicodeDecodeError):
-        return None
-    return exe
+        fields = output.decode("ascii").split("\0")
+        if returncode != 0 or len(fields) != 3 or fields[2]:
+            return False
+        return _parse_find_time(fields[0]) == os.lstat("/").st_mtime_ns
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
 
 
-def _find_changes(root: str, start: str, previous_ns: int) -> _Found | None:
-    """Run find below `start`; None when it cannot be trusted (then Python stats all)."""
+class _GnuFinds:
+    """Which `find` on each PATH is a GNU find with `-newerct @N` and `-printf %T@ %F`."""
+
+    def __init__(self) -> None:
+        self.verdicts: dict[str | None, str | None] = {}  # probed once per PATH and process
+
+    @staticmethod
+    def candidate(search_path: str | None) -> str | None:
+        """Return the `find` to probe (None: none, or not on Linux)."""
+        if not sys.platform.startswith("linux"):
+            return None
+        return shutil.which("find", path=search_path)
+
+    def __call__(self, search_path: str | None) -> str | None:
+        """Return the GNU find to use (None: none), probing it now if not done yet."""
+        if search_path not in self.verdicts:
+            exe = self.candidate(search_path)
+            done = None if exe is None else _run_all([_probe_command(exe)], "/")
+            passed = done is not None and _probe_passed(*done[0])
+            self.verdicts[search_path] = exe if passed else None
+        return self.verdicts[search_path]
+
+
+_gnu_find = _GnuFinds()
+
+
+def split_subtrees(start: str, listing: Mapping[str, tuple[list[str], list[str]]]) -> list[str]:
+    """Pick subdirectories of `start` holding about half its known files, for a second find."""
+    # The lstats are the cost, and they scale over cores (as git's threads do): two finds
+    # walk about half each. Names with glob characters stay with the first (-path patterns).
+    entry = listing.get(start)
+    if entry is None or not _GLOB_CHARS.isdisjoint(start):
+        return []
+    sizes: dict[str, int] = {}
+    for subdir in entry[1]:
+        total = 0
+        stack = [subdir]
+        while stack:
+            below = listing.get(stack.pop())
+            if below is not None:
+                total += len(below[0])
+                stack.extend(below[1])
+        sizes[subdir] = total
+    whole = len(entry[0]) + sum(sizes.values())
+    if whole < _SPLIT_MIN_FILES or _CORES < 2:
+        return []
+    second: list[str] = []
+    share = 0
+    for subdir in sorted(sizes, key=sizes.__getitem__, reverse=True):
+        if share + sizes[subdir] <= whole // 2 and _GLOB_CHARS.isdisjoint(subdir):
+            second.append(subdir)
+            share += sizes[subdir]
+    return second if share >= whole // 4 else []
+
+
+def _find_changes(
+    root: str, start: str, previous_ns: int, second: Sequence[str] = ()
+) -> _Found | None:
+    """Run find below `start` (`second`: subtrees for a second find at the same time).
+
+    None when it cannot be trusted (then Python stats all).
+    """
     # Whole seconds, one more back: on filesystems with 1 s timestamps a ctime is truncated.
     safe = (previous_ns - _FIND_MARGIN_NS) // _NANOS - 1
     if safe <= 0 or time.time_ns() < previous_ns or start.rpartition("/")[2] in SKIPPED_DIRS:
         return None
-    exe = _gnu_find(os.environ.get("PATH"))
+    search_path = os.environ.get("PATH")
+    # A find not yet known to be GNU find is probed along with the walk, not before it.
+    probing = search_path not in _gnu_find.verdicts
+    exe = _gnu_find.candidate(search_path) if probing else _gnu_find.verdicts[search_path]
     if exe is None:
+        _gnu_find.verdicts[search_path] = None
         return None
     prune: list[str] = []
     for name in sorted(SKIPPED_DIRS):
         prune += ["-o", "-name", name] if prune else ["-name", name]
     after_safe = ["-newerct", f"@{safe}"]
     after_recorded = ["-newerct", f"@{previous_ns // _NANOS}.{previous_ns % _NANOS:09d}"]
-    command = [
-        exe, "-P", f"./{start}" if start else ".",
-        "-type", "d", "(", "(", *prune, ")", "-prune",
-        "-o", *after_safe, "-printf", "C%p\\0%T@\\0%F\\0",
-        "-o", "-printf", "d%p\\0%T@\\0%F\\0", ")",
-        "-o", "-type", "f", *after_safe, "(",
-        *after_recorded, "-printf", "F%p\\0", "-o", "-printf", "f%p\\0", ")",
-    ]  # fmt: skip
-    try:  # no shell; the start is a checked relative path, after "./" (never an option)
-        done = subprocess.run(  # noqa: S603
-            command,
-            cwd=root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=_FIND_ENV,
-            check=False,
-        )
-    except (OSError, ValueError, subprocess.SubprocessError):
+    # Subtrees gone since the previous manifest are left to the first find (a start point
+    # that is not there would fail the second).
+    second = [subdir for subdir in second if _is_directory(os.path.join(root, subdir))]
+    given: list[str] = []  # the second find's subtrees, which the first leaves out
+    for subdir in second:
+        given += ["-o", "-path", f"./{subdir}"] if given else ["-path", f"./{subdir}"]
+
+    def expression(leave_out: list[str]) -> list[str]:
+        # Inside the directories' branch: find would test a -path on every file otherwise.
+        skip = ["-o", "(", *leave_out, ")", "-prune"] if leave_out else []
+        return [
+            "-type", "d", "(", "(", *prune, ")", "-prune", *skip,
+            "-o", *after_safe, "-printf", "C%p\\0%T@\\0%F\\0",
+            "-o", "-printf", "d%p\\0%T@\\0%F\\0", ")",
+            "-o", "-type", "f", *after_safe, "(",
+            *after_recorded, "-printf", "F%p\\0", "-o", "-printf", "f%p\\0", ")",
+        ]  # fmt: skip
+
+    # No shell; each start is a checked relative path after "./" (never an option).
+    commands = [[exe, "-P", f"./{start}" if start else ".", *expression(given)]]
+    if second:
+        commands.append([exe, "-P", *(f"./{subdir}" for subdir in second), *expression([])])
+    if probing:
+        commands.append(_probe_command(exe))
+    done = _run_all(commands, root)
+    if probing:
+        passed = done is not None and _probe_passed(*done.pop())
+        _gnu_find.verdicts[search_path] = exe if passed else None
+        if not passed:
+            return None
+    # Unreadable or vanishing entries, ...: no partial answers.
+    if done is None or any(returncode != 0 for returncode, _ in done):
         return None
-    if done.returncode != 0:  # unreadable or vanishing entries, ...: no partial answers
-        return None
-    fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
     found = _Found({}, set(), set())
+    for _, output in done:
+        if not _parse_into(found, output):
+            return None
+    return found
+
+
+def _is_directory(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _run_all(commands: list[list[str]], cwd: str) -> list[tuple[int, bytes]] | None:
+    """Run the commands at once: (exit status, output) of each; None if one could not run."""
+    running: list[subprocess.Popen[bytes]] = []
+    try:
+        for command in commands:
+            running.append(
+                subprocess.Popen(  # noqa: S603 - fixed arguments, no shell
+                    command,
+                    cwd=cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    env=_FIND_ENV,
+                )
+            )
+        outputs = _read_all(running)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        for process in running:
+            process.kill()
+            process.wait()
+        return None
+    return [(process.returncode, output) for process, output in zip(running, outputs, strict=True)]
+
+
+def _read_all(running: list[subprocess.Popen[bytes]]) -> list[bytes]:
+    """Read every process's output to its end, all at once (none waits on a full pipe)."""
+    if len(running) == 1:
+        return [running[0].communicate()[0]]
+    chunks: dict[int, list[bytes]] = {}
+    with selectors.DefaultSelector() as selector:
+        for process in running:
+            assert process.stdout is not None
+            selector.register(process.stdout, selectors.EVENT_READ)
+            chunks[process.stdout.fileno()] = []
+        while selector.get_map():
+            for key, _ in selector.select():
+                data = os.read(key.fd, 1 << 16)
+                if data:
+                    chunks[key.fd].append(data)
+                else:
+                    selector.unregister(key.fileobj)
+    outputs = []
+    for process in running:
+        assert process.stdout is not None
+        outputs.append(b"".join(chunks[process.stdout.fileno()]))
+        process.stdout.close()
+        process.wait()
+    return outputs
+
+
+def _parse_into(found: _Found, output: bytes) -> bool:
+    """Add what one find printed to `found`; False if it is not what we asked for."""
+    fields = output.decode("utf-8", "surrogateescape").split("\0")
     index = 0
     last = len(fields) - 1  # the output ends with a NUL: the last field is empty
     try:
@@ -133,9 +265,9 @@ def _find_changes(root: str, start: str, previous_ns: int) -> _Found | None:
                 index += 1
                 continue
             if kind not in "Cd" or fields[index + 2] not in _FIND_LOCAL_FS:
-                return None
+                return False
             found.dirs[path] = (_parse_find_time(fields[index + 1]), kind == "C")
             index += 3
     except (IndexError, ValueError):
-        return None
-    return found
+        return False
+    return True

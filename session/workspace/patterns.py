@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 DEFAULT_TRACKED = ("agent_spec.md", "templates/**")
@@ -65,6 +66,12 @@ class TrackedPatterns:
         """Return True if `relative` is covered by a tracked glob."""
         pattern: re.Pattern[str] = self.__dict__["_regex"]
         return pattern.fullmatch(relative) is not None
+
+    @property
+    def fullmatch(self) -> Callable[[str], re.Match[str] | None]:
+        """Return the compiled globs' `fullmatch` (in C: for filters over many paths)."""
+        pattern: re.Pattern[str] = self.__dict__["_regex"]
+        return pattern.fullmatch
 
     def walk_roots(self) -> list[str]:
         """Return the directories to walk: the literal prefix of each pattern."""

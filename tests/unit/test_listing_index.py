@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 
 from session.snapshot import SessionState
+from session.store import listing_index
 from session.store.listing import SessionInfo, session_info
 from session.store.listing_index import LISTING_FILE, ListingIndex
 from session.store.manager import SessionManager
@@ -119,8 +122,6 @@ def test_a_damaged_or_planted_listing_file_is_never_trusted(
         path.write_bytes(b"not a database at all" * 100)
     elif damage == "other_version":
         ListingIndex(manager.project_dir).sessions(manager.sessions_dir, CountingReader(manager))
-        import sqlite3
-
         with sqlite3.connect(path) as conn:
             conn.execute("UPDATE meta SET value = '999' WHERE key = 'version'")
             conn.execute("UPDATE sessions SET title = 'stale'")
@@ -161,3 +162,182 @@ def test_manager_lists_through_the_projection(manager: SessionManager) -> None:
     assert {i.session_id for i in manager.list_sessions()} == ids
     shutil.rmtree(manager.sessions_dir)
     assert manager.list_sessions() == []
+
+
+# -- while sessions/ is unchanged, only the logs are stat'ed ---------------------------------
+
+
+@pytest.fixture
+def no_scan(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record each scan of sessions/ (a listing that reads the directory, not only logs)."""
+    scans: list[str] = []
+    real = listing_index.scan_files
+
+    def spy(sessions_dir: Path) -> listing_index.Files:
+        scans.append(str(sessions_dir))
+        return real(sessions_dir)
+
+    monkeypatch.setattr(listing_index, "scan_files", spy)
+    return scans
+
+
+def trust_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if every change to sessions/ were older than the racy margin."""
+    monkeypatch.setattr(listing_index, "_DIR_MARGIN_NS", -(10**15))
+
+
+def freeze_directory_times(monkeypatch: pytest.MonkeyPatch, manager: SessionManager) -> None:
+    """As with coarse timestamps: later changes leave sessions/ times as they are now."""
+    frozen = listing_index._dir_key(manager.sessions_dir)
+    monkeypatch.setattr(listing_index, "_dir_key", lambda path: frozen)
+
+
+def retitle(manager: SessionManager, session_id: str, title: str) -> None:
+    """Replace a snapshot as the store does (a new file renamed over it), with a new title."""
+    path = manager.snapshot_path(session_id)
+    raw = json.loads(path.read_text())
+    raw["title"] = title
+    replacement = path.with_name(f".{path.name}.new")
+    replacement.write_text(json.dumps(raw))
+    os.replace(replacement, path)
+
+
+def test_an_unchanged_directory_is_listed_by_its_logs_alone(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch, no_scan: list[str]
+) -> None:
+    trust_at_once(monkeypatch)
+    ids = [make_session(manager, f"topic {n}") for n in range(3)]
+    index = ListingIndex(manager.project_dir)
+    reader = CountingReader(manager)
+    assert index.sessions(manager.sessions_dir, reader) == every_snapshot(manager)
+    assert len(no_scan) == 1
+    reader.read.clear()
+    for _ in range(2):
+        assert index.sessions(manager.sessions_dir, reader) == every_snapshot(manager)
+    assert len(no_scan) == 1 and reader.read == []
+    manager.delete_session(ids[0])  # an entry removed: the directory says so
+    assert index.sessions(manager.sessions_dir, reader) == every_snapshot(manager)
+    assert len(no_scan) == 2 and ids[0] not in {i.session_id for i in every_snapshot(manager)}
+
+
+def test_a_log_appended_to_in_place_is_seen_though_the_directory_did_not_change(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch, no_scan: list[str]
+) -> None:
+    trust_at_once(monkeypatch)
+    template = make_session(manager, "two turns", turns=2)
+    lines = manager.log_path(template).read_bytes().splitlines(keepends=True)
+    cut = next(n for n, line in enumerate(lines) if b'"turn/end"' in line) + 1
+    log_only, empty = "0123456789ab", "ba9876543210"  # a log and no snapshot; an empty log
+    manager.log_path(log_only).write_bytes(
+        b"".join(lines[:cut]).replace(template.encode(), log_only.encode())
+    )
+    manager.log_path(empty).write_bytes(b"")  # no event yet: no row
+    index = ListingIndex(manager.project_dir)
+    first = {i.session_id: i for i in index.sessions(manager.sessions_dir, CountingReader(manager))}
+    assert first[log_only].turns == 1 and empty not in first
+    before = listing_index._dir_key(manager.sessions_dir)
+    with open(manager.log_path(log_only), "ab") as fh:  # the turn a crash left unsaved
+        fh.write(b"".join(lines[cut:]).replace(template.encode(), log_only.encode()))
+    with open(manager.log_path(empty), "ab") as fh:
+        fh.write(b"".join(lines).replace(template.encode(), empty.encode()))
+    later = time.time() + 60
+    os.utime(manager.log_path(template), (later, later))
+    assert listing_index._dir_key(manager.sessions_dir) == before
+    listed = index.sessions(manager.sessions_dir, CountingReader(manager))
+    assert len(no_scan) == 1  # the directory was not read again
+    (manager.project_dir / LISTING_FILE).unlink()  # the same as a listing from scratch
+    assert listed == index.sessions(manager.sessions_dir, CountingReader(manager))
+    rows = {i.session_id: i for i in listed}
+    assert rows[log_only].turns == 2 and rows[empty].turns == 2
+    assert rows[template].updated_at.timestamp() == pytest.approx(later, abs=1e-3)
+
+
+def test_a_snapshot_rewritten_in_place_with_its_log_is_read_again(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch, no_scan: list[str]
+) -> None:
+    trust_at_once(monkeypatch)
+    session_id = make_session(manager, "old title")
+    index = ListingIndex(manager.project_dir)
+    index.sessions(manager.sessions_dir, CountingReader(manager))
+    path = manager.snapshot_path(session_id)
+    raw = json.loads(path.read_text())
+    raw["title"] = "new title"
+    with open(path, "r+b") as fh:  # same inode: the directory does not change
+        fh.write(json.dumps(raw).encode())
+        fh.truncate()
+    with open(manager.log_path(session_id), "ab") as fh:  # saved with its log, as a rule
+        fh.write(b"")
+    os.utime(manager.log_path(session_id), (time.time() + 5, time.time() + 5))
+    listed = index.sessions(manager.sessions_dir, CountingReader(manager))
+    assert len(no_scan) == 1 and listed[0].title == "new title"
+
+
+@pytest.mark.parametrize("clock", ["right", "a day ahead", "a day behind"])
+def test_a_snapshot_replaced_right_after_a_listing_is_seen_whatever_the_clock(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch, no_scan: list[str], clock: str
+) -> None:
+    session_id = make_session(manager, "first title")
+    index = ListingIndex(manager.project_dir)
+    assert index.sessions(manager.sessions_dir, CountingReader(manager))[0].title
+    # The directory changed less than the margin ago: its times prove nothing yet, even
+    # if the next replacement (same tick) leaves them as they are, and whatever this
+    # process's clock says (only the file system's is used).
+    freeze_directory_times(monkeypatch, manager)
+    offset = {"right": 0, "a day ahead": 86_400, "a day behind": -86_400}[clock]
+    real_time, real_time_ns = time.time, time.time_ns
+    monkeypatch.setattr(time, "time", lambda: real_time() + offset)
+    monkeypatch.setattr(time, "time_ns", lambda: real_time_ns() + offset * 10**9)
+    for n in range(3):
+        retitle(manager, session_id, f"title {n}")
+        listed = index.sessions(manager.sessions_dir, CountingReader(manager))
+        assert listed[0].title == f"title {n}" and listed == every_snapshot(manager)
+    assert len(no_scan) == 4  # each listing read the directory again
+
+
+def test_a_file_system_clock_behind_the_directory_never_makes_it_trusted(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch, no_scan: list[str]
+) -> None:
+    session_id = make_session(manager, "first title")
+    monkeypatch.setattr(listing_index, "_file_system_now", lambda path, device: 0)
+    index = ListingIndex(manager.project_dir)
+    index.sessions(manager.sessions_dir, CountingReader(manager))
+    freeze_directory_times(monkeypatch, manager)
+    retitle(manager, session_id, "second title")
+    assert index.sessions(manager.sessions_dir, CountingReader(manager))[0].title == "second title"
+    assert len(no_scan) == 2
+
+
+@pytest.mark.parametrize(
+    "record", ["garbage", "another directory trusted", "", "1 2 3 4 trusted extra"]
+)
+def test_a_damaged_directory_record_is_not_trusted(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch, no_scan: list[str], record: str
+) -> None:
+    trust_at_once(monkeypatch)
+    session_id = make_session(manager, "first title")
+    index = ListingIndex(manager.project_dir)
+    index.sessions(manager.sessions_dir, CountingReader(manager))
+    freeze_directory_times(monkeypatch, manager)
+    retitle(manager, session_id, "second title")
+    if record == "another directory trusted":
+        record = "1 2 3 4 trusted"
+    with sqlite3.connect(manager.project_dir / LISTING_FILE) as conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'dir'", (record,))
+    assert index.sessions(manager.sessions_dir, CountingReader(manager))[0].title == "second title"
+    assert len(no_scan) == 2
+
+
+def test_a_directory_moved_into_place_is_scanned(
+    manager: SessionManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_scan: list[str]
+) -> None:
+    trust_at_once(monkeypatch)
+    make_session(manager, "first")
+    index = ListingIndex(manager.project_dir)
+    index.sessions(manager.sessions_dir, CountingReader(manager))
+    other = tmp_path / "other-sessions"
+    shutil.copytree(manager.sessions_dir, other)
+    shutil.rmtree(manager.sessions_dir)
+    make_session(manager, "second")  # a new directory (another inode) with other files
+    shutil.rmtree(other)
+    listed = index.sessions(manager.sessions_dir, CountingReader(manager))
+    assert len(no_scan) == 2 and listed == every_snapshot(manager) and len(listed) == 1

@@ -15,11 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session.workspace import find as find_tool
-from session.workspace import manifest as scanner
+from session.workspace import scanner
 from session.workspace.drift import DriftReport, compare_manifests, detect_file_drift
-from session.workspace.manifest import Manifest, _is_utf8, build_file_manifest
+from session.workspace.manifest import Manifest, is_utf8
 from session.workspace.patterns import TrackedPatterns, glob_to_regex
 from session.workspace.safe_paths import is_safe_relative_path
+from session.workspace.scanner import build_file_manifest
 
 
 @pytest.mark.parametrize(
@@ -209,6 +210,15 @@ def listing_of(manifest: Manifest) -> dict[str, tuple[list[str], list[str]]]:
     return {d: (sorted(f), sorted(s)) for d, (f, s) in manifest.listing.items()}
 
 
+def assert_each_file_listed_once(manifest: Manifest) -> None:
+    """A scan's listing and orphans hold each of its files exactly once (what a reuse needs)."""
+    assert manifest.listing is not None and manifest.orphans is not None
+    listed = [f for files, _ in manifest.listing.values() for f in files] + manifest.orphans
+    assert sorted(listed) == sorted(manifest.files)
+    for directory, (files, _) in manifest.listing.items():
+        assert all(f.rpartition("/")[0] == directory for f in files)
+
+
 class RandomTree:
     """A workspace that random edits are applied to; remembers edits stats cannot see."""
 
@@ -236,7 +246,7 @@ class RandomTree:
             dirnames[:] = [
                 d
                 for d in dirnames
-                if d != "node_modules" and _is_utf8(d) and not os.path.islink(f"{dirpath}/{d}")
+                if d != "node_modules" and is_utf8(d) and not os.path.islink(f"{dirpath}/{d}")
             ]
             found += [Path(dirpath) / d for d in dirnames]
         return found
@@ -246,7 +256,7 @@ class RandomTree:
             p
             for d in self.dirs()
             for p in d.iterdir()
-            if p.is_file() and not p.is_symlink() and _is_utf8(p.name)
+            if p.is_file() and not p.is_symlink() and is_utf8(p.name)
         ]
 
     def relative(self, path: Path) -> str:
@@ -338,9 +348,21 @@ class RandomTree:
 
 
 @needs_find
+@pytest.mark.parametrize("finds", [1, 2])
 def test_find_path_matches_python_and_the_truth(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, find_always: list[bool]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, find_always: list[bool], finds: int
 ) -> None:
+    ran: list[int] = []  # finds run at once, per walk
+    if finds == 2:  # a second find for some subtrees of each walk root, at the same time
+        monkeypatch.setattr(find_tool, "_SPLIT_MIN_FILES", 0)
+        monkeypatch.setattr(find_tool, "_CORES", 2)
+        real_run = find_tool._run_all
+
+        def run_all(commands: list[list[str]], cwd: str) -> list[bytes] | None:
+            ran.append(len(commands))
+            return real_run(commands, cwd)
+
+        monkeypatch.setattr(find_tool, "_run_all", run_all)
     trees = [RandomTree(tmp_path / f"ws{s}", tmp_path / f"out{s}", seed=s) for s in range(3)]
     for tree in trees:
         wait_until_ctimes_are_old(tree.root)
@@ -361,6 +383,7 @@ def test_find_path_matches_python_and_the_truth(
                 previous[patterns] = check_round(tree, patterns, before, changes, monkeypatch)
                 assert find_always == [True], changes
                 find_always.clear()
+    assert (2 in ran) == (finds == 2)
 
 
 def check_round(
@@ -382,6 +405,8 @@ def check_round(
     assert fast.files == truth.files, changes
     assert report == compare_manifests(previous.files, truth, patterns), changes
     assert fast.stats == truth.stats and fast.dirs == truth.dirs, changes
+    assert_each_file_listed_once(fast)
+    assert_each_file_listed_once(slow)
     differ = {p for p in fast.files.keys() | slow.files.keys()
               if fast.files.get(p) != slow.files.get(p)}  # fmt: skip
     for path in differ:

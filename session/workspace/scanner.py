@@ -1,0 +1,359 @@
+"""Scanning the tracked files into a manifest, reusing hashes a stat cache proves.
+
+Symlinks are never followed. A scan lists only directories that changed since the
+previous manifest and re-hashes only files whose stat (or ctime, with `find`) moved.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+import os
+import stat
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from .find import _NANOS, _find_changes, split_subtrees
+from .manifest import Listing, Manifest, children_index, is_utf8, sha256_file
+from .patterns import SKIPPED_DIRS, TrackedPatterns
+from .safe_paths import is_safe_relative_path
+
+_FIND_MIN_FILES = 3_000  # below this, starting find costs about what it saves (measured)
+
+logger = logging.getLogger(__name__)
+
+_MTIME = operator.itemgetter(1)
+
+
+def _by_directory(paths: Iterable[str]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for path in paths:
+        grouped.setdefault(path.rpartition("/")[0], []).append(path)
+    return grouped
+
+
+class _Scanner:
+    """One pass over the tracked files: stat, reuse hashes the stat cache proves, list the rest.
+
+    With a previous manifest to reuse, the scan starts from a copy of its files and stats
+    (a C copy, however many): a directory proven unchanged keeps its entries as they are,
+    any other gives its files back (`release`) and is listed anew, and the files of no
+    walked directory are taken one by one (`add_exact`). A manifest's `listing` and
+    `orphans` together hold each of its files exactly once; that is what makes it work.
+    """
+
+    _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+    def __init__(self, root: Path, patterns: TrackedPatterns, previous: Manifest | None) -> None:
+        self.root = root
+        self.root_str = str(root)
+        self.patterns = patterns
+        self.manifest = Manifest(
+            recorded_ns=time.time_ns(), patterns=patterns.patterns, listing={}, orphans=[]
+        )
+        self.to_hash: list[str] = []
+        prev = previous or Manifest()
+        self.prev_files = prev.files
+        self.prev_stats = prev.stats
+        self.prev_dirs = prev.dirs
+        # A file (or directory) modified in the same second its stat was recorded may change
+        # again without its mtime moving: such "racy" entries are always re-read.
+        self.safe_before = (prev.recorded_ns // _NANOS) * _NANOS
+        self.prev_recorded_ns = prev.recorded_ns
+        # Files find saw changed after the previous manifest was recorded: re-hashed even
+        # with the same stat (an edit of the same size whose mtime was put back).
+        self.ctime_moved: set[str] = set()
+        # Known files to stat even in a directory find saw unchanged: racy, or with no stat.
+        self.recheck: dict[str, list[str]] = {}
+        self.cached: Listing = {}
+        if previous and previous.dirs and previous.patterns == patterns.patterns:
+            self.cached, orphans = children_index(previous)
+            self.start_from(orphans)
+
+    def start_from(self, orphans: list[str]) -> None:
+        """Take the previous files and stats as they were, but for `orphans`."""
+        files = self.manifest.files = dict(self.prev_files)
+        stats = self.manifest.stats = dict(self.prev_stats)
+        for path in orphans:
+            files.pop(path, None)
+            stats.pop(path, None)
+        recheck: set[str] = set()
+        if len(stats) != len(files) or stats.keys() != files.keys():
+            for path in stats.keys() - files.keys():
+                del stats[path]
+            recheck.update(files.keys() - stats.keys())
+        if stats and max(map(_MTIME, stats.values())) >= self.safe_before:
+            recheck.update(p for p, key in stats.items() if key[1] >= self.safe_before)
+        self.recheck = _by_directory(recheck)
+
+    def release(self, relative: str) -> None:
+        """Give back the previous entries of a directory that is listed or stat'ed again."""
+        cached = self.cached.get(relative)
+        if cached is not None:
+            files, stats = self.manifest.files, self.manifest.stats
+            for path in cached[0]:
+                files.pop(path, None)
+                stats.pop(path, None)
+
+    def add(self, path: str, st: os.stat_result) -> None:
+        """Take one regular file: reuse its hash if the stat proves it unchanged."""
+        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+        digest = self.prev_files.get(path)
+        if (
+            digest is not None
+            and self.prev_stats.get(path) == key
+            and key[1] < self.safe_before
+            and path not in self.ctime_moved
+        ):
+            self.manifest.files[path] = digest
+            self.manifest.stats[path] = key
+        else:
+            self.manifest.files.pop(path, None)
+            self.manifest.stats[path] = key
+            self.to_hash.append(path)
+
+    def same_directory(self, files: list[str], printed: set[str]) -> bool:
+        """Return True if one known file proves the directory is the one listed before."""
+        # A directory moved onto this path (keeping its own mtime, and the ctimes below it)
+        # would pass for the old one. A known file find did not print, with one link, has
+        # not moved since before the previous manifest: if it is the same inode as then,
+        # it is in the same directory. With no file to prove it, the directory is listed.
+        for name in files:
+            if name in printed:
+                continue
+            key = self.prev_stats.get(name)
+            if key is None:
+                return False
+            try:
+                st = os.stat(os.path.join(self.root_str, name), follow_symlinks=False)
+            except (OSError, ValueError):
+                return False
+            return (
+                stat.S_ISREG(st.st_mode)
+                and st.st_nlink == 1
+                and (st.st_size, st.st_mtime_ns, st.st_ino) == key
+            )
+        return False
+
+    def take_unchanged_dir(
+        self, relative: str, cached: tuple[list[str], list[str]], printed: list[str]
+    ) -> None:
+        """Keep a directory find saw unchanged; stat only its printed and racy files."""
+        # The same directory (`same_directory`), same mtime and no ctime change: no entry
+        # was added, removed or renamed. A known file find did not print has had no inode
+        # change (ctime) since before the previous manifest took its stat, so that stat
+        # still holds: no stat of ours, and its entries stay as they were copied.
+        assert self.manifest.listing is not None
+        again = [*self.recheck.get(relative, ()), *printed]
+        if not again:
+            self.manifest.listing[relative] = cached
+            return
+        files = self.manifest.files
+        stats = self.manifest.stats
+        known = set(cached[0])
+        dropped: set[str] = set()
+        for name in set(again) & known:
+            files.pop(name, None)
+            stats.pop(name, None)
+            try:
+                st = os.stat(os.path.join(self.root_str, name), follow_symlinks=False)
+            except (OSError, ValueError):
+                dropped.add(name)
+                continue
+            if stat.S_ISREG(st.st_mode):
+                self.add(name, st)  # re-hashed if changed after the previous manifest
+            else:
+                dropped.add(name)
+        kept = [f for f in cached[0] if f not in dropped] if dropped else cached[0]
+        self.manifest.listing[relative] = (kept, cached[1])
+
+    def walk(self, start: str) -> None:
+        """Collect tracked files below `start`, listing only directories that changed."""
+        by_find = None
+        if self.cached and len(self.prev_files) >= _FIND_MIN_FILES:
+            second = split_subtrees(start, self.cached)
+            by_find = _find_changes(self.root_str, start, self.prev_recorded_ns, second)
+        printed: set[str] = set()
+        printed_by_dir: dict[str, list[str]] = {}
+        if by_find is not None:
+            self.ctime_moved |= by_find.moved
+            printed = by_find.files
+            printed_by_dir = _by_directory(printed)
+        manifest = self.manifest
+        listing_out = manifest.listing
+        assert listing_out is not None
+        files_out = manifest.files
+        stats_out = manifest.stats
+        prev_files = self.prev_files
+        prev_stats = self.prev_stats
+        safe_before = self.safe_before
+        stack = [start]
+        while stack:
+            relative = stack.pop()
+            cached = self.cached.get(relative)
+            if by_find is not None:
+                seen = by_find.dirs.get(relative)
+                if (
+                    seen is not None
+                    and not seen[1]
+                    and cached is not None
+                    and self.prev_dirs.get(relative) == seen[0] < safe_before
+                    and self.same_directory(cached[0], printed)
+                ):
+                    manifest.dirs[relative] = seen[0]
+                    self.take_unchanged_dir(relative, cached, printed_by_dir.get(relative, []))
+                    stack.extend(cached[1])
+                    continue
+                # Anything else (a new or changed directory, one whose ctime moved as with
+                # `touch -d` or `rsync -t`, one not proven the same) is listed again below.
+                cached = None
+            self.release(relative)
+            try:  # O_NOFOLLOW: a directory replaced by a symlink is never entered
+                path = os.path.join(self.root_str, relative) if relative else self.root_str
+                fd = os.open(path, self._DIR_FLAGS)
+            except OSError:
+                continue
+            found: list[str] = []
+            found_dirs: list[str] = []
+            try:
+                mtime = os.fstat(fd).st_mtime_ns
+                manifest.dirs[relative] = mtime
+                if cached is not None and self.prev_dirs.get(relative) == mtime < safe_before:
+                    # Same directory mtime: no entry was added, removed or renamed, so only
+                    # the known files need a stat (relative to the directory: cheap).
+                    files, subdirs = cached
+                    cut = len(relative) + 1 if relative else 0
+                    kept: list[str] = []
+                    for name in files:
+                        try:
+                            st = os.stat(name[cut:], dir_fd=fd, follow_symlinks=False)
+                        except OSError:
+                            continue
+                        if not stat.S_ISREG(st.st_mode):
+                            continue
+                        kept.append(name)
+                        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+                        digest = prev_files.get(name)
+                        if (
+                            digest is not None
+                            and prev_stats.get(name) == key
+                            and key[1] < safe_before
+                        ):
+                            files_out[name] = digest
+                            stats_out[name] = key
+                        else:
+                            stats_out[name] = key
+                            self.to_hash.append(name)
+                    listing_out[relative] = (kept, subdirs)
+                    stack.extend(subdirs)
+                    continue
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        if entry.is_symlink():
+                            continue
+                        if not is_utf8(entry.name):
+                            # Not representable in the JSON manifest: skipped, said once.
+                            logger.warning(
+                                "%r: file name is not UTF-8; not tracked",
+                                os.path.join(relative, entry.name),
+                            )
+                            continue
+                        name = f"{relative}/{entry.name}" if relative else entry.name
+                        if entry.is_dir(follow_symlinks=False):
+                            if entry.name not in SKIPPED_DIRS:
+                                found_dirs.append(name)
+                        elif entry.is_file(follow_symlinks=False) and self.patterns.matches(name):
+                            try:
+                                self.add(name, entry.stat(follow_symlinks=False))
+                            except OSError:
+                                continue
+                            found.append(name)
+                listing_out[relative] = (found, found_dirs)
+                stack.extend(found_dirs)
+            except OSError:  # what was found before stays listed (each file, once)
+                if relative in manifest.dirs:
+                    listing_out[relative] = (found, found_dirs)
+                continue
+            finally:
+                os.close(fd)
+
+    def drop_unvisited(self) -> None:
+        """Give back the entries of previous directories no walk reached (gone, or moved)."""
+        dirs = self.manifest.dirs
+        for relative in self.cached:
+            if relative not in dirs:
+                self.release(relative)
+
+    def add_exact(self, relative: str) -> None:
+        """Take a single named file (an exact pattern or a file the assistant touched)."""
+        if relative in self.manifest.stats or not is_safe_relative_path(self.root, relative):
+            return
+        try:
+            st = os.lstat(self.root / relative)
+        except (OSError, ValueError):
+            return
+        if stat.S_ISREG(st.st_mode):
+            self.add(relative, st)
+            assert self.manifest.orphans is not None
+            self.manifest.orphans.append(relative)
+
+    def finish(self) -> Manifest:
+        """Hash what the stat cache could not vouch for; return the manifest."""
+        manifest = self.manifest
+        failed: set[str] = set()
+        for relative in self.to_hash:
+            digest = sha256_file(os.path.join(self.root_str, relative))
+            manifest.hashed += 1
+            if digest is None:
+                manifest.stats.pop(relative, None)
+                manifest.files.pop(relative, None)
+                failed.add(relative)
+            else:
+                manifest.files[relative] = digest
+        if failed:  # unreadable: in no listing either (each file is listed exactly once)
+            listing = manifest.listing
+            assert listing is not None and manifest.orphans is not None
+            for parent in {path.rpartition("/")[0] for path in failed}:
+                entry = listing.get(parent)
+                if entry is not None and not failed.isdisjoint(entry[0]):
+                    listing[parent] = ([f for f in entry[0] if f not in failed], entry[1])
+            manifest.orphans = [f for f in manifest.orphans if f not in failed]
+        assert manifest.listing is not None and manifest.orphans is not None
+        listed = sum(len(files) for files, _ in manifest.listing.values())
+        if listed + len(manifest.orphans) != len(manifest.files):  # never, but then: recount
+            manifest.forget_listing()
+        return manifest
+
+
+def build_file_manifest(
+    root: Path,
+    patterns: TrackedPatterns | None = None,
+    extra: Iterable[str] = (),
+    previous: Manifest | None = None,
+) -> Manifest:
+    """Hash the tracked files (no symlinks), reusing `previous` hashes the stat cache proves."""
+    patterns = patterns or TrackedPatterns()
+    scanner = _Scanner(root, patterns, previous)
+    exact: list[str] = []
+    for walk_root in patterns.walk_roots():
+        if "\x00" in walk_root:
+            parent, name = walk_root.split("\x00")
+            relative = f"{parent}/{name}" if parent else name
+            target = root / relative
+            if target.is_dir() and not target.is_symlink():
+                if is_safe_relative_path(root, relative):
+                    scanner.patterns = TrackedPatterns((*patterns.patterns, f"{relative}/**"))
+                    scanner.walk(relative)
+                    scanner.patterns = patterns
+            else:
+                exact.append(relative)
+        elif not walk_root or is_safe_relative_path(root, walk_root):
+            scanner.walk(walk_root)
+    scanner.drop_unvisited()  # before single files: what is left of the previous is proven
+    for relative in exact:
+        scanner.add_exact(relative)
+    seen = scanner.manifest.stats
+    for relative in [r for r in extra if r not in seen]:
+        scanner.add_exact(relative)
+    return scanner.finish()
