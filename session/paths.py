@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import socket
 from pathlib import Path
 
 import platformdirs
@@ -46,3 +47,12 @@ def sanitize_instance_id(value: str, default: str = "default") -> str:
     """Turn any string (e.g. a client name) into a valid instance id."""
     cleaned = _NAME_UNSAFE.sub("-", value).strip("-.")[:64]
     return cleaned if is_valid_instance_id(cleaned) else default
+
+
+# The machine's name as other machines see it in "Previous session found (… on HOST)".
+HOST_ENV = "AGENT_ASSIST_HOST"
+
+
+def host_name() -> str:
+    """Return `$AGENT_ASSIST_HOST`, else the host name (a container's may be random)."""
+    return os.environ.get(HOST_ENV, "").strip() or socket.gethostname()

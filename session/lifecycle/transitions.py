@@ -16,6 +16,7 @@ from ..context import build_resume_context, remembered
 from ..derive.messages import Message
 from ..errors import UNWRITABLE_ERRNOS, SessionError, SessionLockedError, SessionNotFoundError
 from ..events import Event
+from ..paths import host_name
 from ..redaction import Redactor
 from ..snapshot import record_manifest, recorded_manifest
 from ..storage import StorageError
@@ -168,8 +169,10 @@ class LifecycleTransitions:
     def resume(self, session_id: str) -> DriftReport:
         """Carry a previous session forward: same id, drift checked, context injected."""
         self._refuse_if_stopped()
-        # Before opening: opening may append recovery events (a crash's open turn closed).
+        # Before opening: opening may append recovery events (a crash's open turn closed),
+        # and records this machine as the session's writer.
         last_active = self.store.last_event_time(session_id)
+        written_on = self.store.session_host(session_id)
         try:
             session = self.store.open_session(session_id, redactor=self.redactor)
             self.store_fault = None
@@ -192,7 +195,11 @@ class LifecycleTransitions:
         self.session_deleted = False
         self._headers_sent.clear()
         state = session.state
-        drift = self.tracker.resume(state.file_manifest, recorded_manifest(state))
+        baseline = state
+        if written_on is not None and written_on != host_name():
+            # Another machine's stats say nothing of these files: the first check hashes.
+            baseline = state.model_copy(update={"stat_cache": None, "file_stats": {}})
+        drift = self.tracker.resume(state.file_manifest, recorded_manifest(baseline))
         for path in drift.unsafe:
             self.warnings.append(f"session {session_id}: unsafe manifest path skipped: {path!r}")
         self.last_drift = drift

@@ -9,9 +9,7 @@ nothing behind (as a local one leaves no file).
 
 from __future__ import annotations
 
-import os
 import secrets
-import socket
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +23,7 @@ from ..errors import SessionError, SessionNotFoundError
 from ..events import EVENT_ADAPTER, Persistence
 from ..log.reader import LogScan
 from ..log.writer import LogError
-from ..paths import is_valid_session_id, storage_root
+from ..paths import host_name, is_valid_session_id, storage_root
 from ..redaction import Redactor
 from ..search.query import SearchHit
 from ..snapshot import FutureSchemaError, SessionState, migrate_snapshot
@@ -39,14 +37,6 @@ from .opening import open_from_rows
 from .spool import Spool, spool_dir, spooled_sessions
 from .store import PgStore
 from .writer import SessionWriter
-
-# The machine's name as other machines see it in "Previous session found (… on HOST)".
-HOST_ENV = "AGENT_ASSIST_HOST"
-
-
-def host_name() -> str:
-    """Return `$AGENT_ASSIST_HOST`, else the host name (a container's may be random)."""
-    return os.environ.get(HOST_ENV, "").strip() or socket.gethostname()
 
 
 class PgSessionStore:

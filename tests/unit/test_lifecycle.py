@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import orjson
@@ -465,3 +466,49 @@ def test_checkpoint_titles_are_scrubbed(manager: SessionManager, home: Path) -> 
     lc2.explicit_save()
     lc2.close()
     assert b"TOPSECRET-TITLE-7" not in all_bytes_under(home)
+
+
+class ElsewhereStore(SessionManager):
+    """A store whose sessions say they were last written on another machine."""
+
+    def session_host(self, session_id: str) -> str | None:
+        return "another-machine"
+
+
+def test_another_machines_stat_cache_is_never_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import session.workspace.scanner as scanner
+
+    workspace = tmp_path / "ws"
+    (workspace / "templates").mkdir(parents=True)
+    hour_ago = time.time() - 3600  # not "racy": a cache of these stats is trusted
+    for n in range(5):
+        path = workspace / "templates" / f"t{n}.md"
+        path.write_text(f"template {n}\n")
+        os.utime(path, (hour_ago, hour_ago))
+    home = tmp_path / "home"
+    first = make_lifecycle(SessionManager(workspace, home=home))
+    first.start_fresh()
+    run_turn(first, "hello", "hi")
+    first.close()
+    old_id = first.session_id if first.session else None
+    session_id = SessionManager(workspace, home=home).read_pointer("inst") or old_id
+    assert session_id is not None
+    hashed: list[str] = []
+    real = scanner.sha256_file
+
+    def counting(path: str) -> str | None:
+        hashed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(scanner, "sha256_file", counting)
+    here = make_lifecycle(SessionManager(workspace, home=home))
+    assert not here.resume(session_id).has_drift
+    here.close()
+    trusted = len(hashed)
+    hashed.clear()
+    elsewhere = make_lifecycle(ElsewhereStore(workspace, home=home))
+    assert not elsewhere.resume(session_id).has_drift
+    elsewhere.close()
+    assert trusted == 0 and len(hashed) >= 5  # this machine's cache is trusted; another's never
