@@ -13,12 +13,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..derive.history import tail_of
 from ..log.reader import parse_event_line
 from ..redaction import Redactor
 from ..snapshot import FutureSchemaError, SessionState, migrate_snapshot
 from ..storage import atomic_write_json, read_json_file
-from .session import Session
+from .session import Session, boundary_state
 
 logger = logging.getLogger(__name__)
 
@@ -76,15 +75,7 @@ def read_snapshot_file(
 
 def write_snapshot_file(path: Path, session: Session, redactor: Redactor | None = None) -> None:
     """Write the session's snapshot to `path` atomically, at the last turn boundary of its log."""
-    state = session.state.model_copy()
-    state.log_offset = session.boundary_offset
-    state.last_seq = session.boundary_seq
-    state.recent_messages = (
-        []
-        if state.persistence == "metadata"
-        else tail_of(session.boundary_items, session.history_tokens)
-    )
-    payload = state.model_dump(mode="json")
+    payload = boundary_state(session).model_dump(mode="json")
     scrubber = redactor or session.log.redactor
     for key in (
         "summary",
