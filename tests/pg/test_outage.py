@@ -27,8 +27,6 @@ from tests.e2e.harness import Editor
 from tests.fixtures import make_workspace
 from tests.pg.proxy import CuttableProxy
 
-ORIGIN = "https://git.example.com/team/app.git"
-
 
 @pytest.fixture
 def proxy(pg_dsn: str) -> Iterator[CuttableProxy]:
@@ -269,14 +267,22 @@ async def test_another_machine_is_offered_the_latest_session_and_continues_it(
     pg_dsn: str, schema: str, tmp_path: Path, fake: FakeOpenAI
 ) -> None:
     fake.add("written on the laptop", "continued on the workstation")
-    clones = []
-    for machine in ("laptop", "desk"):  # one repository, checked out at two paths
-        (tmp_path / machine).mkdir()
-        clone = make_workspace(tmp_path / machine)
-        for args in (["init", "-q", "-b", "main"], ["remote", "add", "origin", ORIGIN]):
-            subprocess.run(["git", *args], cwd=clone, check=True, capture_output=True)
-        clones.append(clone)
-    laptop_clone, desk_clone = clones
+    # One repository: a bare origin in a temp dir, cloned at two paths (two machines).
+    (tmp_path / "src").mkdir()
+    source = make_workspace(tmp_path / "src")
+    bare = tmp_path / "origin.git"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for args, where in (
+        (["init", "-q", "--bare", "-b", "main", str(bare)], tmp_path),
+        (["init", "-q", "-b", "main"], source),
+        (["add", "."], source),
+        (["commit", "-q", "-m", "first"], source),
+        (["push", "-q", str(bare), "main"], source),
+        (["clone", "-q", str(bare), "laptop"], tmp_path),
+        (["clone", "-q", str(bare), "desk"], tmp_path),
+    ):
+        subprocess.run([*git, *args], cwd=where, check=True, capture_output=True)
+    laptop_clone, desk_clone = tmp_path / "laptop", tmp_path / "desk"
     env = {STORE_ENV: pg_dsn, SCHEMA_ENV: schema}
     model = {"name": "test-model", "baseUrl": fake.base_url, "apiKey": "sk-test-0123456789abcdef"}
     laptop = Editor(
