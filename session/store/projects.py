@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 
 from ..paths import project_dir_name
-from ..storage import atomic_write_json, read_json_file
+from ..storage import StorageError, atomic_write_json, read_json_file
 from ..workspace.identity import ProjectIdentity
 
 logger = logging.getLogger(__name__)
@@ -74,14 +74,26 @@ def find_project_dir(projects: Path, workspace_root: Path, identity: ProjectIden
 
 
 def mark(project_dir: Path, identity: ProjectIdentity) -> None:
-    """Record the identity in `project.json` unless the directory already names one."""
+    """Record the identity in `project.json` unless the directory already names one.
+
+    Best effort: a store that refuses it (a full disk) costs nothing but the record, which
+    the next write tries again; the project is still found by its path meanwhile.
+    """
     marker = project_dir / MARKER
     if marker.exists() or marker.is_symlink():
         return
-    atomic_write_json(
-        marker,
-        {"key": identity.key, "kind": identity.kind, "how": identity.how, "name": identity.name},
-    )
+    try:
+        atomic_write_json(
+            marker,
+            {
+                "key": identity.key,
+                "kind": identity.kind,
+                "how": identity.how,
+                "name": identity.name,
+            },
+        )
+    except StorageError as exc:
+        logger.warning("%s: the project's identity is not recorded yet (%s)", marker, exc)
 
 
 def _is_plain_dir(path: Path) -> bool:
