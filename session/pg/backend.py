@@ -263,6 +263,11 @@ class PgSessionStore:
         if session.read_only:
             raise SessionError(f"session is read-only: {session.read_only_reason}")
         session.sync()
+        if not session.log.online:  # the events are safe in the spool; the snapshot can wait
+            raise SessionError(
+                f"the snapshot of session {session.session_id} is not stored while the "
+                "database cannot be reached; its events are kept in the local spool"
+            )
         self.pg.put_snapshot(boundary_state(session), session.log.redactor)
         return f"{self.label} (session {session.session_id})"
 

@@ -91,7 +91,7 @@ class PgEventLog:
         self.describe: Callable[[], SessionState] | None = None
         self._undurable = False  # committed without waiting for the flush since the last one
         # While the database is away: events go to `_spool`; `retry` (the server's store watch calls
-        # it between turns, in a thread; `close` once) takes a new writer with `_reconnect`.
+        # it between turns, in a thread) takes a new writer with `_reconnect`.
         self._spool = spool
         self._reconnect = reconnect
         self._spooled = 0
@@ -292,9 +292,9 @@ class PgEventLog:
         writer = self._writer
         try:
             if self.offline_reason is not None:
+                # No reconnecting on the way out (an unreachable host takes the connect
+                # timeout to say so): the spool is sent by the next open or start.
                 self._to_spool(durable=True)
-                self.retry()
-                writer = self._writer  # back online: released below
             elif writer is not None and not writer.closed and (self._pending or self._undurable):
                 self._flush(durable=True)
         finally:

@@ -237,7 +237,8 @@ class PgStore:
     def close(self) -> None:
         """Close the pool (writers hold connections of their own)."""
         if self._pool is not None:
-            self._pool.close()
+            # Its workers may be retrying a database that went away: do not wait for them.
+            self._pool.close(timeout=1.0)
             self._pool = None
 
     def __enter__(self) -> PgStore:

@@ -317,3 +317,20 @@ async def test_another_machine_is_offered_the_latest_session_and_continues_it(
     await desk.request("agentAssist/chat", {"text": "continue on the workstation"})
     assert (await desk.request("agentAssist/status"))["turns"] == 2
     await desk.stop()
+
+
+async def test_the_server_ends_promptly_while_the_database_is_away(
+    proxy: CuttableProxy, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    fake.add("one", "two")
+    editor = editor_on(workspace, home, fake, proxy.dsn, schema)
+    await editor.start()
+    await editor.ready()
+    await editor.request("agentAssist/chat", {"text": "stored"})
+    proxy.cut()
+    await editor.request("agentAssist/chat", {"text": "spooled"})
+    started = time.monotonic()
+    await editor.stop()  # shutdown + exit while the spool holds the last turn
+    assert editor.process.returncode == 0
+    assert time.monotonic() - started < 5  # no waiting on the pool or on reconnecting
+    assert list((home / "spool").rglob("*.events.jsonl"))  # kept for the next start
