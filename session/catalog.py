@@ -52,9 +52,20 @@ class PointerFile:
         return is_valid_instance_id(self.instance_id)
 
 
+def projects_root(home: Path) -> Path:
+    """Return the directory that holds the store's project directories."""
+    return home / "projects"
+
+
+def refused_projects_root(home: Path) -> Path | None:
+    """Return the projects directory if it is a symlink, which the server refuses to use."""
+    projects = projects_root(home)
+    return projects if projects.is_symlink() else None
+
+
 def project_dirs(home: Path) -> list[Path]:
     """Return the project directories of the store (never through a symlink)."""
-    projects = home / "projects"
+    projects = projects_root(home)
     if not projects.is_dir() or projects.is_symlink():
         return []
     return sorted(p for p in projects.iterdir() if p.is_dir() and not p.is_symlink())

@@ -289,7 +289,7 @@ def add_store_options(doctor: argparse.ArgumentParser) -> None:
 
 def run_doctor(args: argparse.Namespace) -> DoctorReport:
     """Run every check."""
-    from session.catalog import list_projects
+    from session.catalog import list_projects, refused_projects_root
     from session.paths import storage_root
     from session.store.choose import SCHEMA_ENV, STORE_ENV, store_kind
     from session.workspace.identity import project_identity
@@ -307,9 +307,9 @@ def run_doctor(args: argparse.Namespace) -> DoctorReport:
         check_database(report, spec.strip(), schema or "agent_assist", workspace)
         report.add("info", "storage", f"local files ({home}) not checked: the store is PostgreSQL")
     elif check_root(report, home):
-        projects = home / "projects"
-        if projects.is_symlink():
-            report.add("problem", "storage", f"{projects} is a symlink; the server refuses it")
+        refused = refused_projects_root(home)
+        if refused is not None:
+            report.add("problem", "storage", f"{refused} is a symlink; the server refuses it")
         for project in list_projects(home):
             manager = project.manager
             sessions = [check_session(report, manager, sid) for sid in manager.session_ids()]

@@ -306,6 +306,17 @@ def test_doctor_on_a_missing_store(tmp_path: Path) -> None:
     assert not (tmp_path / "nothing-here").exists()  # looking never creates the store
 
 
+def test_doctor_reports_a_symlinked_projects_directory(tmp_path: Path) -> None:
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir(mode=0o700)
+    elsewhere.mkdir()
+    (home / "projects").symlink_to(elsewhere, target_is_directory=True)
+    code, data = cli_json("doctor", env=clean_env(home))
+    assert code == 1
+    assert any("projects is a symlink" in p for p in data["problems"]), data["problems"]
+    assert list(elsewhere.iterdir()) == []  # nothing written through it
+
+
 def test_doctor_finds_a_torn_log_tail(
     workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
 ) -> None:
