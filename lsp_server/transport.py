@@ -17,6 +17,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInva
 from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
     LanguageServerProtocol,
     default_converter,
 )
@@ -47,6 +48,24 @@ def keep_params_as_dicts() -> cattrs.Converter:
 
 
 _HEADER_TAIL = b"\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
+
+
+def _plain_response(message: Any) -> bytes | None:
+    """Return a successful response holding plain JSON serialized, else None (pygls' path).
+
+    An lsprotocol result (an attrs class) and anything orjson refuses (lone surrogates,
+    non-string keys, huge ints) are left to pygls, as is a null result, which its converter
+    writes its own way.
+    """
+    if not isinstance(message, JsonRPCResponseMessage) or message.result is None:
+        return None
+    if not isinstance(message.result, dict | list | str | int | float | bool):
+        return None
+    try:
+        plain = {"jsonrpc": message.jsonrpc, "id": message.id, "result": message.result}
+        return orjson.dumps(plain)
+    except TypeError:
+        return None
 
 
 class PipeReader:
@@ -140,15 +159,22 @@ class AgentAssistProtocol(LanguageServerProtocol):
         self._write_frame(b"Content-Length: %d%s%s" % (len(body), _HEADER_TAIL, body))
 
     def _send_data(self, data: Any) -> None:
-        """Send a message (pygls' serialization), through the one guarded write."""
+        """Send a message (pygls' serialization), through the one guarded write.
+
+        A response whose result is plain JSON (every agentAssist result) is serialized in
+        one `orjson` step: pygls would unstructure it with cattrs, walking every value, and
+        `json.dumps` it (~60 ms for a list of 10,000 sessions; this takes ~1 ms).
+        """
         if not data:
             return
-        try:
-            body = json.dumps(data, default=self._serialize_message).encode(self.CHARSET)
-        except Exception as error:  # a result that cannot be serialized: answer the error
-            logger.exception("cannot serialize a message")
-            self._server._report_server_error(error, JsonRpcInternalError)
-            return
+        body = _plain_response(data)
+        if body is None:
+            try:
+                body = json.dumps(data, default=self._serialize_message).encode(self.CHARSET)
+            except Exception as error:  # a result that cannot be serialized: answer the error
+                logger.exception("cannot serialize a message")
+                self._server._report_server_error(error, JsonRpcInternalError)
+                return
         if not self._include_headers:
             self._write_frame(body)
             return

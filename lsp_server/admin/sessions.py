@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .dump import load_session, session_meta
 from .output import iso, plain_console, write_json
 from .running import OK
-from .targets import in_use, managers, project_manager, resolve_session
+from .targets import managers, project_manager, resolve_session
 from .transcript import print_item, transcript_markdown
 
 if TYPE_CHECKING:
@@ -53,7 +53,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         total += count
     found.sort(key=lambda pair: pair[0].updated_at, reverse=True)
     found = found[:limit] if limit is not None else found
-    rows = [info_json(info, manager, in_use(manager, info.session_id)) for info, manager in found]
+    projects = {id(manager): manager for _, manager in found}.values()
+    held = {
+        id(manager): manager.held_locks(i.session_id for i, m in found if m is manager)
+        for manager in projects
+    }
+    rows = [info_json(i, m, i.session_id in held[id(m)]) for i, m in found]
     if args.json:
         write_json({"sessions": rows, "total": total})
         return OK

@@ -55,15 +55,4 @@ def resolve_session(manager: SessionManager, wanted: str) -> str:
 
 def in_use(manager: SessionManager, session_id: str) -> bool:
     """Return True if a running process holds the session's lock (probed, never created)."""
-    from session.errors import SessionError, SessionLockedError
-
-    if not manager.lock_path(session_id).exists():
-        return False
-    try:
-        lock = manager.acquire_lock(session_id)
-    except SessionLockedError:
-        return True
-    except SessionError:
-        return False
-    lock.release()
-    return False
+    return session_id in manager.held_locks([session_id])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import SessionError, SessionNotFoundError
@@ -25,6 +25,11 @@ from ..paths import is_valid_instance_id, is_valid_session_id, storage_root
 from ..storage import StorageError, ensure_private_dir
 from ..workspace.identity import project_identity
 from .projects import find_project_dir, mark
+
+try:
+    import fcntl
+except ImportError:  # Windows: filelock locks with msvcrt there
+    fcntl = None  # type: ignore[assignment]
 
 # `sessions/active_<instanceId>.json`: the session an editor instance last used.
 POINTER_PREFIX, POINTER_SUFFIX = "active_", ".json"
@@ -83,6 +88,26 @@ class ProjectLayout:
         """Return `sessions/<id>.lock`."""
         return self.sessions_dir / f"{self._checked(session_id)}.lock"
 
+    def held_locks(self, session_ids: Iterable[str]) -> set[str]:
+        """Return the sessions among `session_ids` whose writer lock a process holds now.
+
+        Only sessions with a lock file are probed (one listing of `sessions/`); a probe takes
+        the lock for an instant without creating, following or writing anything.
+        """
+        wanted = set(session_ids)
+        try:
+            with os.scandir(self.sessions_dir) as entries:
+                locked = [
+                    entry.name
+                    for entry in entries
+                    if entry.name.endswith(".lock")
+                    and entry.name[: -len(".lock")] in wanted
+                    and entry.is_file(follow_symlinks=False)
+                ]
+        except OSError:
+            return set()
+        return {name[: -len(".lock")] for name in locked if _held(self.sessions_dir / name)}
+
     def pointer_path(self, instance_id: str) -> Path:
         """Return `sessions/active_<instanceId>.json`."""
         if not is_valid_instance_id(instance_id):
@@ -107,3 +132,35 @@ class ProjectLayout:
                     if is_valid_session_id(candidate) and candidate not in seen:
                         seen.add(candidate)
                         yield candidate
+
+
+def _held(lock_file: Path) -> bool:
+    """Return True if a process holds the advisory lock on `lock_file` (flock, as filelock)."""
+    if fcntl is None:
+        return _held_elsewhere(lock_file)
+    try:
+        fd = os.open(lock_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing the only descriptor releases a lock just taken
+    return False
+
+
+def _held_elsewhere(lock_file: Path) -> bool:
+    """Probe a lock the portable way: filelock, for an instant (it may create the file)."""
+    import filelock
+
+    lock = filelock.FileLock(str(lock_file), timeout=0)
+    try:
+        lock.acquire()
+    except (filelock.Timeout, OSError):
+        return True
+    lock.release()
+    return False

@@ -83,3 +83,26 @@ def test_pointer_files_and_the_pointers_naming_a_session(workspace: Path, home: 
     assert [p.instance_id for p in pointers_to(manager, second)] == ["b"]
     os.unlink(manager.sessions_dir / "active_b.json")
     assert pointers_to(manager, second) == []
+
+
+def test_held_locks_names_the_sessions_a_process_is_writing(tmp_path: Path, home: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    idle, busy, never = make_session(workspace, home), make_session(workspace, home), "0" * 12
+    manager = SessionManager(workspace, home=home)
+    assert manager.lock_path(idle).exists()  # a lock file stays after its writer is gone
+    held = manager.acquire_lock(busy)
+    try:
+        assert manager.held_locks([idle, busy, never]) == {busy}
+        assert manager.held_locks([idle]) == set()
+    finally:
+        held.release()
+    assert manager.held_locks([idle, busy, never]) == set()
+    assert not manager.lock_path(never).exists()  # probing creates nothing
+    os.unlink(manager.lock_path(idle))
+    os.symlink(manager.lock_path(busy), manager.lock_path(idle))
+    held = manager.acquire_lock(busy)
+    try:  # a symlinked lock file is never followed
+        assert manager.held_locks([idle, busy]) == {busy}
+    finally:
+        held.release()
