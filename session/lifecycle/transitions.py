@@ -122,6 +122,8 @@ class LifecycleTransitions:
                 return None
             session_id = latest[0]
         host = self.store.session_host(session_id)
+        if host == host_name():
+            host = None  # the prompt names the machine only when it is another one
         state, _ = self.store.read_snapshot(session_id, self.warnings, keep=True)
         last_active = self.store.last_event_time(session_id)
         if state is None:

@@ -29,7 +29,7 @@ class PreviousSession:
     last_active: datetime
     turns: int
     title: str | None
-    host: str | None = None  # set when it is another instance's, from a shared store
+    host: str | None = None  # the machine it was last written on, when not this one
 
     def prompt(self) -> str:
         """Return the resume question, as the seed asks it (and on which machine, if shared)."""
