@@ -1,10 +1,12 @@
 // End to end in real VS Code: code-server with the .vsix installed, Chromium via playwright-core.
 // Open the sidebar, send a message, see the streamed reply with its roles told apart (labels, DOM,
-// computed style) and a code block inserted at the cursor; Save puts a checkpoint in the timeline;
-// reload with a draft typed, change the spec, answer Resume: the draft and transcript come back and
-// the banner says "Resumed session · last active … · 1 file changed since" with the file's link, its
-// diff against the checkpoint and "What I remember". Up recalls the last message; the next reply is
-// aware of the earlier turn. Screenshots in the light, dark and high-contrast themes. Stop with a chat
+// computed style), a code block copied ("Copied", the clipboard) and inserted at the cursor; Save puts
+// a checkpoint in the timeline; reload with a draft typed, change the spec, answer Resume: the draft and
+// transcript come back and the banner says "Resumed session · last active … · 1 file changed since" with
+// the file's link, its diff against the checkpoint and "What I remember" with the decision turn 1
+// recorded. Up recalls the last message; Shift+Enter adds a line, Enter sends; the next reply is aware
+// of the earlier turn. Screenshots in the light, dark and high-contrast themes; the banner dismissed
+// (the focus to the input). Stop with a chat
 // queued behind ("1 waiting"), a chatRetry redraw, a restore from the timeline behind its confirmation.
 // New session keeps the old one byte-identical; search in the view opens it at the turn; the sessions
 // list forks and opens; Reset Session (delete it)…: the modal asks, Cancel keeps the session, Cancel at
@@ -26,7 +28,9 @@ const RESULTS = path.join(ROOT, "test-results");
 const FIRST =
   "Streaming reply about **bananas**, sent to the sidebar in small chunks so it can be watched.\n\n" +
   "```python\nprint('banana')\n```\nDone.";
+const DECISION = "Keep the banana examples in Python.";
 const REPLIES = [
+  { tool_calls: [{ name: "record_decision", arguments: { decision: DECISION }, id: "call_0" }] },
   { text: FIRST, chunk: 6, delay: 0.06 },
   { tool_calls: [{ name: "read_file", arguments: { path: "agent_spec.md" }, id: "call_1" }] },
   { text: "Echo: what did I ask before?" },
@@ -138,6 +142,7 @@ try {
     executablePath: "/usr/bin/chromium",
     headless: true,
     viewport: { width: 1400, height: 900 },
+    permissions: ["clipboard-read", "clipboard-write"], // Copy goes through VS Code to the browser's clipboard
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
       "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
@@ -250,6 +255,19 @@ try {
   }
   await page.screenshot({ path: path.join(RESULTS, "1-first-reply.png") });
 
+  // -- Copy: the button says "Copied" (and tells screen readers), the code is on the clipboard
+  await page.evaluate(() => window.navigator.clipboard.writeText("nothing copied yet"));
+  await copy.click();
+  await poll("the Copy feedback", async () =>
+    (await copy.textContent()) === "Copied" && (await view().locator("#announce").textContent()) === "Copied", 5000);
+  const clipboard = await poll("the code on the clipboard", async () => {
+    const text = await page.evaluate(() => window.navigator.clipboard.readText());
+    return text.includes("print('banana')") && text;
+  }, 10_000);
+  if (clipboard.trim() !== "print('banana')") throw new Error(`Copy put ${JSON.stringify(clipboard)} on the clipboard`);
+  await poll("the Copy label back", async () => (await copy.textContent()) === "Copy", 5000);
+  step(`Copy: "Copied" shown and announced, the clipboard holds ${JSON.stringify(clipboard)}`);
+
   // -- Insert at cursor: into the editor last used
   await quickOpen("notes.py");
   await insert.click();
@@ -262,7 +280,7 @@ try {
   // -- Save: a checkpoint in the timeline after turn 1
   await titleAction("Save").click();
   await notice("(checkpoint 1)").waitFor({ timeout: 30_000 });
-  await poll("the checkpoint in the timeline", async () => JSON.stringify(await rows()) === JSON.stringify(["user:1", "assistant:1", "checkpoint:1"]));
+  await poll("the checkpoint in the timeline", async () => JSON.stringify(await rows()) === JSON.stringify(["user:1", "tool:1", "assistant:1", "checkpoint:1"]));
   step("Save: checkpoint 1 after turn 1");
 
   // -- a draft, a reload, the spec changed meanwhile, Resume: the banner
@@ -297,8 +315,13 @@ try {
   await view().locator(".banner details.memory summary").click();
   const memory = await view().locator(".banner .memory-summary").textContent();
   if (!memory.includes("bananas")) throw new Error(`What I remember lacks the summary: ${memory}`);
+  // the decision recorded in turn 1 (the model's record_decision call), listed under "Key decisions"
+  const decisionsTitle = view().locator(".banner details.memory .decisions-title");
+  if ((await decisionsTitle.textContent()) !== "Key decisions") throw new Error("no Key decisions in What I remember");
+  const decisions = await view().locator(".banner details.memory .decisions-title + ul.decisions li").allTextContents();
+  if (!decisions.includes(DECISION)) throw new Error(`Key decisions lacks the recorded decision: ${JSON.stringify(decisions)}`);
   await page.screenshot({ path: path.join(RESULTS, "3-resume-banner.png") });
-  step(`banner: ${headline}; remembers: ${memory.slice(0, 80)}`);
+  step(`banner: ${headline}; remembers: ${memory.slice(0, 80)}; key decisions: ${JSON.stringify(decisions)}`);
   await fileLink.click();
   await page.locator('.tabs-container .tab.active[aria-label^="agent_spec.md"]').waitFor({ timeout: 15_000 });
   await diffLink.click();
@@ -313,20 +336,34 @@ try {
   const recalled = await view().locator("#input").inputValue();
   if (recalled !== "first question about bananas") throw new Error(`Up recalled ${JSON.stringify(recalled)}`);
   step("Up recalled the last message");
+  // -- Shift+Enter: a new line in the draft, nothing sent; then Enter sends both lines
   const before = model.requests().length;
-  await view().locator("#input").fill("what did I ask before?");
+  const usersBefore = (await userTexts()).length;
+  const SECOND = "what did I ask\nbefore?";
+  await view().locator("#input").fill("what did I ask");
+  await view().locator("#input").press("Shift+Enter");
+  await view().locator("#input").pressSequentially("before?");
+  await new Promise((r) => setTimeout(r, 1000)); // a send, had there been one, would show by now
+  const twoLines = await view().locator("#input").inputValue();
+  if (twoLines !== SECOND) throw new Error(`Shift+Enter did not put a new line in the draft: ${JSON.stringify(twoLines)}`);
+  if ((await userTexts()).length !== usersBefore || model.requests().length !== before) throw new Error("Shift+Enter sent the message");
+  step("Shift+Enter: a new line in the draft, nothing sent");
   await view().locator("#input").press("Enter");
   await poll("the second reply", async () => (await assistantTexts()).includes("Echo: what did I ask before?"));
+  if (!(await userTexts()).includes(SECOND)) throw new Error(`the two-line message is not in the transcript: ${JSON.stringify(await userTexts())}`);
+  if ((await view().locator("#input").inputValue()) !== "") throw new Error("Enter sent, but the draft was not cleared");
   const request = await poll("the model's second request", () => model.requests()[before]);
   const sent = JSON.stringify(request.messages);
   if (!sent.includes("first question about bananas") || !sent.includes("bananas")) {
     throw new Error(`the second request lacks the earlier turn: ${sent.slice(0, 500)}`);
   }
+  if (!sent.includes(JSON.stringify(SECOND).slice(1, -1))) throw new Error(`the model did not get both lines: ${sent.slice(-500)}`);
+  step("Enter sent the two-line message");
   await poll("checkpoint 1 between turns 1 and 2", async () =>
-    JSON.stringify(await rows()) === JSON.stringify(["user:1", "assistant:1", "checkpoint:1", "user:2", "tool:2", "assistant:2"]));
+    JSON.stringify(await rows()) === JSON.stringify(["user:1", "tool:1", "assistant:1", "checkpoint:1", "user:2", "tool:2", "assistant:2"]));
   step("the model saw the earlier turn; the checkpoint sits between the turns");
   // tool activity: one compact line, expandable to its arguments
-  const tool = view().locator("details.item.tool").first();
+  const tool = view().locator('details.item.tool[data-turn="2"]').first();
   const toolLine = await tool.locator("summary").textContent();
   if (!/read_file.*agent_spec\.md.*done/.test(toolLine)) throw new Error(`tool line: ${toolLine}`);
   if (await tool.locator(".tool-detail").isVisible()) throw new Error("the tool line is not compact");
@@ -370,6 +407,13 @@ try {
   if (noRing.length) throw new Error(`no visible focus ring on ${noRing.join(", ")}`);
   if (unnamed.length) throw new Error(`controls without a name: ${unnamed.join(", ")}`);
   step(`keyboard: ${visited.length} stops, each with a focus ring: ${reached.join(" ")}`);
+
+  // -- the resume banner dismissed: gone, and the focus moves to the input
+  await view().locator(".banner button.dismiss").click();
+  await poll("the banner gone", async () => (await view().locator(".banner").count()) === 0, 5000);
+  await poll("the focus on the input", async () =>
+    (await view().locator(":focus").getAttribute("id").catch(() => null)) === "input", 5000);
+  step("banner dismissed: gone, the focus on the input");
 
   // -- Stop, with a chat waiting behind the running one
   await view().locator("#input").fill("tell me a long story");

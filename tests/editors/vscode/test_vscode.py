@@ -3,8 +3,10 @@
 `scripts/test.sh`: npm ci, tsc --noEmit, eslint, unit tests, the integration test against this
 repo's server and the loopback fake model, and `vsce package`. `scripts/e2e.sh`: the `.vsix`
 installed into real VS Code (code-server from npm) driven through Debian's Chromium with
-playwright-core; screenshots land in `editors/vscode/test-results/`. Both install what they
-need (Node 24, code-server and Chromium under folders git ignores), so only `npm` is required.
+playwright-core; screenshots land in `editors/vscode/test-results/` and, when
+`AGENT_ASSIST_ARTIFACTS` is set, are copied to `$AGENT_ASSIST_ARTIFACTS/vscode-e2e/`. Both install
+what they need (Node 24, code-server and Chromium under folders git ignores), so only `npm` is
+required.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -59,13 +62,39 @@ def test_typecheck_lint_unit_integration_package() -> None:
     assert (EXTENSION / "agent-assist.vsix").stat().st_size > 10_000
 
 
-def test_end_to_end_in_code_server() -> None:
+def _keep_screenshots(results: Path, started: float) -> Path | None:
+    """Copy this run's screenshots to `$AGENT_ASSIST_ARTIFACTS/vscode-e2e/` (an older copy goes)."""
+    artifacts = os.environ.get("AGENT_ASSIST_ARTIFACTS")
+    if not artifacts:
+        return None
+    kept = Path(artifacts).resolve() / "vscode-e2e"
+    shutil.rmtree(kept, ignore_errors=True)
+    kept.mkdir(parents=True)
+    for shot in sorted(results.glob("*.png")):
+        if shot.stat().st_mtime >= started:
+            shutil.copy2(shot, kept / shot.name)
+    return kept
+
+
+def test_end_to_end_in_code_server(
+    capsys: pytest.CaptureFixture[str], record_property: Callable[[str, object], None]
+) -> None:
     """The sidebar in real VS Code: roles, resume banner, restore, Stop, retry, three themes."""
     results = EXTENSION / "test-results"
     started = time.time()
-    _run("e2e.sh", timeout=1200)
+    try:
+        _run("e2e.sh", timeout=1200)
+    finally:  # a failed run's screenshots (vscode-e2e-failure.png too) are kept as well
+        kept = _keep_screenshots(results, started)
+        where = kept or results
+        count = len(list(where.glob("*.png"))) if kept else None
+        record_property("screenshots", str(where))
+        with capsys.disabled():  # one line in pytest's report, without -s
+            print(f"\nvscode e2e screenshots: {where}" + (f" ({count} kept)" if kept else ""))  # noqa: T201
     shots = ("vscode-e2e", "theme-light", "theme-dark", "theme-high-contrast", "3-resume-banner")
     for name in shots:
         shot = results / f"{name}.png"
         assert shot.is_file(), f"{shot} was not saved"
         assert shot.stat().st_mtime >= started, f"{shot} is from an earlier run"
+        if kept:
+            assert (kept / shot.name).read_bytes() == shot.read_bytes(), f"{shot.name} was not kept"
