@@ -202,7 +202,7 @@ async def list_sessions(chat: Chat, rest: str) -> None:
         return
     rows = []
     for row in sessions:
-        title = row.get("title") or ""
+        title = row.get("title") or "(untitled)"  # `title: null`: no turn yet
         if row.get("parentSessionId"):
             title = f"{title} (fork of {row['parentSessionId']})".strip()
         rows.append(

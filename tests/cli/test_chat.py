@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from pathlib import Path
 
 import pexpect
@@ -234,6 +235,17 @@ def test_a_retried_reply_starts_over_and_usage_estimates_are_marked(
     assert finish(child) == 0
 
 
+def wait_for_bytes(path: Path, needle: bytes, timeout: float = 30) -> bytes:
+    """Return the file's bytes once they contain `needle` (written by the server meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        data = path.read_bytes() if path.exists() else b""
+        if needle in data or time.monotonic() > deadline:
+            assert needle in data, f"{needle!r} never reached {path}"
+            return data
+        time.sleep(0.1)
+
+
 def test_fresh_keeps_the_session_and_help_says_which_deletes(
     workspace: Path, home: Path, fake: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -246,16 +258,74 @@ def test_fresh_keeps_the_session_and_help_says_which_deletes(
     child.expect_exact("this one stays on disk")
     command(child, "keep me")
     child.expect_exact("kept answer")
+    child.expect_exact("turn 1 ·")
+    manager = SessionManager(workspace, home=home)
+    old_log = manager.log_path(old_id)
+    # The background summary is the last thing written after the turn: wait for it.
+    before = wait_for_bytes(old_log, b'"session/summary"')
     command(child, "/fresh")
     child.expect(r"New session ([a-f0-9]{12}); ([a-f0-9]{12}) is kept")
-    assert child.match.group(2) == old_id and child.match.group(1) != old_id
+    new_id = child.match.group(1)
+    assert child.match.group(2) == old_id and new_id != old_id
+    command(child, "/sessions")
+    child.expect_exact("Sessions of this project")
+    child.expect(rf"│\s+│ {old_id} │[^│]+│ 1\s+│[^│]*│ keep me\s+│")  # listed, not active
+    child.expect_exact(PROMPT)
+    assert old_log.read_bytes() == before  # the new session left the old log alone
+    child.send(f"/open {old_id}\r")
+    child.expect_exact(f"Opened session {old_id}.")
+    command(child, "/history")
+    child.expect_exact("You (turn 1): keep me")
+    child.expect_exact("kept answer")
+    command(child, "/status")
+    child.expect(rf"session\s+{old_id}")
+    child.expect(r"turns\s+1")
     child.expect_exact(PROMPT)
     child.sendcontrol("d")
     assert finish(child) == 0
-    manager = SessionManager(workspace, home=home)
     assert manager.exists(old_id)
+    # Live again, it may append (an end of session): what was there stays byte for byte.
+    assert old_log.read_bytes().startswith(before)
     events = manager.read_events(old_id).events
     assert [e.data.input for e in events if e.type == "turn/start"] == ["keep me"]
+
+
+def test_untitled_sessions_turnless_hits_and_the_compaction_notice_render(
+    workspace: Path, home: Path, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake.add(
+        "first answer",
+        "second answer",
+        {"tool_calls": [{"name": "final_result", "arguments": {"summary": "About a quokka."}}]},
+    )
+    child = spawn_chat(workspace, home, fake, log=tmp_path / "tty")
+    child.expect(BANNER)
+    session_id = child.match.group(1)
+    # Saved before its first turn, the session is listed with `title: null`.
+    command(child, "/save")
+    child.expect_exact(f"Saved: checkpoint 1 of session {session_id}")
+    command(child, "/sessions")
+    child.expect(rf"│ ● │ {session_id} │[^│]+│ 0\s+│\s+│ \(untitled\)\s+│")
+    child.expect_exact(PROMPT)
+
+    child.send("first question\r")
+    child.expect_exact("turn 1 ·")
+    command(child, "second question")
+    child.expect_exact("turn 2 ·")
+    command(child, "/compact")
+    child.expect(r"Compacted: \d+ → \d+ messages")
+    # The compaction notice (`turn: null`) follows the turns it summarised.
+    command(child, "/history")
+    child.expect_exact("You (turn 2): second question")
+    child.expect_exact("second answer")
+    child.expect_exact("Older turns were compacted.")
+    # The summary's text is a hit in no turn (`turn: null`): an empty turn cell.
+    command(child, "/search quokka")
+    child.expect_exact("Matches for 'quokka'")
+    child.expect(rf"│ {session_id} │\s+│ session/compact\s+│ About a \[quokka\]\.\s+│")
+    child.expect_exact(PROMPT)
+    child.sendcontrol("d")
+    assert finish(child) == 0
 
 
 def test_explicit_instance_keeps_its_own_session(

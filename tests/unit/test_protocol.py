@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 
 from lsp_server import protocol as proto
 from lsp_server.config import parse_initialization_options
 from lsp_server.features import FEATURES, setup_features
-from lsp_server.features.base import Feature, check_signature, install, request
+from lsp_server.features.base import Feature, check_signature, install, lsp, request
 from lsp_server.protocol import generate
 from lsp_server.protocol.__main__ import main as protocol_main
 from lsp_server.server import AgentAssistServer
@@ -199,6 +201,59 @@ async def test_a_failing_handler_is_isolated_to_its_call() -> None:
     with pytest.raises(JsonRpcInvalidParams):
         await handler([1])
     assert server.get_feature(Flaky).calls == 3
+
+
+class FlakyLsp(Feature):
+    """LSP handlers (one inline, one async waiting for the session) that fail their first call."""
+
+    name = "flaky lsp"
+
+    def __init__(self, server: AgentAssistServer) -> None:
+        super().__init__(server)
+        self.saved: list[str] = []
+        self.watched = 0
+
+    @lsp(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(self, params: types.DidSaveTextDocumentParams) -> None:
+        """Raise for the first document."""
+        self.saved.append(params.text_document.uri)
+        if len(self.saved) == 1:
+            raise RuntimeError("inline boom")
+
+    @lsp(types.WORKSPACE_DID_CHANGE_WATCHED_FILES, ready=True)
+    async def changed(self, params: types.DidChangeWatchedFilesParams) -> None:
+        """Raise the first time."""
+        self.watched += 1
+        if self.watched == 1:
+            raise RuntimeError("async boom")
+
+
+async def test_a_failing_lsp_handler_is_isolated_to_its_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = AgentAssistServer()
+    install(server, [FlakyLsp])
+    server.ready.set()
+    feature = server.get_feature(FlakyLsp)
+    did_save = server.protocol.fm.features[types.TEXT_DOCUMENT_DID_SAVE]
+    saved = [
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        for uri in ("file:///a.md", "file:///b.md")
+    ]
+    with caplog.at_level(logging.ERROR, logger="lsp_server.features.base"):
+        assert did_save(saved[0]) is None  # logged, not raised into pygls
+        assert did_save(saved[1]) is None
+        changed = server.protocol.fm.features[types.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+        watched = types.DidChangeWatchedFilesParams(changes=[])
+        assert await changed(watched) is None
+        assert await changed(watched) is None
+    assert feature.saved == ["file:///a.md", "file:///b.md"] and feature.watched == 2
+    failures = [r for r in caplog.records if r.exc_info]
+    assert [r.getMessage() for r in failures] == [
+        f"{types.TEXT_DOCUMENT_DID_SAVE} failed",
+        f"{types.WORKSPACE_DID_CHANGE_WATCHED_FILES} failed",
+    ]
+    assert [str(r.exc_info[1]) for r in failures if r.exc_info] == ["inline boom", "async boom"]
 
 
 async def test_requests_wait_for_the_session_in_one_place() -> None:

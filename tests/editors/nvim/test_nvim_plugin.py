@@ -630,6 +630,22 @@ def test_only_a_failure_marked_cancelled_is_a_users_cancel(formatting: dict[str,
     }
 
 
+def test_a_compaction_notice_renders_in_the_transcript(formatting: dict[str, Any]) -> None:
+    assert formatting["render_compacted"] == [
+        "## You (turn 1)",
+        "first question",
+        "",
+        "## Assistant",
+        "First answer.",
+        "",
+        "> Older turns were compacted.",  # `turn: null` on the wire
+        "",
+        "## You (turn 2)",
+        "next question",
+        "",
+    ]
+
+
 def test_method_names_and_error_codes_are_the_generated_ones(formatting: dict[str, Any]) -> None:
     assert formatting["generated_names"]
     assert formatting["methods"]["new"] == proto.NEW

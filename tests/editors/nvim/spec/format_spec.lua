@@ -1,6 +1,6 @@
 -- No server: the sessions picker rows and the status lines, with and without a phase; which
 -- failures are a user's cancel; the contract's names come from the generated module; the
--- session header's lines.
+-- session header's lines; a compaction notice in the transcript.
 local H = dofile(vim.env.AGENT_ASSIST_TEST_HELPERS)
 local commands = require("agent_assist.commands")
 
@@ -99,6 +99,14 @@ H.run(function(out)
     header.format_time("2026-03-31T14:22:05.5"),
   }
   out.bad_times = { header.format_time("yesterday") or "nil", header.format_time(vim.NIL) or "nil" }
+
+  -- the transcript of agentAssist/history after a compaction: the notice has `turn: null`
+  out.render_compacted = require("agent_assist.chat").render({
+    { turn = 1, role = "user", text = "first question" },
+    { turn = 1, role = "assistant", text = "First answer.", endReason = "completed" },
+    { turn = vim.NIL, role = "notice", text = "Older turns were compacted." },
+    { turn = 2, role = "user", text = "next question" },
+  })
 
   local client, protocol = require("agent_assist.client"), require("agent_assist.protocol")
   out.generated_names = client.methods == protocol.methods and client.errors == protocol.errors
