@@ -10,7 +10,8 @@ same measure with a single session in the same run:
   cost before the projection);
 - `agentAssist/sessions` over LSP, in the real server process (the editors' pickers), and a
   page of 50;
-- `agent-assist sessions list --json` as a subprocess (the admin CLI);
+- `agent-assist sessions list --json` (every row) and the table (the newest 50) as a
+  subprocess (the admin CLI);
 - spawn → resumed session over LSP (start-up with many sessions on disk).
 """
 
@@ -45,6 +46,7 @@ TARGETED = (
     "`agentAssist/sessions` over LSP",
     "`agentAssist/sessions` over LSP, a page of 50",
     "`agent-assist sessions list --json`",
+    "`agent-assist sessions list` (the table: the newest 50)",
 )
 INSTANCE = "bench"
 SETTLE_S = 1.1  # past the listing's racy margin: sessions/ unchanged since, as between saves
@@ -86,10 +88,10 @@ def make_project(root: Path, home: Path, count: int) -> str:
     return first
 
 
-def cli_list(env: dict[str, str], root: Path) -> None:
-    """Run `agent-assist sessions list --json` for the project."""
+def cli_list(env: dict[str, str], root: Path, *options: str) -> None:
+    """Run `agent-assist sessions list` (with `options`) for the project."""
     done = subprocess.run(
-        [sys.executable, "-m", "lsp_server.cli", "sessions", "list", "--json"],
+        [sys.executable, "-m", "lsp_server.cli", "sessions", "list", *options],
         cwd=root,
         env=env,
         capture_output=True,
@@ -146,7 +148,8 @@ def measure(mode: Mode, tmp: Path, count: int) -> dict[str, list[float]]:
     warm()  # records sessions/ as unchanged
     warm_times = timed_runs(warm, repeats)
     env = server_env(home, PYCACHE)
-    cli_times = timed_runs(lambda: cli_list(env, root), max(1, repeats // 3))
+    cli_times = timed_runs(lambda: cli_list(env, root, "--json"), max(1, repeats // 3))
+    table_times = timed_runs(lambda: cli_list(env, root), max(1, repeats // 3))
     full, page = asyncio.run(lsp_lists(env, root, repeats))
 
     async def spawns() -> list[float]:
@@ -164,6 +167,7 @@ def measure(mode: Mode, tmp: Path, count: int) -> dict[str, list[float]]:
         "`agentAssist/sessions` over LSP": full,
         "`agentAssist/sessions` over LSP, a page of 50": page,
         "`agent-assist sessions list --json`": cli_times,
+        "`agent-assist sessions list` (the table: the newest 50)": table_times,
         "spawn → resumed over LSP": asyncio.run(spawns()),
     }
 

@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the agent-assist command line."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from .lifetime import BoundedStderrHandler
+    from .stderr_log import BoundedStderrHandler
 
     stderr = BoundedStderrHandler()
     stderr.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -27,7 +27,9 @@ def write_json(value: Any) -> None:
 
 def iso(moment: datetime) -> str:
     """Return an ISO timestamp in UTC, `Z`-suffixed."""
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    return f"{moment.isoformat()[:-6]}Z"
 
 
 def short(moment: datetime) -> str:

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 from .dump import load_session, session_meta
 from .output import iso, plain_console, write_json
 from .running import OK
-from .targets import managers, project_manager, resolve_session
+from .targets import layouts, project_manager, resolve_session
 from .transcript import print_item, transcript_markdown
 
 if TYPE_CHECKING:
+    from session.store.layout import ProjectLayout
     from session.store.listing import SessionInfo
-    from session.store.manager import SessionManager
 
 
-def info_json(info: SessionInfo, manager: SessionManager, busy: bool) -> dict[str, Any]:
+def info_json(info: SessionInfo, layout: ProjectLayout, busy: bool) -> dict[str, Any]:
     """Return one row of `sessions list --json`."""
     row: dict[str, Any] = {
         "sessionId": info.session_id,
@@ -29,8 +29,8 @@ def info_json(info: SessionInfo, manager: SessionManager, busy: bool) -> dict[st
         "turns": info.turns,
         "phase": info.phase,
         "inUse": busy,
-        "project": manager.project_dir.name,
-        "workspace": str(manager.workspace_root),
+        "project": layout.project_dir.name,
+        "workspace": str(layout.workspace_root),
     }
     if info.parent_session_id:
         row["parentSessionId"] = info.parent_session_id
@@ -45,20 +45,20 @@ def cmd_list(args: argparse.Namespace) -> int:
     limit = args.limit if args.limit is not None else (None if args.json else TABLE_LIMIT)
     if limit is not None and limit <= 0:
         limit = None
-    found: list[tuple[Any, SessionManager]] = []
+    found: list[tuple[SessionInfo, ProjectLayout]] = []
     total = 0
-    for manager in managers(args):
-        page, count = manager.list_sessions_page(0, limit)
-        found += [(info, manager) for info in page]
+    for layout in layouts(args):
+        page, count = layout.list_sessions_page(0, limit)
+        found += [(info, layout) for info in page]
         total += count
     found.sort(key=lambda pair: pair[0].updated_at, reverse=True)
     found = found[:limit] if limit is not None else found
-    projects = {id(manager): manager for _, manager in found}.values()
+    projects = {id(layout): layout for _, layout in found}.values()
     held = {
-        id(manager): manager.held_locks(i.session_id for i, m in found if m is manager)
-        for manager in projects
+        id(layout): layout.held_locks(i.session_id for i, p in found if p is layout)
+        for layout in projects
     }
-    rows = [info_json(i, m, i.session_id in held[id(m)]) for i, m in found]
+    rows = [info_json(i, p, i.session_id in held[id(p)]) for i, p in found]
     if args.json:
         write_json({"sessions": rows, "total": total})
         return OK

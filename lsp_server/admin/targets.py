@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from .running import ProblemError, UsageError
 
 if TYPE_CHECKING:
+    from session.store.layout import ProjectLayout
     from session.store.manager import SessionManager
 
 
@@ -26,6 +27,19 @@ def project_manager(args: argparse.Namespace) -> SessionManager:
     from session.store.manager import SessionManager
 
     return SessionManager(workspace_of(args))
+
+
+def layouts(args: argparse.Namespace) -> list[ProjectLayout]:
+    """Return the current project's layout, or every project's with `--all-projects`.
+
+    What only reads the project's files (the session list) takes the layout: it imports no
+    model, so a listing answers without the cost of loading what opening a session needs.
+    """
+    if getattr(args, "all_projects", False):
+        return list(managers(args))
+    from session.store.layout import ProjectLayout
+
+    return [ProjectLayout(workspace_of(args))]
 
 
 def managers(args: argparse.Namespace) -> list[SessionManager]:

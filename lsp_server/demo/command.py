@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import shutil
 from typing import Any
 
 
 def run_demo(args: argparse.Namespace) -> int:
     """`agent-assist demo`."""
+    import asyncio
+
     from rich.console import Console
 
     from .flow import Demo

@@ -7,7 +7,6 @@ chat itself is imported when it runs.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 import re
 import sys
@@ -25,6 +24,8 @@ def default_instance_id(workspace: Path) -> str:
 
 def run_chat(args: argparse.Namespace) -> int:
     """`agent-assist chat`."""
+    import asyncio
+
     from rich.console import Console
 
     from .app import ChatApp

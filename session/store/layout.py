@@ -19,12 +19,18 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import SessionError, SessionNotFoundError
 from ..paths import is_valid_instance_id, is_valid_session_id, storage_root
 from ..storage import StorageError, ensure_private_dir
 from ..workspace.identity import project_identity
+from .listing import SessionInfo
+from .listing_index import ListingIndex
 from .projects import find_project_dir, mark
+
+if TYPE_CHECKING:
+    from ..snapshot import SessionState
 
 try:
     import fcntl
@@ -88,6 +94,27 @@ class ProjectLayout:
         """Return `sessions/<id>.lock`."""
         return self.sessions_dir / f"{self._checked(session_id)}.lock"
 
+    def list_sessions_page(
+        self, offset: int = 0, limit: int | None = None
+    ) -> tuple[list[SessionInfo], int]:
+        """Return a page of the sessions, newest first, and how many there are."""
+        try:
+            self.check_store_dirs()
+        except StorageError as exc:
+            logger.warning("%s: sessions not listed (%s)", self.sessions_dir, exc)
+            return [], 0
+        if not self.sessions_dir.is_dir():
+            return [], 0
+        return ListingIndex(self.project_dir).page(
+            self.sessions_dir, self.listed_snapshot, offset, limit
+        )
+
+    def listed_snapshot(self, session_id: str) -> SessionState | None:
+        """Return the snapshot a changed listing row is rebuilt from (None: the log's)."""
+        from .snapshots import read_snapshot_file  # the models: only for a row to rebuild
+
+        return read_snapshot_file(self.snapshot_path(session_id), session_id, None)[0]
+
     def held_locks(self, session_ids: Iterable[str]) -> set[str]:
         """Return the sessions among `session_ids` whose writer lock a process holds now.
 
@@ -96,17 +123,11 @@ class ProjectLayout:
         """
         wanted = set(session_ids)
         try:
-            with os.scandir(self.sessions_dir) as entries:
-                locked = [
-                    entry.name
-                    for entry in entries
-                    if entry.name.endswith(".lock")
-                    and entry.name[: -len(".lock")] in wanted
-                    and entry.is_file(follow_symlinks=False)
-                ]
+            names = os.listdir(self.sessions_dir)
         except OSError:
             return set()
-        return {name[: -len(".lock")] for name in locked if _held(self.sessions_dir / name)}
+        locked = wanted.intersection(n[: -len(".lock")] for n in names if n.endswith(".lock"))
+        return {sid for sid in locked if _held(self.sessions_dir / f"{sid}.lock")}
 
     def pointer_path(self, instance_id: str) -> Path:
         """Return `sessions/active_<instanceId>.json`."""
@@ -143,6 +164,8 @@ def _held(lock_file: Path) -> bool:
     except OSError:
         return False
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False  # no server locks anything but a plain file
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return True

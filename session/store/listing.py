@@ -1,4 +1,7 @@
-"""The session listing (from snapshots, the log only without one) and a log's last event time."""
+"""The session listing (from snapshots, the log only without one) and a log's last event time.
+
+A listing whose rows are current imports no model: `agent-assist sessions list` starts fast.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +10,12 @@ import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
-from ..log.reader import scan_log
-from ..snapshot import TITLE_CHARS, SessionState, state_from_events
+if TYPE_CHECKING:
+    from ..snapshot import SessionState
 
 LAST_EVENT_WINDOW = 256 * 1024  # bytes read from the end of a log for its last event
 
@@ -31,6 +35,9 @@ class SessionInfo:
 
 def session_info(session_id: str, state: SessionState | None, log_path: Path) -> SessionInfo | None:
     """Return the listing row of a session from its snapshot (or, without one, its log)."""
+    from ..log.reader import scan_log  # the events' models: only when a row is rebuilt
+    from ..snapshot import TITLE_CHARS, state_from_events
+
     if state is None:
         scan = scan_log(log_path)
         if not scan.events:

@@ -28,11 +28,13 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..paths import is_valid_session_id
-from ..snapshot import SessionState
 from .listing import SessionInfo, session_info
+
+if TYPE_CHECKING:
+    from ..snapshot import SessionState
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +75,7 @@ _SELECT_KEYS = (
     " FROM sessions UNION ALL SELECT session_id, snap_ino, snap_size, snap_mtime, log_size,"
     " log_mtime, NULL FROM unlisted"
 )
-SnapshotReader = Callable[[str], SessionState | None]
+SnapshotReader = Callable[[str], "SessionState | None"]
 # (snapshot inode, size, mtime_ns) or None; (log size, mtime_ns) or None
 Keys = tuple[tuple[int, int, int] | None, tuple[int, int] | None]
 Row = tuple[Any, ...]  # the columns of `sessions`, in table order

@@ -41,7 +41,6 @@ from ..storage import (
 from .backend import StoreKind
 from .layout import POINTER_PREFIX, POINTER_SUFFIX, ProjectLayout
 from .listing import SessionInfo, last_event_time
-from .listing_index import ListingIndex
 from .opening import open_from_files
 from .session import Session, write_session_start
 from .snapshots import log_warning, read_snapshot_file, write_snapshot_file
@@ -317,21 +316,6 @@ class SessionManager(ProjectLayout):
     def list_sessions(self) -> list[SessionInfo]:
         """List sessions newest first (a projection refreshed from the files that changed)."""
         return self.list_sessions_page()[0]
-
-    def list_sessions_page(
-        self, offset: int = 0, limit: int | None = None
-    ) -> tuple[list[SessionInfo], int]:
-        """Return a page of the sessions, newest first, and how many there are."""
-        try:
-            self.check_store_dirs()
-        except StorageError as exc:
-            logger.warning("%s: sessions not listed (%s)", self.sessions_dir, exc)
-            return [], 0
-        if not self.sessions_dir.is_dir():
-            return [], 0
-        return ListingIndex(self.project_dir).page(
-            self.sessions_dir, lambda session_id: self.read_snapshot(session_id)[0], offset, limit
-        )
 
     def delete_session(self, session_id: str) -> list[Path]:
         """Delete a session's log, snapshot, lock and checkpoints; return what was removed."""
