@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -115,6 +116,30 @@ def test_list_pages_with_limit(workspace: Path, env: dict[str, str], store: dict
         "sessions", "list", "--workspace", str(workspace), "--limit", "0", env=env
     )
     assert [row["sessionId"] for row in data["sessions"]] == [store["recent"], store["old"]]
+
+
+def test_a_current_listing_loads_no_model(
+    workspace: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    """`sessions list` answers from the listing without importing pydantic (a fast start)."""
+    listing = [sys.executable, "-m", "lsp_server.cli", "sessions", "list", "--json"]
+    listing += ["--workspace", str(workspace)]
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = {listing[2:]!r}\n"
+        "try:\n"
+        "    runpy.run_module('lsp_server.cli', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'asyncio'))\n"
+        "print('LOADED', loaded, file=sys.stderr)\n"
+    )
+    first = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    again = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    rows = json.loads(again.stdout)["sessions"]
+    assert {r["sessionId"] for r in rows} == {store["recent"], store["old"]}
+    assert "LOADED []" in again.stderr, again.stderr  # the rows were current: no model loaded
 
 
 def test_show_prints_the_transcript(
