@@ -227,7 +227,7 @@ class IndexDatabase:
             return False
         names = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
         grams = schema.trigram_available()
-        wanted = {"indexed_logs", "event_rows", *(["event_grams"] if grams else [])}
+        wanted = {"indexed_logs", "event_rows", *(["event_grams", "gram_docs"] if grams else [])}
         return wanted <= names and (grams or "event_grams" not in names)
 
     def _prepare_tables(self, conn: sqlite3.Connection) -> None:

@@ -29,7 +29,7 @@ from .schema import (
     execute_all,
     has_table,
 )
-from .sync import SyncStats, sync_all, sync_one
+from .sync import SyncStats, note_new_rows, sync_all, sync_one
 
 if TYPE_CHECKING:
     from ..store.manager import SessionManager
@@ -169,6 +169,7 @@ class SearchIndex(IndexDatabase):
 
         def one(conn: sqlite3.Connection, stats: SyncStats) -> None:
             sync_one(conn, manager, session_id, stats)
+            note_new_rows(conn, stats.rows)
 
         return self._write(one, manager)
 

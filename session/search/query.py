@@ -4,8 +4,8 @@ The query is folded (`text.fold`) and taken literally. Candidates come newest fi
 the trigram index and each is checked against the stored text (`instr` on the folded
 text), so a hit always contains the query:
 
-- three characters or more: rows holding all of the query's trigrams (every other one,
-  which lets through almost nothing more than all of them and reads half the doclists);
+- three characters or more: rows holding the query's trigrams worth looking up (rare ones;
+  a frequent trigram's doclist costs more than it filters, see `grams.py`);
 - one or two characters: no trigram is that short, so the newest `SCAN_ROWS` rows are
   read directly (a frequent letter fills the window there), then the rows holding any
   trigram that starts with the query (every character starts one: `GRAM_END`), or, when
@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
+from .grams import choose_grams, quoted
 from .rank import rank, snippet
 from .schema import _session_range, rowid_seq
 from .text import clean, fold
@@ -74,19 +75,6 @@ class SearchHit(NamedTuple):
     score: float
 
 
-def _quoted(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-def trigrams_of(query: str) -> str:
-    """Return the FTS5 query for the rows holding every other trigram of `query` (and its last)."""
-    starts = list(range(0, len(query) - 2, 2))
-    if starts[-1] != len(query) - 3:
-        starts.append(len(query) - 3)
-    grams = dict.fromkeys(query[i : i + 3] for i in starts)
-    return " AND ".join(_quoted(gram) for gram in grams)
-
-
 def _grouped(hits: Iterable[SearchHit]) -> list[SearchHit]:
     """Group hits (best first) by session, sessions in the order of their best hit."""
     groups: dict[str, list[SearchHit]] = {}
@@ -134,7 +122,7 @@ def _short(conn: sqlite3.Connection, query: str, lo: int, hi: int, want: int) ->
         return found + _scan(conn, query, lo, older, -1, want - len(found))
     if not terms:
         return found
-    expression = " OR ".join(_quoted(term) for term in terms)
+    expression = " OR ".join(quoted(term) for term in terms)
     rest = conn.execute(_GRAMS_SQL, (expression, lo, older, query, want - len(found)))
     return found + rest.fetchall()
 
@@ -146,7 +134,8 @@ def _matches(
     if not grams:
         return _scan(conn, query, lo, hi, -1, want)
     if len(query) >= 3:
-        return conn.execute(_GRAMS_SQL, (trigrams_of(query), lo, hi, query, want)).fetchall()
+        expression = choose_grams(conn, query)
+        return conn.execute(_GRAMS_SQL, (expression, lo, hi, query, want)).fetchall()
     return _short(conn, query, lo, hi, want)
 
 

@@ -8,12 +8,15 @@ Schema (`PRAGMA user_version` = `SCHEMA_VERSION`), all in `TABLES` and `GRAM_TAB
     event_rows(id INTEGER PRIMARY KEY, turn, type, text, norm)      -- one row per text
     event_grams USING fts5(body, tokenize = 'trigram case_sensitive 1',
                            detail = none, content = '')             -- kept by two triggers
+    gram_docs(term TEXT PRIMARY KEY, docs)                          -- frequent trigrams
 
 `text` is the text as written; `norm` its normalized form (`text.fold`), stored only when
 it differs from what SQLite's `lower(text)` gives (for ASCII text it never does).
 `event_grams` indexes `coalesce(norm, lower(text))` and two `GRAM_END` characters (so
 every character starts a trigram, for queries of one or two characters) and stores
 nothing else: it only finds candidates, which are checked against `event_rows`.
+`gram_docs` counts the rows of its frequent trigrams, to choose which of a query's
+trigrams to look up (`grams.py`).
 Without the trigram tokenizer (SQLite < 3.34) there is no `event_grams` and a search
 scans `event_rows`.
 
@@ -35,6 +38,8 @@ import functools
 import logging
 import sqlite3
 from dataclasses import dataclass
+
+from .grams import GRAM_DOCS_TABLE
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +74,7 @@ TABLES: tuple[str, ...] = (
     text TEXT NOT NULL,
     norm TEXT
 )""",
+    GRAM_DOCS_TABLE,
 )
 # What event_grams indexes for a row: its folded text and GRAM_END (char 65535, twice).
 GRAM_TABLES: tuple[str, ...] = (
@@ -120,7 +126,7 @@ def trigram_available() -> bool:
 def drop_statements() -> list[str]:
     """Return the statements that drop every table this or an earlier version made."""
     legacy = [name for names in LEGACY_TABLES.values() for name in names]
-    names = [*legacy, "indexed_logs", "event_rows"]
+    names = [*legacy, "indexed_logs", "event_rows", "gram_docs"]
     return [*_DROP_GRAMS, *(f"DROP TABLE IF EXISTS {name}" for name in names)]
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..log.reader import scan_log
 from .extract import _Extractor
+from .grams import count_grams, note_rows
 from .schema import (
     _MAX_SESSIONS,
     PART_STREAM,
@@ -96,8 +97,8 @@ def sync_all(
         for session_id in sorted(known - set(present)):
             drop_session(conn, session_id)
             stats.dropped += 1
-        if merge:
-            _optimize_after_bulk(conn, stats)
+        if not (merge and _optimize_after_bulk(conn, stats)):
+            note_new_rows(conn, stats.rows)
 
     return sync_all
 
@@ -252,7 +253,13 @@ def _index_tail(
         )
 
 
-def _optimize_after_bulk(conn: sqlite3.Connection, stats: SyncStats) -> None:
+def note_new_rows(conn: sqlite3.Connection, added: int) -> None:
+    """Count `added` new rows towards counting the trigrams again (see `grams.py`)."""
+    if has_table(conn, "event_grams"):
+        note_rows(conn, added)
+
+
+def _optimize_after_bulk(conn: sqlite3.Connection, stats: SyncStats) -> bool:
     """Merge the trigram index into one segment after a sync that wrote most of it (a build).
 
     A bulk insert leaves several segments (FTS5 flushes every ~1 MB), and every query then
@@ -260,13 +267,16 @@ def _optimize_after_bulk(conn: sqlite3.Connection, stats: SyncStats) -> None:
     only worth it when this sync wrote most of it; small syncs are left to FTS5's automerge.
     """
     if stats.rows < _OPTIMIZE_ROWS:
-        return
+        return False
     total = conn.execute("SELECT count(*) FROM event_rows").fetchone()[0]
-    if 2 * stats.rows >= total:
-        optimize(conn)
+    if 2 * stats.rows < total:
+        return False
+    optimize(conn)
+    return True
 
 
 def optimize(conn: sqlite3.Connection) -> None:
-    """Merge the trigram index into one segment (if there is one)."""
+    """Merge the trigram index into one segment (if there is one), and count its trigrams."""
     if has_table(conn, "event_grams"):
         conn.execute("INSERT INTO event_grams (event_grams) VALUES ('optimize')")
+        count_grams(conn)

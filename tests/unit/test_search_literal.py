@@ -21,10 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import session.search.grams as grams_mod
 import session.search.migration as migration_mod
 import session.search.query as query_mod
 import session.search.schema as schema_mod
 from session.search import INDEX_FILE, SearchError, SearchHit, SearchIndex
+from session.search.grams import every_other
 from session.search.rank import snippet
 from session.search.text import clean, fold
 from session.store.manager import SessionManager
@@ -56,7 +58,25 @@ def build_corpus(tmp_path: Path) -> tuple[SessionManager, dict[tuple[str, int], 
             texts[(numbers[rowid >> 40], (rowid >> 2) & ((1 << 38) - 1))] = text
         conn.close()
     assert len(texts) == 4 * len(CORPUS)
+    assert count_grams_of(index.path, min_rows=1, share=8) > 10  # counted, on this small corpus
     return manager, texts
+
+
+def count_grams_of(path: Path, *, min_rows: int, share: int) -> int:
+    """Count the index's frequent trigrams with other thresholds; return how many it holds."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(grams_mod, "MIN_ROWS", min_rows)
+            patch.setattr(grams_mod, "FREQUENT_SHARE", share)
+            conn.execute("BEGIN")
+            grams_mod.count_grams(conn)
+            conn.execute("COMMIT")
+        return int(
+            conn.execute("SELECT count(*) FROM gram_docs WHERE term > ?", ("\x00",)).fetchone()[0]
+        )
+    finally:
+        conn.close()
 
 
 @pytest.fixture
@@ -73,11 +93,19 @@ def found(index: SearchIndex, query: str, session_id: str | None = None) -> set[
     return {(h.session_id, h.seq) for h in index.search(query, session_id, limit=10_000)}
 
 
-PLANS = ["trigrams", "short queries by trigram terms", "short queries by scan", "no trigrams"]
+PLANS = [
+    "trigrams chosen by their counts",
+    "every other trigram",
+    "short queries by trigram terms",
+    "short queries by scan",
+    "no trigrams",
+]
 
 
 def use_plan(plan: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    if plan == "short queries by trigram terms":
+    if plan == "every other trigram":  # as without counts
+        monkeypatch.setattr(query_mod, "choose_grams", lambda _conn, query: every_other(query))
+    elif plan == "short queries by trigram terms":
         monkeypatch.setattr(query_mod, "SCAN_ROWS", 1)  # straight to the terms
     elif plan == "short queries by scan":
         monkeypatch.setattr(query_mod, "SCAN_ROWS", 1)
