@@ -22,16 +22,20 @@ def register(subparsers: Any) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--workspace", metavar="DIR", help="project directory (default: .)")
     common.add_argument("--json", action="store_true", help="machine-readable output")
+    # The store, as the server chooses it (`migrate` names its database itself).
+    stored = argparse.ArgumentParser(add_help=False)
+    add_store_options(stored, workspace=False, to="use")
 
     sessions = subparsers.add_parser(
         "sessions",
         help="list, show, search, export and delete stored sessions",
-        description="Work with the stored sessions of this project. Exit codes: 0 ok, "
-        "1 problem, 2 usage.",
+        description="Work with the stored sessions of this project, in the store the server "
+        "uses: --store, else AGENT_ASSIST_STORE (local files, or a PostgreSQL database). "
+        "Exit codes: 0 ok, 1 problem, 2 usage.",
     )
     sub = sessions.add_subparsers(dest="sessions_command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("list", parents=[common], help="list sessions (newest first)")
+    p = sub.add_parser("list", parents=[common, stored], help="list sessions (newest first)")
     p.add_argument("--all-projects", action="store_true", help="every project in the store")
     p.add_argument(
         "--limit",
@@ -42,34 +46,40 @@ def register(subparsers: Any) -> None:
     )
     p.set_defaults(func=lambda a: run_command(a, cmd_list))
 
-    p = sub.add_parser("show", parents=[common], help="print a session's transcript")
+    p = sub.add_parser("show", parents=[common, stored], help="print a session's transcript")
     p.add_argument("id", help="session id (or a unique prefix)")
     p.set_defaults(func=lambda a: run_command(a, cmd_show))
 
-    p = sub.add_parser("search", parents=[common], help="full-text search of the sessions")
+    p = sub.add_parser("search", parents=[common, stored], help="full-text search of the sessions")
     p.add_argument("text")
     p.add_argument("--all-projects", action="store_true", help="every project in the store")
     p.add_argument("--limit", type=int, default=20, help="most results per project")
     p.set_defaults(func=lambda a: run_command(a, cmd_search))
 
-    p = sub.add_parser("export", parents=[common], help="export a session as Markdown or JSON")
+    p = sub.add_parser(
+        "export", parents=[common, stored], help="export a session as Markdown or JSON"
+    )
     p.add_argument("id", help="session id (or a unique prefix)")
     p.add_argument("--format", choices=("md", "json"), default="md")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     p.set_defaults(func=lambda a: run_command(a, cmd_export))
 
-    p = sub.add_parser("rm", parents=[common], help="delete a session (asks first)")
+    p = sub.add_parser("rm", parents=[common, stored], help="delete a session (asks first)")
     p.add_argument("id", help="session id (or a unique prefix)")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
     p.set_defaults(func=lambda a: run_command(a, cmd_rm))
 
-    p = sub.add_parser("prune", parents=[common], help="delete sessions not used for a while")
+    p = sub.add_parser(
+        "prune", parents=[common, stored], help="delete sessions not used for a while"
+    )
     p.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 90d, 12h, 2w")
     p.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
     p.set_defaults(func=lambda a: run_command(a, cmd_prune))
 
-    p = sub.add_parser("reindex", parents=[common], help="rebuild the search index from the logs")
+    p = sub.add_parser(
+        "reindex", parents=[common, stored], help="rebuild the search index from the logs"
+    )
     p.add_argument("--all-projects", action="store_true", help="every project in the store")
     p.set_defaults(func=lambda a: run_command(a, cmd_reindex))
 

@@ -1,4 +1,7 @@
-"""`sessions rm ID` and `sessions prune --older-than AGE`: this project only, asked first."""
+"""`sessions rm ID` and `sessions prune --older-than AGE`: this project only, asked first.
+
+In the configured store: the local files, or the PostgreSQL rows (`targets.project_store`).
+"""
 
 from __future__ import annotations
 
@@ -10,10 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 from .output import confirm, iso, short, write_json
 from .running import OK, ProblemError, UsageError
-from .targets import in_use, project_manager, resolve_session
+from .targets import (
+    database_of,
+    in_use,
+    local_of,
+    project_name,
+    project_store,
+    resolve_session,
+    where,
+)
 
 if TYPE_CHECKING:
-    from session.store.manager import SessionManager
+    from .targets import AnyStore
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -27,15 +38,31 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
 
 
-def delete_unless_in_use(manager: SessionManager, session_id: str) -> list[object]:
-    """Delete a session's files while holding its lock; SessionLockedError if it is in use."""
+def delete_unless_in_use(store: AnyStore, session_id: str) -> list[object]:
+    """Delete a session while holding its lock; SessionLockedError if it is in use.
+
+    Locally its files and the pointers naming it; in PostgreSQL its row, with which its
+    events, checkpoints and pointers go. Then the blobs only its checkpoints kept.
+    """
+    database = database_of(store)
+    if database is not None:
+        writer = database.pg.acquire_writer(session_id)  # as a server would: refused if in use
+        try:
+            removed: list[object] = [
+                f"session {sid}" for sid in database.delete_session(session_id)
+            ]
+        finally:
+            writer.release()
+        checkpoints = database.checkpoint_store()
+        return removed + [f"blob {digest}" for digest in checkpoints.collect_garbage()]
     from session.catalog import pointers_to
     from session.checkpoints import CheckpointStore
 
+    manager = local_of(store)
     lock = manager.acquire_lock(session_id)
     try:
         naming = pointers_to(manager, session_id)  # read while the session still exists
-        removed: list[object] = list(manager.delete_session(session_id))
+        removed = list(manager.delete_session(session_id))
         for pointer in naming:
             manager.delete_pointer(pointer.instance_id)
             removed.append(pointer.path)
@@ -48,24 +75,31 @@ def delete_unless_in_use(manager: SessionManager, session_id: str) -> list[objec
 
 def cmd_rm(args: argparse.Namespace) -> int:
     """`sessions rm ID`: refuses a session in use; asks unless --yes."""
+    with project_store(args) as store:
+        return remove(args, store)
+
+
+def remove(args: argparse.Namespace, store: AnyStore) -> int:
+    """`sessions rm ID` in `store`."""
     from session.errors import SessionLockedError
 
-    manager = project_manager(args)
-    session_id = resolve_session(manager, args.id)
-    if in_use(manager, session_id):
+    session_id = resolve_session(store, args.id)
+    if in_use(store, session_id):
         raise ProblemError(f"session {session_id} is in use by a running agent-assist; not deleted")
-    info = next((i for i in manager.list_sessions() if i.session_id == session_id), None)
+    info = next((i for i in store.list_sessions() if i.session_id == session_id), None)
     label = f"{session_id}" + (f" ({info.title!r}, {info.turns} turns)" if info else "")
     if not confirm(f"Delete session {label}? This cannot be undone.", args.yes):
         raise ProblemError("not confirmed; nothing was deleted (use --yes to skip the question)")
     try:
-        removed = delete_unless_in_use(manager, session_id)
+        removed = delete_unless_in_use(store, session_id)
     except SessionLockedError:
         raise ProblemError(
             f"session {session_id} is in use by a running agent-assist; not deleted"
         ) from None
     if args.json:
         write_json({"deleted": [session_id], "removed": [str(p) for p in removed]})
+    elif (database := database_of(store)) is not None:
+        sys.stdout.write(f"Deleted session {session_id} from {database.label}.\n")
     else:
         sys.stdout.write(f"Deleted session {session_id} ({len(removed)} files).\n")
     return OK
@@ -73,16 +107,23 @@ def cmd_rm(args: argparse.Namespace) -> int:
 
 def cmd_prune(args: argparse.Namespace) -> int:
     """`sessions prune --older-than 90d [--dry-run]`: this project only."""
+    age = parse_duration(args.older_than)
+    with project_store(args) as store:
+        return prune(args, store, age)
+
+
+def prune(args: argparse.Namespace, store: AnyStore, age: timedelta) -> int:
+    """`sessions prune` in `store`."""
     from session.errors import SessionLockedError
 
-    age = parse_duration(args.older_than)
-    manager = project_manager(args)
     cutoff = datetime.now(UTC) - age
-    old = [i for i in manager.list_sessions() if i.updated_at < cutoff]
-    busy = [i for i in old if in_use(manager, i.session_id)]
+    old = [i for i in store.list_sessions() if i.updated_at < cutoff]
+    held = store.held_locks(i.session_id for i in old)
+    busy = [i for i in old if i.session_id in held]
     candidates = [i for i in old if i not in busy]
+    name = project_name(store)
     report: dict[str, Any] = {
-        "project": manager.project_dir.name,
+        "project": name,
         "olderThan": args.older_than,
         "cutoff": iso(cutoff),
         "candidates": [i.session_id for i in candidates],
@@ -97,7 +138,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
         out.append(f"  {info.session_id}  in use: skipped")
     if not args.json:
         head = "Would delete" if args.dry_run else "Older than " + args.older_than
-        sys.stdout.write(f"{head}: {len(candidates)} session(s) in {manager.project_dir.name}\n")
+        place = name if database_of(store) is None else where(store)
+        sys.stdout.write(f"{head}: {len(candidates)} session(s) in {place}\n")
         sys.stdout.write("".join(line + "\n" for line in out))
     if args.dry_run or not candidates:
         if args.json:
@@ -107,7 +149,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         raise ProblemError("not confirmed; nothing was deleted (use --yes to skip the question)")
     for info in candidates:
         try:
-            delete_unless_in_use(manager, info.session_id)
+            delete_unless_in_use(store, info.session_id)
         except SessionLockedError:
             report["skippedInUse"].append(info.session_id)
             continue

@@ -274,17 +274,23 @@ def check_model(report: DoctorReport, round_trip: bool, timeout: float) -> None:
     report.add("ok", "model", f"round trip answered in {elapsed:.1f} s")
 
 
-def add_store_options(doctor: argparse.ArgumentParser) -> None:
-    """Add doctor's `--store DSN` (else `AGENT_ASSIST_STORE`) and the project it counts."""
-    doctor.add_argument(
+def add_store_options(
+    parser: argparse.ArgumentParser, *, workspace: bool = True, to: str = "check"
+) -> None:
+    """Add `--store DSN` (else `AGENT_ASSIST_STORE`), `--schema` and the project it counts.
+
+    Doctor's options; the `sessions` commands take them without `--workspace` (they have it).
+    """
+    parser.add_argument(
         "--store",
         metavar="DSN",
-        help="local, or the PostgreSQL connection string to check (default: $AGENT_ASSIST_STORE)",
+        help=f"local, or the PostgreSQL connection string to {to} (default: $AGENT_ASSIST_STORE)",
     )
-    doctor.add_argument(
-        "--workspace", metavar="DIR", help="the project whose sessions are counted (default: .)"
-    )
-    doctor.add_argument("--schema", help=argparse.SUPPRESS)  # default $AGENT_ASSIST_STORE_SCHEMA
+    if workspace:
+        parser.add_argument(
+            "--workspace", metavar="DIR", help="the project whose sessions are counted (default: .)"
+        )
+    parser.add_argument("--schema", help=argparse.SUPPRESS)  # default $AGENT_ASSIST_STORE_SCHEMA
 
 
 def run_doctor(args: argparse.Namespace) -> DoctorReport:

@@ -1,4 +1,4 @@
-"""A session read from disk without opening it for writing: metadata, events, transcript."""
+"""A session read from its store without opening it for writing: metadata, events, transcript."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from .output import iso
 if TYPE_CHECKING:
     from session.events import Event
     from session.snapshot import SessionState
-    from session.store.manager import SessionManager
+
+    from .targets import AnyStore
 
 
 @dataclass
 class SessionDump:
-    """A session read from disk: metadata, events, transcript and what was wrong."""
+    """A session read from its store: metadata, events, transcript and what was wrong."""
 
     session_id: str
     state: SessionState
@@ -25,8 +26,8 @@ class SessionDump:
     read_only: str | None = None
 
 
-def load_session(manager: SessionManager, session_id: str) -> SessionDump:
-    """Read a session's log (and snapshot) without opening it for writing."""
+def load_session(manager: AnyStore, session_id: str) -> SessionDump:
+    """Read a session's events (and snapshot) without opening it for writing."""
     from session.derive.transcript import transcript
     from session.snapshot import state_from_events
 
@@ -48,8 +49,18 @@ def load_session(manager: SessionManager, session_id: str) -> SessionDump:
     )
 
 
-def session_meta(dump: SessionDump, manager: SessionManager) -> dict[str, Any]:
-    """Return the session's metadata as `show --json` and `export` print it."""
+def session_meta(dump: SessionDump, manager: AnyStore) -> dict[str, Any]:
+    """Return the session's metadata as `show --json` and `export` print it.
+
+    `log` is the log file, or for PostgreSQL the database and the session id.
+    """
+    from .targets import database_of, local_of
+
+    database = database_of(manager)
+    if database is not None:
+        log = f"{database.label} (session {dump.session_id})"
+    else:
+        log = str(local_of(manager).log_path(dump.session_id))
     state = dump.state
     meta: dict[str, Any] = {
         "sessionId": dump.session_id,
@@ -60,7 +71,7 @@ def session_meta(dump: SessionDump, manager: SessionManager) -> dict[str, Any]:
         "events": len(dump.events),
         "parentSessionId": state.parent_session_id,
         "workspace": str(manager.workspace_root),
-        "log": str(manager.log_path(dump.session_id)),
+        "log": log,
         "persistence": state.persistence,
         "problems": dump.problems,
         "readOnly": dump.read_only,

@@ -1,4 +1,8 @@
-"""`sessions search TEXT` and `sessions reindex`, through the project's search index."""
+"""`sessions search TEXT` and `sessions reindex`, through the project's search index.
+
+With a PostgreSQL store the database searches its own rows (`TextSearch`), and keeps them
+indexed itself (each search first indexes what was appended since): reindex has nothing to do.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,14 @@ from typing import Any
 
 from .output import plain_console, write_json
 from .running import OK, PROBLEM, ProblemError, UsageError
-from .targets import managers
+from .targets import managers, open_database, store_spec
 
 NOT_AVAILABLE = "search is not available in this build (session/search/ is missing)"
+DATABASE_INDEXES = (
+    "Nothing to reindex: the store is PostgreSQL, whose search index is kept by the database "
+    "(each search first indexes what was appended since). The local index files are only "
+    "rebuilt with the local store (--store local)."
+)
 
 
 def search_index() -> Any:
@@ -24,13 +33,20 @@ def search_index() -> Any:
     return getattr(search, "SearchIndex", None)
 
 
-def cmd_search(args: argparse.Namespace) -> int:
-    """`sessions search TEXT`."""
-    index_cls = search_index()
-    if index_cls is None:
-        raise ProblemError(NOT_AVAILABLE)
-    if not args.text.strip():
-        raise UsageError("search text is empty")
+def hit_json(project: str, hit: Any) -> dict[str, Any]:
+    """Return one result of `sessions search --json`."""
+    return {
+        "project": project,
+        "sessionId": hit.session_id,
+        "seq": hit.seq,
+        "turn": hit.turn,
+        "type": hit.type,
+        "snippet": hit.snippet,
+    }
+
+
+def local_search(args: argparse.Namespace, index_cls: Any) -> list[dict[str, Any]]:
+    """Search the local index of this project (or of every project)."""
     results: list[dict[str, Any]] = []
     for manager in managers(args):
         if not manager.sessions_dir.is_dir():
@@ -38,16 +54,35 @@ def cmd_search(args: argparse.Namespace) -> int:
         with index_cls.for_project(manager) as index:
             index.sync(manager)
             for hit in index.search(args.text, limit=args.limit):
-                results.append(
-                    {
-                        "project": manager.project_dir.name,
-                        "sessionId": hit.session_id,
-                        "seq": hit.seq,
-                        "turn": hit.turn,
-                        "type": hit.type,
-                        "snippet": hit.snippet,
-                    }
-                )
+                results.append(hit_json(manager.project_dir.name, hit))
+    return results
+
+
+def database_search(args: argparse.Namespace, spec: str) -> list[dict[str, Any]]:
+    """Search the PostgreSQL store: this project, or each of the role's projects there."""
+    from session.store.backend import TextSearch
+
+    with open_database(args, spec) as store:
+        assert isinstance(store, TextSearch)
+        if not args.all_projects:
+            return [hit_json(store.project, h) for h in store.search(args.text, limit=args.limit)]
+        projects = dict.fromkeys(row.project for row in store.pg.list_sessions(None))
+        return [
+            hit_json(project, hit)
+            for project in projects
+            for hit in store.pg.search(project, args.text, None, args.limit)
+        ]
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """`sessions search TEXT`."""
+    index_cls = search_index()
+    if index_cls is None:
+        raise ProblemError(NOT_AVAILABLE)
+    if not args.text.strip():
+        raise UsageError("search text is empty")
+    spec = store_spec(args)
+    results = local_search(args, index_cls) if spec is None else database_search(args, spec)
     if args.json:
         write_json({"query": args.text, "results": results})
         return OK
@@ -84,6 +119,12 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     index_cls = search_index()
     if index_cls is None:
         raise ProblemError(NOT_AVAILABLE)
+    if store_spec(args) is not None:
+        if args.json:
+            write_json({"projects": [], "store": "postgresql", "message": DATABASE_INDEXES})
+        else:
+            sys.stdout.write(DATABASE_INDEXES + "\n")
+        return OK
     reports = []
     for manager in managers(args):
         if not manager.sessions_dir.is_dir():

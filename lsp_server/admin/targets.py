@@ -1,17 +1,44 @@
-"""Which project and which session a command is about, and whether a session is in use."""
+"""Which store, project and session a command is about, and whether a session is in use.
+
+The store is chosen as the server chooses it: `--store` if given, else `AGENT_ASSIST_STORE`;
+unset, empty or `local` is the local files, anything else a PostgreSQL connection string
+(opened with `session.store.choose.open_store`, so psycopg is imported only then).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .running import ProblemError, UsageError
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from session.pg.backend import PgSessionStore
+    from session.pg.dsn import DsnInfo
     from session.store.layout import ProjectLayout
     from session.store.manager import SessionManager
+
+    AnyStore: TypeAlias = SessionManager | PgSessionStore
+
+# As `session.store.choose` (STORE_ENV, store_kind), which is not imported here: it loads the
+# models, and a local `sessions list` answers without them.
+STORE_ENV = "AGENT_ASSIST_STORE"
+LOCAL_HINT = "--store local reads the local files"
+
+
+def store_spec(args: argparse.Namespace) -> str | None:
+    """Return the PostgreSQL connection string the store is, or None for the local files."""
+    spec = getattr(args, "store", None) or os.environ.get(STORE_ENV)
+    if spec is None or spec.strip() in ("", "local"):
+        return None
+    return spec.strip()
 
 
 def workspace_of(args: argparse.Namespace) -> Path:
@@ -27,6 +54,83 @@ def project_manager(args: argparse.Namespace) -> SessionManager:
     from session.store.manager import SessionManager
 
     return SessionManager(workspace_of(args))
+
+
+@contextmanager
+def project_store(args: argparse.Namespace) -> Iterator[AnyStore]:
+    """Yield the store of the project of `--workspace`: its files, or the database's rows.
+
+    A database that cannot be reached, or a statement it refuses, ends the command with one
+    line naming the database (never its password) and exit code 1.
+    """
+    spec = store_spec(args)
+    if spec is None:
+        yield project_manager(args)
+        return
+    with open_database(args, spec) as store:
+        yield store
+
+
+@contextmanager
+def open_database(args: argparse.Namespace, spec: str) -> Iterator[PgSessionStore]:
+    """Yield the project's `PgSessionStore` (see `project_store`); closed afterwards."""
+    import psycopg
+
+    from session.pg.dsn import parse_dsn
+    from session.pg.errors import DatabaseUnreachableError, InvalidDsnError
+    from session.store.choose import open_store
+
+    workspace = workspace_of(args)
+    try:
+        info = parse_dsn(spec)
+        store = cast(
+            "PgSessionStore", open_store(spec, workspace, schema=getattr(args, "schema", None))
+        )
+    except InvalidDsnError as exc:
+        raise UsageError(str(exc)) from None
+    except DatabaseUnreachableError as exc:
+        raise ProblemError(f"{exc} ({LOCAL_HINT})") from None
+    except psycopg.Error as exc:
+        raise ProblemError(f"the PostgreSQL store: {_first_line(exc, info)}") from None
+    try:
+        yield store
+    except DatabaseUnreachableError as exc:
+        raise ProblemError(f"{exc} ({LOCAL_HINT})") from None
+    except psycopg.Error as exc:  # a statement failed (lost connections are said above)
+        raise ProblemError(f"{store.label}: {_first_line(exc, info)}") from None
+    finally:
+        store.close()
+
+
+def _first_line(exc: BaseException, info: DsnInfo) -> str:
+    from session.pg.dsn import without_secrets
+
+    return without_secrets((str(exc).strip().splitlines() or [type(exc).__name__])[0], info)
+
+
+def database_of(store: AnyStore) -> PgSessionStore | None:
+    """Return `store` if it is the PostgreSQL store, else None."""
+    return cast("PgSessionStore", store) if store.kind == "postgresql" else None
+
+
+def local_of(store: AnyStore) -> SessionManager:
+    """Return `store` as the local one (the caller has ruled PostgreSQL out)."""
+    assert store.kind == "local"
+    return cast("SessionManager", store)
+
+
+def project_name(store: AnyStore) -> str:
+    """Return the project as listings name it: its directory locally, its key in PostgreSQL."""
+    database = database_of(store)
+    return database.project if database is not None else local_of(store).project_dir.name
+
+
+def where(store: AnyStore) -> str:
+    """Return the project and store for messages: `project NAME` (`in postgresql://…`)."""
+    database = database_of(store)
+    if database is None:
+        return f"project {project_name(store)}"
+    return f"project {database.project} in {database.label}"
 
 
 def layouts(args: argparse.Namespace) -> list[ProjectLayout]:
@@ -52,11 +156,19 @@ def managers(args: argparse.Namespace) -> list[SessionManager]:
     return [project_manager(args)]
 
 
-def resolve_session(manager: SessionManager, wanted: str) -> str:
+def session_ids(store: AnyStore) -> Iterable[str]:
+    """Return the ids of the project's sessions (from file names, or from the listing)."""
+    database = database_of(store)
+    if database is not None:
+        return [info.session_id for info in database.list_sessions()]
+    return local_of(store).session_ids()
+
+
+def resolve_session(store: AnyStore, wanted: str) -> str:
     """Return the session id matching `wanted` exactly or as a unique prefix (≥ 4 chars)."""
     if not re.fullmatch(r"[a-f0-9]{1,12}", wanted):
         raise UsageError(f"invalid session id {wanted!r} (12 lowercase hex characters)")
-    ids = sorted(manager.session_ids())
+    ids = sorted(session_ids(store))
     if wanted in ids:
         return wanted
     matches = [i for i in ids if i.startswith(wanted)] if len(wanted) >= 4 else []
@@ -64,9 +176,9 @@ def resolve_session(manager: SessionManager, wanted: str) -> str:
         return matches[0]
     if matches:
         raise ProblemError(f"{wanted!r} matches several sessions: {', '.join(matches)}")
-    raise ProblemError(f"no session {wanted} in project {manager.project_dir.name}")
+    raise ProblemError(f"no session {wanted} in {where(store)}")
 
 
-def in_use(manager: SessionManager, session_id: str) -> bool:
-    """Return True if a running process holds the session's lock (probed, never created)."""
-    return session_id in manager.held_locks([session_id])
+def in_use(store: AnyStore, session_id: str) -> bool:
+    """Return True if a running process holds the session's lock (probed, never taken)."""
+    return session_id in store.held_locks([session_id])

@@ -9,7 +9,7 @@ from .dump import SessionDump, session_meta
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from session.store.manager import SessionManager
+    from .targets import AnyStore
 
 
 def print_item(console: Console, item: dict[str, Any]) -> None:
@@ -29,7 +29,7 @@ def print_item(console: Console, item: dict[str, Any]) -> None:
         console.print(f"  {text}", markup=False, style="dim")
 
 
-def transcript_markdown(dump: SessionDump, manager: SessionManager) -> str:
+def transcript_markdown(dump: SessionDump, manager: AnyStore) -> str:
     """Render a session as a readable Markdown document."""
     meta = session_meta(dump, manager)
     lines = [

@@ -29,7 +29,7 @@ are compared as values, never as bytes).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -242,6 +242,13 @@ class SessionStore(Protocol):
 
     def delete_session(self, session_id: str) -> Sequence[object]:
         """Delete a session with its events, snapshot and checkpoints; return what went."""
+        ...
+
+    def held_locks(self, session_ids: Iterable[str]) -> set[str]:
+        """Return the sessions among `session_ids` whose writer lock a process holds now.
+
+        Only looked at: no lock is taken (a file lock probed, `pg_locks` read).
+        """
         ...
 
     def checkpoint_store(self) -> CheckpointStore:
