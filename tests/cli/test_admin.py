@@ -15,6 +15,7 @@ from lsp_server import cli
 from lsp_server.fake_model import FakeOpenAI
 from session.derive.messages import text_message
 from session.lifecycle import SessionLifecycle
+from session.store.backend import SessionStore
 from session.store.manager import SessionManager
 
 from .conftest import clean_env, model_env, run_cli
@@ -22,11 +23,11 @@ from .conftest import clean_env, model_env, run_cli
 OLD = datetime(2020, 1, 2, 3, 4, tzinfo=UTC)
 
 
-def make_session(
-    workspace: Path, home: Path, turns: list[tuple[str, str]], *, instance: str = "fixture"
+def record_session(
+    store: SessionStore, turns: list[tuple[str, str]], *, instance: str = "fixture"
 ) -> str:
-    """Write a real session through the session core (no server, no model)."""
-    lifecycle = SessionLifecycle(SessionManager(workspace, home=home), instance)
+    """Record a real session in `store` through the session core (no server, no model)."""
+    lifecycle = SessionLifecycle(store, instance)
     lifecycle.start_fresh()
     for question, answer in turns:
         recorder = lifecycle.begin_turn(question)
@@ -38,6 +39,13 @@ def make_session(
     session_id = lifecycle.session_id
     lifecycle.close()
     return session_id
+
+
+def make_session(
+    workspace: Path, home: Path, turns: list[tuple[str, str]], *, instance: str = "fixture"
+) -> str:
+    """Write a real session in the local store of `workspace`."""
+    return record_session(SessionManager(workspace, home=home), turns, instance=instance)
 
 
 def age_session(manager: SessionManager, session_id: str, when: datetime = OLD) -> None:

@@ -19,37 +19,16 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from lsp_server.admin.targets import store_spec
-from session.derive.messages import text_message
-from session.lifecycle import SessionLifecycle
 from session.pg import PgStore
 from session.pg.backend import PgSessionStore
-from session.store.backend import SessionStore
 from session.store.choose import store_kind
 from session.store.manager import SessionManager
 from tests.cli.conftest import clean_env, run_cli
-from tests.cli.test_admin import age_session
+from tests.cli.test_admin import age_session, record_session
 from tests.pg.conftest import connect, new_id
 from tests.pg.test_unreachable import closed_port
 
 OLD = datetime(2020, 1, 2, 3, 4, tzinfo=UTC)
-
-
-def make_session(
-    store: SessionStore, turns: list[tuple[str, str]], *, instance: str = "fixture"
-) -> str:
-    """Record a real session through the session core (no server, no model)."""
-    lifecycle = SessionLifecycle(store, instance)
-    lifecycle.start_fresh()
-    for question, answer in turns:
-        recorder = lifecycle.begin_turn(question)
-        recorder.start_step([])
-        recorder.chunk(answer)
-        recorder.assistant_message(text_message(answer))
-        recorder.end_step()
-        recorder.end("completed")
-    session_id = lifecycle.session_id
-    lifecycle.close()
-    return session_id
 
 
 def age(dsn: str, schema: str, session_id: str, when: datetime = OLD) -> None:
@@ -113,16 +92,16 @@ def sessions(
     home: Path,
 ) -> dict[str, str]:
     """Two database sessions here (one 2020-old), one in another project; one local here."""
-    recent = make_session(pg_store, [("hello there", "General Kenobi")])
-    old = make_session(pg_store, [("ancient question", "ancient answer")], instance="b")
+    recent = record_session(pg_store, [("hello there", "General Kenobi")])
+    old = record_session(pg_store, [("ancient question", "ancient answer")], instance="b")
     age(pg_dsn, schema, old)
     elsewhere = PgSessionStore.open(pg_dsn, other_project, home=home, schema=schema)
     try:
-        other = make_session(elsewhere, [("elsewhere", "other project")])
+        other = record_session(elsewhere, [("elsewhere", "other project")])
     finally:
         elsewhere.close()
     age(pg_dsn, schema, other)
-    local = make_session(
+    local = record_session(
         SessionManager(workspace, home=home), [("local question", "localonly answer")]
     )
     return {"recent": recent, "old": old, "other": other, "local": local}
@@ -380,10 +359,10 @@ def test_prune_dry_run_then_for_real_this_project_only(
     pg_dsn: str, schema: str, workspace: Path, home: Path, env: dict[str, str],
     sessions: dict[str, str], pg_store: PgSessionStore,
 ) -> None:  # fmt: skip
-    busy = make_session(pg_store, [("busy", "still writing")], instance="c")
+    busy = record_session(pg_store, [("busy", "still writing")], instance="c")
     age(pg_dsn, schema, busy)
     manager = SessionManager(workspace, home=home)
-    local_old = make_session(manager, [("old local", "kept")], instance="d")
+    local_old = record_session(manager, [("old local", "kept")], instance="d")
     age_session(manager, local_old)
     session = pg_store.open_session(busy)
     try:
