@@ -115,3 +115,22 @@ def test_note_rows_counts_a_never_counted_index(tmp_path: Path) -> None:
     assert dict(conn.execute("SELECT term, docs FROM gram_docs")) == {"\x00": 10}
     count_grams(conn)
     assert dict(conn.execute("SELECT term, docs FROM gram_docs")) == {"\x00": 0}
+
+
+def test_an_index_from_before_the_counts_gets_them_at_its_next_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grams, "MIN_ROWS", 8)
+    manager, index = index_of(tmp_path, 6)
+    with index:
+        index.sync(manager)
+        before = index.search("the templates")
+    conn = sqlite3.connect(index.path)
+    conn.execute("DROP TABLE gram_docs")  # as an index of the same version made before them
+    conn.commit()
+    conn.close()
+    with SearchIndex.for_project(manager) as again:
+        assert again.search("the templates") == before  # answers meanwhile (every other one)
+        again.sync(manager)  # nothing new in the logs: counted all the same
+        assert gram_rows(again)[""] >= 8
+        assert again.search("the templates") == before
