@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, TypeVar
 
+import psycopg
 from psycopg_pool import ConnectionPool
 
 from ..checkpoints import CheckpointRecord
@@ -23,7 +24,7 @@ from . import blobs, records
 from . import search as text_search
 from .connection import CONNECT_TIMEOUT, configure, connect_kwargs, open_connection, reporting
 from .dsn import DsnInfo, parse_dsn
-from .errors import PgReadOnlyError
+from .errors import DatabaseUnreachableError, PgReadOnlyError
 from .events import read_events
 from .migrations import MIGRATIONS, Migration
 from .query import DEFAULT_SCHEMA, Conn, check_schema_name
@@ -32,6 +33,7 @@ from .schema import SchemaStatus, ensure_schema
 from .writer import SessionWriter
 
 T = TypeVar("T")
+PROBE_TIMEOUT = 2  # seconds a caller waits to learn the database is still away
 
 
 class PgStore:
@@ -54,6 +56,7 @@ class PgStore:
         self.status: SchemaStatus | None = None
         self.owner = ""
         self._pool: ConnectionPool[Conn] | None = None
+        self._away = False  # the database was found gone and no connection has worked since
 
     @classmethod
     def open(
@@ -107,11 +110,32 @@ class PgStore:
 
     @contextmanager
     def connection(self) -> Iterator[Conn]:
-        """Lend a pooled connection (autocommit); a lost database is reported by host."""
+        """Lend a pooled connection (autocommit); a lost database is reported by host.
+
+        Once the database has been found gone, the pool would make each caller wait its
+        whole timeout (~6 s) for a connection that cannot come: until one connection works
+        again, each caller probes with one connection of its own (`PROBE_TIMEOUT`) and is
+        told at once if the database is still away.
+        """
         if self._pool is None:
             raise RuntimeError("the PostgreSQL store is not connected")
-        with reporting(self.info), self._pool.connection() as conn:
-            yield conn
+        if self._away:
+            self._probe()
+        try:
+            with reporting(self.info), self._pool.connection() as conn:
+                yield conn
+        except DatabaseUnreachableError:
+            self._away = True
+            raise
+
+    def _probe(self) -> None:
+        """Connect once, briefly: raise `DatabaseUnreachableError` if the database is away."""
+        settings = {**connect_kwargs(self._dsn, "probe"), "connect_timeout": PROBE_TIMEOUT}
+        with reporting(self.info, connecting=True):
+            psycopg.connect(self._dsn, autocommit=True, **settings).close()
+        self._away = False
+        assert self._pool is not None
+        self._pool.check()  # its broken connections replaced now, not at their next use
 
     def _run(self, operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         with self.connection() as conn:

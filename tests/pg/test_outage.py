@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from lsp_server.fake_model import FakeOpenAI
 from session.pg.backend import PgSessionStore
@@ -334,3 +335,28 @@ async def test_the_server_ends_promptly_while_the_database_is_away(
     assert editor.process.returncode == 0
     assert time.monotonic() - started < 5  # no waiting on the pool or on reconnecting
     assert list((home / "spool").rglob("*.events.jsonl"))  # kept for the next start
+
+
+async def test_while_the_database_is_away_other_reads_are_refused_at_once_then_served(
+    proxy: CuttableProxy, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    fake.add("stored", "spooled")
+    editor = editor_on(workspace, home, fake, proxy.dsn, schema)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    await editor.request("agentAssist/chat", {"text": "stored"})
+    proxy.cut()
+    await editor.request("agentAssist/chat", {"text": "spooled"})  # the log goes to its spool
+    with pytest.raises(JsonRpcException):  # the pool finds the database gone (its timeout)
+        await editor.request("agentAssist/sessions", {})
+    for request, params in (("agentAssist/sessions", {}), ("agentAssist/search", {"query": "x"})):
+        started = time.monotonic()
+        with pytest.raises(JsonRpcException) as refused:
+            await editor.request(request, params)
+        assert time.monotonic() - started < 4  # not the pool's whole wait again (~6 s)
+        assert "127.0.0.1" in str(refused.value) and "cannot connect" in str(refused.value)
+    proxy.restore()
+    listed = await editor.request("agentAssist/sessions", {})  # served again, straight away
+    assert [s["sessionId"] for s in listed["sessions"]] == [session_id]
+    assert (await editor.request("agentAssist/search", {"query": "stored"}))["results"]
+    await editor.stop()
