@@ -25,12 +25,16 @@ def storage_root() -> Path:
     return Path(platformdirs.user_config_dir("agent_assist"))
 
 
+def named_dir(name: str, key: str, digits: int = 8) -> str:
+    """Return `<name>_<hash>`: one plain path component, readable, unique by `key`."""
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:digits]
+    return f"{_NAME_UNSAFE.sub('_', name).strip('._')[:48] or 'project'}_{digest}"
+
+
 def project_dir_name(workspace_root: Path) -> str:
     """Return `<name>_<hash8>` for a workspace: a readable name plus a hash of its path."""
-    resolved = str(workspace_root.resolve())
-    digest = hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-    name = _NAME_UNSAFE.sub("_", workspace_root.resolve().name).strip("._")[:48] or "project"
-    return f"{name}_{digest}"
+    resolved = workspace_root.resolve()
+    return named_dir(resolved.name, str(resolved))
 
 
 def is_valid_session_id(value: object) -> bool:

@@ -48,8 +48,9 @@ def delete_unless_in_use(store: AnyStore, session_id: str) -> list[object]:
     if database is not None:
         writer = database.pg.acquire_writer(session_id)  # as a server would: refused if in use
         try:
-            removed: list[object] = [
-                f"session {sid}" for sid in database.delete_session(session_id)
+            removed: list[object] = [  # the row (an id), a leftover spool (a path)
+                f"session {item}" if isinstance(item, str) else item
+                for item in database.delete_session(session_id)
             ]
         finally:
             writer.release()

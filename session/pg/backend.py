@@ -35,7 +35,7 @@ from .checkpoints import PgCheckpointStore
 from .log import PgEventLog, replay_spool
 from .opening import open_from_rows
 from .query import advisory_key
-from .spool import Spool, spool_dir, spooled_sessions
+from .spool import Spool, adopt_legacy_spool, spool_dir, spooled_sessions
 from .store import PgStore
 from .writer import _LOCK, SessionWriter
 
@@ -55,7 +55,9 @@ class PgSessionStore:
         self.identity = project_identity(self.workspace_root)
         self.project = self.identity.key
         # Events the database could not take wait here (`pg/spool.py`).
-        self.spool_dir = spool_dir(home if home is not None else storage_root(), self.project)
+        root = home if home is not None else storage_root()
+        self.spool_dir = spool_dir(root, self.identity)
+        adopt_legacy_spool(root, self.identity)
 
     @classmethod
     def open(
@@ -347,10 +349,19 @@ class PgSessionStore:
         return rows[offset:end], len(rows)
 
     def delete_session(self, session_id: str) -> Sequence[object]:
-        """Delete the session with its events, pointers and checkpoints; return what went."""
-        if is_valid_session_id(session_id) and self.pg.delete_session(session_id):
-            return [session_id]
-        return []
+        """Delete the session with its events, pointers, checkpoints and local spool.
+
+        Return what went: the session id if its row was there, the spool file if one was
+        left (events of a server that stopped while the database was away).
+        """
+        if not is_valid_session_id(session_id):
+            return []
+        removed: list[object] = [session_id] if self.pg.delete_session(session_id) else []
+        spool = Spool(self.spool_dir, session_id, Redactor())
+        if spool.exists:
+            spool.remove()
+            removed.append(spool.path)
+        return removed
 
     def held_locks(self, session_ids: Iterable[str]) -> set[str]:
         """Return the sessions among `session_ids` whose writer lock a process holds now.

@@ -1,12 +1,13 @@
 """The offline spool: a session's events kept in a local file while the database is away.
 
-`<store root>/spool/<project>/<session>.events.jsonl` holds, in the local log's line format
-and with its durability (one `write()` per event, an `fsync` at durable points), the events
-PostgreSQL did not take, numbered where the database's log left off. When the database is
-back they are appended there in order (`SessionWriter.copy`: their seqs must continue the
-session's exactly) and the file is deleted. A process killed while spooling leaves the
-file: the next open of the session, or the next start of a server for the project,
-replays it first. Events in the spool are scrubbed as they would be in the database.
+`<store root>/spool/<name>_<digest>/<session>.events.jsonl` (the project's name and a digest
+of its key) holds, in the local log's line format and with its durability (one `write()`
+per event, an `fsync` at durable points), the events PostgreSQL did not take, numbered
+where the database's log left off. When the database is back they are appended there in
+order (`SessionWriter.copy`: their seqs must continue the session's exactly) and the file
+is deleted. A process killed while spooling leaves the file: the next open of the
+session, or the next start of a server for the project, replays it first. Events in the
+spool are scrubbed as they would be in the database.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from typing import Any
 import orjson
 
 from ..log.writer import EventLog
-from ..paths import is_valid_session_id
+from ..paths import is_valid_session_id, named_dir
 from ..redaction import Redactor
 from ..storage import ensure_private_dir, fsync_dir, unlink_quiet
+from ..workspace.identity import ProjectIdentity
 
 logger = logging.getLogger(__name__)
 
@@ -30,9 +32,43 @@ SPOOL_DIR = "spool"
 _SUFFIX = ".events.jsonl"
 
 
-def spool_dir(home: Path, project: str) -> Path:
-    """Return `<home>/spool/<project>`."""
-    return home / SPOOL_DIR / project
+def spool_dir(home: Path, identity: ProjectIdentity) -> Path:
+    """Return `<home>/spool/<name>_<digest>`: one plain directory whatever the project's key.
+
+    The key is never a path: a remote's path may hold `..`, which a hostile repository's
+    `.git/config` could use to send the spool anywhere.
+    """
+    return home / SPOOL_DIR / named_dir(identity.name, identity.key, 16)
+
+
+def adopt_legacy_spool(home: Path, identity: ProjectIdentity) -> None:
+    """Move spool files from where an earlier version kept them (`spool/<key>/`) to ours.
+
+    Only from a plain directory strictly inside `spool/` (a key holding `..` is not
+    followed), and never over a file already there; what cannot be moved stays.
+    """
+    root = home / SPOOL_DIR
+    legacy, ours = root / identity.key, spool_dir(home, identity)
+    try:
+        inside = os.path.realpath(legacy).startswith(os.path.realpath(root) + os.sep)
+        if not inside or legacy.is_symlink() or not legacy.is_dir():
+            return
+        names = [name for name in os.listdir(legacy) if name.endswith(_SUFFIX)]
+    except (OSError, ValueError):
+        return
+    for name in names:
+        source, target = legacy / name, ours / name
+        if not is_valid_session_id(name.removesuffix(_SUFFIX)) or source.is_symlink():
+            continue
+        try:
+            ensure_private_dir(root)
+            ensure_private_dir(ours)
+            if not target.exists():
+                os.rename(source, target)
+                fsync_dir(ours)
+                logger.info("spooled events of %s moved to %s", name, ours)
+        except OSError as exc:
+            logger.warning("%s: not moved to %s (%s)", source, ours, exc)
 
 
 class Spool:

@@ -337,9 +337,14 @@ def test_rm_refuses_a_session_in_use_and_deletes_it_otherwise(
     assert code == 1 and "nothing was deleted" in err
     assert pg_store.exists(target)
 
+    # A spool left by a server that stopped while the database was away goes with it.
+    spool = pg_store.spool_dir / f"{target}.events.jsonl"
+    spool.parent.mkdir(parents=True, exist_ok=True)
+    spool.write_bytes(b'{"seq": 99}\n')
     code, data = cli_json("sessions", "rm", target, "--yes", "--workspace", str(workspace), env=env)
     assert code == 0, data
     assert data["deleted"] == [target]
+    assert str(spool) in data["removed"] and not spool.exists()
     assert not pg_store.exists(target)
     assert count(pg_dsn, schema, "events", target) == 0
     assert pg_store.read_pointer("win-1") is None

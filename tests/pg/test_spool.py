@@ -162,3 +162,45 @@ def test_kill_while_spooling_loses_no_completed_turn(
     assert reopened.state.turns == 2 and reopened.next_seq == 5
     reopened.close()
     store.close()
+
+
+def test_the_spool_is_one_directory_whatever_the_projects_key(
+    pg_dsn: str, schema: str, tmp_path: Path
+) -> None:
+    """A remote's path may hold `..`: the spool must not follow it out of the store."""
+    workspace = tmp_path / "hostile"
+    workspace.mkdir()
+    hostile = "https://example.com/a/../../../../../../tmp/escaped"
+    for args in (["init", "-q"], ["remote", "add", "origin", hostile]):
+        subprocess.run(["git", *args], cwd=workspace, check=True, capture_output=True)
+    home = tmp_path / "home"
+    store = PgSessionStore.open(pg_dsn, workspace, home=home, schema=schema)
+    try:
+        assert ".." in store.project  # the key is as the remote says (it names the project)
+        assert store.spool_dir.parent == home / "spool"
+        assert "/" not in store.spool_dir.name and ".." not in store.spool_dir.name
+        assert store.spool_dir.resolve().is_relative_to((home / "spool").resolve())
+    finally:
+        store.close()
+
+
+def test_a_spool_where_an_earlier_version_kept_it_is_taken_over(
+    pg_dsn: str, schema: str, tmp_path: Path
+) -> None:
+    (tmp_path / "ws").mkdir()
+    home = tmp_path / "home"
+    first = open_store(pg_dsn, schema, tmp_path)
+    key, ours = first.project, first.spool_dir
+    first.close()
+    legacy = home / "spool" / key  # `spool/<key>/`: nested directories for a path key
+    legacy.mkdir(parents=True)
+    (legacy / "0123456789ab.events.jsonl").write_bytes(b'{"seq": 3}\n')
+    (legacy / "not-a-session.events.jsonl").write_bytes(b"left alone\n")
+    store = open_store(pg_dsn, schema, tmp_path)
+    try:
+        assert list(spooled_sessions(store.spool_dir)) == ["0123456789ab"]
+        assert (ours / "0123456789ab.events.jsonl").read_bytes() == b'{"seq": 3}\n'
+        assert not (legacy / "0123456789ab.events.jsonl").exists()
+        assert (legacy / "not-a-session.events.jsonl").exists()
+    finally:
+        store.close()
