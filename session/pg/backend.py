@@ -34,15 +34,9 @@ from ..workspace.identity import project_identity
 from .checkpoints import PgCheckpointStore
 from .log import PgEventLog, replay_spool
 from .opening import open_from_rows
-from .query import advisory_key
 from .spool import Spool, adopt_legacy_spool, spool_dir, spooled_sessions
 from .store import PgStore
-from .writer import _LOCK, SessionWriter
-
-# The sessions among `keys` (their writers' advisory-lock keys) whose lock is granted now:
-# pg_locks read once, for every key (the writer's own condition, `writer._LOCK`).
-_HELD = f"""SELECT DISTINCT k.key FROM pg_locks l
-    JOIN unnest(%(keys)s::bigint[]) AS k(key) ON {_LOCK.replace("%(key)s::bigint", "k.key")}"""  # noqa: S608 - constants only
+from .writer import SessionWriter, held_sessions
 
 
 class PgSessionStore:
@@ -369,16 +363,11 @@ class PgSessionStore:
         One look at `pg_locks` for all of them; no lock is taken. Only this role's writers
         count (the key is derived from schema, role and session id, as `SessionWriter`'s).
         """
-        keys = {
-            advisory_key(self.pg.schema, self.pg.owner, sid): sid
-            for sid in set(session_ids)
-            if is_valid_session_id(sid)
-        }
-        if not keys:
+        ids = [sid for sid in set(session_ids) if is_valid_session_id(sid)]
+        if not ids:
             return set()
         with self.pg.connection() as conn:
-            rows = conn.execute(_HELD, {"keys": list(keys)}).fetchall()
-        return {keys[row[0]] for row in rows}
+            return held_sessions(conn, self.pg.schema, self.pg.owner, ids)
 
     def search(self, query: str, session_id: str | None = None, limit: int = 50) -> list[SearchHit]:
         """Find this project's events whose text contains `query` (`pg/search.py`)."""

@@ -41,7 +41,18 @@ _HOLDER = f"""SELECT a.application_name, a.backend_start FROM pg_locks l
     JOIN pg_stat_activity a ON a.pid = l.pid WHERE {_LOCK}"""  # noqa: S608 - constants only
 _MINE = f"SELECT count(*) FROM pg_locks l WHERE l.pid = pg_backend_pid() AND {_LOCK}"  # noqa: S608
 
+# The sessions among `keys` (their writers' lock keys) whose lock is granted now, at once.
+_HELD = f"""SELECT DISTINCT k.key FROM pg_locks l
+    JOIN unnest(%(keys)s::bigint[]) AS k(key) ON {_LOCK.replace("%(key)s::bigint", "k.key")}"""  # noqa: S608 - constants only
+
 T = TypeVar("T")
+
+
+def held_sessions(conn: Conn, schema: str, owner: str, session_ids: Sequence[str]) -> set[str]:
+    """Return the sessions whose writer lock a process holds now (pg_locks once, no lock)."""
+    keys = {advisory_key(schema, owner, sid): sid for sid in session_ids}
+    rows = conn.execute(_HELD, {"keys": list(keys)}).fetchall()
+    return {keys[row[0]] for row in rows}
 
 
 class SessionWriter:
