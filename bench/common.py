@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import shutil
 import statistics
 import tempfile
@@ -138,3 +139,14 @@ def scratch_dir(name: str) -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+DSN_ENV = "AGENT_ASSIST_TEST_PG"  # the PostgreSQL server the database benchmarks use
+
+
+def database_dsn(result: Result, dsn: str | None) -> str | None:
+    """Return the server to measure (`dsn`, else `$AGENT_ASSIST_TEST_PG`); None: say skipped."""
+    dsn = dsn or os.environ.get(DSN_ENV)
+    if not dsn:
+        result.details.append(f"skipped: no PostgreSQL server (set {DSN_ENV} or pass --dsn)")
+    return dsn or None

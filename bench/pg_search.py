@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import secrets
 import sys
 import time
@@ -33,10 +32,20 @@ from session.search import SearchIndex
 from session.store.manager import SessionManager
 from session.workspace.identity import project_identity
 
-from .common import Mode, Result, Row, fmt_bytes, fmt_s, median, ratio_row, scratch_dir
+from .common import (
+    DSN_ENV,
+    Mode,
+    Result,
+    Row,
+    database_dsn,
+    fmt_bytes,
+    fmt_s,
+    median,
+    ratio_row,
+    scratch_dir,
+)
 from .search import EVENTS_PER_SESSION, QUERIES, Corpus, LogWriter, percentile
 
-DSN_ENV = "AGENT_ASSIST_TEST_PG"
 SIZES: dict[Mode, list[int]] = {
     "smoke": [2_000],
     "default": [10_000, 100_000],
@@ -187,9 +196,8 @@ def measure_size(dsn: str, mode: Mode, total: int, tmp: Path, result: Result) ->
 def run(mode: Mode, dsn: str | None = None) -> Result:
     """Run the benchmark (skipped, saying why, without a PostgreSQL server)."""
     result = Result("pg_search")
-    dsn = dsn or os.environ.get(DSN_ENV)
-    if not dsn:
-        result.details.append(f"skipped: no PostgreSQL server (set {DSN_ENV} or pass --dsn)")
+    dsn = database_dsn(result, dsn)
+    if dsn is None:
         return result
     with scratch_dir("pg-search") as tmp:
         for total in SIZES[mode]:

@@ -37,14 +37,23 @@ from session.store.backend import SessionStore
 from session.store.choose import SCHEMA_ENV, STORE_ENV, open_store
 from session.store.manager import SessionManager
 
-from .common import Mode, Result, Row, fmt_s, median, ratio_row, scratch_dir, spread
+from .common import (
+    Mode,
+    Result,
+    Row,
+    database_dsn,
+    fmt_s,
+    median,
+    ratio_row,
+    scratch_dir,
+    spread,
+)
 from .resume import TurnPool, spawn_to_session, text_response, user_request
 from .search import percentile
 from .server import reply_text
 from .server_process import PYCACHE, BenchClient, make_workspace, server_env
 from .server_rows import REPLY_CHARS, REPLY_CHUNKS
 
-DSN_ENV = "AGENT_ASSIST_TEST_PG"
 KINDS = ("postgresql", "local")
 INSTANCE = "bench"  # the instance id BenchClient sends
 APPEND_TURNS: dict[Mode, int] = {"smoke": 5, "default": 100, "long": 300}  # per store and size
@@ -302,8 +311,6 @@ async def chat_together(
 ) -> None:
     """Start every server, one warm-up turn each, then K turns each, all at once."""
     clients = [BenchClient(env, workspace, model) for env, workspace in envs]
-    for client in clients:  # a notification BenchClient does not know: not to be logged
-        client.client.feature("agentAssist/turnStarted")(lambda ls, params: None)
     text = reply_text(REPLY_CHARS)
 
     async def chat(client: BenchClient) -> list[float]:
@@ -416,9 +423,8 @@ def measure_servers(stores: Stores, tmp: Path, mode: Mode, result: Result) -> No
 def run(mode: Mode, dsn: str | None = None) -> Result:
     """Run the benchmark (skipped, saying why, without a PostgreSQL server)."""
     result = Result("pg_store")
-    dsn = dsn or os.environ.get(DSN_ENV)
-    if not dsn:
-        result.details.append(f"skipped: no PostgreSQL server (set {DSN_ENV} or pass --dsn)")
+    dsn = database_dsn(result, dsn)
+    if dsn is None:
         return result
     load = os.getloadavg()[0]  # the machine's other work (measured before ours starts)
     with scratch_dir("pg-store") as tmp, database_schema(dsn) as schema:
