@@ -7,14 +7,26 @@ without a confirmation (or `--yes`). Exit codes: 0 ok, 1 problem, 2 usage (`runn
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Callable
 from typing import Any
 
-from .deletion import cmd_prune, cmd_rm
-from .doctor import add_store_options, cmd_doctor
-from .migrate import register_migrate
+from .options import add_store_options
 from .running import run_command
-from .search import cmd_reindex, cmd_search
-from .sessions import cmd_export, cmd_list, cmd_show
+
+
+def lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """Return a `func` that imports `lsp_server.admin.<module>` only when its command runs.
+
+    Building the parser imports no command's body (deletion, doctor, search, rich, …):
+    `sessions list` at 10,000 sessions pays only for what it uses.
+    """
+
+    def run(args: argparse.Namespace) -> int:
+        body = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+        return run_command(args, body)
+
+    return run
 
 
 def register(subparsers: Any) -> None:
@@ -44,17 +56,17 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="the N newest (default: 50 in the table, all with --json; 0: all)",
     )
-    p.set_defaults(func=lambda a: run_command(a, cmd_list))
+    p.set_defaults(func=lazy("sessions", "cmd_list"))
 
     p = sub.add_parser("show", parents=[common, stored], help="print a session's transcript")
     p.add_argument("id", help="session id (or a unique prefix)")
-    p.set_defaults(func=lambda a: run_command(a, cmd_show))
+    p.set_defaults(func=lazy("show", "cmd_show"))
 
     p = sub.add_parser("search", parents=[common, stored], help="full-text search of the sessions")
     p.add_argument("text")
     p.add_argument("--all-projects", action="store_true", help="every project in the store")
     p.add_argument("--limit", type=int, default=20, help="most results per project")
-    p.set_defaults(func=lambda a: run_command(a, cmd_search))
+    p.set_defaults(func=lazy("search", "cmd_search"))
 
     p = sub.add_parser(
         "export", parents=[common, stored], help="export a session as Markdown or JSON"
@@ -62,12 +74,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("id", help="session id (or a unique prefix)")
     p.add_argument("--format", choices=("md", "json"), default="md")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
-    p.set_defaults(func=lambda a: run_command(a, cmd_export))
+    p.set_defaults(func=lazy("show", "cmd_export"))
 
     p = sub.add_parser("rm", parents=[common, stored], help="delete a session (asks first)")
     p.add_argument("id", help="session id (or a unique prefix)")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
-    p.set_defaults(func=lambda a: run_command(a, cmd_rm))
+    p.set_defaults(func=lazy("deletion", "cmd_rm"))
 
     p = sub.add_parser(
         "prune", parents=[common, stored], help="delete sessions not used for a while"
@@ -75,13 +87,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 90d, 12h, 2w")
     p.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
-    p.set_defaults(func=lambda a: run_command(a, cmd_prune))
+    p.set_defaults(func=lazy("deletion", "cmd_prune"))
 
     p = sub.add_parser(
         "reindex", parents=[common, stored], help="rebuild the search index from the logs"
     )
     p.add_argument("--all-projects", action="store_true", help="every project in the store")
-    p.set_defaults(func=lambda a: run_command(a, cmd_reindex))
+    p.set_defaults(func=lazy("search", "cmd_reindex"))
+
+    from .migrate import register_migrate
 
     register_migrate(sub, common)
 
@@ -99,4 +113,4 @@ def register(subparsers: Any) -> None:
         "--timeout", type=float, default=10.0, help="seconds for the model round trip"
     )
     add_store_options(doctor)
-    doctor.set_defaults(func=lambda a: run_command(a, cmd_doctor))
+    doctor.set_defaults(func=lazy("doctor", "cmd_doctor"))

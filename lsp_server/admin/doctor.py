@@ -274,25 +274,6 @@ def check_model(report: DoctorReport, round_trip: bool, timeout: float) -> None:
     report.add("ok", "model", f"round trip answered in {elapsed:.1f} s")
 
 
-def add_store_options(
-    parser: argparse.ArgumentParser, *, workspace: bool = True, to: str = "check"
-) -> None:
-    """Add `--store DSN` (else `AGENT_ASSIST_STORE`), `--schema` and the project it counts.
-
-    Doctor's options; the `sessions` commands take them without `--workspace` (they have it).
-    """
-    parser.add_argument(
-        "--store",
-        metavar="DSN",
-        help=f"local, or the PostgreSQL connection string to {to} (default: $AGENT_ASSIST_STORE)",
-    )
-    if workspace:
-        parser.add_argument(
-            "--workspace", metavar="DIR", help="the project whose sessions are counted (default: .)"
-        )
-    parser.add_argument("--schema", help=argparse.SUPPRESS)  # default $AGENT_ASSIST_STORE_SCHEMA
-
-
 def run_doctor(args: argparse.Namespace) -> DoctorReport:
     """Run every check."""
     from session.catalog import list_projects, refused_projects_root

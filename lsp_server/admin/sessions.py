@@ -1,18 +1,15 @@
-"""`sessions list`, `sessions show ID` and `sessions export ID`."""
+"""`sessions list`: the newest sessions of the project (or of all), a table or JSON."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .dump import load_session, session_meta
-from .output import iso, plain_console, write_json
+from .output import short, utc, write_json
 from .running import OK
-from .targets import layouts, open_database, project_store, resolve_session, store_spec
-from .transcript import print_item, transcript_markdown
+from .table import render, terminal_columns
+from .targets import layouts, open_database, store_spec
 
 if TYPE_CHECKING:
     from session.store.layout import ProjectLayout
@@ -20,12 +17,12 @@ if TYPE_CHECKING:
 
 
 def info_json(info: SessionInfo, project: str, workspace: str, busy: bool) -> dict[str, Any]:
-    """Return one row of `sessions list --json`."""
+    """Return one row of `sessions list --json` (times as UTC datetimes: see `write_json`)."""
     row: dict[str, Any] = {
         "sessionId": info.session_id,
         "title": info.title,
-        "createdAt": iso(info.created_at),
-        "updatedAt": iso(info.updated_at),
+        "createdAt": utc(info.created_at),
+        "updatedAt": utc(info.updated_at),
         "turns": info.turns,
         "phase": info.phase,
         "inUse": busy,
@@ -55,10 +52,8 @@ def local_listing(args: argparse.Namespace, limit: int | None) -> tuple[list[dic
         id(layout): layout.held_locks(i.session_id for i, p in found if p is layout)
         for layout in projects
     }
-    rows = [
-        info_json(i, p.project_dir.name, str(p.workspace_root), i.session_id in held[id(p)])
-        for i, p in found
-    ]
+    names = {id(p): (p.project_dir.name, str(p.workspace_root)) for p in projects}
+    rows = [info_json(i, *names[id(p)], i.session_id in held[id(p)]) for i, p in found]
     return rows, total
 
 
@@ -103,90 +98,40 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         rows, total = database_listing(args, spec, limit)
     if args.json:
-        write_json({"sessions": rows, "total": total})
+        write_json({"sessions": rows, "total": total}, utc_datetimes=True)
         return OK
-    console = plain_console()
     if not rows:
-        console.print("No sessions.", markup=False)
+        sys.stdout.write("No sessions.\n")
         return OK
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table()
-    columns = ["id", "updated (UTC)", "turns", "phase", "title", "status"]
-    if args.all_projects:
-        columns.insert(0, "project")
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        title = row["title"] or ""
-        if row.get("parentSessionId"):
-            title = f"{title} (fork of {row['parentSessionId']})".strip()
-        cells = [
-            row["sessionId"],
-            row["updatedAt"].replace("T", " ")[:16],
-            str(row["turns"]),
-            row["phase"] or "",
-            title,
-            "in use" if row["inUse"] else "",
-        ]
-        if args.all_projects:
-            cells.insert(0, row["project"])
-        table.add_row(*(Text(c) for c in cells))
-    console.print(table)
+    sys.stdout.write(list_table(rows, args.all_projects))
     if len(rows) < total:
-        console.print(f"{len(rows)} of {total} sessions (--limit 0 for all)", markup=False)
+        sys.stdout.write(f"{len(rows)} of {total} sessions (--limit 0 for all)\n")
     return OK
 
 
-def cmd_show(args: argparse.Namespace) -> int:
-    """`sessions show ID`: metadata and transcript."""
-    with project_store(args) as manager:
-        session_id = resolve_session(manager, args.id)
-        dump = load_session(manager, session_id)
-        meta = session_meta(dump, manager)
-    if args.json:
-        write_json({**meta, "items": dump.items})
-        return OK
-    console = plain_console()
-    console.print(f"Session {session_id}: {meta['title'] or '(untitled)'}", markup=False)
-    console.print(
-        f"created {meta['createdAt']} · updated {meta['updatedAt']} · {meta['turns']} turns · "
-        f"{meta['events']} events",
-        markup=False,
-        style="dim",
+def list_table(rows: list[dict[str, Any]], all_projects: bool) -> str:
+    """Return the table `sessions list` prints: the title is cut to fit a terminal."""
+    headers = ["id", "updated (UTC)", "turns", "phase", "title", "status"]
+    cells = []
+    for row in rows:
+        title = row["title"] or "(untitled)"
+        if row.get("parentSessionId"):
+            title = f"{title} (fork of {row['parentSessionId']})"
+        cells.append(
+            [
+                row["sessionId"],
+                short(row["updatedAt"]),
+                str(row["turns"]),
+                row["phase"] or "",
+                title,
+                "in use" if row["inUse"] else "",
+            ]
+        )
+    if all_projects:
+        headers.insert(0, "project")
+        for row, line in zip(rows, cells, strict=True):
+            line.insert(0, row["project"])
+    turns = headers.index("turns")
+    return render(
+        headers, cells, shrink=headers.index("title"), right=[turns], columns=terminal_columns()
     )
-    if meta["parentSessionId"]:
-        console.print(f"fork of {meta['parentSessionId']}", markup=False, style="dim")
-    console.print(f"log: {meta['log']}", markup=False, style="dim")
-    for problem in dump.problems:
-        console.print(f"⚠ {problem}", markup=False, style="yellow")
-    if dump.read_only:
-        console.print(f"⚠ read-only: {dump.read_only}", markup=False, style="yellow")
-    console.print()
-    for item in dump.items:
-        print_item(console, item)
-    return OK
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    """`sessions export ID --format md|json [-o FILE]`."""
-    with project_store(args) as manager:
-        session_id = resolve_session(manager, args.id)
-        dump = load_session(manager, session_id)
-        if args.format == "md":
-            text = transcript_markdown(dump, manager)
-        else:
-            payload = {
-                "session": session_meta(dump, manager),
-                "transcript": dump.items,
-                "events": [event.model_dump(mode="json") for event in dump.events],
-            }
-            text = json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n"
-    if args.output and args.output != "-":
-        out = Path(args.output).expanduser()
-        out.write_text(text, encoding="utf-8")
-        sys.stderr.write(f"Exported session {session_id} to {out} ({len(text)} characters)\n")
-    else:
-        sys.stdout.write(text)
-    return OK

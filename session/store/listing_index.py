@@ -75,6 +75,12 @@ _SELECT_KEYS = (
     " FROM sessions UNION ALL SELECT session_id, snap_ino, snap_size, snap_mtime, log_size,"
     " log_mtime, NULL FROM unlisted"
 )
+# The logs to stat while `sessions/` is unchanged (only the columns that check reads).
+_SELECT_LOGS = (
+    "SELECT session_id, snap_ino, log_size, log_mtime FROM sessions WHERE log_size IS NOT NULL"
+    " UNION ALL SELECT session_id, snap_ino, log_size, log_mtime FROM unlisted"
+    " WHERE log_size IS NOT NULL"
+)
 SnapshotReader = Callable[[str], "SessionState | None"]
 # (snapshot inode, size, mtime_ns) or None; (log size, mtime_ns) or None
 Keys = tuple[tuple[int, int, int] | None, tuple[int, int] | None]
@@ -256,20 +262,21 @@ class ListingIndex:
                 rows.sort(key=lambda r: (-r[9], r[0]))
                 end = None if limit is None else offset + limit
                 return [_info((r[0], *r[6:8], *r[9:])) for r in rows[offset:end]], len(rows)
-            known = conn.execute(_SELECT_KEYS).fetchall()
             seen = _dir_key(sessions_dir)
-            moved = self._logs_moved(conn, sessions_dir, seen, known)
+            moved = self._logs_moved(conn, sessions_dir, seen)
             if moved is None:
+                known = conn.execute(_SELECT_KEYS).fetchall()
                 self._refresh(conn, known, scan_files(sessions_dir), sessions_dir, read_snapshot)
                 self._remember(conn, sessions_dir, seen)
             elif moved:
+                known = conn.execute(_SELECT_KEYS).fetchall()
                 self._refresh(conn, known, moved, sessions_dir, read_snapshot, complete=False)
             total = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
             cursor = conn.execute(_SELECT_PAGE, (-1 if limit is None else limit, offset))
             return [_info(row) for row in cursor], int(total)
 
     def _logs_moved(
-        self, conn: sqlite3.Connection, sessions_dir: Path, seen: DirKey | None, known: list[Row]
+        self, conn: sqlite3.Connection, sessions_dir: Path, seen: DirKey | None
     ) -> Files | None:
         """With `sessions/` unchanged, return the files of the sessions whose log moved.
 
@@ -284,9 +291,8 @@ class ListingIndex:
             return None
         moved: Files = {}
         try:
-            for sid, ino, _, _, log_size, log_mtime, _ in known:
-                if log_size is None:  # no log, and none can appear without a new entry
-                    continue
+            # Sessions without a log are left out: none can appear without a new entry.
+            for sid, ino, log_size, log_mtime in conn.execute(_SELECT_LOGS):
                 try:  # a log grows in place: the directory's times do not say
                     st = os.stat(f"{sid}.events.jsonl", dir_fd=fd, follow_symlinks=False)
                 except OSError:

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from lsp_server.admin.doctor import DoctorReport, add_store_options, run_doctor
+from lsp_server.admin.doctor import DoctorReport, run_doctor
+from lsp_server.admin.options import add_store_options
 from session.pg import PgStore
 from session.pg.migrations import MIGRATIONS
 from session.pg.schema import known_version

@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from session.catalog import list_projects, pointer_files, pointers_to, recorded_workspace_root
+from session.store import layout as layout_module
 from session.store.manager import SessionManager
 
 from .conftest import make_lifecycle, run_turn
@@ -85,7 +88,12 @@ def test_pointer_files_and_the_pointers_naming_a_session(workspace: Path, home: 
     assert pointers_to(manager, second) == []
 
 
-def test_held_locks_names_the_sessions_a_process_is_writing(tmp_path: Path, home: Path) -> None:
+@pytest.mark.parametrize("by_name", [True, False], ids=["probed-by-name", "listed-first"])
+def test_held_locks_names_the_sessions_a_process_is_writing(
+    tmp_path: Path, home: Path, by_name: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few sessions' locks are opened by name; many are first found in one listing."""
+    monkeypatch.setattr(layout_module, "_PROBE_BY_NAME", 200 if by_name else 0)
     workspace = tmp_path / "ws"
     workspace.mkdir()
     idle, busy, never = make_session(workspace, home), make_session(workspace, home), "0" * 12

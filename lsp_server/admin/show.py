@@ -1,0 +1,67 @@
+"""`sessions show ID` and `sessions export ID`: one session's transcript, read whole."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .dump import load_session, session_meta
+from .output import plain_console, write_json
+from .running import OK
+from .targets import project_store, resolve_session
+from .transcript import print_item, transcript_markdown
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """`sessions show ID`: metadata and transcript."""
+    with project_store(args) as manager:
+        session_id = resolve_session(manager, args.id)
+        dump = load_session(manager, session_id)
+        meta = session_meta(dump, manager)
+    if args.json:
+        write_json({**meta, "items": dump.items})
+        return OK
+    console = plain_console()
+    console.print(f"Session {session_id}: {meta['title'] or '(untitled)'}", markup=False)
+    console.print(
+        f"created {meta['createdAt']} · updated {meta['updatedAt']} · {meta['turns']} turns · "
+        f"{meta['events']} events",
+        markup=False,
+        style="dim",
+    )
+    if meta["parentSessionId"]:
+        console.print(f"fork of {meta['parentSessionId']}", markup=False, style="dim")
+    console.print(f"log: {meta['log']}", markup=False, style="dim")
+    for problem in dump.problems:
+        console.print(f"⚠ {problem}", markup=False, style="yellow")
+    if dump.read_only:
+        console.print(f"⚠ read-only: {dump.read_only}", markup=False, style="yellow")
+    console.print()
+    for item in dump.items:
+        print_item(console, item)
+    return OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """`sessions export ID --format md|json [-o FILE]`."""
+    with project_store(args) as manager:
+        session_id = resolve_session(manager, args.id)
+        dump = load_session(manager, session_id)
+        if args.format == "md":
+            text = transcript_markdown(dump, manager)
+        else:
+            payload = {
+                "session": session_meta(dump, manager),
+                "transcript": dump.items,
+                "events": [event.model_dump(mode="json") for event in dump.events],
+            }
+            text = json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n"
+    if args.output and args.output != "-":
+        out = Path(args.output).expanduser()
+        out.write_text(text, encoding="utf-8")
+        sys.stderr.write(f"Exported session {session_id} to {out} ({len(text)} characters)\n")
+    else:
+        sys.stdout.write(text)
+    return OK
