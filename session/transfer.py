@@ -12,41 +12,35 @@ must be a prefix of the source's: a rerun checks that prefix and appends only th
 so a session already complete is left as it is and one an interruption cut short is
 resumed from the target's next seq. Nothing is ever written to the source.
 
-Events are compared as JSON values, never as bytes: PostgreSQL keeps U+0000 as U+FFFD and
-jsonb keeps neither key order nor spacing. `event_digest` is the SHA-256 of the canonical
-form (U+0000 as U+FFFD, -0.0 as 0.0, keys sorted, one line an event) that both sides of a
-copy must give, with the same count, for the copy to be verified.
+How a copy is checked (events as JSON values, checkpoints, blobs): `transfer_check`.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
-
-import orjson
+from typing import Literal, Protocol, TypeVar
 
 from .checkpoints import CheckpointRecord
-from .errors import SessionError, SessionLockedError
+from .errors import SessionLockedError
 from .snapshot import SessionState
+from .transfer_check import (
+    InUseError,
+    Raw,
+    TransferError,
+    VerificationError,
+    check_prefix,
+    event_digest,
+    normalised,
+    record_json,
+    verify_copy,
+)
 
-Raw = dict[str, Any]  # an event as its log line's JSON object
+__all__ = ["InUseError", "Raw", "TransferError", "VerificationError", "event_digest", "normalised"]
+
 Status = Literal["copied", "complete", "would-copy", "in-use", "skipped", "failed"]
 BATCH = 500  # events per write: one transaction, or one append and fsync
-
-
-class TransferError(SessionError):
-    """A session cannot be copied as it is (the message names it and says why)."""
-
-
-class VerificationError(TransferError):
-    """The target's copy of a session differs from the source's."""
-
-
-class InUseError(TransferError):
-    """A running writer holds the session's lock, in the source or in the target."""
 
 
 class SessionSource(Protocol):
@@ -74,6 +68,10 @@ class SessionSource(Protocol):
 
     def raw_events(self, session_id: str) -> list[Raw]:
         """Return the session's readable events as JSON objects, in seq order."""
+        ...
+
+    def events_to_copy(self, session_id: str) -> tuple[list[Raw], str | None]:
+        """Return `raw_events`, and in words what of the session cannot be read (None: all)."""
         ...
 
     def snapshot(self, session_id: str) -> SessionState | None:
@@ -141,6 +139,7 @@ class SessionResult:
     checkpoints: int = 0  # checkpoint records this run copied (or would)
     digest: str | None = None  # of the source's events, when verified
     message: str | None = None
+    damaged: str | None = None  # what of the source cannot be read (its readable part is copied)
 
 
 @dataclass(frozen=True)
@@ -158,95 +157,6 @@ class TransferProgress:
 Progress = Callable[[TransferProgress], None]
 
 
-def normalised(value: Any) -> Any:
-    """Return a JSON value as both stores give it back: U+0000 as U+FFFD, -0.0 as 0.0."""
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, dict):
-        return {normalised(key): normalised(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [normalised(item) for item in value]
-    if isinstance(value, float) and value == 0:
-        return 0.0  # numeric in jsonb has no negative zero
-    return value
-
-
-def canonical(raw: Raw) -> bytes:
-    """Return an event's canonical JSON: normalised, keys sorted, compact."""
-    return orjson.dumps(normalised(raw), option=orjson.OPT_SORT_KEYS)
-
-
-def event_digest(raws: Sequence[Raw]) -> str:
-    """Return the SHA-256 of the canonical events, one line each."""
-    digest = hashlib.sha256()
-    for raw in raws:
-        digest.update(canonical(raw) + b"\n")
-    return digest.hexdigest()
-
-
-def _first_difference(left: Sequence[Raw], right: Sequence[Raw]) -> int | None:
-    for index, (a, b) in enumerate(zip(left, right, strict=False)):
-        if canonical(a) != canonical(b):
-            return index
-    return None if len(left) == len(right) else min(len(left), len(right))
-
-
-def check_prefix(session_id: str, source: Sequence[Raw], existing: Sequence[Raw]) -> None:
-    """Raise `VerificationError` unless one of the two begins the other.
-
-    The target may hold more: the session went on there after it was copied.
-    """
-    common = min(len(source), len(existing))
-    at = _first_difference(source[:common], existing[:common])
-    if at is not None:
-        raise VerificationError(
-            f"session {session_id}: the target's events differ from the source's from seq "
-            f"{at} on (sha256 of the {common} events in both: the target's "
-            f"{event_digest(existing[:common])[:16]}…, the source's "
-            f"{event_digest(source[:common])[:16]}…): it was changed after it was copied; "
-            "nothing more was written to it"
-        )
-
-
-def _record(record: CheckpointRecord) -> bytes:
-    return orjson.dumps(normalised(record.model_dump(mode="json")), option=orjson.OPT_SORT_KEYS)
-
-
-def verify_copy(
-    session_id: str,
-    source_events: Sequence[Raw],
-    records: Sequence[CheckpointRecord],
-    target: SessionSource,
-) -> str:
-    """Compare the target's copy with the source's: events (count, SHA-256), checkpoints, blobs.
-
-    Return the digest; raise `VerificationError` naming what differs.
-    """
-    copied = target.raw_events(session_id)[: len(source_events)]  # it may have gone on there
-    want, got = event_digest(source_events), event_digest(copied)
-    if len(copied) != len(source_events) or want != got:
-        at = _first_difference(source_events, copied)
-        raise VerificationError(
-            f"session {session_id}: verification failed: the source has {len(source_events)} "
-            f"events (sha256 {want[:16]}…), the target {len(copied)} (sha256 {got[:16]}…); "
-            f"they differ from seq {at} on"
-        )
-    theirs = {record.number: _record(record) for record in target.checkpoints(session_id)}
-    for record in records:
-        if theirs.get(record.number) != _record(record):
-            raise VerificationError(
-                f"session {session_id}: verification failed: checkpoint {record.number} "
-                "is missing from the target or differs there"
-            )
-    for digest in sorted({d for record in records for d in record.files.values()}):
-        if target.read_blob(digest) is None:
-            raise VerificationError(
-                f"session {session_id}: verification failed: blob {digest[:12]}… of its "
-                "checkpoints is missing from the target or damaged there"
-            )
-    return want
-
-
 def _copy_checkpoints(
     session_id: str,
     records: Sequence[CheckpointRecord],
@@ -255,11 +165,11 @@ def _copy_checkpoints(
     into: SessionImport | None,
 ) -> int:
     """Copy the records the target lacks (blobs first); return how many (or would be)."""
-    there = {record.number: _record(record) for record in target.checkpoints(session_id)}
+    there = {record.number: record_json(record) for record in target.checkpoints(session_id)}
     copied = 0
     for record in records:
         if record.number in there:
-            if there[record.number] != _record(record):
+            if there[record.number] != record_json(record):
                 raise VerificationError(
                     f"session {session_id}: the target's checkpoint {record.number} differs "
                     "from the source's; not copied"
@@ -297,10 +207,13 @@ def copy_session(
     """
     with ExitStack() as stack:
         _locked(stack, source.reading(session_id), source.description)
-        events = source.raw_events(session_id)
+        events, damaged = source.events_to_copy(session_id)
         if not events:
             return SessionResult(
-                session_id, "skipped", message="no readable events in the source; not copied"
+                session_id,
+                "skipped",
+                message="no readable events in the source; not copied",
+                damaged=damaged,
             )
         records = source.checkpoints(session_id)
         if dry_run:
@@ -320,6 +233,7 @@ def copy_session(
                 rest,
                 added,
                 message=_ahead(events, existing),
+                damaged=damaged,
             )
         assert target is not None
         snapshot = source.snapshot(session_id)
@@ -348,6 +262,7 @@ def copy_session(
         added,
         digest,
         ahead,
+        damaged,
     )
 
 

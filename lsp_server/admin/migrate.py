@@ -3,7 +3,8 @@
 The copy itself is `session/transfer.py`'s. Here: the two stores opened, progress on
 stderr (a bar on a terminal, plain lines otherwise, nothing with `--json`), a line per
 session and a summary on stdout. Exit codes: 0 every session is there and verified, 1 a
-session was not copied (in use, unreadable, differing) or a store failed, 2 usage.
+session was not copied (in use, unreadable, differing) or only the readable part of its
+damaged log was, or a store failed; 2 usage.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def register_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
         "files) from the local store into a PostgreSQL database (--to), or from the database "
         "into the local store (--from). The source is only read. A rerun copies nothing "
         "twice and finishes an interrupted copy; every session is verified. Exit codes: 0 "
-        "all copied and verified, 1 a session was not copied or a store failed, 2 usage.",
+        "all copied and verified, 1 a session was not copied (or only the readable part of a "
+        "damaged log) or a store failed, 2 usage.",
     )
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--to", metavar="DSN", help="copy into this database (postgresql://…)")
@@ -126,7 +128,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         return PROBLEM
     where = target.description if target is not None else database_label(info, schema)
     _report(args, source.description, where, results)
-    return PROBLEM if any(r.status in _NOT_COPIED for r in results) else OK
+    incomplete = any(r.status in _NOT_COPIED or r.damaged for r in results)
+    return PROBLEM if incomplete else OK
 
 
 def _nothing(where: str, workspace: Path) -> str:
@@ -137,7 +140,12 @@ def _nothing(where: str, workspace: Path) -> str:
 
 
 def describe(result: SessionResult) -> str:
-    """Return what happened to one session, in a few words."""
+    """Return what happened to one session, in a few words (and what could not be read)."""
+    said = _outcome(result)
+    return f"{said}; but {result.damaged}" if result.damaged else said
+
+
+def _outcome(result: SessionResult) -> str:
     if result.status in _NOT_COPIED:
         return result.message or result.status
     extra = f" ({result.already} already there)" if result.already else ""
@@ -168,6 +176,7 @@ def _report(
                 "inUse": counts["in-use"],
                 "skipped": counts["skipped"],
                 "failed": counts["failed"],
+                "damaged": sum(r.damaged is not None for r in results),
                 "events": events,
                 "sessions": [
                     {
@@ -179,6 +188,7 @@ def _report(
                         "checkpoints": r.checkpoints,
                         "sha256": r.digest,
                         "message": r.message,
+                        "damaged": r.damaged,
                     }
                     for r in results
                 ],
@@ -193,6 +203,9 @@ def _report(
     for status in ("skipped", "failed"):
         if counts[status]:
             parts.append(f"{counts[status]} {status}")
+    damaged = sum(r.damaged is not None for r in results)
+    if damaged:
+        parts.append(f"{damaged} with a damaged log (only its readable events copied)")
     sys.stdout.write(f"{', '.join(parts)}; {events} events, from {source} to {target}.\n")
     if args.dry_run:
         sys.stdout.write("Dry run: nothing was written.\n")

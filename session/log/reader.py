@@ -173,6 +173,15 @@ def readable_events(blob: bytes) -> list[tuple[Event, bytes]]:
     A torn write that a later `session/recover` acknowledges is skipped and reading goes on;
     anything else bad (or a torn last line) ends the readable prefix.
     """
+    return readable_prefix(blob)[0]
+
+
+def readable_prefix(blob: bytes) -> tuple[list[tuple[Event, bytes]], int | None]:
+    """Return `readable_events(blob)` and the offset of the first byte not read (None: all).
+
+    The bytes from that offset on are a line that cannot be read (damaged, or a torn write
+    nothing acknowledges) and whatever follows it.
+    """
     out: list[tuple[Event, bytes]] = []
     pending: LogProblem | None = None
     pos = 0
@@ -188,14 +197,14 @@ def readable_events(blob: bytes) -> list[tuple[Event, bytes]]:
                 raise ValueError("out of order")
         except ValueError:
             if pending is not None or nl == -1:
-                break
+                return out, offset if pending is None else pending.offset
             pending = LogProblem("bad_line", 0, offset, len(line), "")
             continue
         if pending is not None and not _acknowledges(event, pending):
-            break
+            return out, pending.offset
         pending = None
         out.append((event, line))
-    return out
+    return out, None if pending is None else pending.offset
 
 
 def _acknowledges(event: Event, problem: LogProblem) -> bool:

@@ -180,6 +180,10 @@ class PgTransferStore:
             if len(page) < PAGE:
                 return events
 
+    def events_to_copy(self, session_id: str) -> tuple[list[Raw], str | None]:
+        """Return the session's events; a database's rows are read whole, or not at all."""
+        return self.raw_events(session_id), None
+
     def snapshot(self, session_id: str) -> SessionState | None:
         """Return the stored snapshot (migrated), or None."""
         return self.sessions.read_snapshot(session_id)[0]

@@ -26,7 +26,7 @@ import orjson
 
 from ..checkpoints import CheckpointRecord, CheckpointStore, read_workspace_file
 from ..events import EVENT_ADAPTER
-from ..log.reader import readable_events
+from ..log.reader import readable_events, readable_prefix
 from ..log.writer import EventLog
 from ..snapshot import SessionState
 from ..storage import atomic_write_json, fsync_dir
@@ -208,8 +208,24 @@ class LocalTransferStore:
 
     def raw_events(self, session_id: str) -> list[Raw]:
         """Return the log's readable events as JSON objects."""
+        return self.events_to_copy(session_id)[0]
+
+    def events_to_copy(self, session_id: str) -> tuple[list[Raw], str | None]:
+        """Return the log's readable events, and what of it cannot be read (None: all can)."""
         self.manager.check_store_dirs()
-        return _events(_read(self.manager.sessions_dir, self.manager.log_path(session_id).name))
+        name = self.manager.log_path(session_id).name
+        blob = _read(self.manager.sessions_dir, name)
+        readable, stop = readable_prefix(blob)
+        raws = [orjson.loads(line) for _event, line in readable]
+        if stop is None:
+            return raws, None
+        line = blob.count(b"\n", 0, stop) + 1
+        rest = len(blob) - stop
+        return raws, (
+            f"its log {name} cannot be read from line {line} on ({rest:,} bytes: a damaged "
+            f"line, or one a crash cut short); only the {len(raws):,} events before it are "
+            "copied, the rest stays in the local log (agent-assist doctor says more)"
+        )
 
     def snapshot(self, session_id: str) -> SessionState | None:
         """Return the session's snapshot (migrated), or None."""

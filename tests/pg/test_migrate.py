@@ -498,3 +498,36 @@ def test_a_session_holding_the_database_password_is_not_copied(
     assert result.status == "failed"
     assert result.message is not None and "contain the database's password" in result.message
     assert not pg_side.exists(session.session_id)  # not even its row
+
+
+def test_a_damaged_log_is_copied_up_to_the_damage_and_said(
+    pg_dsn: str, schema: str, pg_side: PgTransferStore, workspace: Path, tmp_path: Path
+) -> None:
+    """A bad line mid-log: the readable events are copied, the rest is named, exit 1."""
+    home = tmp_path / "home"
+    ids = make_sessions(workspace, home)
+    log = SessionManager(workspace, home=home).log_path(ids[0])
+    lines = log.read_bytes().splitlines(keepends=True)
+    lines[4] = b'{"seq": 4, "this line": "was damaged on disk\n'
+    log.write_bytes(b"".join(lines))
+    damaged = log.read_bytes()
+    args = ("--project", str(workspace), "--schema", schema)
+
+    dry = migrate(home, "--to", pg_dsn, *args, "--dry-run")
+    assert dry.returncode == 1 and "cannot be read from line 5 on" in dry.stderr, dry.stderr
+    out = migrate(home, "--to", pg_dsn, *args)
+    assert out.returncode == 1, out.stderr
+    said = next(line for line in out.stderr.splitlines() if ids[0] in line)
+    assert "copied 4 events" in said and "verified; but its log" in said
+    assert "cannot be read from line 5 on" in said and "only the 4 events before it" in said
+    assert "1 with a damaged log (only its readable events copied)" in out.stdout
+    assert log.read_bytes() == damaged  # the source is left as it is
+    assert len(pg_side.raw_events(ids[0])) == 4
+    for other in ids[1:]:  # the others are whole
+        assert f"{other}: copied" in out.stderr and "damaged" not in out.stderr.split(other)[1]
+
+    again = migrate(home, "--to", pg_dsn, *args, "--json")
+    report = json.loads(again.stdout)
+    assert again.returncode == 1 and report["damaged"] == 1
+    first = next(s for s in report["sessions"] if s["sessionId"] == ids[0])
+    assert first["status"] == "complete" and "line 5" in first["damaged"]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from session.log.reader import scan_log
+from session.log.reader import readable_prefix, scan_log
 from session.log.writer import EventLog, LogError
 
 
@@ -83,6 +83,30 @@ def test_torn_tail_is_ignored_reported_and_repaired_by_appending(tmp_path: Path)
     assert [e.type for e in rescan.events[-2:]] == ["session/recover", "turn/start"]
     assert [e.seq for e in rescan.events] == list(range(9))
     assert [p.kind for p in rescan.problems] == ["recovered"]
+
+
+def test_readable_prefix_says_where_reading_stopped(tmp_path: Path) -> None:
+    """Whole, torn at the end, bad in the middle, and a torn write a recover acknowledged."""
+    path = tmp_path / "s.events.jsonl"
+    log = EventLog(path)
+    write_turns(log, 2)
+    log.close()
+    whole = path.read_bytes()
+    assert readable_prefix(whole) == (readable_prefix(whole)[0], None)
+    assert len(readable_prefix(whole)[0]) == 7
+    torn = whole + b'{"seq":7,"ts":"2026-01-01T00:00:00Z","type":"turn/st'
+    events, stop = readable_prefix(torn)
+    assert len(events) == 7 and stop == len(whole)
+    lines = whole.splitlines(keepends=True)
+    bad = b"".join([*lines[:3], b"not json\n", *lines[4:]])
+    events, stop = readable_prefix(bad)
+    assert len(events) == 3 and stop == len(b"".join(lines[:3]))
+    path.write_bytes(torn)
+    repaired = EventLog.for_scan(path, scan_log(path))
+    repaired.append("turn/start", {"input": "again"}, turn=3)
+    repaired.close()
+    events, stop = readable_prefix(path.read_bytes())
+    assert stop is None and [e.type for e, _ in events[-2:]] == ["session/recover", "turn/start"]
 
 
 def test_complete_last_line_without_newline_is_accepted(tmp_path: Path) -> None:
