@@ -84,7 +84,8 @@ def open_database(args: argparse.Namespace, spec: str) -> Iterator[PgSessionStor
     try:
         info = parse_dsn(spec)
         store = cast(
-            "PgSessionStore", open_store(spec, workspace, schema=getattr(args, "schema", None))
+            "PgSessionStore",
+            open_store(spec, workspace, schema=getattr(args, "schema", None), create=False),
         )
     except InvalidDsnError as exc:
         raise UsageError(str(exc)) from None

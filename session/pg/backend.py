@@ -57,7 +57,7 @@ class PgSessionStore:
     def open(
         cls, dsn: str, workspace_root: Path, *, home: Path | None = None, **options: Any
     ) -> PgSessionStore:
-        """Connect (creating or migrating the schema) and return the project's store."""
+        """Return the project's store, connected (see `PgStore.open`: `create`, `schema`)."""
         return cls(PgStore.open(dsn, **options), workspace_root, home=home)
 
     def session_log(

@@ -27,6 +27,10 @@ class SchemaMigrationError(PgStoreError):
     """The schema is older than this code and could not be brought up to date."""
 
 
+class SchemaNotReadyError(PgStoreError):
+    """A command that only reads found no schema, or an older one: it changes neither."""
+
+
 class PgReadOnlyError(ReadOnlySessionError):
     """The store is read-only: the database's schema is newer than this code knows.
 

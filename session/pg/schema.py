@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from .errors import SchemaMigrationError
+from .errors import SchemaMigrationError, SchemaNotReadyError
 from .migrations import MIGRATIONS, Migration
 from .query import Conn, advisory_key, q
 
@@ -64,6 +64,31 @@ def read_version(conn: Conn, schema: str) -> int | None:
     found = conn.execute(q(schema, "SELECT max(version) FROM {s}.schema_version")).fetchone()
     value = found[0] if found else None
     return value if isinstance(value, int) else 0
+
+
+def check_schema(
+    conn: Conn, schema: str, label: str, migrations: Sequence[Migration] = MIGRATIONS
+) -> SchemaStatus:
+    """Return the schema's status without creating or migrating anything (`label`: where).
+
+    `SchemaNotReadyError` when there is no schema, or one older than this code: a command
+    that only reads never changes the database (a server's start creates and upgrades it,
+    and an upgrade would turn older servers on other machines read-only).
+    """
+    known = known_version(migrations)
+    version = read_version(conn, schema)
+    if version is None:
+        raise SchemaNotReadyError(
+            f"{label} has no agent-assist schema {schema!r}: no session was ever stored there "
+            "(a server creates it at its first start; is the database name right?)"
+        )
+    if version < known:
+        raise SchemaNotReadyError(
+            f"{label} has agent-assist schema version {version}, older than this "
+            f"agent-assist's ({known}): commands that only read do not upgrade it; a server "
+            "of this version upgrades it when it starts"
+        )
+    return SchemaStatus(version, known)
 
 
 def ensure_schema(

@@ -29,7 +29,7 @@ from .events import read_events
 from .migrations import MIGRATIONS, Migration
 from .query import DEFAULT_SCHEMA, Conn, check_schema_name
 from .records import SessionRow
-from .schema import SchemaStatus, ensure_schema
+from .schema import SchemaStatus, check_schema, ensure_schema
 from .writer import SessionWriter
 
 T = TypeVar("T")
@@ -67,16 +67,24 @@ class PgStore:
         pool_size: int = 4,
         redactor: Redactor | None = None,
         migrations: Sequence[Migration] = MIGRATIONS,
+        create: bool = True,
     ) -> PgStore:
-        """Connect, create or migrate the schema, open the pool; return the store."""
+        """Connect, create or migrate the schema, open the pool; return the store.
+
+        `create` False: the schema is only checked (`check_schema`), for commands that read.
+        """
         store = cls(dsn, schema=schema, pool_size=pool_size, redactor=redactor)
-        store.connect(migrations)
+        store.connect(migrations, create=create)
         return store
 
-    def connect(self, migrations: Sequence[Migration] = MIGRATIONS) -> None:
+    def connect(self, migrations: Sequence[Migration] = MIGRATIONS, *, create: bool = True) -> None:
         """See `open`."""
         with open_connection(self._dsn, self.info, "setup") as conn, reporting(self.info):
-            self.status = ensure_schema(conn, self.schema, migrations)
+            if create:
+                self.status = ensure_schema(conn, self.schema, migrations)
+            else:
+                where = f"PostgreSQL at {self.info.where} (database {self.info.dbname})"
+                self.status = check_schema(conn, self.schema, where, migrations)
             row = conn.execute("SELECT current_user").fetchone()
             self.owner = str(row[0]) if row else ""
         pool: ConnectionPool[Conn] = ConnectionPool(

@@ -32,19 +32,20 @@ def open_store(
     *,
     home: Path | None = None,
     schema: str | None = None,
+    create: bool = True,
 ) -> SessionStore:
     """Open the store `spec` names for the project at `workspace_root`.
 
-    A PostgreSQL store is connected here (its schema created or migrated); a bad string or
-    an unreachable database raises `PgStoreError` with a message that names the host and
-    never the password.
+    A PostgreSQL store is connected here (its schema created or migrated; with `create`
+    False only checked, for commands that read); a bad string or an unreachable database
+    raises `PgStoreError` with a message that names the host and never the password.
     """
     if store_kind(spec) == "local":
         return SessionManager(workspace_root, home=home)
     assert spec is not None
     from ..pg.backend import PgSessionStore  # psycopg only when it is used
 
-    options: dict[str, str] = {}
+    options: dict[str, str | bool] = {"create": create}
     if schema := schema or os.environ.get(SCHEMA_ENV, "").strip():
         options["schema"] = schema
     return PgSessionStore.open(spec.strip(), workspace_root, home=home, **options)

@@ -440,3 +440,42 @@ def test_a_connection_string_that_cannot_be_parsed_is_a_usage_error(
     env = clean_env(home, {"AGENT_ASSIST_STORE": "postgresql://u:hunter2secret@[bad"})
     code, out, err = cli("sessions", "list", "--workspace", str(workspace), env=env)
     assert code == 2 and "cannot be parsed" in err and "hunter2secret" not in err
+
+
+# -- commands that read never create or upgrade the schema ----------------------------------
+
+
+def schema_version(dsn: str, schema: str) -> int | None:
+    with connect(dsn) as conn:
+        from session.pg.schema import read_version
+
+        return read_version(conn, schema)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["sessions", "list"], ["sessions", "search", "hello"], ["sessions", "show", "abcd1234abcd"]],
+)
+def test_a_database_without_the_schema_is_said_and_left_as_it_is(
+    pg_dsn: str, schema: str, workspace: Path, env: dict[str, str], command: list[str]
+) -> None:
+    code, _out, err = cli(*command, "--workspace", str(workspace), env=env)
+    assert code == 1, err
+    assert f"has no agent-assist schema '{schema}'" in err and "database name" in err
+    assert schema_version(pg_dsn, schema) is None  # nothing was created
+
+
+def test_an_older_schema_is_not_upgraded_by_a_listing(
+    pg_dsn: str, schema: str, workspace: Path, env: dict[str, str]
+) -> None:
+    from session.pg.migrations import MIGRATIONS
+    from session.pg.schema import ensure_schema
+
+    with connect(pg_dsn) as conn:
+        ensure_schema(conn, schema, MIGRATIONS[:2])
+    code, _out, err = cli("sessions", "list", "--workspace", str(workspace), env=env)
+    assert code == 1 and "schema version 2, older than this agent-assist's" in err, err
+    assert schema_version(pg_dsn, schema) == 2  # left for a server to upgrade
+    PgStore.open(pg_dsn, schema=schema).close()  # a server's start upgrades it
+    code, out, err = cli("sessions", "list", "--workspace", str(workspace), env=env)
+    assert code == 0 and "No sessions." in out, err
