@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -84,6 +85,20 @@ def plan_compaction(
     )
 
 
+# A fenced block, closed or running to the end of the text (three or more backticks/tildes).
+_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
+_FENCE_MARK = re.compile(r"`{3,}|~{3,}")
+
+
+def prose(text: str) -> str:
+    """Return `text` with its fenced code blocks as `(code)` and no fence marks left.
+
+    An extractive summary is lines of words, which cannot hold code, and a fence cut open
+    there would turn the rest of the rendered resume block into one code block.
+    """
+    return _FENCE_MARK.sub(" ", _FENCED.sub(" (code) ", text))
+
+
 def _clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -131,11 +146,11 @@ def extractive_summary(messages: Sequence[Message], decisions: Sequence[str]) ->
         for part in message.get("parts", []):
             kind = part.get("part_kind")
             if kind == "user-prompt":
-                requests.append(_clip(_content(part.get("content")), 200))
+                requests.append(_clip(prose(_content(part.get("content"))), 200))
             elif kind == "system-prompt":
-                earlier.append(_clip(_content(part.get("content")), 1_000))
+                earlier.append(_clip(prose(_content(part.get("content"))), 1_000))
             elif kind == "text" and part.get("content"):
-                last_reply = _clip(_content(part.get("content")), 400)
+                last_reply = _clip(prose(_content(part.get("content"))), 400)
     lines = [FALLBACK_LABEL]
     lines += earlier
     if requests:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .compaction import FALLBACK_LABEL, CompactionSummary, render_transcript
+from .compaction import FALLBACK_LABEL, CompactionSummary, prose, render_transcript
 from .derive.history import HistoryBuilder
 from .derive.messages import Message
 from .snapshot import SessionState
@@ -72,7 +72,7 @@ def clip_words(text: str, limit: int = MAX_SUMMARY_WORDS) -> str:
 
 
 def _words(text: str, limit: int) -> str:
-    words = text.split()
+    words = prose(text).split()
     return " ".join(words[:limit]) + (" …" if len(words) > limit else "")
 
 

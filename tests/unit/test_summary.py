@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from session.compaction import FALLBACK_LABEL, CompactionSummary
+from session.compaction import FALLBACK_LABEL, CompactionSummary, extractive_summary
 from session.context import build_resume_context
 from session.snapshot import merge_decisions
 from session.store.manager import SessionManager
@@ -107,6 +107,22 @@ def test_extractive_summary_names_the_newest_requests(manager: SessionManager) -
     assert summary.summary.startswith(FALLBACK_LABEL)
     assert "(5 requests, newest last)" in summary.summary and "- ask 4" in summary.summary
     assert "Last reply: answer 4" in summary.summary and summary.decisions == ["keep it"]
+
+
+def test_extractive_summary_keeps_code_out_and_leaves_no_fence_open(
+    manager: SessionManager,
+) -> None:
+    """A reply's code block is `(code)`: cut open, a fence would make the rest of the
+    rendered resume block (the editors show it as Markdown) one code block."""
+    lc = make_lifecycle(manager)
+    run_turn(lc, "fix it:\n```py\nx = 1\n```\nplease", "Done:\n```python\n" + "y = 2\n" * 40)
+    plan = lc.plan_summary()
+    assert plan is not None
+    summary = extractive_session_summary(plan, []).summary
+    assert "```" not in summary and "x = 1" not in summary and "y = 2" not in summary
+    assert "- fix it: (code) please" in summary and "Last reply: Done: (code)" in summary
+    compacted = extractive_summary(plan.history, []).summary  # compaction's, the same way
+    assert "```" not in compacted and "y = 2" not in compacted and "(code)" in compacted
 
 
 def test_decisions_merge_loosely() -> None:
