@@ -103,7 +103,7 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         status: int,
         message: str,
         kind: str,
-        retry: bool = False,
+        retry: bool | None = None,
         code: str | None = None,
         retry_after: str | None = None,
     ) -> None:

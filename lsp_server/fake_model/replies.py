@@ -7,6 +7,8 @@ Replies are dicts (the same shape as the CLI's JSON script file)::
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "a"}, "id": "call_1"}],
      "text": "optional content first", "chunk": 8, "delay": 0.0}
     {"error": 500, "message": "...", "type": "server_error", "retry": False}
+                                                   # "retry": sent as x-should-retry (OpenAI's
+                                                   # header); without it, no such header
     {"empty": True}                                # finish_reason "stop", no content
     {"length": "partial text", "chunk": 8}         # finish_reason "length"
     {"hang": "first delta"}                        # one delta, then wait for release()
@@ -69,7 +71,7 @@ class Reply:
     status: int = 500
     message: str = "scripted error"
     error_type: str = "server_error"
-    retry: bool = False
+    retry: bool | None = None  # x-should-retry, if sent
     chunk: int = 8
     delay: float = 0.0
     code: str | None = None
@@ -112,7 +114,7 @@ def parse_reply(spec: str | dict[str, Any] | Reply) -> Reply:
         reply.status = int(spec["error"])
         reply.message = str(spec.get("message", reply.message))
         reply.error_type = str(spec.get("type", reply.error_type))
-        reply.retry = bool(spec.get("retry", False))
+        reply.retry = None if spec.get("retry") is None else bool(spec["retry"])
         reply.code = str(spec["code"]) if spec.get("code") is not None else None
         if spec.get("retry_after") is not None:
             reply.retry_after = str(spec["retry_after"])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from .transport import EmptyStreamError, StreamCutError
@@ -125,8 +125,25 @@ def is_overflow_text(text: str) -> bool:
     return any(pattern in lowered for pattern in OVERFLOW_PATTERNS)
 
 
-def classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision table
-    """Classify what a model request raised."""
+def classify(exc: BaseException) -> ModelFault:
+    """Classify what a model request raised; a server's `x-should-retry` has the last word.
+
+    OpenAI (and gateways that copy it) send `x-should-retry: true|false` to say whether
+    the same request may succeed again, whatever the status: it is followed.
+    """
+    fault = _classify(exc)
+    headers = getattr(exc, "headers", None)
+    said = headers.get("x-should-retry", "").strip().lower() if isinstance(headers, dict) else ""
+    if said == "false" and fault.retryable:
+        return replace(
+            fault, retryable=False, message=f"{fault.message} (not retried: the server said so)"
+        )
+    if said == "true" and not fault.retryable and fault.kind != "overflow":
+        return replace(fault, retryable=True)
+    return fault
+
+
+def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision table
     from pydantic_ai import exceptions as pe
 
     chain = _chain(exc)

@@ -173,6 +173,19 @@ async def test_503s_are_retried_at_most_max_retries_times(make_editor, fake: Fak
     assert len(fake.requests) == 2 and fake.remaining == 3
 
 
+async def test_the_servers_x_should_retry_is_followed(make_editor, fake: FakeOpenAI) -> None:
+    """OpenAI's `x-should-retry`: `false` on a 500 is not retried, `true` on a 409 is."""
+    fake.add({"error": 500, "message": "do not repeat", "retry": False})
+    editor = await started(make_editor)
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/chat", {"text": "go"})
+    assert "do not repeat" in info.value.message and "the server said so" in info.value.message
+    assert len(fake.requests) == 1
+    fake.add({"error": 409, "message": "busy, try again", "retry": True}, "Second time lucky.")
+    reply = await editor.request("agentAssist/chat", {"text": "again"})
+    assert reply["text"] == "Second time lucky." and fake.remaining == 0
+
+
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
 async def test_client_errors_are_never_retried(make_editor, fake: FakeOpenAI, status: int) -> None:
     fake.add({"error": status, "message": f"refused with {status}"}, "never sent")

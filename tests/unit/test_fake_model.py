@@ -138,7 +138,7 @@ async def test_tool_call_round_trip(fake: FakeOpenAI, streaming: bool) -> None:
 
 
 async def test_http_500_raises_model_http_error_without_retries(fake: FakeOpenAI) -> None:
-    fake.add({"error": 500, "message": "kaboom"})
+    fake.add({"error": 500, "message": "kaboom", "retry": False})  # x-should-retry: false
     agent = make_agent(fake)
     with pytest.raises(ModelHTTPError) as info:
         await agent.run("hi")
@@ -148,7 +148,7 @@ async def test_http_500_raises_model_http_error_without_retries(fake: FakeOpenAI
 
 
 async def test_streamed_http_error(fake: FakeOpenAI) -> None:
-    fake.add({"error": 429, "message": "slow down", "type": "rate_limit_error"})
+    fake.add({"error": 429, "message": "slow down", "type": "rate_limit_error", "retry": False})
     agent = make_agent(fake)
     with pytest.raises(ModelHTTPError) as info:
         async with agent.run_stream("hi") as result:

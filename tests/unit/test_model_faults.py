@@ -135,6 +135,23 @@ def test_retry_after_is_carried_and_exhausted_quota_is_not_retried() -> None:
     assert not classify(quota).retryable
 
 
+@pytest.mark.parametrize(
+    ("status", "said", "retryable"),
+    [(500, "false", False), (429, "False", False), (409, "true", True), (500, "true", True)],
+)
+def test_the_servers_x_should_retry_is_followed(status: int, said: str, retryable: bool) -> None:
+    error = pe.ModelHTTPError(status, "m", {}, headers={"X-Should-Retry": said})
+    fault = classify(error)
+    assert fault.retryable is retryable and fault.status == status
+    assert ("the server said so" in fault.message) is (said.lower() == "false")
+
+
+def test_x_should_retry_never_retries_an_overflow() -> None:
+    body = {"error": {"message": "maximum context length is 4096 tokens", "code": None}}
+    error = pe.ModelHTTPError(400, "m", body, headers={"x-should-retry": "true"})
+    assert classify(error).kind == "overflow" and not classify(error).retryable
+
+
 def test_stream_faults_found_in_the_cause_chain() -> None:
     def wrapped(inner: BaseException) -> pe.ModelConnectionError:
         outer = pe.ModelConnectionError("m", "Connection error.")
