@@ -327,7 +327,8 @@ class PgSessionStore:
         self, offset: int = 0, limit: int | None = None
     ) -> tuple[list[SessionInfo], int]:
         """Return a page of the project's sessions, newest first, and how many there are."""
-        rows = [
+        rows, total = self.pg.list_sessions_page(self.project, max(0, offset), limit)
+        infos = [
             SessionInfo(
                 row.session_id,
                 row.title,
@@ -337,10 +338,9 @@ class PgSessionStore:
                 row.parent_session_id,
                 row.phase,
             )
-            for row in self.pg.list_sessions(self.project)
+            for row in rows
         ]
-        end = None if limit is None else offset + limit
-        return rows[offset:end], len(rows)
+        return infos, total
 
     def delete_session(self, session_id: str) -> Sequence[object]:
         """Delete the session with its events, pointers, checkpoints and local spool.

@@ -116,6 +116,28 @@ def list_sessions(conn: Conn, schema: str, project: str | None = None) -> list[S
     return [_row(row) for row in rows]
 
 
+def list_sessions_page(
+    conn: Conn, schema: str, project: str, offset: int, limit: int | None
+) -> tuple[list[SessionRow], int]:
+    """Return a page of a project's sessions, newest first, and how many it has (in SQL)."""
+    where = _SELECT + " AND project = %(project)s"
+    rows = conn.execute(
+        q(
+            schema,
+            f"SELECT *, count(*) OVER () FROM ({where}) listed"  # noqa: S608 - our columns
+            " ORDER BY updated_at DESC, session_id LIMIT %(limit)s OFFSET %(offset)s",
+        ),
+        {"project": project, "limit": limit, "offset": offset},
+    ).fetchall()
+    if rows:
+        return [_row(row[:-1]) for row in rows], int(rows[0][-1])
+    found = conn.execute(
+        q(schema, f"SELECT count(*) FROM ({where}) listed"),  # noqa: S608 - our columns
+        {"project": project},
+    ).fetchone()
+    return [], int(found[0]) if found else 0
+
+
 def delete_session(conn: Conn, schema: str, session_id: str) -> bool:
     """Delete a session with its events, pointers and checkpoints (not its blobs)."""
     cur = conn.execute(

@@ -190,6 +190,12 @@ class PgStore:
         """Return this role's sessions, the most recently updated first."""
         return self._run(records.list_sessions, project)
 
+    def list_sessions_page(
+        self, project: str, offset: int, limit: int | None
+    ) -> tuple[list[SessionRow], int]:
+        """Return a page of a project's sessions, newest first, and how many it has."""
+        return self._run(records.list_sessions_page, project, offset, limit)
+
     def delete_session(self, session_id: str) -> bool:
         """Delete a session with its events, pointers and checkpoints."""
         return self._write(records.delete_session, session_id)

@@ -227,6 +227,23 @@ def test_listing_is_most_recently_active_first(backend: Backend) -> None:
     assert rows[0].updated_at >= rows[1].updated_at >= rows[1].created_at
 
 
+def test_listing_pages_are_slices_of_the_whole_list(backend: Backend) -> None:
+    """Paged on both stores (in SQL on PostgreSQL): the same rows as the whole list's."""
+    store = backend.store
+    for n in range(5):
+        writer = store.create_session()
+        one_turn(writer, f"session {n}")
+        store.write_snapshot(writer)
+        writer.close()
+        time.sleep(0.01)
+    whole = [row.session_id for row in store.list_sessions()]
+    assert len(whole) == 5
+    for offset, limit in ((0, 2), (2, 2), (4, 2), (1, None), (0, 0), (7, 3)):
+        page, total = store.list_sessions_page(offset, limit)
+        end = None if limit is None else offset + limit
+        assert [row.session_id for row in page] == whole[offset:end] and total == 5
+
+
 def test_checkpoints_and_blobs_are_content_addressed_and_deduplicated(backend: Backend) -> None:
     store = backend.store
     writer = store.create_session()
