@@ -6,8 +6,8 @@
 // the file's link, its diff against the checkpoint and "What I remember" with the decision turn 1
 // recorded. Up recalls the last message; Shift+Enter adds a line, Enter sends; the next reply is aware
 // of the earlier turn. Screenshots in the light, dark and high-contrast themes; the banner dismissed
-// (the focus to the input). Stop with a chat
-// queued behind ("1 waiting"), a chatRetry redraw, a restore from the timeline behind its confirmation.
+// (the focus to the input). Withdraw a chat waiting behind the running one (back into the input),
+// Stop with a chat queued behind ("1 waiting"), a chatRetry redraw, a restore from the timeline behind its confirmation.
 // New session keeps the old one byte-identical; search in the view opens it at the turn; the sessions
 // list forks and opens; Reset Session (delete it)…: the modal asks, Cancel keeps the session, Cancel at
 // the server's question is an info, Delete session + Keep files deletes its log.
@@ -420,6 +420,17 @@ try {
   await view().locator("#input").press("Enter");
   await view().locator(".item.assistant", { hasText: "This reply will be stopped" }).waitFor({ timeout: 30_000 });
   if (!(await view().locator("#working").isVisible())) throw new Error("no working indicator while the reply runs");
+  // Withdraw: a waiting message comes back into the input, unsent; the running reply goes on
+  if (await view().locator("#withdraw").isVisible()) throw new Error("Withdraw shown with nothing waiting");
+  await view().locator("#input").fill("a second thought");
+  await view().locator("#input").press("Enter");
+  await poll("the queue length", async () => ((await view().locator("#working-text").textContent()) ?? "").includes("1 waiting"));
+  await view().locator("#withdraw").click();
+  await poll("the withdrawn text in the input", async () => (await view().locator("#input").inputValue()) === "a second thought");
+  await poll("no chat waiting", async () => (await view().locator("#working-text").textContent()) === "Working…");
+  if (await view().locator("#withdraw").isVisible()) throw new Error("Withdraw still shown after withdrawing");
+  if (!(await view().locator("#working").isVisible())) throw new Error("the running reply stopped with the withdrawal");
+  step("Withdraw: the waiting message back in the input, the running reply going on");
   await view().locator("#input").fill("a queued question");
   await view().locator("#input").press("Enter");
   await poll("the queue length", async () => ((await view().locator("#working-text").textContent()) ?? "").includes("1 waiting"));

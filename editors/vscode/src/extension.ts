@@ -48,6 +48,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       case "stop":
         chat.stop();
         break;
+      case "withdraw":
+        chat.withdrawWaiting();
+        break;
       case "copy":
         void vscode.env.clipboard.writeText(message.text);
         break;

@@ -271,6 +271,7 @@ def test_save_and_completion(first: dict[str, Any], project: Project) -> None:
         "history",
         "status",
         "dismiss",
+        "withdraw",
     }
     assert first["complete_checkpoints"] == ["1", "2"]
     assert first["complete_sessions"] == [session_id]
@@ -417,16 +418,31 @@ def test_reset_asks_keeps_files_and_clears_the_chat(
     assert not commands_project.manager().log_path(commands["reset_from"]).exists()
 
 
-def test_ctrl_c_cancels_the_running_turn(
+def test_withdraw_takes_back_the_waiting_messages(commands: dict[str, Any]) -> None:
+    assert commands["waiting_before_withdraw"] == 2
+    assert commands["waiting_after_withdraw"] == 0
+    assert commands["withdrawn_register"] == "a second thought\n\na third thought"
+    assert commands["withdrawn_note"] == (
+        'Agent Assist: withdrew 2 waiting message(s); their text is in register ", p pastes it'
+    )
+    assert not any("thought" in line for line in commands["chat_after_cancel"])  # never sent
+
+
+def test_ctrl_c_cancels_the_running_turn_and_a_waiting_message_runs_after_it(
     commands: dict[str, Any], commands_project: Project
 ) -> None:
     chat = commands["chat_after_cancel"]
     assert chat[:4] == ["## You (turn 1)", "tell me a long story", "", "## Assistant"]
     assert chat[4].startswith("Once")
-    assert chat[-3:] == ["", "_(cancelled)_", ""]
+    marker = chat.index("_(cancelled)_")
+    assert chat[marker + 2 : marker + 4] == ["## You (turn 2)", "a queued question"]
+    assert any(line.startswith("Echo: a queued question") for line in chat[marker:])
+    assert "1 waiting message(s) go on" in commands["cancel_note"]
     events = commands_project.manager().read_events(commands["cancel_session"]).events
     ends = [e.data.reason for e in events if e.type == "turn/end"]
-    assert ends == ["aborted"]
+    assert ends == ["aborted", "completed"]
+    inputs = [e.data.input for e in events if e.type == "turn/start"]
+    assert inputs == ["tell me a long story", "a queued question"]  # the withdrawn never sent
 
 
 def test_new_keeps_the_previous_session(commands: dict[str, Any]) -> None:
@@ -492,8 +508,10 @@ def test_files_changed_while_closed_warn_once_on_resume(relaunch: dict[str, Any]
 def test_resume_shows_the_context_and_compact_reports(commands: dict[str, Any]) -> None:
     assert commands["resume_context"][0] == "# Resumed Session Context"
     assert any(commands["cancel_session"] in line for line in commands["resume_context"])
-    assert commands["compact"].startswith("Agent Assist: Nothing to compact")  # one short turn
-    assert "only one" in commands["compact"]  # the server's reason
+    # two closed turns (the cancelled one and the message that waited behind it): asked, the
+    # older is compacted, and the report says how (no model summary configured here)
+    assert commands["compact"].startswith("Agent Assist: compacted: 4 → 1 messages"), commands
+    assert commands["compact"].endswith("(extractive summary)")
 
 
 # -- scenario 4: new keeps the previous session whole; reset asks first ------------------------

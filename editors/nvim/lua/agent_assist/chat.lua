@@ -575,7 +575,8 @@ function M.prompt(root)
   end)
 end
 
---- Cancel the running turn (`$/cancelRequest`); the server records it as aborted.
+--- Cancel the running turn (`$/cancelRequest`); the server records it as aborted. Messages
+--- waiting behind it then run, as they would after any turn (`withdraw` takes them back).
 ---@param root? string
 ---@return boolean cancelled
 function M.cancel(root)
@@ -590,9 +591,33 @@ function M.cancel(root)
     client.cancel(turn.client_id, turn.request_id)
   end
   chat.pending = nil
-  chat.queue = {}
   append(chat, { "", "_(cancelled)_", "" })
+  if #chat.queue > 0 then
+    client.notify(
+      ("%d waiting message(s) go on (:AgentAssist withdraw takes them back)"):format(#chat.queue)
+    )
+  end
+  next_in_queue(chat)
   return true
+end
+
+--- Take back the messages waiting behind the running turn: none is sent, and their text goes
+--- to the unnamed register (`p` pastes it), so nothing typed is lost.
+---@param root? string
+---@return string[] withdrawn
+function M.withdraw(root)
+  local chat = M.chats[root or client.root()]
+  local waiting = chat and chat.queue or {}
+  if #waiting == 0 then
+    client.notify("no message is waiting")
+    return {}
+  end
+  chat.queue = {}
+  vim.fn.setreg('"', table.concat(waiting, "\n\n"))
+  client.notify(
+    ('withdrew %d waiting message(s); their text is in register ", p pastes it'):format(#waiting)
+  )
+  return waiting
 end
 
 -- -- notifications --------------------------------------------------------------------

@@ -371,6 +371,9 @@ M.subcommands = {
       client.notify(table.concat(M.status_lines(s), "\n"))
     end)
   end,
+  withdraw = function()
+    chat().withdraw()
+  end,
 }
 
 M.names = vim.tbl_keys(M.subcommands)

@@ -31,6 +31,12 @@ function M.cancel()
   return require("agent_assist.chat").cancel()
 end
 
+--- Take back the messages waiting behind the running turn (their text goes to register ").
+---@return string[] withdrawn
+function M.withdraw()
+  return require("agent_assist.chat").withdraw()
+end
+
 --- Run a subcommand, as `:AgentAssist {name} {args}` does.
 ---@param name string
 ---@param args? string[]

@@ -1,6 +1,6 @@
-/** The conversation: sends chats (a chat sent while one runs waits), streams deltas to the view, Stop, redraws from history. */
+/** The conversation: sends chats (a chat sent while one runs waits), streams deltas to the view, Stop, Withdraw, redraws from history. */
 import * as vscode from "vscode";
-import { ResponseError } from "vscode-languageclient/node";
+import { isRecord } from "./guards";
 import { errorText } from "./logging";
 import { describeToolArgs, type HostMessage } from "./messages";
 import { CHAT, HISTORY, REQUEST_CANCELLED, STATUS } from "./protocol";
@@ -10,6 +10,13 @@ import type { StatusBar } from "./status";
 interface PendingChat {
   text: string;
   source: vscode.CancellationTokenSource;
+  /** Taken back while it waited: its text went back to the input, nothing of it is shown. */
+  withdrawn?: boolean;
+}
+
+/** True for the JSON-RPC error a cancelled request is answered with. */
+export function isCancelled(error: unknown): boolean {
+  return isRecord(error) && error.code === REQUEST_CANCELLED;
 }
 
 export class ChatController implements vscode.Disposable {
@@ -52,13 +59,18 @@ export class ChatController implements vscode.Disposable {
     );
   }
 
+  /** The chats sent and not answered that still count (withdrawn ones only wait for their cancellation). */
+  private get live(): PendingChat[] {
+    return this.pending.filter((chat) => !chat.withdrawn);
+  }
+
   get busy(): boolean {
-    return this.pending.length > 0;
+    return this.live.length > 0;
   }
 
   /** Chats waiting behind the running one. */
   get waiting(): number {
-    return Math.max(this.pending.length - 1, this.busy ? this.serverWaiting : 0);
+    return Math.max(this.live.length - 1, this.busy ? this.serverWaiting : 0);
   }
 
   /** Send a chat; while another runs it waits (the server keeps the order) and shows in the view once it starts. */
@@ -74,7 +86,9 @@ export class ChatController implements vscode.Disposable {
       this.sessionId = result.sessionId;
       this.post({ type: "turnEnd", turn: result.turn, text: result.text, endReason: result.endReason });
     } catch (error) {
-      if (error instanceof ResponseError && error.code === REQUEST_CANCELLED) {
+      if (chat.withdrawn) {
+        // never shown: its text is back in the input
+      } else if (isCancelled(error)) {
         this.post({ type: "turnEnd", turn: -1, text: "", endReason: "aborted" });
       } else {
         this.log.error(`chat failed: ${errorText(error)}`);
@@ -82,10 +96,10 @@ export class ChatController implements vscode.Disposable {
       }
     } finally {
       chat.source.dispose();
-      const index = this.pending.indexOf(chat);
-      this.pending.splice(index, 1);
-      const next = this.pending[0];
-      if (index === 0 && next) {
+      const wasRunning = !chat.withdrawn && this.live[0] === chat;
+      this.pending.splice(this.pending.indexOf(chat), 1);
+      const next = this.live[0];
+      if (wasRunning && next) {
         this.post({ type: "userMessage", text: next.text });
       }
       this.serverWaiting = 0;
@@ -97,7 +111,22 @@ export class ChatController implements vscode.Disposable {
 
   /** Stop the running reply; chats waiting behind it then run. */
   stop(): void {
-    this.pending[0]?.source.cancel();
+    this.live[0]?.source.cancel();
+  }
+
+  /** Take back the chats waiting behind the running reply: cancelled, their texts put back in the input. */
+  withdrawWaiting(): void {
+    const waiting = this.live.slice(1);
+    if (waiting.length === 0) {
+      return;
+    }
+    for (const chat of waiting) {
+      chat.withdrawn = true;
+      chat.source.cancel();
+    }
+    this.post({ type: "withdrawn", texts: waiting.map((chat) => chat.text) });
+    this.serverWaiting = 0;
+    this.setRunning();
   }
 
   /** Redraw the view's transcript from `agentAssist/history` (view opened, window reloaded, session changed). */

@@ -28,6 +28,8 @@ export type WebviewMessage =
   | { type: "ready" }
   | { type: "send"; text: string }
   | { type: "stop" }
+  /** Take back the messages waiting behind the running reply. */
+  | { type: "withdraw" }
   | { type: "copy"; text: string }
   | { type: "insert"; text: string }
   | { type: "command"; command: ViewCommand }
@@ -76,7 +78,9 @@ export type HostMessage =
   | { type: "sessions"; sessions: SessionInfo[] }
   | { type: "searchResults"; query: string; results: SearchHit[] }
   /** The unsent message the host kept, for a view that lost its own state. */
-  | { type: "draft"; text: string };
+  | { type: "draft"; text: string }
+  /** Waiting messages taken back: their texts go back into the input. */
+  | { type: "withdrawn"; texts: string[] };
 
 const isId = (value: unknown): value is string => typeof value === "string" && value !== "";
 const isCheckpointNumber = (value: unknown): value is number => Number.isInteger(value) && Number(value) >= 1;
@@ -90,6 +94,7 @@ export function parseWebviewMessage(value: unknown): WebviewMessage | undefined 
   switch (type) {
     case "ready":
     case "stop":
+    case "withdraw":
     case "listSessions":
       return { type };
     case "send":
@@ -212,6 +217,7 @@ const HOST_MESSAGES = {
   turnEnd: isObject({ type: isOneOf(["turnEnd"] as const), turn: isNumber, text: isString, endReason: isString }),
   error: isObject({ type: isOneOf(["error"] as const), text: isString }),
   draft: isObject({ type: isOneOf(["draft"] as const), text: isString }),
+  withdrawn: isObject({ type: isOneOf(["withdrawn"] as const), texts: isArrayOf(isString) }),
   state: isObject({ type: isOneOf(["state"] as const), running: isBoolean, sessionId: isString, waiting: isNumber }),
   resume: isObject({ type: isOneOf(["resume"] as const), resume: isResumeView }),
   checkpoints: isObject({

@@ -50,7 +50,7 @@ export function chatHtml(cspSource: string, nonce: string, script: string, style
 </section>
 <div id="banner" hidden></div>
 <main id="log" role="log" aria-live="polite" aria-label="Conversation" tabindex="0"></main>
-<div id="working" class="working" hidden><span class="spinner" aria-hidden="true"></span><span id="working-text" role="status">Working…</span><button id="stop" type="button" class="secondary" aria-label="Stop the reply">Stop</button></div>
+<div id="working" class="working" hidden><span class="spinner" aria-hidden="true"></span><span id="working-text" role="status">Working…</span><button id="withdraw" type="button" class="secondary" aria-label="Withdraw the waiting messages (back to the input)" hidden>Withdraw</button><button id="stop" type="button" class="secondary" aria-label="Stop the reply">Stop</button></div>
 <footer>
 <textarea id="input" rows="3" placeholder="Ask Agent Assist… (Enter to send, Shift+Enter for a new line, Up for your last message)" aria-label="Message"></textarea>
 <div class="buttons">

@@ -13,6 +13,7 @@ import {
   type UiAction,
   update,
   type View,
+  withdrawnDraft,
   workingText,
 } from "./model";
 import { bannerElement, rowElement, rowKey, rowSignature, rowStreaming, searchRows, sessionRows } from "./render";
@@ -63,6 +64,7 @@ const log = byId("log", HTMLElement);
 const input = byId("input", HTMLTextAreaElement);
 const sendButton = byId("send", HTMLButtonElement);
 const stopButton = byId("stop", HTMLButtonElement);
+const withdrawButton = byId("withdraw", HTMLButtonElement);
 const working = byId("working", HTMLDivElement);
 const workingLabel = byId("working-text", HTMLSpanElement);
 const sessionLabel = byId("session", HTMLSpanElement);
@@ -247,6 +249,7 @@ function renderPanels(before: View): void {
 function renderWorking(): void {
   working.hidden = !view.running;
   workingLabel.textContent = workingText(view);
+  withdrawButton.hidden = !(view.running && view.waiting > 0);
   document.body.classList.toggle("running", view.running);
   sendButton.title = view.running ? "Send: it waits for the running reply" : "Send (Enter)";
 }
@@ -323,6 +326,12 @@ window.addEventListener("message", (event: MessageEvent<unknown>) => {
       draftSent = message.text;
       save();
     }
+  } else if (message?.type === "withdrawn") {
+    // the waiting messages, taken back: into the input, before anything typed since
+    input.value = withdrawnDraft(message.texts, input.value);
+    save();
+    keepDraft(true);
+    input.focus();
   } else if (message) {
     dispatch(message);
   }
@@ -330,6 +339,7 @@ window.addEventListener("message", (event: MessageEvent<unknown>) => {
 
 sendButton.addEventListener("click", send);
 stopButton.addEventListener("click", () => post({ type: "stop" }));
+withdrawButton.addEventListener("click", () => post({ type: "withdraw" }));
 newButton.addEventListener("click", () => post({ type: "command", command: "newSession" }));
 sessionsButton.addEventListener("click", () => openPanel("sessions"));
 searchButton.addEventListener("click", () => openPanel("search"));

@@ -257,6 +257,11 @@ export function recall(sent: string[], index: number | undefined, direction: -1 
   return next === sent.length ? { index: undefined, text: "" } : { index: next, text: sent[next] ?? "" };
 }
 
+/** The input after waiting messages were withdrawn: their texts first (in the order sent), then what was typed since. */
+export function withdrawnDraft(texts: readonly string[], current: string): string {
+  return [...texts, current].filter((text) => text.trim() !== "").join("\n\n");
+}
+
 /** `Working… · 2 waiting`. */
 export function workingText(view: View): string {
   return view.waiting > 0 ? `Working… · ${view.waiting} waiting` : "Working…";

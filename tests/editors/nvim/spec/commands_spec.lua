@@ -1,4 +1,4 @@
--- A fresh project: search, fork, reset (keeping files), cancel with <C-c>, new, checkhealth.
+-- A fresh project: search, fork, reset (keeping files), withdraw, cancel with <C-c>, new, checkhealth.
 local H = dofile(vim.env.AGENT_ASSIST_TEST_HELPERS)
 
 local function session_id()
@@ -66,11 +66,26 @@ H.run(function(out)
   H.wait(function()
     return H.chat_text():find("Once", 1, true) ~= nil
   end, "the slow reply to start streaming")
+  -- withdraw: two messages sent meanwhile wait; :AgentAssist withdraw takes them back.
+  vim.fn.setreg('"', "")
+  vim.cmd("AgentAssist chat a second thought")
+  vim.cmd("AgentAssist chat a third thought")
+  out.waiting_before_withdraw = #H.chat().queue
+  vim.cmd("AgentAssist withdraw")
+  out.withdrawn_note = H.wait_notification("withdrew").msg
+  out.withdrawn_register = vim.fn.getreg('"')
+  out.waiting_after_withdraw = #H.chat().queue
+  -- a message still waiting when <C-c> cancels the running turn runs after it.
+  vim.cmd("AgentAssist chat a queued question")
   vim.api.nvim_set_current_buf(H.chat().buf)
   vim.api.nvim_feedkeys(vim.keycode("<C-c>"), "x", false)
   H.wait(function()
     return H.chat_text():find("_(cancelled)_", 1, true) ~= nil
   end, "the cancelled marker")
+  out.cancel_note = H.wait_notification("go on").msg
+  H.wait(function()
+    return H.idle() and H.chat_text():find("Echo: a queued question", 1, true) ~= nil
+  end, "the queued question's reply")
   H.wait(function()
     return H.request("agentAssist/status").state == "idle"
   end, "the server to end the turn")
