@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..checkpoints import CheckpointRecord
 from ..events import Persistence
@@ -34,6 +34,7 @@ from .writer import SessionWriter
 
 T = TypeVar("T")
 PROBE_TIMEOUT = 2  # seconds a caller waits to learn the database is still away
+FIRST_WAIT = 0.5  # seconds waited for a pooled connection before probing the database
 
 
 class PgStore:
@@ -125,13 +126,25 @@ class PgStore:
         again, each caller probes with one connection of its own (`PROBE_TIMEOUT`) and is
         told at once if the database is still away.
         """
-        if self._pool is None:
+        pool = self._pool
+        if pool is None:
             raise RuntimeError("the PostgreSQL store is not connected")
         if self._away:
             self._probe()
         try:
-            with reporting(self.info), self._pool.connection() as conn:
-                yield conn
+            with reporting(self.info):
+                try:
+                    conn = pool.getconn(timeout=FIRST_WAIT)
+                except PoolTimeout:
+                    # Busy, or the database went away since: a probe tells which at once
+                    # (the first caller to find it gone is not kept for the pool's ~6 s).
+                    self._probe()
+                    conn = pool.getconn()
+                try:
+                    with conn:  # as `pool.connection()`: commit, or roll back on an error
+                        yield conn
+                finally:
+                    pool.putconn(conn)
         except DatabaseUnreachableError:
             self._away = True
             raise
