@@ -15,8 +15,6 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .transport import EmptyStreamError, StreamCutError
-
 FaultKind = Literal[
     "rate-limit",
     "server",
@@ -145,6 +143,9 @@ def classify(exc: BaseException) -> ModelFault:
 
 def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision table
     from pydantic_ai import exceptions as pe
+
+    # The HTTP client (~3 MB) is loaded with the model, at the first chat, not at start-up.
+    from .transport import EmptyStreamError, StreamCutError
 
     chain = _chain(exc)
     for item in chain:
