@@ -426,6 +426,9 @@ def test_withdraw_takes_back_the_waiting_messages(commands: dict[str, Any]) -> N
         'Agent Assist: withdrew 2 waiting message(s); their text is in register ", p pastes it'
     )
     assert not any("thought" in line for line in commands["chat_after_cancel"])  # never sent
+    # and when the server exits, what waits is kept the same way, not dropped
+    assert commands["exit_register"] == "left behind" and commands["waiting_after_exit"] == 0
+    assert "1 waiting message(s) were not sent" in commands["exit_note"]
 
 
 def test_ctrl_c_cancels_the_running_turn_and_a_waiting_message_runs_after_it(

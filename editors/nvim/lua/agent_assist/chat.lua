@@ -765,8 +765,18 @@ function M.on_exit(root)
   local chat = M.chats[root]
   if valid(chat) and chat.pending then
     chat.pending = nil
-    chat.queue = {}
     append(chat, { "", "_(the server exited)_", "" })
+  end
+  if chat and #chat.queue > 0 then -- never sent: kept for the user, as `withdraw` does
+    local waiting = chat.queue
+    chat.queue = {}
+    vim.fn.setreg('"', table.concat(waiting, "\n\n"))
+    client.notify(
+      ('the server exited: %d waiting message(s) were not sent; their text is in register "'):format(
+        #waiting
+      ),
+      vim.log.levels.WARN
+    )
   end
 end
 

@@ -90,6 +90,13 @@ H.run(function(out)
     return H.request("agentAssist/status").state == "idle"
   end, "the server to end the turn")
   out.chat_after_cancel = H.chat_lines()
+  -- the server's exit handler (called directly, the chat idle) keeps waiting messages the
+  -- same way instead of dropping them
+  H.chat().queue = { "left behind" }
+  require("agent_assist.chat").on_exit(H.root())
+  out.exit_note = H.wait_notification("were not sent").msg
+  out.exit_register = vim.fn.getreg('"')
+  out.waiting_after_exit = #H.chat().queue
 
   -- new: a fresh session; the previous one stays on disk (and in the sessions list).
   vim.cmd("AgentAssist new")
