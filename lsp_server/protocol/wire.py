@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, TypeVar
 
@@ -10,7 +12,6 @@ from pydantic import (
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
-    PlainSerializer,
     ValidationError,
     WithJsonSchema,
 )
@@ -31,11 +32,10 @@ ERROR_CODES: dict[str, int] = {
     "REQUEST_FAILED": REQUEST_FAILED,
 }
 
-Timestamp = Annotated[
-    datetime,
-    PlainSerializer(lambda value: value.isoformat(), return_type=str),
-    WithJsonSchema({"type": "string", "format": "date-time"}),
-]
+# RFC 3339, as pydantic writes it (`2026-12-01T12:00:00.250000Z` for UTC, in its own code:
+# a Python serializer per timestamp cost ~1 µs each, 20,000 of them in a list of sessions).
+Timestamp = Annotated[datetime, WithJsonSchema({"type": "string", "format": "date-time"})]
+_IS_NONE = functools.partial(operator.is_, None)  # a C call, not a Python frame per field
 
 
 def omitted(description: str = "", default: Any = None) -> Any:
@@ -43,7 +43,7 @@ def omitted(description: str = "", default: Any = None) -> Any:
     return Field(
         default=default,
         description=description or None,
-        exclude_if=lambda value: value is None or value == default,
+        exclude_if=_IS_NONE if default is None else lambda v: v is None or v == default,
     )
 
 

@@ -99,8 +99,8 @@ def test_wire_form_keeps_nulls_and_leaves_off_omitted_fields() -> None:
     assert info.wire() == {
         "sessionId": "a" * 12,
         "title": None,
-        "createdAt": "2026-03-31T14:22:00+00:00",
-        "updatedAt": "2026-03-31T14:22:00+00:00",
+        "createdAt": "2026-03-31T14:22:00Z",  # RFC 3339, UTC as Z
+        "updatedAt": "2026-03-31T14:22:00Z",
         "turns": 0,
         "active": True,
     }
