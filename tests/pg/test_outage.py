@@ -320,16 +320,24 @@ async def test_another_machine_is_offered_the_latest_session_and_continues_it(
     await desk.stop()
 
 
+async def a_turn_stored_then_one_spooled(
+    proxy: CuttableProxy, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
+) -> tuple[Editor, str]:
+    """A server with one turn in the database, then the database cut and a turn spooled."""
+    fake.add("stored", "spooled")
+    editor = editor_on(workspace, home, fake, proxy.dsn, schema)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    await editor.request("agentAssist/chat", {"text": "stored"})
+    proxy.cut()
+    await editor.request("agentAssist/chat", {"text": "spooled"})  # the log goes to its spool
+    return editor, session_id
+
+
 async def test_the_server_ends_promptly_while_the_database_is_away(
     proxy: CuttableProxy, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
 ) -> None:
-    fake.add("one", "two")
-    editor = editor_on(workspace, home, fake, proxy.dsn, schema)
-    await editor.start()
-    await editor.ready()
-    await editor.request("agentAssist/chat", {"text": "stored"})
-    proxy.cut()
-    await editor.request("agentAssist/chat", {"text": "spooled"})
+    editor, _ = await a_turn_stored_then_one_spooled(proxy, schema, workspace, home, fake)
     started = time.monotonic()
     await editor.stop()  # shutdown + exit while the spool holds the last turn
     assert editor.process.returncode == 0
@@ -340,13 +348,7 @@ async def test_the_server_ends_promptly_while_the_database_is_away(
 async def test_while_the_database_is_away_reads_are_refused_at_once_then_served(
     proxy: CuttableProxy, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
 ) -> None:
-    fake.add("stored", "spooled")
-    editor = editor_on(workspace, home, fake, proxy.dsn, schema)
-    await editor.start()
-    session_id = (await editor.ready())["sessionId"]
-    await editor.request("agentAssist/chat", {"text": "stored"})
-    proxy.cut()
-    await editor.request("agentAssist/chat", {"text": "spooled"})  # the log goes to its spool
+    editor, session_id = await a_turn_stored_then_one_spooled(proxy, schema, workspace, home, fake)
     started = time.monotonic()
     with pytest.raises(JsonRpcException):  # the first to find the database gone...
         await editor.request("agentAssist/sessions", {})
