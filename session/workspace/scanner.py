@@ -11,7 +11,7 @@ import operator
 import os
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, KeysView
 from pathlib import Path
 
 from .find import _NANOS, _find_changes, split_subtrees
@@ -354,6 +354,8 @@ def build_file_manifest(
     for relative in exact:
         scanner.add_exact(relative)
     seen = scanner.manifest.stats
-    for relative in [r for r in extra if r not in seen]:
-        scanner.add_exact(relative)
+    # Usually every extra path (the stored manifest's) was met by the walk: one C check.
+    if not (isinstance(extra, KeysView) and seen.keys() >= extra):
+        for relative in [r for r in extra if r not in seen]:
+            scanner.add_exact(relative)
     return scanner.finish()
