@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import socket
 from pathlib import Path
 
 import platformdirs
@@ -59,4 +58,11 @@ HOST_ENV = "AGENT_ASSIST_HOST"
 
 def host_name() -> str:
     """Return `$AGENT_ASSIST_HOST`, else the host name (a container's may be random)."""
-    return os.environ.get(HOST_ENV, "").strip() or socket.gethostname()
+    named = os.environ.get(HOST_ENV, "").strip()
+    if named:
+        return named
+    if hasattr(os, "uname"):  # what gethostname() returns on POSIX, without loading socket
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno as _errno
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import Any
@@ -80,7 +79,7 @@ def fsync_dir(path: Path) -> None:
 
 def atomic_write_bytes(path: Path, payload: bytes) -> None:
     """Write `payload` to `path` atomically: temp file, fsync, rename, fsync dir."""
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(tmp, flags, FILE_MODE)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import shutil
 from datetime import datetime
 from pathlib import Path
@@ -83,7 +82,7 @@ class SessionManager(ProjectLayout):
     def new_session_id(self) -> str:
         """Return a fresh random 12-hex id not used in this project."""
         while True:
-            candidate = secrets.token_hex(6)
+            candidate = os.urandom(6).hex()
             if not self.log_path(candidate).exists() and not self.snapshot_path(candidate).exists():
                 return candidate
 
