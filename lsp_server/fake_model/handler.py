@@ -59,8 +59,10 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         if window is not None and (tokens := prompt_tokens(body)) > window:
             self._overflow(body, window, tokens)
             return
-        reply = self.fake._next_reply(body)
+        slot = False
         try:
+            slot = self.fake.take_slot(self._client_gone)  # a server of `slots` at a time
+            reply = self.fake._next_reply(body)
             if reply.kind == "error":
                 self._error(
                     reply.status,
@@ -78,6 +80,9 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
             log.info("fake model: client disconnected during request %d", number)
             self.fake.count_disconnect()
             self.close_connection = True
+        finally:
+            if slot:
+                self.fake.free_slot()
 
     # -- plain responses ---------------------------------------------------
     def _json(

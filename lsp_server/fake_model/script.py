@@ -50,6 +50,7 @@ class ModelScript:
         label: str | None = None,
         context_window: int | None = None,
         overflow: str = "openai",
+        slots: int | None = None,
     ) -> None:
         if overflow not in OVERFLOW_STYLES:
             raise ValueError(f"overflow must be one of {OVERFLOW_STYLES}")
@@ -57,6 +58,8 @@ class ModelScript:
         self.context_window = context_window
         self.overflow = overflow
         self.disconnects = 0
+        self._slots: threading.BoundedSemaphore | None = None
+        self.slots = slots
         self._queue: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
         self._summary_queue: deque[Reply] = deque()
@@ -153,6 +156,34 @@ class ModelScript:
         with self._lock:
             self._counter += 1
             return f"call_{self._counter}"
+
+    @property
+    def slots(self) -> int | None:
+        """Requests answered at once (None: no limit); set before requests are in flight."""
+        return self._slot_count
+
+    @slots.setter
+    def slots(self, count: int | None) -> None:
+        # Like llama.cpp's `--parallel N`: the other requests wait; one whose client hangs up
+        # frees its slot.
+        self._slot_count = count
+        self._slots = threading.BoundedSemaphore(count) if count else None
+
+    def take_slot(self, client_gone: Callable[[], bool]) -> bool:
+        """Wait for a free slot (True when one was taken); ClientGoneError if the client left."""
+        if self._slots is None:
+            return False
+        while not self._slots.acquire(timeout=0.05):
+            if self._stopping.is_set():
+                return False
+            if client_gone():
+                raise ClientGoneError
+        return True
+
+    def free_slot(self) -> None:
+        """Give back the slot `take_slot` took."""
+        assert self._slots is not None
+        self._slots.release()
 
     def count_disconnect(self) -> None:
         """Count a client that hung up during its request."""

@@ -5,6 +5,9 @@ answers every request whose prompt is over N tokens (4 bytes each) the way that 
 does, before any scripted reply is used: ``llama-cpp`` (llama-cpp-python) sends HTTP 200
 with an empty body when streamed, HTTP 400 ``context_length_exceeded`` when not.
 
+``FakeOpenAI(slots=1)`` answers one request at a time, as a local server with one slot
+does (llama.cpp's ``--parallel 1``, llama-cpp-python): the others wait for it.
+
 When the queue is empty the reply is ``Echo: <last user message>``.
 
 The server's background session-summary requests (their instructions start with
@@ -38,8 +41,11 @@ class FakeOpenAI(ModelScript):
         port: int = 0,
         context_window: int | None = None,
         overflow: str = "openai",
+        slots: int | None = None,
     ) -> None:
-        super().__init__(replies, label=label, context_window=context_window, overflow=overflow)
+        super().__init__(
+            replies, label=label, context_window=context_window, overflow=overflow, slots=slots
+        )
         self._address = (host, port)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None

@@ -191,6 +191,8 @@ class Chat(Feature):
         ls = self.server
         if ls.runner is None or not ls.config.model.configured:
             raise RequestFailedError(HOW_TO_CONFIGURE_MODEL)
+        summary = self.need(RunningSummary)
+        yielded = summary.yield_to_chat()  # the model server may have a single slot
         self.waiting += 1
         try:
             await ls.turn_lock.acquire()
@@ -202,6 +204,8 @@ class Chat(Feature):
         finally:
             self.running = False
             ls.turn_lock.release()
+            if yielded:  # whatever became of the turn (a completed one schedules it too)
+                summary.schedule()
 
     async def _turn(self, text: str) -> proto.ChatResult:
         ls = self.server

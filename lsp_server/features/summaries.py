@@ -2,7 +2,9 @@
 
 Debounced (a burst of turns gives one summary), incremental (the previous summary and the
 turns since), never in the way: a reply, a save or an exit never waits for it (at exit the
-task is cancelled with the rest of the background work).
+task is cancelled with the rest of the background work), and a chat never queues behind it
+at the model server: a summary being generated when a chat arrives is cancelled, its
+connection closed, and asked again after the turn (`yield_to_chat`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,22 @@ class RunningSummary(Feature):
         self.dirty = True
         if self.task is None or self.task.done():
             self.task = self.server.spawn(self._run(), "running-summary")
+
+    def yield_to_chat(self) -> bool:
+        """Cancel a pending summary (waiting, or being written), for a chat; True if one was.
+
+        Local model servers often generate one request at a time (llama.cpp's `--parallel 1`,
+        llama-cpp-python, Ollama with `OLLAMA_NUM_PARALLEL=1`): the chat would wait until the
+        summary is written. Its connection closed, llama.cpp's server, Ollama and vLLM stop
+        generating it. Nothing is lost: the caller schedules it again after the turn, and it
+        then covers that turn too.
+        """
+        if self.task is None or self.task.done():
+            return False
+        self.task.cancel()
+        self.task = None  # it ends on its own; `schedule` starts a new one
+        logger.debug("the session summary gives way to a chat")
+        return True
 
     async def _run(self) -> None:
         while self.dirty:

@@ -23,6 +23,14 @@ def summaries(workspace: Path, home: Path, session_id: str) -> list[Any]:
     return [e for e in events if e.type == "session/summary"]
 
 
+async def wait_for(condition: Any, timeout: float = 20) -> None:
+    async def poll() -> None:
+        while not condition():
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
 async def wait_summaries(
     workspace: Path, home: Path, session_id: str, count: int, timeout: float = 20
 ) -> list[Any]:
@@ -112,20 +120,45 @@ async def test_a_slow_summariser_never_delays_a_reply_or_an_exit(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:
     fake.add("first answer", "second answer")
-    fake.add_summary({"hang": "still thinking"})
+    fake.add_summary({"hang": "still thinking"}, {"hang": "thinking again"})
     editor: Editor = make_editor(env=FAST)
     await editor.start()
     session_id = (await editor.ready())["sessionId"]
     await editor.request("agentAssist/chat", {"text": "one"})
     assert fake.wait_hanging(20)  # the summary request is in flight and stays there
     reply = await editor.request("agentAssist/chat", {"text": "two"})
-    assert reply["text"] == "second answer" and fake.wait_hanging(0)
+    assert reply["text"] == "second answer"
+    await wait_for(lambda: fake.disconnects == 1)  # the chat took its place: closed
+    await wait_for(lambda: len(fake.summary_requests) == 2 and fake.wait_hanging(0))
+    assert "two" in json.dumps(fake.summary_requests[1].body)  # asked again, after the turn
     await editor.request("agentAssist/save")
     assert fake.wait_hanging(0) and summaries(workspace, home, session_id) == []
     await editor.stop()  # does not wait for the summary
     assert editor.process.returncode == 0
     context = await resumed_context(make_editor)
     assert "## Previous Session Summary" in context and "one" in context and "two" in context
+
+
+async def test_a_chat_takes_the_place_of_a_summary_on_a_single_slot_server(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    """As with llama.cpp's `--parallel 1`: a summary being written would hold the chat."""
+    fake.slots = 1
+    fake.add("first answer", "second answer")
+    fake.add_summary({"hang": "summarising"}, structured("We spoke of one and two.", []))
+    editor: Editor = make_editor(env=FAST)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    await editor.request("agentAssist/chat", {"text": "one"})
+    assert fake.wait_hanging(20)  # the summary holds the server's only slot
+    chat = editor.request("agentAssist/chat", {"text": "two"})
+    reply = await asyncio.wait_for(chat, 20)  # without giving way: until the summary ends
+    assert reply["text"] == "second answer" and fake.disconnects == 1
+    (summary,) = await wait_summaries(workspace, home, session_id, count=1)
+    assert summary.data.summary == "We spoke of one and two."
+    asked = json.dumps(fake.summary_requests[-1].body["messages"])
+    assert "one" in asked and "two" in asked  # the turn the chat ran is covered too
+    await editor.stop()
 
 
 async def test_metadata_persistence_keeps_no_summary(
