@@ -191,21 +191,18 @@ class Chat(Feature):
         ls = self.server
         if ls.runner is None or not ls.config.model.configured:
             raise RequestFailedError(HOW_TO_CONFIGURE_MODEL)
-        summary = self.need(RunningSummary)
-        yielded = summary.yield_to_chat()  # the model server may have a single slot
-        self.waiting += 1
-        try:
-            await ls.turn_lock.acquire()
-        finally:
-            self.waiting -= 1
-        try:
-            self.running = True
-            return await self._turn(params.text)
-        finally:
-            self.running = False
-            ls.turn_lock.release()
-            if yielded:  # whatever became of the turn (a completed one schedules it too)
-                summary.schedule()
+        with self.need(RunningSummary).giving_way():  # the model server may have one slot
+            self.waiting += 1
+            try:
+                await ls.turn_lock.acquire()
+            finally:
+                self.waiting -= 1
+            try:
+                self.running = True
+                return await self._turn(params.text)
+            finally:
+                self.running = False
+                ls.turn_lock.release()
 
     async def _turn(self, text: str) -> proto.ChatResult:
         ls = self.server

@@ -18,6 +18,7 @@ from session.fork import fork_session
 from .. import protocol as proto
 from ..server import AgentAssistServer, RequestFailedError
 from .base import Feature, request
+from .summaries import RunningSummary
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ class History(Feature):
     """Checkpoints (list and restore), compaction and fork."""
 
     name = "history"
+    needs = (RunningSummary,)
 
     @request(proto.CHECKPOINT)
     async def checkpoint(
@@ -156,8 +158,9 @@ class History(Feature):
     @request(proto.COMPACT)
     async def compact(self, params: proto.EmptyParams) -> proto.CompactResult:
         """Compact the conversation now (asked for: compacts whenever it can)."""
-        async with self.server.turn_lock:
-            return await self.compact_now(asked=True)
+        with self.need(RunningSummary).giving_way():
+            async with self.server.turn_lock:
+                return await self.compact_now(asked=True)
 
     @request(proto.FORK)
     async def fork(self, params: proto.ForkParams) -> proto.ForkResult:

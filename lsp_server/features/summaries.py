@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from session.summary import SESSION_SUMMARY_INSTRUCTIONS, extractive_session_summary
@@ -42,12 +44,12 @@ class RunningSummary(Feature):
             self.task = self.server.spawn(self._run(), "running-summary")
 
     def yield_to_chat(self) -> bool:
-        """Cancel a pending summary (waiting, or being written), for a chat; True if one was.
+        """Cancel a pending summary (waiting, or being written); True if one was.
 
         Local model servers often generate one request at a time (llama.cpp's `--parallel 1`,
         llama-cpp-python, Ollama with `OLLAMA_NUM_PARALLEL=1`): the chat would wait until the
         summary is written. Its connection closed, llama.cpp's server, Ollama and vLLM stop
-        generating it. Nothing is lost: the caller schedules it again after the turn, and it
+        generating it. Nothing is lost: `giving_way` schedules it again after the turn, and it
         then covers that turn too.
         """
         if self.task is None or self.task.done():
@@ -56,6 +58,16 @@ class RunningSummary(Feature):
         self.task = None  # it ends on its own; `schedule` starts a new one
         logger.debug("the session summary gives way to a chat")
         return True
+
+    @contextmanager
+    def giving_way(self) -> Iterator[None]:
+        """Around model work a user waits for (a chat, a compaction): the summary comes after."""
+        yielded = self.yield_to_chat()
+        try:
+            yield
+        finally:
+            if yielded:  # whatever became of the work (a completed turn schedules it too)
+                self.schedule()
 
     async def _run(self) -> None:
         while self.dirty:

@@ -161,6 +161,24 @@ async def test_a_chat_takes_the_place_of_a_summary_on_a_single_slot_server(
     await editor.stop()
 
 
+async def test_a_compaction_asked_for_takes_the_place_of_a_summary(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.slots = 1
+    fake.add("first answer", "second answer")
+    fake.add_summary(structured("We spoke of one.", []), {"hang": "summarising"})
+    editor: Editor = make_editor(env=FAST)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    await editor.request("agentAssist/chat", {"text": "one"})
+    await wait_summaries(workspace, home, session_id, count=1)
+    await editor.request("agentAssist/chat", {"text": "two"})
+    assert fake.wait_hanging(20)  # the second summary holds the only slot
+    compacted = await asyncio.wait_for(editor.request("agentAssist/compact", {}), 20)
+    assert compacted["compacted"] is True and fake.disconnects == 1
+    await editor.stop()
+
+
 async def test_metadata_persistence_keeps_no_summary(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:
