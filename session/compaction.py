@@ -13,7 +13,10 @@ from pydantic import BaseModel, Field
 from .derive.history import HistoryBuilder, HistoryItem
 from .derive.messages import Message, estimate_tokens
 
-FALLBACK_LABEL = "[Extractive summary: no model was available to summarise these turns]"
+# Heads an extractive summary: no model configured, or the model failed to summarise.
+FALLBACK_LABEL = "[Extractive summary: the model did not summarise these turns]"
+# What the label said before (in logs written then): recognised as a label too.
+FORMER_FALLBACK_LABELS = ("[Extractive summary: no model was available to summarise these turns]",)
 SUMMARY_INSTRUCTIONS = (
     "You compact the older part of a conversation between a user and Agent Assist, an AI "
     "assistant in a code editor. Write a faithful, concise narrative summary of what was "

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .compaction import FALLBACK_LABEL, CompactionSummary, prose, render_transcript
+from .compaction import (
+    FALLBACK_LABEL,
+    FORMER_FALLBACK_LABELS,
+    CompactionSummary,
+    prose,
+    render_transcript,
+)
 from .derive.history import HistoryBuilder
 from .derive.messages import Message
 from .snapshot import SessionState
@@ -93,7 +99,10 @@ def extractive_session_summary(plan: SummaryPlan, decisions: list[str]) -> Compa
             elif part.get("part_kind") == "text" and text.strip():
                 last_reply = _words(text, 30)
     head = [FALLBACK_LABEL]
-    earlier = (plan.previous or "").replace(FALLBACK_LABEL, "").strip()
+    earlier = plan.previous or ""
+    for label in (FALLBACK_LABEL, *FORMER_FALLBACK_LABELS):
+        earlier = earlier.replace(label, "")
+    earlier = earlier.strip()
     if earlier and not earlier.startswith("The user asked"):  # a model's (or compaction's)
         head.append(f"Earlier: {_words(' '.join(earlier.split()), 60)}")
     head.append(f"The user asked ({len(requests)} requests, newest last):")

@@ -6,7 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from session.compaction import FALLBACK_LABEL, CompactionSummary, extractive_summary
+from session.compaction import (
+    FALLBACK_LABEL,
+    FORMER_FALLBACK_LABELS,
+    CompactionSummary,
+    extractive_summary,
+)
 from session.context import build_resume_context
 from session.snapshot import merge_decisions
 from session.store.manager import SessionManager
@@ -107,6 +112,26 @@ def test_extractive_summary_names_the_newest_requests(manager: SessionManager) -
     assert summary.summary.startswith(FALLBACK_LABEL)
     assert "(5 requests, newest last)" in summary.summary and "- ask 4" in summary.summary
     assert "Last reply: answer 4" in summary.summary and summary.decisions == ["keep it"]
+
+
+@pytest.mark.parametrize("label", [FALLBACK_LABEL, *FORMER_FALLBACK_LABELS])
+def test_an_extractive_summary_after_another_says_its_label_once(
+    manager: SessionManager, label: str
+) -> None:
+    """The previous summary's label (today's, or the wording of older logs) is not carried."""
+    lc = make_lifecycle(manager)
+    run_turn(lc, "ask one", "answer one")
+    first = lc.plan_summary()
+    assert first is not None
+    lc.record_summary(
+        first, CompactionSummary(summary=f"{label}\nWe chose X.", decisions=[]), fallback=True
+    )
+    run_turn(lc, "ask two", "answer two")
+    plan = lc.plan_summary()
+    assert plan is not None and plan.previous is not None and label in plan.previous
+    summary = extractive_session_summary(plan, []).summary
+    assert summary.startswith(FALLBACK_LABEL) and summary.count("Extractive summary") == 1
+    assert "Earlier: We chose X." in summary
 
 
 def test_extractive_summary_keeps_code_out_and_leaves_no_fence_open(
