@@ -59,7 +59,7 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         if window is not None and (tokens := prompt_tokens(body)) > window:
             self._overflow(body, window, tokens)
             return
-        slot = False
+        slot = None
         try:
             slot = self.fake.take_slot(self._client_gone)  # a server of `slots` at a time
             reply = self.fake._next_reply(body)
@@ -81,8 +81,8 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
             self.fake.count_disconnect()
             self.close_connection = True
         finally:
-            if slot:
-                self.fake.free_slot()
+            if slot is not None:
+                slot.release()
 
     # -- plain responses ---------------------------------------------------
     def _json(

@@ -169,21 +169,17 @@ class ModelScript:
         self._slot_count = count
         self._slots = threading.BoundedSemaphore(count) if count else None
 
-    def take_slot(self, client_gone: Callable[[], bool]) -> bool:
-        """Wait for a free slot (True when one was taken); ClientGoneError if the client left."""
-        if self._slots is None:
-            return False
-        while not self._slots.acquire(timeout=0.05):
+    def take_slot(self, client_gone: Callable[[], bool]) -> threading.BoundedSemaphore | None:
+        """Wait for a free slot and return what to release; ClientGoneError if the client left."""
+        slots = self._slots
+        if slots is None:
+            return None
+        while not slots.acquire(timeout=0.05):
             if self._stopping.is_set():
-                return False
+                return None
             if client_gone():
                 raise ClientGoneError
-        return True
-
-    def free_slot(self) -> None:
-        """Give back the slot `take_slot` took."""
-        assert self._slots is not None
-        self._slots.release()
+        return slots
 
     def count_disconnect(self) -> None:
         """Count a client that hung up during its request."""

@@ -240,6 +240,29 @@ async def test_hang_then_client_disconnects(fake: FakeOpenAI) -> None:
     assert not await asyncio.to_thread(fake.wait_hanging, 0.05)
 
 
+async def test_one_slot_answers_one_request_at_a_time(fake: FakeOpenAI) -> None:
+    """`slots=1`: the second request waits for the first, and a client that leaves frees it."""
+    fake.slots = 1
+    fake.add({"hang": "first"}, "second", "third")
+    agent = make_agent(fake)
+
+    async def consume(prompt: str) -> str:
+        async with agent.run_stream(prompt) as result:
+            return await result.get_output()
+
+    holder = asyncio.create_task(consume("one"))
+    assert await asyncio.to_thread(fake.wait_hanging, 5)
+    waiting = asyncio.create_task(consume("two"))
+    await asyncio.sleep(0.3)
+    assert not waiting.done() and len(fake.requests) == 2  # received, not answered
+    holder.cancel()  # the client of the first leaves: its slot is free
+    with pytest.raises(asyncio.CancelledError):
+        await holder
+    assert await asyncio.wait_for(waiting, 5) == "second"
+    fake.slots = None  # no limit again
+    assert await asyncio.wait_for(consume("three"), 5) == "third"
+
+
 # -- the openai client and raw HTTP --------------------------------------------
 
 
@@ -318,8 +341,9 @@ def test_load_script_label_forms(tmp_path: Path) -> None:
 def test_cli_subprocess(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"label": "demo"}, {"text": "from the script", "chunk": 4}]))
+    serve = [sys.executable, "-m", "lsp_server.fake_model", "--port", "0", "--slots", "1"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lsp_server.fake_model", "--port", "0", "--script", str(script)],
+        [*serve, "--script", str(script)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
