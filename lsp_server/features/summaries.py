@@ -48,9 +48,10 @@ class RunningSummary(Feature):
 
         Local model servers often generate one request at a time (llama.cpp's `--parallel 1`,
         llama-cpp-python, Ollama with `OLLAMA_NUM_PARALLEL=1`): the chat would wait until the
-        summary is written. Its connection closed, llama.cpp's server, Ollama and vLLM stop
-        generating it. Nothing is lost: `giving_way` schedules it again after the turn, and it
-        then covers that turn too.
+        summary is written. Its connection closed, a server that notices stops generating
+        it (llama.cpp's `llama-server` polls the connection each second; llama-cpp-python
+        goes on with a request answered in one piece). Nothing is lost: `giving_way`
+        schedules it again after the turn, and it then covers that turn too.
         """
         if self.task is None or self.task.done():
             return False
