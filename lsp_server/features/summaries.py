@@ -4,7 +4,7 @@ Debounced (a burst of turns gives one summary), incremental (the previous summar
 turns since), never in the way: a reply, a save or an exit never waits for it (at exit the
 task is cancelled with the rest of the background work), and a chat never queues behind it
 at the model server: a summary being generated when a chat arrives is cancelled, its
-connection closed, and asked again after the turn (`yield_to_chat`).
+connection closed, and asked again after the turn (`giving_way`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class RunningSummary(Feature):
         if self.task is None or self.task.done():
             self.task = self.server.spawn(self._run(), "running-summary")
 
-    def yield_to_chat(self) -> bool:
+    def _cancel_pending(self) -> bool:
         """Cancel a pending summary (waiting, or being written); True if one was.
 
         Local model servers often generate one request at a time (llama.cpp's `--parallel 1`,
@@ -57,13 +57,13 @@ class RunningSummary(Feature):
             return False
         self.task.cancel()
         self.task = None  # it ends on its own; `schedule` starts a new one
-        logger.debug("the session summary gives way to a chat")
+        logger.debug("the session summary gives way")
         return True
 
     @contextmanager
     def giving_way(self) -> Iterator[None]:
         """Around model work a user waits for (a chat, a compaction): the summary comes after."""
-        yielded = self.yield_to_chat()
+        yielded = self._cancel_pending()
         try:
             yield
         finally:
