@@ -14,8 +14,8 @@ import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .replies import FAULTS, Reply, content_text, prompt_tokens, split_text
-from .script import ClientGoneError, ModelScript
+from .replies import FAULTS, Reply, prompt_tokens, split_text
+from .script import SILENT_STYLES, ClientGoneError, ModelScript
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +56,12 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         number = self.fake._record(self.path, headers, body)
         window = self.fake.context_window
-        if window is not None and (tokens := prompt_tokens(body)) > window:
-            self._overflow(body, window, tokens)
+        if (
+            window is not None
+            and prompt_tokens(body) > window
+            and self.fake.overflow not in SILENT_STYLES
+        ):
+            self._overflow(body, window, prompt_tokens(body))
             return
         slot = None
         try:
@@ -275,12 +279,12 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
             "choices": choices,
         }
 
-    @staticmethod
-    def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
-        messages = body.get("messages") or []
-        prompt = sum(
-            len(content_text(m.get("content")).split()) for m in messages if isinstance(m, dict)
-        )
+    def _usage(self, body: dict[str, Any], reply: Reply) -> dict[str, int]:
+        """Count the prompt as the window check does; a silent style reports what it kept."""
+        prompt = prompt_tokens(body)
+        window = self.fake.context_window
+        if window is not None and prompt > window:  # only a silent style gets here
+            prompt = window // 2 + 2 if self.fake.overflow == "ollama" else window
         completion = len(reply.text.split()) + sum(
             len(c["arguments"]) // 4 + 1 for c in reply.tool_calls
         )

@@ -23,7 +23,9 @@ from .replies import (
 )
 
 DEFAULT_MODEL = "fake-model"
-OVERFLOW_STYLES = ("openai", "llama-cpp", "vllm", "llama-server")
+OVERFLOW_STYLES = ("openai", "llama-cpp", "vllm", "llama-server", "ollama", "ollama-legacy")
+# Styles that answer a prompt over the window as if it fitted, having read only part of it.
+SILENT_STYLES = ("ollama", "ollama-legacy")
 
 
 class ClientGoneError(Exception):

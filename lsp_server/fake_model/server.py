@@ -4,6 +4,10 @@
 answers every request whose prompt is over N tokens (4 bytes each) the way that server
 does, before any scripted reply is used: ``llama-cpp`` (llama-cpp-python) sends HTTP 200
 with an empty body when streamed, HTTP 400 ``context_length_exceeded`` when not.
+``overflow="ollama"`` answers it with the scripted reply, as if it fitted, and reports a
+prompt of N/2 + 2 tokens (Ollama keeps half its window of a prompt over it);
+``"ollama-legacy"`` reports N (older Ollama cut every prompt to the window). The usage of
+any other request counts its prompt as the window does.
 
 ``FakeOpenAI(slots=1)`` answers one request at a time, as a local server with one slot
 does (llama.cpp's ``--parallel 1``, llama-cpp-python): the others wait for it.

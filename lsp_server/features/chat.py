@@ -104,7 +104,7 @@ async def run_attempts(
             if fault.kind == "empty" and stream:
                 stream = False  # ask once in one piece: the answer, or the real error
             elif (
-                fault.kind == "overflow"
+                fault.kind in ("overflow", "truncated")
                 and not healed
                 and await heal_overflow(ls, history_ops, fault)
             ):
@@ -136,8 +136,24 @@ async def run_attempts(
             history = lifecycle.message_history() if recorder.resending else history
 
 
+RAISE_LENGTH = (
+    "raise the server's context length (Ollama: OLLAMA_CONTEXT_LENGTH, or PARAMETER num_ctx "
+    "in a Modelfile) and set contextWindow to it"
+)
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int) -> str:
     """Say why a turn failed, and what the user can do about it."""
+    if fault.kind == "truncated":
+        return (
+            f"{_sentence(fault.message)}, even after compacting what could be. "
+            f"{_sentence(RAISE_LENGTH)}, "
+            f"or start a new session: a message this long does not fit {fault.window} tokens."
+        )
     if fault.kind == "overflow":
         return (
             f"The model refused the prompt as too long for its context window ({fault.detail}),"
@@ -162,12 +178,19 @@ async def heal_overflow(ls: AgentAssistServer, history_ops: History, fault: Mode
     lowered = fault.window is not None and fault.window < ls.config.context_window
     if fault.window is not None and lowered:
         logger.warning(
-            "the model reports a context window of %d tokens (configured: %d); using it",
+            "the model %s a context window of %d tokens (configured: %d); using it",
+            "reads" if fault.kind == "truncated" else "reports",
             fault.window,
             ls.config.context_window,
         )
         ls.config = ls.config.with_window(fault.window)
         ls.session.set_history_budget(ls.config.history_budget)
+    if fault.kind == "truncated":  # no error, so nobody else would ever hear of it
+        ls.show(
+            f"{_sentence(fault.message)}. Compacting the conversation to fit "
+            f"{ls.config.context_window} tokens, and asking again. To keep more of it, "
+            f"{RAISE_LENGTH}."
+        )
     result = await history_ops.compact_now(open_turn=True)
     if not result.compacted:
         logger.warning("the prompt did not fit the context window and nothing could be compacted")

@@ -3,7 +3,8 @@
 `classify` maps whatever a model request raised (pydantic-ai's error categories, the HTTP
 client's, our own stream checks) to a `ModelFault`: its kind, whether sending the request
 again may succeed, how long the provider asked us to wait, and, for a prompt over the
-context window, the window the server reported. The wording of overflow errors differs per
+context window, the window the server reported (or, for a prompt it cut without an error,
+the tokens it read: `truncation`). The wording of overflow errors differs per
 server (OpenAI, vLLM, llama.cpp's two servers, Ollama, LiteLLM, Anthropic- and
 Mistral-compatible gateways); `OVERFLOW_PATTERNS` lists the ones known.
 """
@@ -24,6 +25,7 @@ FaultKind = Literal[
     "stall",
     "empty",
     "overflow",
+    "truncated",
     "rejected",
     "other",
 ]
@@ -69,7 +71,7 @@ class ModelFault:
     message: str  # one line for the user
     retryable: bool
     retry_after: float | None = None
-    window: int | None = None  # the context window the server reported, if it did
+    window: int | None = None  # the window the server reported (or, cut: the tokens it read)
     status: int | None = None
     detail: str = ""  # what the server said, verbatim
 
@@ -146,9 +148,12 @@ def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision ta
 
     # The HTTP client (~3 MB) is loaded with the model, at the first chat, not at start-up.
     from .transport import EmptyStreamError, StreamCutError
+    from .truncation import PromptCutError
 
     chain = _chain(exc)
     for item in chain:
+        if isinstance(item, PromptCutError):
+            return ModelFault("truncated", str(item), False, window=item.counted, detail=str(item))
         if isinstance(item, EmptyStreamError):
             return ModelFault("empty", "the model's stream ended without sending anything", True)
         if isinstance(item, StreamCutError):

@@ -18,6 +18,7 @@ from session.lifecycle import TurnRecorder
 
 from ..config import ModelConfig
 from .tools import ToolDeps
+from .truncation import CutWatch
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
@@ -111,6 +112,7 @@ class ChatRunner:
         self.summary_failed_at: float | None = None
         # The history as pydantic-ai objects: each turn converts only its new messages.
         self._history = ModelMessageCache()
+        self.cuts = CutWatch()  # a server that cuts prompts silently (Ollama)
 
     def _build(self) -> Agent[ToolDeps, str]:
         from .build import build_agent
@@ -200,8 +202,12 @@ class ChatRunner:
         )
         instructions = ""
 
+        @functools.cache
+        def history_size() -> int:  # the same for every request of the attempt
+            return history_tokens(history)
+
         def sum_tokens(sent: int) -> int:
-            return history_tokens(history) + sent
+            return history_size() + sent
 
         def record_request(request: Any) -> None:
             nonlocal sent_tokens, instructions
@@ -244,10 +250,12 @@ class ChatRunner:
                         record_request(run.all_messages()[-2])
                         if "".join(text_parts):
                             sink.delta("".join(text_parts))
-                    recorder.assistant_message(dumped)
                     step_usage = tally.add(
                         response.usage, functools.partial(sum_tokens, sent_tokens), dumped
                     )
+                    if not step_usage.get("estimated"):  # raises before any tool runs
+                        self.cuts.check(sum_tokens(sent_tokens), step_usage["input_tokens"])
+                    recorder.assistant_message(dumped)
                     sent_tokens -= len(instructions) // 4
                     sent_tokens += estimate_tokens(dumped)
                     calls: dict[str, tuple[str, Any]] = {}

@@ -19,6 +19,7 @@ from session.derive.history import build_history
 
 from .harness import Editor, stored
 from .test_chat import assert_requests_rebuildable
+from .test_lifecycle import shown
 
 pytestmark = pytest.mark.parametrize("client_name", ["vscode"])
 
@@ -263,4 +264,75 @@ async def test_a_prompt_that_cannot_fit_says_what_to_do(
         status = await editor.request("agentAssist/status")
         events = events_of(workspace, home, status["sessionId"])
         assert events[-1].type == "turn/end" and events[-1].data.reason == "error"
+        await editor.stop()
+
+
+def cut_prompt_warnings(editor: Editor) -> list[str]:
+    return [m for m in shown(editor) if "cut the rest without an error" in m]
+
+
+async def test_a_prompt_the_server_cut_silently_is_compacted_and_asked_again(
+    make_editor, workspace: Path, home: Path
+) -> None:
+    # Ollama over its context length: a normal answer, having read half the window.
+    with FakeOpenAI(context_window=2048, overflow="ollama") as model:
+        model.add("answer 1", "answer 2", "answer 3 (from a cut prompt)", SUMMARY, "answer 3")
+        editor = await started(make_editor, baseUrl=model.base_url)
+        for n in (1, 2):
+            await editor.request("agentAssist/chat", {"text": f"question {n} " + "x" * 3000})
+        assert not cut_prompt_warnings(editor)
+        reply = await editor.request("agentAssist/chat", {"text": "question 3 " + "y" * 3000})
+        assert reply["text"] == "answer 3" and reply["endReason"] == "completed"
+        (warning,) = cut_prompt_warnings(editor)
+        assert "read only 1,026 tokens" in warning and "OLLAMA_CONTEXT_LENGTH" in warning
+        status = await editor.request("agentAssist/status")
+        assert status["contextWindow"] == 1026  # what the server read
+        sent = json.dumps(model.messages(-1))
+        assert "The user asked two long questions." in sent and "question 3" in sent
+        assert "question 1" not in sent and "from a cut prompt" not in sent
+        assert editor.notifications[RETRY]  # the answer shown was dropped
+        events = events_of(workspace, home, reply["sessionId"])
+        assert [e.data.kind for e in events if e.type == "step/retry"] == ["truncated"]
+        assert "from a cut prompt" not in history_text(workspace, home, reply["sessionId"])
+        assert len([e for e in events if e.type == "session/compact"]) == 1
+        model.add("answer 4")
+        fourth = await editor.request("agentAssist/chat", {"text": "question 4"})
+        assert fourth["text"] == "answer 4" and len(cut_prompt_warnings(editor)) == 1
+        await editor.stop()
+
+
+async def test_a_prompt_cut_to_the_window_is_noticed_when_the_count_stops_growing(
+    make_editor, workspace: Path, home: Path
+) -> None:
+    # Older Ollama cut every prompt to exactly the window: the count stops growing.
+    with FakeOpenAI(context_window=2048, overflow="ollama-legacy") as model:
+        model.add("answer 1", "answer 2", "answer 3", "answer 4 (cut)", SUMMARY, "answer 4")
+        editor = await started(make_editor, baseUrl=model.base_url)
+        for n in (1, 2, 3):
+            await editor.request("agentAssist/chat", {"text": f"question {n} " + "x" * 3000})
+        reply = await editor.request("agentAssist/chat", {"text": "question 4 " + "y" * 3000})
+        assert reply["text"] == "answer 4"
+        assert cut_prompt_warnings(editor) and "read only 2,048 tokens" in shown(editor)[-1]
+        events = events_of(workspace, home, reply["sessionId"])
+        assert [e.data.kind for e in events if e.type == "step/retry"] == ["truncated"]
+        await editor.stop()
+
+
+async def test_a_single_message_the_server_cuts_says_what_to_do(
+    make_editor, workspace: Path, home: Path
+) -> None:
+    with FakeOpenAI(context_window=2048, overflow="ollama") as model:
+        model.add("answer from a cut prompt", "again from a cut prompt")
+        editor = await started(make_editor, baseUrl=model.base_url)
+        with pytest.raises(JsonRpcException) as info:
+            await editor.request("agentAssist/chat", {"text": "w " * 12_000})
+        message = info.value.message
+        assert "read only 1,026 tokens" in message and "OLLAMA_CONTEXT_LENGTH" in message
+        assert "contextWindow" in message and model.remaining == 0
+        status = await editor.request("agentAssist/status")
+        events = events_of(workspace, home, status["sessionId"])
+        assert events[-1].type == "turn/end" and events[-1].data.reason == "error"
+        # The abandoned attempt is gone; the last stays, as any failed turn's streamed text.
+        kept = history_text(workspace, home, status["sessionId"])
+        assert "answer from a cut prompt" not in kept and "again from a cut prompt" in kept
         await editor.stop()

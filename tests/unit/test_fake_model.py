@@ -290,6 +290,22 @@ def test_openai_sync_client_streams_tool_calls_and_usage(fake: FakeOpenAI) -> No
     assert [m.id for m in client.models.list()] == ["fake-model"]
 
 
+@pytest.mark.parametrize(("style", "kept"), [("ollama", 1026), ("ollama-legacy", 2048)])
+def test_a_silent_style_answers_a_prompt_over_the_window_and_counts_what_it_kept(
+    style: str, kept: int
+) -> None:
+    with FakeOpenAI(["short answer", "long answer"], context_window=2048, overflow=style) as fake:
+        client = openai.OpenAI(base_url=fake.base_url, api_key="k", max_retries=0)
+        small = [{"role": "user", "content": "hi " * 100}]
+        first = client.chat.completions.create(model="m", messages=small)
+        assert first.usage is not None
+        assert first.usage.prompt_tokens == len(json.dumps(small)) // 4  # as the window counts
+        big = [{"role": "user", "content": "word " * 4000}]
+        second = client.chat.completions.create(model="m", messages=big)
+        assert second.choices[0].message.content == "long answer"  # no error at all
+        assert second.usage is not None and second.usage.prompt_tokens == kept
+
+
 def test_requests_from_many_threads_are_all_recorded(fake: FakeOpenAI) -> None:
     threads = [
         threading.Thread(target=post, args=(fake.base_url + "/chat/completions", USER))
