@@ -63,6 +63,9 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         ):
             self._overflow(body, window, prompt_tokens(body))
             return
+        if self.fake.no_tools is not None and body.get("tools"):
+            self._refuse_tools(body)
+            return
         slot = None
         try:
             slot = self.fake.take_slot(self._client_gone)  # a server of `slots` at a time
@@ -154,6 +157,24 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
                 f"This model's maximum context length is {window} tokens. However, {requested}."
             )
             self._error(400, message, "invalid_request_error", code="context_length_exceeded")
+
+    def _refuse_tools(self, body: dict[str, Any]) -> None:
+        """Refuse a request's tools, as the chosen server does."""
+        style = self.fake.no_tools
+        if style == "llama-server":  # without --jinja: a 500
+            error = {"code": 500, "message": "tools param requires --jinja flag"}
+            self._json(500, {"error": {**error, "type": "server_error"}})
+        elif style == "vllm":  # without --enable-auto-tool-choice; no "error" wrapper
+            message = (
+                '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser '
+                "to be set"
+            )
+            payload = {"object": "error", "message": message, "type": "BadRequestError"}
+            self._json(400, {**payload, "param": None, "code": 400})
+        else:  # Ollama, a model whose template has no tools
+            model = body.get("model") or self.fake.model_id
+            message = f"registry.ollama.ai/library/{model}:latest does not support tools"
+            self._error(400, message, "api_error")
 
     def _complete(self, reply: Reply, body: dict[str, Any], number: int) -> None:
         if reply.kind == "hang":

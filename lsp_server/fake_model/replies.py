@@ -167,6 +167,8 @@ def default_summary(body: dict[str, Any]) -> Reply:
     asked = [line[len("User: ") :][:60] for line in text.splitlines() if line.startswith("User: ")]
     summary = "Running summary: the user asked " + ("; ".join(asked) or "nothing yet") + "."
     arguments = json.dumps({"summary": summary, "decisions": []})
+    if not body.get("tools"):  # prompted output: the JSON as the answer's text
+        return Reply(kind="text", text=arguments)
     return Reply(
         kind="tool_calls", tool_calls=[{"name": "final_result", "arguments": arguments, "id": ""}]
     )

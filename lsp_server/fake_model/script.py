@@ -26,6 +26,7 @@ DEFAULT_MODEL = "fake-model"
 OVERFLOW_STYLES = ("openai", "llama-cpp", "vllm", "llama-server", "ollama", "ollama-legacy")
 # Styles that answer a prompt over the window as if it fitted, having read only part of it.
 SILENT_STYLES = ("ollama", "ollama-legacy")
+NO_TOOLS_STYLES = ("ollama", "llama-server", "vllm")  # servers that refuse a request's tools
 
 
 class ClientGoneError(Exception):
@@ -53,9 +54,13 @@ class ModelScript:
         context_window: int | None = None,
         overflow: str = "openai",
         slots: int | None = None,
+        no_tools: str | None = None,
     ) -> None:
         if overflow not in OVERFLOW_STYLES:
             raise ValueError(f"overflow must be one of {OVERFLOW_STYLES}")
+        if no_tools is not None and no_tools not in NO_TOOLS_STYLES:
+            raise ValueError(f"no_tools must be one of {NO_TOOLS_STYLES}")
+        self.no_tools = no_tools
         self.model_id = f"agent-assist-{label}" if label else DEFAULT_MODEL
         self.context_window = context_window
         self.overflow = overflow

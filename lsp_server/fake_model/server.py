@@ -9,6 +9,12 @@ prompt of N/2 + 2 tokens (Ollama keeps half its window of a prompt over it);
 ``"ollama-legacy"`` reports N (older Ollama cut every prompt to the window). The usage of
 any other request counts its prompt as the window does.
 
+``FakeOpenAI(no_tools="ollama"|"llama-server"|"vllm")`` refuses every request that carries
+tools, as that server does for a model it takes no tools for (Ollama), or when started
+without tool calling (llama-server without ``--jinja``, vLLM without
+``--enable-auto-tool-choice``). A summary request without tools is answered with the
+summary as JSON text (what pydantic-ai's prompted output asks for).
+
 ``FakeOpenAI(slots=1)`` answers one request at a time, as a local server with one slot
 does (llama.cpp's ``--parallel 1``, llama-cpp-python): the others wait for it.
 
@@ -46,9 +52,15 @@ class FakeOpenAI(ModelScript):
         context_window: int | None = None,
         overflow: str = "openai",
         slots: int | None = None,
+        no_tools: str | None = None,
     ) -> None:
         super().__init__(
-            replies, label=label, context_window=context_window, overflow=overflow, slots=slots
+            replies,
+            label=label,
+            context_window=context_window,
+            overflow=overflow,
+            slots=slots,
+            no_tools=no_tools,
         )
         self._address = (host, port)
         self._server: ThreadingHTTPServer | None = None

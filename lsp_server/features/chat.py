@@ -103,6 +103,9 @@ async def run_attempts(
             delay = 0.0
             if fault.kind == "empty" and stream:
                 stream = False  # ask once in one piece: the answer, or the real error
+            elif fault.kind == "no-tools" and runner.tools:
+                runner.without_tools()
+                ls.show(NO_TOOLS_WARNING.format(detail=fault.detail))
             elif (
                 fault.kind in ("overflow", "truncated")
                 and not healed
@@ -136,6 +139,12 @@ async def run_attempts(
             history = lifecycle.message_history() if recorder.resending else history
 
 
+NO_TOOLS_WARNING = (
+    "The model server takes no tools for this model ({detail}). Chatting without them: the "
+    "assistant cannot read or write workspace files, record decisions or set the phase. "
+    'For tools, pick a model that has them (Ollama lists them as "tools"), or start '
+    "llama-server with --jinja, or vLLM with --enable-auto-tool-choice and --tool-call-parser."
+)
 RAISE_LENGTH = (
     "raise the server's context length (Ollama: OLLAMA_CONTEXT_LENGTH, or PARAMETER num_ctx "
     "in a Modelfile) and set contextWindow to it"

@@ -7,14 +7,22 @@ import os
 os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
 
 from openai import AsyncOpenAI  # noqa: E402
-from pydantic_ai import Agent, ModelRetry, RunContext  # noqa: E402
+from pydantic_ai import Agent, ModelRetry, PromptedOutput, RunContext  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 
 from session.compaction import SUMMARY_INSTRUCTIONS, CompactionSummary  # noqa: E402
 
 from ..config import ModelConfig  # noqa: E402
-from .tools import BASE_INSTRUCTIONS, ToolDeps, ToolError, list_files, read_file, write_file  # noqa: E402
+from .tools import (  # noqa: E402
+    BASE_INSTRUCTIONS,
+    NO_TOOLS_INSTRUCTIONS,
+    ToolDeps,
+    ToolError,
+    list_files,
+    read_file,
+    write_file,
+)
 from .transport import build_http_client  # noqa: E402
 
 
@@ -31,25 +39,33 @@ def _model(config: ModelConfig) -> OpenAIChatModel:
 
 
 def build_summarizer(
-    config: ModelConfig, instructions: str = SUMMARY_INSTRUCTIONS
+    config: ModelConfig, instructions: str = SUMMARY_INSTRUCTIONS, *, tools: bool = True
 ) -> Agent[None, CompactionSummary]:
-    """Return an agent that summarises turns with structured output."""
-    return Agent(_model(config), output_type=CompactionSummary, instructions=instructions)
+    """Return an agent that summarises turns with structured output.
+
+    The output is a tool call; for a model the server takes no tools for, the schema is in
+    the prompt and the answer's text is the JSON (pydantic-ai's prompted output).
+    """
+    output = CompactionSummary if tools else PromptedOutput(CompactionSummary)
+    return Agent(_model(config), output_type=output, instructions=instructions)
 
 
-def build_agent(config: ModelConfig) -> Agent[ToolDeps, str]:
-    """Return an agent for an OpenAI-compatible model with the workspace tools."""
+def build_agent(config: ModelConfig, *, tools: bool = True) -> Agent[ToolDeps, str]:
+    """Return an agent for an OpenAI-compatible model with the workspace tools (or none)."""
     model = _model(config)
+    base = BASE_INSTRUCTIONS if tools else NO_TOOLS_INSTRUCTIONS
 
     def instructions(ctx: RunContext[ToolDeps]) -> str:
         # Re-evaluated on every run: the resume context reaches the model on every turn
         # after a resume and is gone after a reset.
         context = ctx.deps.lifecycle.resume_context
-        return f"{BASE_INSTRUCTIONS}\n\n{context}" if context else BASE_INSTRUCTIONS
+        return f"{base}\n\n{context}" if context else base
 
     agent: Agent[ToolDeps, str] = Agent(
         model, deps_type=ToolDeps, output_type=str, instructions=instructions
     )
+    if not tools:
+        return agent
 
     @agent.tool(name="read_file")
     def _read(ctx: RunContext[ToolDeps], path: str) -> str:

@@ -26,6 +26,7 @@ FaultKind = Literal[
     "empty",
     "overflow",
     "truncated",
+    "no-tools",
     "rejected",
     "other",
 ]
@@ -50,6 +51,14 @@ OVERFLOW_PATTERNS = (
     "too large for model with",  # Mistral
     "maximum number of tokens allowed",  # Gemini's OpenAI-compatible endpoint
     "input is too long",
+)
+# A server (or the model it serves) that will not take the request's tools at all.
+TOOLS_REFUSED_PATTERNS = (
+    "does not support tools",  # Ollama, a model whose template has no tools (HTTP 400)
+    "tools param requires --jinja",  # llama.cpp's llama-server without --jinja (HTTP 500)
+    "cannot use tools with stream",  # older llama-server
+    "tool choice requires --enable-auto-tool-choice",  # vLLM without tool calling (HTTP 400)
+    "no endpoints found that support tool use",  # OpenRouter (HTTP 404)
 )
 _WINDOW_PATTERNS = (
     re.compile(r"maximum context length is (\d+)"),
@@ -125,6 +134,12 @@ def is_overflow_text(text: str) -> bool:
     return any(pattern in lowered for pattern in OVERFLOW_PATTERNS)
 
 
+def is_tools_refused(text: str) -> bool:
+    """Return True if an error text says the server takes no tools for this model."""
+    lowered = text.lower()
+    return any(pattern in lowered for pattern in TOOLS_REFUSED_PATTERNS)
+
+
 def classify(exc: BaseException) -> ModelFault:
     """Classify what a model request raised; a server's `x-should-retry` has the last word.
 
@@ -138,7 +153,7 @@ def classify(exc: BaseException) -> ModelFault:
         return replace(
             fault, retryable=False, message=f"{fault.message} (not retried: the server said so)"
         )
-    if said == "true" and not fault.retryable and fault.kind != "overflow":
+    if said == "true" and not fault.retryable and fault.kind not in ("overflow", "no-tools"):
         return replace(fault, retryable=True)
     return fault
 
@@ -163,6 +178,14 @@ def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision ta
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     text = f"{_detail(exc)} {_body_text(getattr(exc, 'body', None))}"
+    if status in (None, 400, 404, 422, 500) and is_tools_refused(text):
+        return ModelFault(
+            "no-tools",
+            f"the model server does not take tools for this model ({_detail(exc)})",
+            False,
+            status=status,
+            detail=_detail(exc),
+        )
     overflow = isinstance(exc, pe.ModelContextWindowExceededError) or (
         status in (None, 400, 413, 422, 500) and is_overflow_text(text)
     )

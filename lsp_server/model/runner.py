@@ -113,11 +113,18 @@ class ChatRunner:
         # The history as pydantic-ai objects: each turn converts only its new messages.
         self._history = ModelMessageCache()
         self.cuts = CutWatch()  # a server that cuts prompts silently (Ollama)
+        self.tools = True  # False once the server refused the tools for this model
+        self._summary_tools = True  # the same, found by a summary
+
+    def without_tools(self) -> None:
+        """Chat without tools from now on: the server refused them for this model."""
+        self.tools = False
+        self._agent = None
 
     def _build(self) -> Agent[ToolDeps, str]:
         from .build import build_agent
 
-        return build_agent(self.model)
+        return build_agent(self.model, tools=self.tools)
 
     @property
     def can_summarize(self) -> bool:
@@ -134,18 +141,24 @@ class ChatRunner:
     ) -> CompactionSummary:
         """Summarise turns with the configured model (structured output)."""
         from .build import build_summarizer
+        from .faults import classify
 
-        summarizer = build_summarizer(self.model, instructions)
-        try:
-            result = await summarizer.run(
-                f"Conversation to summarise:\n\n{transcript}",
-                model_settings={"timeout": self.non_streamed_timeout},
-            )
-        except Exception:
-            self.summary_failed_at = time.monotonic()
-            raise
-        self.summary_failed_at = None
-        return result.output
+        while True:
+            tools = self.tools and self._summary_tools
+            summarizer = build_summarizer(self.model, instructions, tools=tools)
+            try:
+                result = await summarizer.run(
+                    f"Conversation to summarise:\n\n{transcript}",
+                    model_settings={"timeout": self.non_streamed_timeout},
+                )
+            except Exception as exc:
+                if tools and classify(exc).kind == "no-tools":
+                    self._summary_tools = False  # the chat finds out (and says so) itself
+                    continue
+                self.summary_failed_at = time.monotonic()
+                raise
+            self.summary_failed_at = None
+            return result.output
 
     @property
     def non_streamed_timeout(self) -> float:

@@ -20,6 +20,12 @@ BASE_INSTRUCTIONS = (
     "record_decision and the conversation phase (design, code, deploy) with set_phase. "
     "Be concise."
 )
+# For a model the server takes no tools for (it refused them: `faults.TOOLS_REFUSED_PATTERNS`).
+NO_TOOLS_INSTRUCTIONS = (
+    "You are Agent Assist, an AI assistant working inside the user's code editor on the "
+    "project in the current workspace. With this model you have no tools: you cannot read "
+    "or write files yourself, so ask the user to paste what you need to see. Be concise."
+)
 MAX_READ_BYTES = 256 * 1024
 MAX_LIST_ENTRIES = 500
 

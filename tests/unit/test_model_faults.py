@@ -297,3 +297,51 @@ def test_model_retry_options_are_parsed_with_warnings() -> None:
     )
     assert (config.model.max_retries, config.model.stream_timeout) == (2, 60.0)
     assert len(warnings) == 2 and "maxRetries" in warnings[0] and "streamTimeout" in warnings[1]
+
+
+# How each server refuses a request's tools, with the status it sends.
+TOOL_REFUSALS = [
+    (400, {"error": {"message": "registry.ollama.ai/library/gemma3:4b does not support tools"}}),
+    (500, {"error": {"code": 500, "message": "tools param requires --jinja flag"}}),
+    (500, {"error": {"code": 500, "message": "Cannot use tools with stream"}}),
+    (
+        400,
+        {
+            "object": "error",
+            "message": '"auto" tool choice requires --enable-auto-tool-choice and '
+            "--tool-call-parser to be set",
+            "type": "BadRequestError",
+        },
+    ),
+    (404, {"error": {"message": "No endpoints found that support tool use.", "code": 404}}),
+]
+
+
+@pytest.mark.parametrize(("status", "body"), TOOL_REFUSALS)
+def test_every_known_tool_refusal_is_no_tools_and_never_retried(status: int, body: dict) -> None:
+    fault = classify(pe.ModelHTTPError(status, "m", body, headers={"x-should-retry": "true"}))
+    assert fault.kind == "no-tools" and not fault.retryable and fault.status == status
+    assert "does not take tools" in fault.message
+
+
+def test_an_ordinary_400_or_500_is_not_a_tool_refusal() -> None:
+    assert classify(pe.ModelHTTPError(400, "m", {"error": {"message": "bad tool name"}})).kind == (
+        "rejected"
+    )
+    assert classify(pe.ModelHTTPError(500, "m", {"error": {"message": "oops"}})).kind == "server"
+
+
+async def test_a_summary_refused_its_tools_is_asked_again_for_json_text() -> None:
+    from lsp_server.config import ModelConfig
+    from lsp_server.fake_model import FakeOpenAI
+    from lsp_server.model.runner import ChatRunner
+    from session.summary import SESSION_SUMMARY_INSTRUCTIONS as ASK
+
+    with FakeOpenAI(no_tools="ollama") as fake:
+        runner = ChatRunner(ModelConfig(name="m", base_url=fake.base_url, api_key="k"))
+        summary = await runner.summarize("User: plan the storage layer\nAssistant: ok", ASK)
+        assert summary.summary == "Running summary: the user asked plan the storage layer."
+        assert [bool(r.body.get("tools")) for r in fake.summary_requests] == [True, False]
+        assert runner.tools and runner.summary_failed_at is None  # the chat finds out itself
+        await runner.summarize("User: again", ASK)
+        assert len(fake.summary_requests) == 3  # prompted at once from then on
