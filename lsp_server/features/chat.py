@@ -171,6 +171,12 @@ def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int) -> st
             "run /compact, or start a new session (a single message this long cannot be sent)."
         )
     tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if fault.kind == "unreachable":
+        where = ls.config.model.base_url or "api.openai.com"
+        return (
+            f"{_sentence(fault.message)}{tries}: is the server at {where} running, and is "
+            "model.baseUrl right?"
+        )
     status = (
         f" (HTTP {fault.status})"
         if fault.status is not None and "HTTP" not in fault.message

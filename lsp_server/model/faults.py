@@ -11,6 +11,7 @@ Mistral-compatible gateways); `OVERFLOW_PATTERNS` lists the ones known.
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from dataclasses import dataclass, replace
@@ -19,6 +20,7 @@ from typing import Any, Literal
 FaultKind = Literal[
     "rate-limit",
     "server",
+    "unreachable",
     "connection",
     "cut",
     "corrupt",
@@ -223,8 +225,14 @@ def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision ta
         exc, pe.ModelTimeoutError | pe.ModelRequestTimeout
     ):
         return ModelFault("stall", "the model stopped sending (no data within the timeout)", True)
+    if any(type(item).__name__ in ("ConnectError", "ConnectTimeout") for item in chain):
+        cause = next((item for item in reversed(chain) if isinstance(item, OSError)), None)
+        reason = str(cause or _detail(exc))
+        if isinstance(cause, ConnectionError) and cause.errno:  # "Connect call failed": refused
+            reason = os.strerror(cause.errno)
+        return ModelFault("unreachable", f"could not connect to the model server ({reason})", True)
     if isinstance(exc, pe.ModelConnectionError) or any(
-        type(item).__name__ in ("ReadTimeout", "ReadError", "RemoteProtocolError", "ConnectError")
+        type(item).__name__ in ("ReadTimeout", "ReadError", "RemoteProtocolError")
         for item in chain
     ):
         if any("Timeout" in type(item).__name__ for item in chain):

@@ -8,6 +8,7 @@ next model request contains, and that retries wait as asked and never exceed the
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +186,20 @@ async def test_the_servers_x_should_retry_is_followed(make_editor, fake: FakeOpe
     fake.add({"error": 409, "message": "busy, try again", "retry": True}, "Second time lucky.")
     reply = await editor.request("agentAssist/chat", {"text": "again"})
     assert reply["text"] == "Second time lucky." and fake.remaining == 0
+
+
+async def test_a_model_server_that_is_not_running_is_named(make_editor) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    editor = await started(make_editor, baseUrl=url, maxRetries=1)
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/chat", {"text": "anyone there?"})
+    message = info.value.message
+    assert message.startswith("Could not connect to the model server (Connection refused)")
+    assert f"after 2 attempts: is the server at {url} running" in message
+    assert "model.baseUrl" in message
+    await editor.stop()
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])

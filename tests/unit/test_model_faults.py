@@ -162,6 +162,15 @@ def test_stream_faults_found_in_the_cause_chain() -> None:
     assert classify(wrapped(EmptyStreamError("empty"))).kind == "empty"
     assert classify(wrapped(httpx2.ReadTimeout("slow"))).kind == "stall"
     assert classify(wrapped(httpx2.ReadError("reset"))).kind == "connection"
+    refused = httpx2.ConnectError("All connection attempts failed")
+    refused.__context__ = ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 9)")
+    never = classify(wrapped(refused))
+    assert never.kind == "unreachable" and never.retryable
+    assert never.message == "could not connect to the model server (Connection refused)"
+    unknown = httpx2.ConnectError("All connection attempts failed")
+    unknown.__context__ = OSError(-2, "Name or service not known")
+    assert "Name or service not known" in classify(wrapped(unknown)).message
+    assert classify(wrapped(httpx2.ConnectTimeout("slow"))).kind == "unreachable"
     assert classify(pe.ModelTimeoutError("m", "timed out")).kind == "stall"
     corrupt = pe.ModelAPIError("m", "Failed to decode response as JSON: Unterminated string")
     assert classify(corrupt).kind == "corrupt"
