@@ -101,13 +101,17 @@ async def test_a_full_window_heals_and_every_turn_completes(tmp_path: Path, llam
             "agentAssist/chat", {"text": f"Turn {n}. Read this and say OK.\n{FILLER}"}
         )
         replies.append(reply)
-        assert reply["endReason"] == "completed"
-        assert reply["usage"]["estimated"] is True and reply["usage"]["inputTokens"] > 0
+        assert reply["endReason"] == "completed" and reply["usage"]["inputTokens"] > 0
     status = await editor.request("agentAssist/status")
     assert status["contextWindow"] == N_CTX  # taken from the server's own error
     events = SessionManager(editor.workspace, home=editor.home).read_events(status["sessionId"])
     kinds = [e.data.kind for e in events.events if e.type == "step/retry"]
     assert "overflow" in kinds  # the window filled up and was healed
+    assert "truncated" not in kinds  # its own counts (answers in one piece) are not a cut
+    # Streams carry no usage here; an answer asked for in one piece (after an empty stream)
+    # carries the server's own counts, which the cut check judged and let pass.
+    counted = [e.data.usage for e in events.events if e.type == "step/end"]
+    print("server-counted steps:", [u for u in counted if not u.get("estimated")])  # noqa: T201
     assert any(e.type == "session/compact" for e in events.events)
     await editor.stop()
 
