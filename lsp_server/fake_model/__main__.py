@@ -1,4 +1,10 @@
-"""`python -m lsp_server.fake_model --port 0 --script FILE [--slots N]`: the fake model.
+"""`python -m lsp_server.fake_model --port 0 --script FILE [options]`: the fake model.
+
+Options that make it behave like a given server: `--slots N` (one request at a time, as
+llama.cpp's `--parallel 1`), `--context-window N --overflow STYLE` (how a prompt over the
+window is answered: an error in OpenAI's, vLLM's, llama-server's or llama-cpp-python's
+words, or Ollama's silent cut), `--no-tools STYLE` (tools refused, as Ollama, llama-server
+or vLLM refuse them).
 
 The first line on stdout is the base URL.
 """
@@ -11,6 +17,7 @@ import signal
 import threading
 
 from .replies import load_script
+from .script import NO_TOOLS_STYLES, OVERFLOW_STYLES
 from .server import FakeOpenAI
 
 
@@ -24,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--slots", type=int, help="answer at most N requests at once, as llama.cpp's --parallel N"
     )
+    parser.add_argument("--context-window", type=int, help="prompt tokens (4 bytes each) it takes")
+    parser.add_argument("--overflow", choices=OVERFLOW_STYLES, default="openai")
+    parser.add_argument("--no-tools", choices=NO_TOOLS_STYLES, help="refuse requests with tools")
     args = parser.parse_args(argv)
     replies, label = load_script(args.script) if args.script else ([], None)
     logging.basicConfig(level=logging.WARNING)
@@ -32,7 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.slots is not None and args.slots < 1:
         parser.error("--slots must be 1 or more")
     fake_model = FakeOpenAI(
-        replies, label=args.label or label, host=args.host, port=args.port, slots=args.slots
+        replies,
+        label=args.label or label,
+        host=args.host,
+        port=args.port,
+        slots=args.slots,
+        context_window=args.context_window,
+        overflow=args.overflow,
+        no_tools=args.no_tools,
     )
     with fake_model as fake:
         print(fake.base_url, flush=True)  # noqa: T201

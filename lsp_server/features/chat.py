@@ -200,7 +200,9 @@ async def heal_overflow(ls: AgentAssistServer, history_ops: History, fault: Mode
         )
         ls.config = ls.config.with_window(fault.window)
         ls.session.set_history_budget(ls.config.history_budget)
-    if fault.kind == "truncated":  # no error, so nobody else would ever hear of it
+    cuts = ls.runner.cuts if ls.runner is not None else None
+    if fault.kind == "truncated" and cuts is not None and not cuts.told:  # else unheard of
+        cuts.told = True
         ls.show(
             f"{_sentence(fault.message)}. Compacting the conversation to fit "
             f"{ls.config.context_window} tokens, and asking again. To keep more of it, "

@@ -232,8 +232,7 @@ def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision ta
             reason = os.strerror(cause.errno)
         return ModelFault("unreachable", f"could not connect to the model server ({reason})", True)
     if isinstance(exc, pe.ModelConnectionError) or any(
-        type(item).__name__ in ("ReadTimeout", "ReadError", "RemoteProtocolError")
-        for item in chain
+        type(item).__name__ in ("ReadTimeout", "ReadError", "RemoteProtocolError") for item in chain
     ):
         if any("Timeout" in type(item).__name__ for item in chain):
             return ModelFault(

@@ -43,6 +43,7 @@ class CutWatch:
     """Judges each request's reported prompt tokens against the estimate (module docstring)."""
 
     last: tuple[int, int] | None = None  # (estimate, counted) of the previous request
+    told: bool = False  # the user heard of a cut (once: the window stays lowered after it)
 
     def check(self, estimate: int, counted: int) -> None:
         """Raise `PromptCutError` if `counted` says the server cut the prompt."""

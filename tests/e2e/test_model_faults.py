@@ -313,6 +313,10 @@ async def test_a_prompt_the_server_cut_silently_is_compacted_and_asked_again(
         model.add("answer 4")
         fourth = await editor.request("agentAssist/chat", {"text": "question 4"})
         assert fourth["text"] == "answer 4" and len(cut_prompt_warnings(editor)) == 1
+        model.add("answer 5 (from a cut prompt)", SUMMARY, "answer 5")
+        fifth = await editor.request("agentAssist/chat", {"text": "question 5 " + "z" * 6000})
+        assert fifth["text"] == "answer 5"  # cut and healed again, without a second warning
+        assert len(cut_prompt_warnings(editor)) == 1
         await editor.stop()
 
 

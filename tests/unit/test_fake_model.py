@@ -64,6 +64,7 @@ def wait_for(predicate: Any, timeout: float = 5.0) -> bool:
 
 
 USER = {"messages": [{"role": "user", "content": "hi"}], "model": "m"}
+BIG = [{"role": "user", "content": "word " * 4000}]  # over a window of 4,096 tokens
 
 
 # -- pydantic-ai path ----------------------------------------------------------
@@ -358,6 +359,7 @@ def test_cli_subprocess(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"label": "demo"}, {"text": "from the script", "chunk": 4}]))
     serve = [sys.executable, "-m", "lsp_server.fake_model", "--port", "0", "--slots", "1"]
+    serve += ["--no-tools", "ollama", "--context-window", "4096", "--overflow", "ollama"]
     proc = subprocess.Popen(
         [*serve, "--script", str(script)],
         cwd=ROOT,
@@ -373,6 +375,10 @@ def test_cli_subprocess(tmp_path: Path) -> None:
         assert json.loads(raw)["choices"][0]["message"]["content"] == "from the script"
         with urllib.request.urlopen(base_url + "/models", timeout=5) as response:
             assert json.loads(response.read())["data"][0]["id"] == "agent-assist-demo"
+        status, raw = post(base_url + "/chat/completions", {**USER, "tools": [{"type": "x"}]})
+        assert status == 400 and b"does not support tools" in raw
+        status, raw = post(base_url + "/chat/completions", {**USER, "messages": BIG})
+        assert status == 200 and json.loads(raw)["usage"]["prompt_tokens"] == 2050  # cut
     finally:
         proc.terminate()
         assert proc.wait(timeout=10) == 0
