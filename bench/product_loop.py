@@ -47,6 +47,9 @@ class CountingSink:
         """Count tool activity (the bench's replies call no tools)."""
         self.tools += 1
 
+    def thinking(self) -> None:
+        """Nothing to count: the bench's replies do not think."""
+
 
 class NoEditor:
     """An `EditorHost` without an editor: a write would go straight to disk."""

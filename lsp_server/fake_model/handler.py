@@ -180,6 +180,8 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         if reply.kind == "hang":
             self._hang()
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.reasoning:
+            message[reply.reasoning_field] = reply.reasoning
         calls = self._calls(reply)
         if calls:
             message["tool_calls"] = [
@@ -210,6 +212,14 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
 
         calls = self._calls(reply)
         self._pause(reply.first_delay)
+        for i, piece in enumerate(split_text(reply.reasoning, reply.chunk)):
+            if i:
+                self._pause(reply.delay)
+            send(
+                {"role": "assistant", reply.reasoning_field: piece}
+                if not i
+                else {reply.reasoning_field: piece}
+            )
         if reply.text or not calls:
             send({"role": "assistant", "content": ""})
         if reply.kind == "hang":

@@ -23,6 +23,9 @@ Faults real servers produce (each streams its text first, then fails):
     {"error": 400, "code": "context_length_exceeded", "message": "..."}
     {"text": "...", "first_delay": 3}    # headers at once, the first chunk later
     {"text": "...", "usage": False}      # no usage in the stream (llama.cpp's servers)
+    {"text": "...", "reasoning": "..."}  # a reasoning model's thinking first, streamed as
+                                         # `reasoning_content` (vLLM, llama-server, DeepSeek)
+                                         # or, with "reasoning_field": "reasoning", as Ollama
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ _OPTIONS = {
     "seconds",
     "first_delay",
     "usage",
+    "reasoning",
+    "reasoning_field",
 }
 SUMMARY_MARKER = "You keep the running summary"
 
@@ -79,6 +84,8 @@ class Reply:
     seconds: float = 0.0
     first_delay: float = 0.0
     usage: bool = True
+    reasoning: str = ""  # streamed before the text, in `reasoning_field`
+    reasoning_field: str = "reasoning_content"
 
 
 def parse_reply(spec: str | dict[str, Any] | Reply) -> Reply:
@@ -97,6 +104,8 @@ def parse_reply(spec: str | dict[str, Any] | Reply) -> Reply:
     reply = Reply(kind=kind, text=text, chunk=chunk, delay=delay)
     reply.first_delay = float(spec.get("first_delay", 0))
     reply.usage = bool(spec.get("usage", True))
+    reply.reasoning = str(spec.get("reasoning", ""))
+    reply.reasoning_field = str(spec.get("reasoning_field", reply.reasoning_field))
     if kind in FAULTS:
         reply.text = str(spec[kind])
         reply.seconds = float(spec.get("seconds", 0))

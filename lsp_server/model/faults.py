@@ -58,7 +58,6 @@ OVERFLOW_PATTERNS = (
 TOOLS_REFUSED_PATTERNS = (
     "does not support tools",  # Ollama, a model whose template has no tools (HTTP 400)
     "tools param requires --jinja",  # llama.cpp's llama-server without --jinja (HTTP 500)
-    "cannot use tools with stream",  # older llama-server
     "tool choice requires --enable-auto-tool-choice",  # vLLM without tool calling (HTTP 400)
     "no endpoints found that support tool use",  # OpenRouter (HTTP 404)
 )

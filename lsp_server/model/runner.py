@@ -50,6 +50,10 @@ class TurnSink(Protocol):
         """Say that the text shown of this turn is dropped: attempt `attempt` starts over."""
         ...
 
+    def thinking(self) -> None:
+        """Show that the model is thinking (a reasoning model, before its answer)."""
+        ...
+
 
 def _dump(message: Any) -> dict[str, Any]:
     from pydantic_ai.messages import ModelMessagesTypeAdapter
@@ -201,6 +205,8 @@ class ChatRunner:
             PartStartEvent,
             TextPart,
             TextPartDelta,
+            ThinkingPart,
+            ThinkingPartDelta,
         )
         from pydantic_ai.settings import ModelSettings
 
@@ -251,6 +257,14 @@ class ChatRunner:
                                 event.delta, TextPartDelta
                             ):
                                 delta = event.delta.content_delta
+                            elif isinstance(event, PartStartEvent) and isinstance(
+                                event.part, ThinkingPart
+                            ):
+                                sink.thinking()  # the thinking is recorded with the message
+                            elif isinstance(event, PartDeltaEvent) and isinstance(
+                                event.delta, ThinkingPartDelta
+                            ):
+                                sink.thinking()
                             if delta:
                                 recorder.chunk(delta)
                                 sink.delta(delta)

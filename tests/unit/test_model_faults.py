@@ -312,7 +312,6 @@ def test_model_retry_options_are_parsed_with_warnings() -> None:
 TOOL_REFUSALS = [
     (400, {"error": {"message": "registry.ollama.ai/library/gemma3:4b does not support tools"}}),
     (500, {"error": {"code": 500, "message": "tools param requires --jinja flag"}}),
-    (500, {"error": {"code": 500, "message": "Cannot use tools with stream"}}),
     (
         400,
         {

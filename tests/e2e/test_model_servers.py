@@ -1,9 +1,11 @@
-"""A model server that takes no tools for the model: the chat carries on without them.
+"""What real model servers do differently, through the real server and the real OpenAI client.
 
-Ollama answers a request with tools for a model whose template has none with HTTP 400
-("... does not support tools"); llama-server started without `--jinja` with HTTP 500;
-vLLM without `--enable-auto-tool-choice` with HTTP 400. Each is scripted into the loopback
-model and driven through the real server and the real OpenAI client.
+A server that takes no tools for the model: Ollama answers a request with tools for a
+model whose template has none with HTTP 400 ("... does not support tools"), llama-server
+started without `--jinja` with HTTP 500, vLLM without `--enable-auto-tool-choice` with
+HTTP 400; the chat carries on without them. A reasoning model streams its thinking in a
+field of its own before the answer (`reasoning_content`: vLLM, llama-server, DeepSeek;
+`reasoning`: Ollama).
 """
 
 from __future__ import annotations
@@ -68,4 +70,35 @@ async def test_the_summary_of_a_model_without_tools_is_asked_for_as_json_text(
     assert summary.data.summary.startswith("Running summary: the user asked")
     # The chat found the tools refused first: the summary is asked without them at once.
     assert [bool(r.body.get("tools")) for r in fake.summary_requests] == [False]
+    await editor.stop()
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_a_reasoning_models_thinking_is_kept_but_never_shown_as_the_answer(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path, field: str
+) -> None:
+    thinking = "The user wants a sum. Two and two make four. "
+    think = {"reasoning": thinking * 4, "reasoning_field": field, "delay": 0.05}
+    fake.add({"text": "It is 4.", **think}, "Six.")
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    reply = await editor.request("agentAssist/chat", {"text": "what is 2+2?"})
+    assert reply["text"] == "It is 4." and editor.deltas() == "It is 4."
+    # While it thought, the editor showed progress (no text: the answer had not begun).
+    (reports,) = editor.client.progress_reports.values()
+    assert [r.kind for r in reports] == ["begin", "end"]
+    assert reports[0].title == "The model is thinking" and reports[1].message.startswith(
+        "thought for "
+    )
+    events = stored(workspace, home).read_events(reply["sessionId"]).events
+    (message,) = [e.data.message for e in events if e.type == "assistant/message"]
+    kinds = [part["part_kind"] for part in message["parts"]]
+    assert kinds == ["thinking", "text"] and message["parts"][0]["content"] == thinking * 4
+    transcript = await editor.request("agentAssist/history", {"sessionId": reply["sessionId"]})
+    assert "Two and two" not in str(transcript)  # the transcript shows the answer only
+    await editor.request("agentAssist/chat", {"text": "and 3+3?"})
+    (answered,) = [m for m in fake.messages(-1) if m.get("role") == "assistant"]
+    assert answered["content"] == "It is 4."  # the thinking goes back in its own field
+    assert answered.get(field) == thinking * 4
     await editor.stop()
