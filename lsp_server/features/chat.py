@@ -197,6 +197,11 @@ async def run_attempts(
             history = lifecycle.message_history() if recorder.resending else history
 
 
+CUT_ANSWERS = {  # an answer the server stopped short, said (it is kept as it came)
+    "length": "The reply stopped at the model server's limit on an answer's length: ask it to "
+    "go on, or raise the limit (Ollama: num_predict; llama-server: --n-predict).",
+    "content_filter": "The model provider's content filter stopped the reply short.",
+}
 NO_TOOLS_WARNING = (
     "The model server takes no tools for this model ({detail}). Chatting without them: the "
     "assistant cannot read or write workspace files, record decisions or set the phase. "
@@ -347,6 +352,8 @@ class Chat(Feature):
         finally:
             sink.thoughts.end()  # a reply of thinking only, or a turn that ended while thinking
         recorder.end("completed")  # fsynced: the turn is durable before its result is sent
+        if result.finish_reason in CUT_ANSWERS:
+            ls.show(CUT_ANSWERS[result.finish_reason])
         task = asyncio.current_task()
         if task is None:
             self._after_turn()

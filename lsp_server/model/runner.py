@@ -33,6 +33,7 @@ class TurnResult:
 
     text: str
     usage: dict[str, Any]
+    finish_reason: str | None = None  # of the last answer: "length" when the server cut it
 
 
 class TurnSink(Protocol):
@@ -212,6 +213,7 @@ class ChatRunner:
 
         agent = self.agent
         text_parts: list[str] = []
+        finish: str | None = None
         model_name = self.model.name or ""
         messages = self._history.convert(history)
         tally = UsageTally()
@@ -272,6 +274,7 @@ class ChatRunner:
                     response = node.model_response
                     dumped = _dump(response)
                     text_parts = [p.content for p in response.parts if isinstance(p, TextPart)]
+                    finish = response.finish_reason
                     if in_one_piece:
                         in_one_piece = False
                         record_request(run.all_messages()[-2])
@@ -313,7 +316,7 @@ class ChatRunner:
                                     result.tool_call_id,
                                 )
                     recorder.end_step(step_usage)  # a step brackets its tool calls and results
-        return TurnResult("".join(text_parts), tally.result())
+        return TurnResult("".join(text_parts), tally.result(), finish)
 
 
 def _jsonable(value: Any) -> Any:

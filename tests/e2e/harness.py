@@ -252,3 +252,11 @@ class Editor:
         self.process.kill()
         await self.process.wait()
         await self.client.stop()
+
+
+def shown(editor: Editor) -> list[str]:
+    """The texts of the window/showMessage notifications the editor received."""
+    out = []
+    for m in editor.client.messages:
+        out.append(m.message if isinstance(m, types.ShowMessageParams) else m["message"])
+    return out

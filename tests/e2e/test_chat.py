@@ -11,7 +11,7 @@ from pygls.exceptions import JsonRpcException
 
 from lsp_server.fake_model import FakeOpenAI
 
-from .harness import Editor, stored
+from .harness import Editor, shown, stored
 
 
 async def test_fresh_chat_streams_and_records(
@@ -295,9 +295,12 @@ async def test_empty_and_cut_responses_are_recorded(
     await editor.ready()
     reply = await editor.request("agentAssist/chat", {"text": "say nothing"})
     assert reply["text"] == "after empty"
+    assert not [m for m in shown(editor) if "stopped" in m]
     fake.add({"length": "cut off mid"})
     cut = await editor.request("agentAssist/chat", {"text": "long answer please"})
-    assert cut["text"] == "cut off mid"
+    assert cut["text"] == "cut off mid"  # kept as it came, and the user is told
+    (told,) = [m for m in shown(editor) if "stopped" in m]
+    assert "limit on an answer's length" in told and "ask it to go on" in told
     await editor.stop()
     events = stored(workspace, home).read_events(reply["sessionId"]).events
     messages = [e.data.message for e in events if e.type == "assistant/message"]

@@ -17,7 +17,7 @@ from pygls.uris import from_fs_path
 from lsp_server.fake_model import FakeOpenAI
 from session.context import format_utc
 
-from .harness import Editor, stored
+from .harness import Editor, shown, stored
 
 MakeEditor = Callable[..., Editor]
 VSCODE_ONLY = pytest.mark.parametrize("client_name", ["vscode"])
@@ -42,14 +42,6 @@ def log_file(home: Path, session_id: str) -> Path:
     paths = list(home.glob(f"projects/*/sessions/{session_id}.events.jsonl"))
     assert len(paths) == 1, paths
     return paths[0]
-
-
-def shown(editor: Editor) -> list[str]:
-    """The texts of the window/showMessage notifications the editor received."""
-    out = []
-    for m in editor.client.messages:
-        out.append(m.message if isinstance(m, types.ShowMessageParams) else m["message"])
-    return out
 
 
 def warnings_shown(editor: Editor) -> list[str]:

@@ -18,9 +18,8 @@ from pygls.exceptions import JsonRpcException
 from lsp_server.fake_model import FakeOpenAI
 from session.derive.history import build_history
 
-from .harness import Editor, stored
+from .harness import Editor, shown, stored
 from .test_chat import assert_requests_rebuildable
-from .test_lifecycle import shown
 
 pytestmark = pytest.mark.parametrize("client_name", ["vscode"])
 

@@ -17,8 +17,7 @@ import pytest
 
 from lsp_server.fake_model import FakeOpenAI
 
-from .harness import Editor, stored
-from .test_lifecycle import shown
+from .harness import Editor, shown, stored
 from .test_summary import wait_summaries
 
 pytestmark = pytest.mark.parametrize("client_name", ["vscode"])
