@@ -144,18 +144,24 @@ class ChatRunner:
     async def summarize(
         self, transcript: str, instructions: str = SUMMARY_INSTRUCTIONS
     ) -> CompactionSummary:
-        """Summarise turns with the configured model (structured output)."""
+        """Summarise turns with the configured model (structured output), streamed.
+
+        Streamed, so that cancelling it (a chat giving a one-slot server's slot back) closes
+        a stream, which stops the generation: llama-cpp-python finishes a request answered
+        in one piece even after its client left. The first token may wait for a long
+        transcript to be read, so it gets the timeout of an answer in one piece.
+        """
         from .build import build_summarizer
         from .faults import classify
 
+        prompt = f"Conversation to summarise:\n\n{transcript}"
         while True:
             tools = self.tools and self._summary_tools
             summarizer = build_summarizer(self.model, instructions, tools=tools)
             try:
-                result = await summarizer.run(
-                    f"Conversation to summarise:\n\n{transcript}",
-                    model_settings={"timeout": self.non_streamed_timeout},
-                )
+                settings: ModelSettings = {"timeout": self.non_streamed_timeout}
+                async with summarizer.run_stream(prompt, model_settings=settings) as result:
+                    output = await result.get_output()
             except Exception as exc:
                 if tools and classify(exc).kind == "no-tools":
                     self._summary_tools = False  # the chat finds out (and says so) itself
@@ -163,7 +169,7 @@ class ChatRunner:
                 self.summary_failed_at = time.monotonic()
                 raise
             self.summary_failed_at = None
-            return result.output
+            return output
 
     @property
     def non_streamed_timeout(self) -> float:
