@@ -127,11 +127,20 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         """Refuse a prompt over the window, worded as the chosen server words it."""
         style = self.fake.overflow
         completion = 100
-        if style == "llama-cpp" and body.get("stream"):  # llama-cpp-python: 200, empty body
+        if style == "llama-cpp" and body.get("stream"):
+            # llama-cpp-python 0.3.36, byte for byte: 200, an empty chunked body, the
+            # connection said to be kept alive; then, once the client sent its next request
+            # on it, reset.
             self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Connection", "close")
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Connection", "keep-alive")
+            self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            select.select([self.connection], [], [], 2.0)  # the next request arrives
+            linger = struct.pack("ii", 1, 0)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
             self.close_connection = True
             return
         requested = f"you requested {tokens + completion} tokens ({tokens} in the messages, "

@@ -11,7 +11,7 @@ llama-cpp-python's server sends for a prompt over its window) raises `EmptyStrea
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx2
 
@@ -31,8 +31,9 @@ class EmptyStreamError(StreamCutError):
 class _CheckedStream(httpx2.AsyncByteStream):
     """Passes an SSE body through, raising at its end if it never said it finished."""
 
-    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+    def __init__(self, inner: httpx2.AsyncByteStream, on_broken: Callable[[], None]) -> None:
         self.inner = inner
+        self.on_broken = on_broken
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         finished = False
@@ -45,8 +46,10 @@ class _CheckedStream(httpx2.AsyncByteStream):
                 tail = chunk[-_TAIL:]
             yield chunk
         if not received:
+            self.on_broken()
             raise EmptyStreamError("the model's stream ended without sending anything")
         if not finished:
+            self.on_broken()
             raise StreamCutError(
                 "the model's stream ended before the answer was complete "
                 "(no finish_reason, no [DONE])"
@@ -58,19 +61,36 @@ class _CheckedStream(httpx2.AsyncByteStream):
 
 
 class CompletionCheckTransport(httpx2.AsyncBaseTransport):
-    """Wraps a transport so that event streams that stop short raise instead of ending."""
+    """Wraps a transport so that event streams that stop short raise instead of ending.
+
+    A server whose stream broke may also have left its connection half dead: after an
+    empty stream, llama-cpp-python says `keep-alive`, then resets the connection once the
+    next request is on it. So after a broken stream, a request that fails before any
+    answer (read, write or protocol error) is sent once more, on a fresh connection (the
+    pool has dropped the dead one).
+    """
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self.inner = inner
+        self.suspect = False  # a stream broke: its connection may be dead
+
+    def _broken(self) -> None:
+        self.suspect = True
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send `request`; check the body of a successful event stream as it is read."""
-        response = await self.inner.handle_async_request(request)
+        suspect, self.suspect = self.suspect, False
+        try:
+            response = await self.inner.handle_async_request(request)
+        except (httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError):
+            if not suspect:
+                raise
+            response = await self.inner.handle_async_request(request)
         content_type = response.headers.get("content-type", "")
         if response.status_code == 200 and content_type.startswith("text/event-stream"):
             stream = response.stream
             assert isinstance(stream, httpx2.AsyncByteStream)
-            response.stream = _CheckedStream(stream)
+            response.stream = _CheckedStream(stream, self._broken)
         return response
 
     async def aclose(self) -> None:
