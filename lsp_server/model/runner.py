@@ -120,6 +120,7 @@ class ChatRunner:
         self.cuts = CutWatch()  # a server that cuts prompts silently (Ollama)
         self.tools = True  # False once the server refused the tools for this model
         self._summary_tools = True  # the same, found by a summary
+        self._summarizers: dict[tuple[str, bool], Agent[None, CompactionSummary]] = {}
 
     def without_tools(self) -> None:
         """Chat without tools from now on: the server refused them for this model."""
@@ -157,7 +158,10 @@ class ChatRunner:
         prompt = f"Conversation to summarise:\n\n{transcript}"
         while True:
             tools = self.tools and self._summary_tools
-            summarizer = build_summarizer(self.model, instructions, tools=tools)
+            summarizer = self._summarizers.get((instructions, tools))
+            if summarizer is None:  # one per kind, with its HTTP client's connections
+                summarizer = build_summarizer(self.model, instructions, tools=tools)
+                self._summarizers[(instructions, tools)] = summarizer
             try:
                 settings: ModelSettings = {"timeout": self.non_streamed_timeout}
                 async with summarizer.run_stream(prompt, model_settings=settings) as result:
