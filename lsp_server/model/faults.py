@@ -129,16 +129,19 @@ def overflow_window(text: str) -> int | None:
     return None
 
 
+def _says(text: str, patterns: tuple[str, ...]) -> bool:
+    lowered = text.lower()
+    return any(pattern in lowered for pattern in patterns)
+
+
 def is_overflow_text(text: str) -> bool:
     """Return True if an error text says the prompt does not fit the context window."""
-    lowered = text.lower()
-    return any(pattern in lowered for pattern in OVERFLOW_PATTERNS)
+    return _says(text, OVERFLOW_PATTERNS)
 
 
 def is_tools_refused(text: str) -> bool:
     """Return True if an error text says the server takes no tools for this model."""
-    lowered = text.lower()
-    return any(pattern in lowered for pattern in TOOLS_REFUSED_PATTERNS)
+    return _says(text, TOOLS_REFUSED_PATTERNS)
 
 
 def classify(exc: BaseException) -> ModelFault:
