@@ -44,6 +44,14 @@ class RequestFailedError(JsonRpcException):
     MESSAGE = "Request failed"
 
 
+def _sync_quietly(index: SearchIndex, manager: SessionManager, session_id: str) -> None:
+    """Sync one session into the index; a failure is logged (the index is a projection)."""
+    try:
+        index.sync_session(manager, session_id)
+    except Exception as exc:  # never fail a turn for it
+        logger.warning("search index not updated: %s", exc)
+
+
 def drift_summary(drift: DriftReport) -> str:
     """Return a one-line description of drift for a warning message."""
     parts = [f"{p}: modified" for p in drift.modified]
@@ -76,6 +84,8 @@ class AgentAssistServer(LanguageServer):
         self.closed = False
         self.stop_watching = threading.Event()
         self._search: SearchIndex | None = None
+        self._indexing: asyncio.Task[None] | None = None  # the worker sync running, if any
+        self._index_next: tuple[SearchIndex, SessionManager, str] | None = None
         self.store_error: str | None = None  # why the configured store cannot be used now
         # In-flight request handlers, cancelled (and briefly awaited) when the process ends.
         self.requests: set[asyncio.Task[Any]] = set()
@@ -207,16 +217,38 @@ class AgentAssistServer(LanguageServer):
             self._search = SearchIndex.for_project(self.session.manager)
         return self._search
 
+    def _index_target(self) -> tuple[SearchIndex, SessionManager, str] | None:
+        """Return what `index_session` syncs now (None: no session, or not the local store)."""
+        if self.lifecycle is None or self.lifecycle.session is None:
+            return None
+        if self.lifecycle.store.kind != "local":
+            return None  # the database's search indexes what it holds itself
+        return self.search_index, self.lifecycle.manager, self.lifecycle.session_id
+
     def index_session(self) -> None:
         """Bring the search index up to date with the current session (best effort)."""
-        if self.lifecycle is None or self.lifecycle.session is None:
+        target = self._index_target()
+        if target is not None:
+            _sync_quietly(*target)
+
+    def index_in_background(self) -> None:
+        """Index the current session in a worker thread: the event loop never waits for it.
+
+        A sync is usually under a millisecond, but one that recounts the trigrams or lets
+        FTS5 merge its segments takes up to a second on a large index (1M events).
+        Requests made meanwhile are queued into one more sync after it.
+        """
+        target = self._index_target()
+        if target is None:
             return
-        if self.lifecycle.store.kind != "local":
-            return  # the database's search indexes what it holds itself
-        try:
-            self.search_index.sync_session(self.lifecycle.manager, self.lifecycle.session_id)
-        except Exception as exc:  # the index is a projection: never fail a turn for it
-            logger.warning("search index not updated: %s", exc)
+        self._index_next = target
+        if self._indexing is None or self._indexing.done():
+            self._indexing = self.spawn(self._index_queued(), "search index sync")
+
+    async def _index_queued(self) -> None:
+        while (target := self._index_next) is not None:
+            self._index_next = None
+            await asyncio.to_thread(_sync_quietly, *target)
 
     # -- client I/O ---------------------------------------------------------------------
 

@@ -275,12 +275,13 @@ class Chat(Feature):
     def _after_turn(self) -> None:
         """Work a turn needs done but its result need not wait for.
 
-        The search index is a projection, brought up to date before every search anyway; the
-        history's conversion for the next turn is a cache (`ModelMessageCache`) that only
-        saves the next request from converting this turn's messages.
+        The search index is a projection, synced in a worker thread and brought up to date
+        before every search anyway; the history's conversion for the next turn is a cache
+        (`ModelMessageCache`) that only saves the next request from converting this turn's
+        messages.
         """
         ls = self.server
-        ls.index_session()
+        ls.index_in_background()
         self.need(RunningSummary).schedule()
         if ls.runner is not None and ls.lifecycle is not None and ls.lifecycle.session is not None:
             try:

@@ -8,7 +8,7 @@ from lsprotocol import types
 
 from session.derive.transcript import transcript
 from session.errors import SessionError, SessionLockedError, SessionNotFoundError
-from session.search import SearchError
+from session.search import SearchError, SearchHit
 from session.store.backend import TextSearch
 
 from .. import protocol as proto
@@ -172,16 +172,24 @@ class SessionCommands(Feature):
                 raise RequestFailedError(f"search is unavailable: {exc}") from None
             return proto.SearchResult(results=[proto.SearchHit.model_validate(h) for h in found])
         manager = ls.session.manager
-        try:
-            index = ls.search_index
-            if index.migrating:  # an older index answers while the new one is built
-                if self._rebuild is None or self._rebuild.done():
-                    self._rebuild = ls.spawn(self._rebuild_index(), "search index rebuild")
-            elif params.session_id is not None:
+        index = ls.search_index
+
+        def sync_and_search() -> list[SearchHit]:  # in a worker thread: a sync may take long
+            if params.session_id is not None:
                 index.sync_session(manager, params.session_id)
             else:
                 index.sync(manager)
-            hits = index.search(params.query, params.session_id, params.limit)
+            return index.search(params.query, params.session_id, params.limit)
+
+        try:
+            if index.migrating:  # an older index answers while the new one is built
+                if self._rebuild is None or self._rebuild.done():
+                    self._rebuild = ls.spawn(self._rebuild_index(), "search index rebuild")
+                hits = await asyncio.to_thread(
+                    index.search, params.query, params.session_id, params.limit
+                )
+            else:
+                hits = await asyncio.to_thread(sync_and_search)
         except SearchError as exc:
             raise RequestFailedError(f"search is unavailable: {exc}") from None
         return proto.SearchResult(results=[proto.SearchHit.model_validate(h) for h in hits])

@@ -1,0 +1,72 @@
+"""After a turn, the server indexes the session in a worker thread, never in its event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from lsp_server.server import AgentAssistServer
+from session.search import SearchIndex
+from session.store.manager import SessionManager
+
+from .conftest import make_lifecycle, run_turn
+
+
+class HeldIndex(SearchIndex):
+    """A real index whose syncs wait until the test lets them go on."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.calls: list[tuple[str, str]] = []
+
+    def sync_session(self, manager: SessionManager, session_id: str):  # type: ignore[no-untyped-def]
+        self.calls.append((threading.current_thread().name, session_id))
+        self.entered.set()
+        assert self.release.wait(10), "the test never released the sync"
+        return super().sync_session(manager, session_id)
+
+
+async def test_a_slow_sync_leaves_the_loop_free_and_later_requests_are_coalesced(
+    manager: SessionManager,
+) -> None:
+    lifecycle = make_lifecycle(manager)
+    lifecycle.resume_or_start(None, True)
+    run_turn(lifecycle, "where do the pelican templates live", "under templates/birds")
+    server = AgentAssistServer()
+    server.lifecycle = lifecycle
+    index = HeldIndex(manager.project_dir / "index.sqlite")
+    server._search = index
+
+    server.index_in_background()
+    assert await asyncio.to_thread(index.entered.wait, 10)
+    # The sync is held in its thread; the loop goes on, and asks for more syncs meanwhile.
+    ticks = 0
+    for _ in range(5):
+        await asyncio.sleep(0)
+        ticks += 1
+    run_turn(lifecycle, "and the heron ones", "under templates/herons")
+    server.index_in_background()
+    server.index_in_background()
+    assert ticks == 5 and len(index.calls) == 1
+    index.release.set()
+    assert server._indexing is not None
+    await asyncio.wait_for(server._indexing, 10)
+
+    loop_thread = threading.current_thread().name
+    assert [sid for _, sid in index.calls] == [lifecycle.session_id] * 2  # two asks: one sync
+    assert all(name != loop_thread for name, _ in index.calls)
+    hits = index.search("heron")
+    assert [hit.session_id for hit in hits] == [lifecycle.session_id] * len(hits) and hits
+    lifecycle.close()
+    index.close()
+
+
+async def test_nothing_is_indexed_without_a_session(manager: SessionManager) -> None:
+    server = AgentAssistServer()
+    server.index_in_background()  # before initialize: no lifecycle
+    assert server._indexing is None
+    server.lifecycle = make_lifecycle(manager)  # no session yet
+    server.index_in_background()
+    assert server._indexing is None
