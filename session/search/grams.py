@@ -24,6 +24,7 @@ other trigram is looked up, as before.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 GRAM_DOCS_TABLE = (
     "CREATE TABLE IF NOT EXISTS gram_docs (term TEXT PRIMARY KEY, docs INTEGER NOT NULL)"
@@ -70,22 +71,27 @@ def count_grams(conn: sqlite3.Connection) -> None:
     conn.executemany("INSERT OR REPLACE INTO gram_docs VALUES (?, ?)", ((_ROWS, rows), (_ADDED, 0)))
 
 
-def note_rows(conn: sqlite3.Connection, added: int) -> None:
-    """Count `added` new rows; count the trigrams again once the rows have doubled.
+def note_rows(
+    conn: sqlite3.Connection,
+    added: int,
+    recount: Callable[[sqlite3.Connection], None] = count_grams,
+) -> None:
+    """Count `added` new rows; count the trigrams again (`recount`) once the rows have doubled.
 
     An index never counted (made before the counts) is counted at its first sync.
+    `recount` must end with `count_grams`; the index's sync merges the segments first.
     """
     found = dict(
         conn.execute("SELECT term, docs FROM gram_docs WHERE term IN (?, ?)", (_ROWS, _ADDED))
     )
     if _ADDED not in found:
-        count_grams(conn)
+        recount(conn)
         return
     if added <= 0:
         return
     since = found[_ADDED] + added
     if since >= max(MIN_ROWS, found.get(_ROWS, 0)):
-        count_grams(conn)
+        recount(conn)
     else:
         conn.execute("INSERT OR REPLACE INTO gram_docs VALUES (?, ?)", (_ADDED, since))
 

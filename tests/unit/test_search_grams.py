@@ -134,3 +134,33 @@ def test_an_index_from_before_the_counts_gets_them_at_its_next_sync(
         again.sync(manager)  # nothing new in the logs: counted all the same
         assert gram_rows(again)[""] >= 8
         assert again.search("the templates") == before
+
+
+def segments(index: SearchIndex) -> int:
+    conn = sqlite3.connect(index.path)
+    try:
+        return int(conn.execute("SELECT count(DISTINCT segid) FROM event_grams_idx").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_the_sync_that_counts_again_merges_the_trigram_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Syncs of one turn each leave a segment each (FTS5 merges them only now and then)."""
+    monkeypatch.setattr(grams, "MIN_ROWS", 8)
+    (tmp_path / "ws").mkdir()
+    manager = SessionManager(tmp_path / "ws", home=tmp_path / "home")
+    lc = make_lifecycle(manager)
+    seen: list[tuple[int | None, int]] = []
+    with SearchIndex.for_project(manager) as index:
+        for n in range(40):
+            run_turn(lc, f"question {n} about the templates", f"answer {n}: the templates")
+            index.sync_session(manager, lc.session_id)
+            seen.append((gram_rows(index).get(""), segments(index)))
+        recounts = [i for i in range(1, len(seen)) if seen[i][0] != seen[i - 1][0]]
+        assert len(recounts) >= 2, seen  # counted again each time the rows doubled
+        assert all(seen[i][1] == 1 for i in recounts), seen  # and merged into one segment
+        assert max(count for _, count in seen) > 2, seen  # which the syncs between did not
+        assert len(index.search("question", limit=100)) == 40
+    lc.close()
