@@ -218,18 +218,12 @@ class AgentAssistServer(LanguageServer):
         return self._search
 
     def _index_target(self) -> tuple[SearchIndex, SessionManager, str] | None:
-        """Return what `index_session` syncs now (None: no session, or not the local store)."""
+        """Return what a sync of the current session syncs (None: none, or not the local store)."""
         if self.lifecycle is None or self.lifecycle.session is None:
             return None
         if self.lifecycle.store.kind != "local":
             return None  # the database's search indexes what it holds itself
         return self.search_index, self.lifecycle.manager, self.lifecycle.session_id
-
-    def index_session(self) -> None:
-        """Bring the search index up to date with the current session (best effort)."""
-        target = self._index_target()
-        if target is not None:
-            _sync_quietly(*target)
 
     def index_in_background(self) -> None:
         """Index the current session in a worker thread: the event loop never waits for it.
@@ -326,12 +320,16 @@ class AgentAssistServer(LanguageServer):
             return
         self.closed = True
         self.stop_watching.set()
-        self.index_session()
+        target = self._index_target()
         try:
             saved = self.lifecycle.close()
             logger.info("autosave on %s: %s", why, "written" if saved else "skipped")
         except Exception as exc:  # on the way out: report it, never raise it
             logger.error("autosave on %s failed: %s", why, exc)
+        # The session is saved first: indexing is a projection, and a worker sync still
+        # running (it holds the index) must not keep the snapshot from being written.
+        if target is not None and (self._indexing is None or self._indexing.done()):
+            _sync_quietly(*target)
         try:
             self.lifecycle.store.close()
         except Exception as exc:

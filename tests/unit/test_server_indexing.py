@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
+from collections.abc import Callable
 
 from lsp_server.server import AgentAssistServer
 from session.search import SearchIndex
@@ -70,3 +72,36 @@ async def test_nothing_is_indexed_without_a_session(manager: SessionManager) -> 
     server.lifecycle = make_lifecycle(manager)  # no session yet
     server.index_in_background()
     assert server._indexing is None
+
+
+async def test_exit_saves_the_session_without_waiting_for_a_running_sync(
+    manager: SessionManager,
+) -> None:
+    lifecycle = make_lifecycle(manager)
+    run_turn(lifecycle, "where do the pelican templates live", "under templates/birds")
+    session_id = lifecycle.session_id
+    server = AgentAssistServer()
+    server.lifecycle = lifecycle
+    index = HeldIndex(manager.project_dir / "index.sqlite")
+    server._search = index
+    server.index_in_background()
+    assert await asyncio.to_thread(index.entered.wait, 10)
+
+    exiting = threading.Thread(target=server.autosave, args=("end of input",))
+    exiting.start()
+    saved = await asyncio.to_thread(_wait_for, lambda: lifecycle.session is None)
+    assert saved and not index.release.is_set()  # saved and released while the sync is held
+    assert manager.snapshot_path(session_id).exists()
+    index.release.set()
+    await asyncio.to_thread(exiting.join, 10)
+    assert not exiting.is_alive()
+    assert len(index.calls) == 1  # the running sync was not queued behind with another
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
