@@ -4,7 +4,8 @@ Options that make it behave like a given server: `--slots N` (one request at a t
 llama.cpp's `--parallel 1`), `--context-window N --overflow STYLE` (how a prompt over the
 window is answered: an error in OpenAI's, vLLM's, llama-server's or llama-cpp-python's
 words, or Ollama's silent cut), `--no-tools STYLE` (tools refused, as Ollama, llama-server
-or vLLM refuse them).
+or vLLM refuse them), `--null-content STYLE` (a tool call without text refused in history,
+as llama-cpp-python and older llama-server builds refuse it).
 
 The first line on stdout is the base URL.
 """
@@ -17,7 +18,7 @@ import signal
 import threading
 
 from .replies import load_script
-from .script import NO_TOOLS_STYLES, OVERFLOW_STYLES
+from .script import NO_TOOLS_STYLES, NULL_CONTENT_STYLES, OVERFLOW_STYLES
 from .server import FakeOpenAI
 
 
@@ -34,6 +35,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--context-window", type=int, help="prompt tokens (4 bytes each) it takes")
     parser.add_argument("--overflow", choices=OVERFLOW_STYLES, default="openai")
     parser.add_argument("--no-tools", choices=NO_TOOLS_STYLES, help="refuse requests with tools")
+    parser.add_argument(
+        "--null-content",
+        choices=NULL_CONTENT_STYLES,
+        help="refuse an assistant message whose content is null",
+    )
     args = parser.parse_args(argv)
     replies, label = load_script(args.script) if args.script else ([], None)
     logging.basicConfig(level=logging.WARNING)
@@ -50,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         context_window=args.context_window,
         overflow=args.overflow,
         no_tools=args.no_tools,
+        null_content=args.null_content,
     )
     with fake_model as fake:
         print(fake.base_url, flush=True)  # noqa: T201

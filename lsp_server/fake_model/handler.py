@@ -14,7 +14,7 @@ import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .replies import FAULTS, Reply, prompt_tokens, split_text
+from .replies import FAULTS, Reply, null_content_at, prompt_tokens, split_text
 from .script import SILENT_STYLES, ClientGoneError, ModelScript
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,9 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
             return
         if self.fake.no_tools is not None and body.get("tools"):
             self._refuse_tools(body)
+            return
+        if self.fake.null_content is not None and (at := null_content_at(body)) is not None:
+            self._refuse_null_content(at)
             return
         slot = None
         try:
@@ -184,6 +187,26 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
             model = body.get("model") or self.fake.model_id
             message = f"registry.ollama.ai/library/{model}:latest does not support tools"
             self._error(400, message, "api_error")
+
+    def _refuse_null_content(self, index: int) -> None:
+        """Refuse an assistant message with null content, as the chosen server does."""
+        if self.fake.null_content == "llama-server":  # builds before null was taken
+            error = {"code": 500, "message": "Expected 'content' to be a string or an array"}
+            self._json(500, {"error": {**error, "type": "server_error"}})
+            return
+        # llama-cpp-python validates the body with pydantic: one error per message type
+        # the message could have been (the assistant one says what is wrong); HTTP 500.
+        where = f"'loc': ('body', 'messages', {index}, "
+        lines = [
+            f"{{'type': 'literal_error', {where}'ChatCompletionRequestSystemMessage', 'role'), "
+            "'msg': \"Input should be 'system'\", 'input': 'assistant'}",
+            f"{{'type': 'string_type', {where}'ChatCompletionRequestAssistantMessage', "
+            "'content'), 'msg': 'Input should be a valid string', 'input': None}",
+        ]
+        message = f"{len(lines)} validation errors:\n" + "\n".join(f"  {line}" for line in lines)
+        message += '\n\n  File "llama_cpp/server/app.py", in create_chat_completion\n'
+        error = {"message": message, "type": "internal_server_error", "param": None, "code": None}
+        self._json(500, {"error": error})
 
     def _complete(self, reply: Reply, body: dict[str, Any], number: int) -> None:
         if reply.kind == "hang":

@@ -188,6 +188,15 @@ def prompt_tokens(body: dict[str, Any]) -> int:
     return len(json.dumps(body.get("messages") or [])) // 4
 
 
+def null_content_at(body: dict[str, Any]) -> int | None:
+    """Return the index of the first assistant message without string content, if any."""
+    for index, message in enumerate(body.get("messages") or []):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            if not isinstance(message.get("content"), str | list):
+                return index
+    return None
+
+
 def load_script(path: str | Path) -> tuple[list[Any], str | None]:
     """Read a JSON script file: a list of replies (``{"label": ...}`` entries set the label)."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -27,6 +27,8 @@ OVERFLOW_STYLES = ("openai", "llama-cpp", "vllm", "llama-server", "ollama", "oll
 # Styles that answer a prompt over the window as if it fitted, having read only part of it.
 SILENT_STYLES = ("ollama", "ollama-legacy")
 NO_TOOLS_STYLES = ("ollama", "llama-server", "vllm")  # servers that refuse a request's tools
+# Servers that refuse an assistant message whose content is null (a tool call without text).
+NULL_CONTENT_STYLES = ("llama-cpp", "llama-server")
 
 
 class ClientGoneError(Exception):
@@ -55,12 +57,16 @@ class ModelScript:
         overflow: str = "openai",
         slots: int | None = None,
         no_tools: str | None = None,
+        null_content: str | None = None,
     ) -> None:
         if overflow not in OVERFLOW_STYLES:
             raise ValueError(f"overflow must be one of {OVERFLOW_STYLES}")
         if no_tools is not None and no_tools not in NO_TOOLS_STYLES:
             raise ValueError(f"no_tools must be one of {NO_TOOLS_STYLES}")
+        if null_content is not None and null_content not in NULL_CONTENT_STYLES:
+            raise ValueError(f"null_content must be one of {NULL_CONTENT_STYLES}")
         self.no_tools = no_tools
+        self.null_content = null_content
         self.model_id = f"agent-assist-{label}" if label else DEFAULT_MODEL
         self.context_window = context_window
         self.overflow = overflow

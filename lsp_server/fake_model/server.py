@@ -15,6 +15,11 @@ without tool calling (llama-server without ``--jinja``, vLLM without
 ``--enable-auto-tool-choice``). A summary request without tools is answered with the
 summary as JSON text (what pydantic-ai's prompted output asks for).
 
+``FakeOpenAI(null_content="llama-cpp"|"llama-server")`` refuses every request holding an
+assistant message whose `content` is null or missing (a tool call without text, as the
+OpenAI API allows and pydantic-ai sends it), with HTTP 500 in that server's words:
+llama-cpp-python's request validation, or llama.cpp's llama-server before it took null.
+
 ``FakeOpenAI(slots=1)`` answers one request at a time, as a local server with one slot
 does (llama.cpp's ``--parallel 1``, llama-cpp-python): the others wait for it.
 
@@ -53,6 +58,7 @@ class FakeOpenAI(ModelScript):
         overflow: str = "openai",
         slots: int | None = None,
         no_tools: str | None = None,
+        null_content: str | None = None,
     ) -> None:
         super().__init__(
             replies,
@@ -61,6 +67,7 @@ class FakeOpenAI(ModelScript):
             overflow=overflow,
             slots=slots,
             no_tools=no_tools,
+            null_content=null_content,
         )
         self._address = (host, port)
         self._server: ThreadingHTTPServer | None = None
