@@ -42,8 +42,10 @@ async def run_attempts(
     A retryable fault (a cut or stalled stream, a dropped connection, a corrupted chunk,
     429, 5xx) is retried after a backoff, at most `model.maxRetries` times; a stream that
     came back empty is asked again without streaming (which also gets a server's real
-    error); a prompt over the context window compacts the session and is retried once.
-    Every abandoned attempt is recorded (`step/retry`) and never enters the history.
+    error); a prompt over the context window compacts the session and is retried once; a
+    server that refuses the tools, or the null text of a tool call, is asked again at once
+    without them, or with an empty string (`ServerQuirks`). Every abandoned attempt is
+    recorded (`step/retry`) and never enters the history.
     """
     assert ls.runner is not None
     runner = ls.runner
@@ -68,6 +70,8 @@ async def run_attempts(
             elif fault.kind == "no-tools" and runner.tools:
                 runner.without_tools()
                 ls.show(NO_TOOLS_WARNING.format(detail=fault.detail))
+            elif fault.kind == "null-content" and not runner.quirks.blank_tool_text:
+                runner.quirks.blank_tool_text = True  # asked again at once, with "" for null
             elif (
                 fault.kind in ("overflow", "truncated")
                 and not healed

@@ -14,6 +14,7 @@ from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 from session.compaction import SUMMARY_INSTRUCTIONS, CompactionSummary  # noqa: E402
 
 from ..config import ModelConfig  # noqa: E402
+from .quirks import ServerQuirks  # noqa: E402
 from .tools import (  # noqa: E402
     BASE_INSTRUCTIONS,
     NO_TOOLS_INSTRUCTIONS,
@@ -26,20 +27,24 @@ from .tools import (  # noqa: E402
 from .transport import build_http_client  # noqa: E402
 
 
-def _model(config: ModelConfig) -> OpenAIChatModel:
-    # Our own HTTP client (read timeout, streams that must finish) and no SDK retries:
-    # the chat loop retries, so it can tell the client and keep the log honest.
+def _model(config: ModelConfig, quirks: ServerQuirks | None) -> OpenAIChatModel:
+    # Our own HTTP client (read timeout, streams that must finish, the server's quirks) and
+    # no SDK retries: the chat loop retries, so it can tell the client and keep the log honest.
     client = AsyncOpenAI(
         base_url=config.base_url,
         api_key=config.api_key or "none",
-        http_client=build_http_client(config.stream_timeout),
+        http_client=build_http_client(config.stream_timeout, quirks),
         max_retries=0,
     )
     return OpenAIChatModel(config.name or "", provider=OpenAIProvider(openai_client=client))
 
 
 def build_summarizer(
-    config: ModelConfig, instructions: str = SUMMARY_INSTRUCTIONS, *, tools: bool = True
+    config: ModelConfig,
+    instructions: str = SUMMARY_INSTRUCTIONS,
+    *,
+    tools: bool = True,
+    quirks: ServerQuirks | None = None,
 ) -> Agent[None, CompactionSummary]:
     """Return an agent that summarises turns with structured output.
 
@@ -47,12 +52,14 @@ def build_summarizer(
     the prompt and the answer's text is the JSON (pydantic-ai's prompted output).
     """
     output = CompactionSummary if tools else PromptedOutput(CompactionSummary)
-    return Agent(_model(config), output_type=output, instructions=instructions)
+    return Agent(_model(config, quirks), output_type=output, instructions=instructions)
 
 
-def build_agent(config: ModelConfig, *, tools: bool = True) -> Agent[ToolDeps, str]:
+def build_agent(
+    config: ModelConfig, *, tools: bool = True, quirks: ServerQuirks | None = None
+) -> Agent[ToolDeps, str]:
     """Return an agent for an OpenAI-compatible model with the workspace tools (or none)."""
-    model = _model(config)
+    model = _model(config, quirks)
     base = BASE_INSTRUCTIONS if tools else NO_TOOLS_INSTRUCTIONS
 
     def instructions(ctx: RunContext[ToolDeps]) -> str:

@@ -29,10 +29,12 @@ FaultKind = Literal[
     "overflow",
     "truncated",
     "no-tools",
+    "null-content",
     "rejected",
     "other",
 ]
 NEVER_RETRIED = frozenset({400, 401, 403, 404, 422})
+_HEALED = ("overflow", "no-tools", "null-content")  # changed requests fix these, not waiting
 RETRY_AFTER_CAP = 60.0  # a provider asking for longer than this is reported, not waited on
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
@@ -60,6 +62,15 @@ TOOLS_REFUSED_PATTERNS = (
     "tools param requires --jinja",  # llama.cpp's llama-server without --jinja (HTTP 500)
     "tool choice requires --enable-auto-tool-choice",  # vLLM without tool calling (HTTP 400)
     "no endpoints found that support tool use",  # OpenRouter (HTTP 404)
+)
+# A server that refuses the null `content` of an assistant message that only calls tools
+# (what the OpenAI API allows, and pydantic-ai sends); it takes an empty string.
+NULL_CONTENT_REFUSED_PATTERNS = (
+    "expected 'content' to be a string or an array",  # llama-server builds before 2025-05
+    "expected a string, got null",  # OpenAI-style validators (Groq and others)
+)
+_LLAMA_CPP_PYTHON_NULL = re.compile(  # its pydantic validation of the request body
+    r"chatcompletionrequestassistantmessage', 'content'\), 'msg': 'input should be a valid string'"
 )
 _WINDOW_PATTERNS = (
     re.compile(r"maximum context length is (\d+)"),
@@ -144,6 +155,13 @@ def is_tools_refused(text: str) -> bool:
     return _says(text, TOOLS_REFUSED_PATTERNS)
 
 
+def is_null_content_refused(text: str) -> bool:
+    """Return True if an error text says an assistant message's null content is refused."""
+    return _says(text, NULL_CONTENT_REFUSED_PATTERNS) or bool(
+        _LLAMA_CPP_PYTHON_NULL.search(text.lower())
+    )
+
+
 def classify(exc: BaseException) -> ModelFault:
     """Classify what a model request raised; a server's `x-should-retry` has the last word.
 
@@ -157,7 +175,7 @@ def classify(exc: BaseException) -> ModelFault:
         return replace(
             fault, retryable=False, message=f"{fault.message} (not retried: the server said so)"
         )
-    if said == "true" and not fault.retryable and fault.kind not in ("overflow", "no-tools"):
+    if said == "true" and not fault.retryable and fault.kind not in _HEALED:
         return replace(fault, retryable=True)
     return fault
 
@@ -186,6 +204,15 @@ def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision ta
         return ModelFault(
             "no-tools",
             f"the model server does not take tools for this model ({_detail(exc)})",
+            False,
+            status=status,
+            detail=_detail(exc),
+        )
+    if status in (None, 400, 422, 500) and is_null_content_refused(text):
+        return ModelFault(
+            "null-content",
+            "the model server refuses a tool call without text in the history "
+            f"({_detail(exc)[:200]})",
             False,
             status=status,
             detail=_detail(exc),

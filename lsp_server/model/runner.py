@@ -17,6 +17,7 @@ from session.derive.model_messages import ModelMessageCache
 from session.lifecycle import TurnRecorder
 
 from ..config import ModelConfig
+from .quirks import ServerQuirks
 from .tools import ToolDeps
 from .truncation import CutWatch
 
@@ -119,6 +120,7 @@ class ChatRunner:
         self._history = ModelMessageCache()
         self.cuts = CutWatch()  # a server that cuts prompts silently (Ollama)
         self.tools = True  # False once the server refused the tools for this model
+        self.quirks = ServerQuirks()  # what else it refused, shared by every agent built
         self._summary_tools = True  # the same, found by a summary
         self._summarizers: dict[tuple[str, bool], Agent[None, CompactionSummary]] = {}
 
@@ -130,7 +132,7 @@ class ChatRunner:
     def _build(self) -> Agent[ToolDeps, str]:
         from .build import build_agent
 
-        return build_agent(self.model, tools=self.tools)
+        return build_agent(self.model, tools=self.tools, quirks=self.quirks)
 
     @property
     def can_summarize(self) -> bool:
@@ -160,7 +162,9 @@ class ChatRunner:
             tools = self.tools and self._summary_tools
             summarizer = self._summarizers.get((instructions, tools))
             if summarizer is None:  # one per kind, with its HTTP client's connections
-                summarizer = build_summarizer(self.model, instructions, tools=tools)
+                summarizer = build_summarizer(
+                    self.model, instructions, tools=tools, quirks=self.quirks
+                )
                 self._summarizers[(instructions, tools)] = summarizer
             try:
                 settings: ModelSettings = {"timeout": self.non_streamed_timeout}

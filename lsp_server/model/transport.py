@@ -6,6 +6,8 @@ giving up, a server that died behind a load balancer) looks to the OpenAI SDK li
 answer; here it raises `StreamCutError`, so the turn can be retried instead of recording
 half an answer as complete. A stream that ends before sending anything at all (what
 llama-cpp-python's server sends for a prompt over its window) raises `EmptyStreamError`.
+
+Requests are changed for what the server turned out to refuse (`quirks.ServerQuirks`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import re
 from collections.abc import AsyncIterator, Callable
 
 import httpx2
+
+from .quirks import ServerQuirks, blank_tool_text
 
 CONNECT_TIMEOUT = 10.0
 _FINISHED = re.compile(rb'"finish_reason"\s*:\s*"|^data:\s*\[DONE\]', re.MULTILINE)
@@ -70,8 +74,11 @@ class CompletionCheckTransport(httpx2.AsyncBaseTransport):
     pool has dropped the dead one).
     """
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+    def __init__(
+        self, inner: httpx2.AsyncBaseTransport, quirks: ServerQuirks | None = None
+    ) -> None:
         self.inner = inner
+        self.quirks = quirks or ServerQuirks()
         self.suspect = False  # a stream broke: its connection may be dead
 
     def _broken(self) -> None:
@@ -80,6 +87,8 @@ class CompletionCheckTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send `request`; check the body of a successful event stream as it is read."""
         suspect, self.suspect = self.suspect, False
+        if self.quirks.blank_tool_text and request.method == "POST":
+            request = _changed(request, blank_tool_text(await request.aread()))
         try:
             response = await self.inner.handle_async_request(request)
         except (httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError):
@@ -98,9 +107,21 @@ class CompletionCheckTransport(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def build_http_client(stream_timeout: float) -> httpx2.AsyncClient:
+def _changed(request: httpx2.Request, body: bytes | None) -> httpx2.Request:
+    """Return `request` with `body` (the same request when None)."""
+    if body is None:
+        return request
+    headers = httpx2.Headers(request.headers)
+    headers["content-length"] = str(len(body))
+    return httpx2.Request(
+        request.method, request.url, headers=headers, content=body, extensions=request.extensions
+    )
+
+
+def build_http_client(
+    stream_timeout: float, quirks: ServerQuirks | None = None
+) -> httpx2.AsyncClient:
     """Return the client for model requests: `stream_timeout` s without data is a stall."""
     timeout = httpx2.Timeout(stream_timeout, connect=min(CONNECT_TIMEOUT, stream_timeout))
-    return httpx2.AsyncClient(
-        transport=CompletionCheckTransport(httpx2.AsyncHTTPTransport()), timeout=timeout
-    )
+    transport = CompletionCheckTransport(httpx2.AsyncHTTPTransport(), quirks)
+    return httpx2.AsyncClient(transport=transport, timeout=timeout)

@@ -5,7 +5,9 @@ model whose template has none with HTTP 400 ("... does not support tools"), llam
 started without `--jinja` with HTTP 500, vLLM without `--enable-auto-tool-choice` with
 HTTP 400; the chat carries on without them. A reasoning model streams its thinking in a
 field of its own before the answer (`reasoning_content`: vLLM, llama-server, DeepSeek;
-`reasoning`: Ollama).
+`reasoning`: Ollama). A tool call without text, sent back as `content: null` (as the OpenAI
+API has it), is refused by llama-cpp-python and older llama-server builds; it is sent as
+an empty string from then on.
 """
 
 from __future__ import annotations
@@ -69,6 +71,31 @@ async def test_the_summary_of_a_model_without_tools_is_asked_for_as_json_text(
     assert summary.data.summary.startswith("Running summary: the user asked")
     # The chat found the tools refused first: the summary is asked without them at once.
     assert [bool(r.body.get("tools")) for r in fake.summary_requests] == [False]
+    await editor.stop()
+
+
+@pytest.mark.parametrize("style", ["llama-cpp", "llama-server"])
+async def test_a_server_that_refuses_a_tool_call_without_text_gets_an_empty_one(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path, style: str
+) -> None:
+    """llama-cpp-python and older llama-server refuse `content: null`: every later turn failed."""
+    fake.null_content = style
+    (workspace / "notes.md").write_text("the notes\n")
+    read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.md"}}]}
+    fake.add(read, "The notes say: the notes.", "answer 2")
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    reply = await editor.request("agentAssist/chat", {"text": "what do the notes say?"})
+    assert reply["text"] == "The notes say: the notes." and reply["attempts"] == 2
+    assistant = [m for m in fake.requests[-1].body["messages"] if m.get("role") == "assistant"]
+    assert [m.get("content") for m in assistant] == [""] and assistant[0]["tool_calls"]
+    events = stored(workspace, home).read_events(reply["sessionId"]).events
+    assert [e.data.kind for e in events if e.type == "step/retry"] == ["null-content"]
+    asked = len(fake.requests)
+    again = await editor.request("agentAssist/chat", {"text": "and then?"})
+    assert again["text"] == "answer 2" and again["attempts"] == 1  # remembered: no refusal
+    assert len(fake.requests) == asked + 1
     await editor.stop()
 
 

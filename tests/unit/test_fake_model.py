@@ -307,6 +307,32 @@ def test_a_silent_style_answers_a_prompt_over_the_window_and_counts_what_it_kept
         assert second.usage is not None and second.usage.prompt_tokens == kept
 
 
+@pytest.mark.parametrize(
+    ("style", "said"),
+    [
+        ("llama-cpp", "'content'), 'msg': 'Input should be a valid string', 'input': None"),
+        ("llama-server", "Expected 'content' to be a string or an array"),
+    ],
+)
+def test_a_null_content_style_refuses_a_tool_call_without_text(style: str, said: str) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    history: list[dict] = [
+        {"role": "user", "content": "read it"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "text"},
+    ]
+    with FakeOpenAI(["answer"], null_content=style) as fake:
+        client = openai.OpenAI(base_url=fake.base_url, api_key="k", max_retries=0)
+        with pytest.raises(openai.InternalServerError) as refused:
+            client.chat.completions.create(model="m", messages=history)  # type: ignore[arg-type]
+        assert said in str(refused.value)
+        history[1]["content"] = ""
+        answer = client.chat.completions.create(model="m", messages=history)  # type: ignore[arg-type]
+        assert answer.choices[0].message.content == "answer"
+    with pytest.raises(ValueError, match="null_content"):
+        FakeOpenAI(null_content="vllm")
+
+
 def test_requests_from_many_threads_are_all_recorded(fake: FakeOpenAI) -> None:
     threads = [
         threading.Thread(target=post, args=(fake.base_url + "/chat/completions", USER))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from collections.abc import AsyncIterator
 
@@ -12,6 +13,7 @@ from pydantic_ai import exceptions as pe
 
 from lsp_server.config import parse_initialization_options
 from lsp_server.model.faults import backoff, classify, overflow_window
+from lsp_server.model.quirks import ServerQuirks, blank_tool_text
 from lsp_server.model.transport import (
     CompletionCheckTransport,
     EmptyStreamError,
@@ -353,3 +355,78 @@ async def test_a_summary_refused_its_tools_is_asked_again_for_json_text() -> Non
         assert runner.tools and runner.summary_failed_at is None  # the chat finds out itself
         await runner.summarize("User: again", ASK)
         assert len(fake.summary_requests) == 3  # prompted at once from then on
+
+
+# How servers refuse the null content of an assistant message that only calls tools.
+LLAMA_CPP_PYTHON_NULL = (  # llama-cpp-python 0.3.36, verbatim (two of its seven lines)
+    "7 validation errors:\n  {'type': 'literal_error', 'loc': ('body', 'messages', 2, "
+    "'ChatCompletionRequestSystemMessage', 'role'), 'msg': \"Input should be 'system'\", "
+    "'input': 'assistant', 'ctx': {'expected': \"'system'\"}}\n  {'type': 'string_type', "
+    "'loc': ('body', 'messages', 2, 'ChatCompletionRequestAssistantMessage', 'content'), "
+    "'msg': 'Input should be a valid string', 'input': None}\n"
+)
+NULL_REFUSALS = [
+    (500, {"error": {"message": LLAMA_CPP_PYTHON_NULL, "type": "internal_server_error"}}),
+    (500, {"error": {"code": 500, "message": "Expected 'content' to be a string or an array"}}),
+    (400, {"error": {"message": "Invalid value for 'content': expected a string, got null."}}),
+]
+
+
+@pytest.mark.parametrize(("status", "body"), NULL_REFUSALS)
+def test_every_known_null_content_refusal_is_healed_not_retried(status: int, body: dict) -> None:
+    fault = classify(pe.ModelHTTPError(status, "m", body, headers={"x-should-retry": "true"}))
+    assert fault.kind == "null-content" and not fault.retryable and fault.status == status
+
+
+def test_other_validation_errors_are_not_a_null_content_refusal() -> None:
+    other = LLAMA_CPP_PYTHON_NULL.replace("ChatCompletionRequestAssistantMessage", "Other")
+    fault = classify(pe.ModelHTTPError(500, "m", {"error": {"message": other}}))
+    assert fault.kind == "server" and fault.retryable
+
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+
+
+def test_blank_tool_text_changes_only_tool_calls_without_text() -> None:
+    messages = [
+        {"role": "user", "content": None},  # not ours to change
+        {"role": "assistant", "content": None, "tool_calls": [CALL]},
+        {"role": "assistant", "content": "I will read it.", "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": "c1", "content": "エージェント"},
+        {"role": "assistant", "content": None},  # no tool call: left as it is
+    ]
+    changed = blank_tool_text(json.dumps({"model": "m", "messages": messages}).encode())
+    assert changed is not None
+    got = json.loads(changed)["messages"]
+    assert [m.get("content") for m in got] == [None, "", "I will read it.", "エージェント", None]
+    assert blank_tool_text(json.dumps({"messages": messages[2:4]}).encode()) is None  # nothing
+    assert blank_tool_text(b'not json, but it mentions "tool_calls"') is None
+    assert blank_tool_text(b'{"messages": []}') is None
+
+
+class Recording(httpx2.AsyncBaseTransport):
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = await request.aread()
+        assert request.headers["content-length"] == str(len(body))
+        self.bodies.append(body)
+        return httpx2.Response(200, json={"ok": True})
+
+
+def test_the_transport_sends_an_empty_text_once_the_server_refused_null() -> None:
+    inner = Recording()
+    quirks = ServerQuirks()
+    payload = {"messages": [{"role": "assistant", "content": None, "tool_calls": [CALL]}]}
+
+    async def send() -> None:
+        transport = CompletionCheckTransport(inner, quirks)
+        async with httpx2.AsyncClient(transport=transport) as client:
+            await client.post("http://model.test/v1/chat/completions", json=payload)
+
+    asyncio.run(send())
+    quirks.blank_tool_text = True
+    asyncio.run(send())
+    first, second = (json.loads(b)["messages"][0]["content"] for b in inner.bodies)
+    assert (first, second) == (None, "")
