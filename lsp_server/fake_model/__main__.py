@@ -5,7 +5,8 @@ llama.cpp's `--parallel 1`), `--context-window N --overflow STYLE` (how a prompt
 window is answered: an error in OpenAI's, vLLM's, llama-server's or llama-cpp-python's
 words, or Ollama's silent cut), `--no-tools STYLE` (tools refused, as Ollama, llama-server
 or vLLM refuse them), `--null-content STYLE` (a tool call without text refused in history,
-as llama-cpp-python and older llama-server builds refuse it).
+as llama-cpp-python and older llama-server builds refuse it), `--no-tool-streams` (a tool
+call asked for in a stream gets an empty one, as llama-cpp-python's chatml-function-calling).
 
 The first line on stdout is the base URL.
 """
@@ -40,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=NULL_CONTENT_STYLES,
         help="refuse an assistant message whose content is null",
     )
+    parser.add_argument(
+        "--no-tool-streams",
+        action="store_true",
+        help="send an empty stream for a streamed tool call (llama-cpp-python's function calling)",
+    )
     args = parser.parse_args(argv)
     replies, label = load_script(args.script) if args.script else ([], None)
     logging.basicConfig(level=logging.WARNING)
@@ -57,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         overflow=args.overflow,
         no_tools=args.no_tools,
         null_content=args.null_content,
+        tool_streams=not args.no_tool_streams,
     )
     with fake_model as fake:
         print(fake.base_url, flush=True)  # noqa: T201

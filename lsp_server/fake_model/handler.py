@@ -82,6 +82,9 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
                     code=reply.code,
                     retry_after=reply.retry_after,
                 )
+            elif body.get("stream") and reply.kind == "tool_calls" and not self.fake.tool_streams:
+                self.fake._put_back(reply)  # asked again in one piece, the model calls it again
+                self._empty_stream()
             elif body.get("stream"):
                 self._stream(reply, body, number)
             else:
@@ -131,20 +134,7 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         style = self.fake.overflow
         completion = 100
         if style == "llama-cpp" and body.get("stream"):
-            # llama-cpp-python 0.3.36, byte for byte: 200, an empty chunked body, the
-            # connection said to be kept alive; then, once the client sent its next request
-            # on it, reset.
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-            self.send_header("Connection", "keep-alive")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-            select.select([self.connection], [], [], 2.0)  # the next request arrives
-            linger = struct.pack("ii", 1, 0)
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
-            self.close_connection = True
+            self._empty_stream()
             return
         requested = f"you requested {tokens + completion} tokens ({tokens} in the messages, "
         requested += f"{completion} in the completion)"
@@ -187,6 +177,24 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
             model = body.get("model") or self.fake.model_id
             message = f"registry.ollama.ai/library/{model}:latest does not support tools"
             self._error(400, message, "api_error")
+
+    def _empty_stream(self) -> None:
+        """Fail a stream as llama-cpp-python does when its handler raises (overflow, tools).
+
+        llama-cpp-python 0.3.36, byte for byte: 200, an empty chunked body, the connection
+        said to be kept alive; then, once the client sent its next request on it, reset.
+        """
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Connection", "keep-alive")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+        select.select([self.connection], [], [], 2.0)  # the next request arrives
+        linger = struct.pack("ii", 1, 0)
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+        self.close_connection = True
 
     def _refuse_null_content(self, index: int) -> None:
         """Refuse an assistant message with null content, as the chosen server does."""

@@ -58,6 +58,7 @@ class ModelScript:
         slots: int | None = None,
         no_tools: str | None = None,
         null_content: str | None = None,
+        tool_streams: bool = True,
     ) -> None:
         if overflow not in OVERFLOW_STYLES:
             raise ValueError(f"overflow must be one of {OVERFLOW_STYLES}")
@@ -67,6 +68,7 @@ class ModelScript:
             raise ValueError(f"null_content must be one of {NULL_CONTENT_STYLES}")
         self.no_tools = no_tools
         self.null_content = null_content
+        self.tool_streams = tool_streams
         self.model_id = f"agent-assist-{label}" if label else DEFAULT_MODEL
         self.context_window = context_window
         self.overflow = overflow
@@ -163,6 +165,11 @@ class ModelScript:
             if self._queue:
                 return self._queue.popleft()
         return echo_reply(body)
+
+    def _put_back(self, reply: Reply) -> None:
+        """Make `reply` the next one again (a request refused after it was drawn)."""
+        with self._lock:
+            self._queue.appendleft(reply)
 
     def call_id(self) -> str:
         """Return a fresh tool call id (`call_<n>`)."""

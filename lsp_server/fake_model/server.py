@@ -20,6 +20,11 @@ assistant message whose `content` is null or missing (a tool call without text, 
 OpenAI API allows and pydantic-ai sends it), with HTTP 500 in that server's words:
 llama-cpp-python's request validation, or llama.cpp's llama-server before it took null.
 
+``FakeOpenAI(tool_streams=False)`` cannot stream a tool call, as llama-cpp-python's
+`chatml-function-calling` format ("Automatic streaming tool choice is not supported"):
+a streamed request whose reply is a tool call gets what that server sends for it, an empty
+stream (the reply stays next); text streams, and tool calls come in one piece.
+
 ``FakeOpenAI(slots=1)`` answers one request at a time, as a local server with one slot
 does (llama.cpp's ``--parallel 1``, llama-cpp-python): the others wait for it.
 
@@ -59,6 +64,7 @@ class FakeOpenAI(ModelScript):
         slots: int | None = None,
         no_tools: str | None = None,
         null_content: str | None = None,
+        tool_streams: bool = True,
     ) -> None:
         super().__init__(
             replies,
@@ -68,6 +74,7 @@ class FakeOpenAI(ModelScript):
             slots=slots,
             no_tools=no_tools,
             null_content=null_content,
+            tool_streams=tool_streams,
         )
         self._address = (host, port)
         self._server: ThreadingHTTPServer | None = None

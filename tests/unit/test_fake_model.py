@@ -333,6 +333,22 @@ def test_a_null_content_style_refuses_a_tool_call_without_text(style: str, said:
         FakeOpenAI(null_content="vllm")
 
 
+def test_without_tool_streams_a_streamed_tool_call_is_an_empty_stream() -> None:
+    call = {"tool_calls": [{"name": "read_file", "arguments": {"path": "a"}}]}
+    with FakeOpenAI([call, "text streams"], tool_streams=False) as fake:
+        client = openai.OpenAI(base_url=fake.base_url, api_key="k", max_retries=0)
+        messages = [{"role": "user", "content": "read a"}]
+        chunks = list(client.chat.completions.create(model="m", messages=messages, stream=True))  # type: ignore[arg-type]
+        assert chunks == []  # what llama-cpp-python sends: nothing at all
+        fresh = openai.OpenAI(base_url=fake.base_url, api_key="k", max_retries=0)
+        answer = fresh.chat.completions.create(model="m", messages=messages)  # type: ignore[arg-type]
+        calls = answer.choices[0].message.tool_calls
+        assert calls and calls[0].function.name == "read_file"  # the same call, in one piece
+        text = fresh.chat.completions.create(model="m", messages=messages, stream=True)  # type: ignore[arg-type]
+        streamed = "".join(c.choices[0].delta.content or "" for c in text if c.choices)
+        assert streamed == "text streams"
+
+
 def test_requests_from_many_threads_are_all_recorded(fake: FakeOpenAI) -> None:
     threads = [
         threading.Thread(target=post, args=(fake.base_url + "/chat/completions", USER))
