@@ -208,9 +208,11 @@ class ChatRunner:
         """Run one attempt at a turn, recording every step as it happens.
 
         `prompt` None continues from `history`, whose last message is the request to send
-        again (after `TurnRecorder.retry_step`). With `stream` False the model answers in
-        one piece, which is sent to `sink` as one delta (a server whose stream came back
-        empty is asked again that way, which also gets its real error).
+        again (after `TurnRecorder.retry_step`). With `stream` False every request of the
+        attempt is answered in one piece, each sent to `sink` as one delta: a server whose
+        stream came back empty is asked again that way, which also gets its real error, and
+        it may be one that cannot stream a tool call at all (llama-cpp-python's
+        chatml-function-calling), so the requests after the tool results are too.
         """
         from pydantic_ai import Agent
         from pydantic_ai.messages import (
@@ -253,7 +255,7 @@ class ChatRunner:
             sent_tokens += len(instructions) // 4
             recorder.request_header(model_name, {}, instructions)
 
-        in_one_piece = not stream  # only the attempt's first request
+        in_one_piece = not stream
         async with agent.iter(
             prompt, message_history=messages, deps=deps, model_settings=settings
         ) as run:
@@ -290,7 +292,6 @@ class ChatRunner:
                     text_parts = [p.content for p in response.parts if isinstance(p, TextPart)]
                     finish = response.finish_reason
                     if in_one_piece:
-                        in_one_piece = False
                         record_request(run.all_messages()[-2])
                         if "".join(text_parts):
                             sink.delta("".join(text_parts))

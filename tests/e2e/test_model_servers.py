@@ -7,7 +7,8 @@ HTTP 400; the chat carries on without them. A reasoning model streams its thinki
 field of its own before the answer (`reasoning_content`: vLLM, llama-server, DeepSeek;
 `reasoning`: Ollama). A tool call without text, sent back as `content: null` (as the OpenAI
 API has it), is refused by llama-cpp-python and older llama-server builds; it is sent as
-an empty string from then on.
+an empty string from then on. llama-cpp-python's function calling cannot stream a tool
+call (an empty stream): the rest of the turn is asked in one piece.
 """
 
 from __future__ import annotations
@@ -96,6 +97,34 @@ async def test_a_server_that_refuses_a_tool_call_without_text_gets_an_empty_one(
     again = await editor.request("agentAssist/chat", {"text": "and then?"})
     assert again["text"] == "answer 2" and again["attempts"] == 1  # remembered: no refusal
     assert len(fake.requests) == asked + 1
+    await editor.stop()
+
+
+async def test_a_server_that_cannot_stream_a_tool_call_is_asked_in_one_piece_all_turn(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    """llama-cpp-python's chatml-function-calling sends an empty stream for a tool call."""
+    fake.tool_streams = False
+    (workspace / "a.md").write_text("first\n")
+    (workspace / "b.md").write_text("second\n")
+    fake.add(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.md"}}]},
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "b.md"}}]},
+        "Both read.",
+        "Plain text streams.",
+    )
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    reply = await editor.request("agentAssist/chat", {"text": "read a.md, then b.md"})
+    assert reply["text"] == "Both read." and reply["endReason"] == "completed"
+    streamed = [bool(r.body.get("stream")) for r in fake.requests]
+    assert streamed == [True, False, False, False]  # after the empty stream: all in one piece
+    events = stored(workspace, home).read_events(reply["sessionId"]).events
+    assert [e.data.kind for e in events if e.type == "step/retry"] == ["empty"]
+    assert [e.data.name for e in events if e.type == "tool/call"] == ["read_file"] * 2
+    again = await editor.request("agentAssist/chat", {"text": "say something"})
+    assert again["text"] == "Plain text streams." and fake.requests[-1].body.get("stream")
     await editor.stop()
 
 
