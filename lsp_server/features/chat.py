@@ -141,6 +141,13 @@ def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int) -> st
             f"{ls.config.context_window} tokens: set contextWindow to the model's real window, "
             "run /compact, or start a new session (a single message this long cannot be sent)."
         )
+    if fault.kind == "tool-misuse":
+        last = f" (the last: {fault.detail})" if fault.detail else ""
+        return (
+            f"{_sentence(fault.message)}{last}, so the turn stopped. Ask again more precisely, "
+            "or use a model better at calling tools; each call and its error is in the "
+            "transcript."
+        )
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     if fault.kind == "unreachable":
         where = ls.config.model.base_url or "api.openai.com"

@@ -26,6 +26,11 @@ from .tools import (  # noqa: E402
 )
 from .transport import build_http_client  # noqa: E402
 
+# How often in a row a tool may fail (bad arguments, a missing file) before the turn stops:
+# each failure goes back to the model with the error, and small local models often need
+# two or three tries to get a path right.
+TOOL_RETRIES = 3
+
 
 def _model(config: ModelConfig, quirks: ServerQuirks | None) -> OpenAIChatModel:
     # Our own HTTP client (read timeout, streams that must finish, the server's quirks) and
@@ -69,7 +74,11 @@ def build_agent(
         return f"{base}\n\n{context}" if context else base
 
     agent: Agent[ToolDeps, str] = Agent(
-        model, deps_type=ToolDeps, output_type=str, instructions=instructions
+        model,
+        deps_type=ToolDeps,
+        output_type=str,
+        instructions=instructions,
+        retries=TOOL_RETRIES,
     )
     if not tools:
         return agent

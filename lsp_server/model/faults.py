@@ -30,6 +30,7 @@ FaultKind = Literal[
     "truncated",
     "no-tools",
     "null-content",
+    "tool-misuse",
     "rejected",
     "other",
 ]
@@ -72,6 +73,8 @@ NULL_CONTENT_REFUSED_PATTERNS = (
 _LLAMA_CPP_PYTHON_NULL = re.compile(  # its pydantic validation of the request body
     r"chatcompletionrequestassistantmessage', 'content'\), 'msg': 'input should be a valid string'"
 )
+# pydantic-ai's words when a tool failed more often in a row than the agent's `retries`.
+_TOOL_RETRIES = re.compile(r"Tool '([^']+)' exceeded max retries count of (\d+)")
 _WINDOW_PATTERNS = (
     re.compile(r"maximum context length is (\d+)"),
     re.compile(r"""['"]?n_ctx['"]?\s*[:=]\s*(\d+)"""),
@@ -228,6 +231,17 @@ def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision ta
             window=overflow_window(text),
             status=status,
             detail=_detail(exc),
+        )
+    if isinstance(exc, pe.UnexpectedModelBehavior) and (misuse := _TOOL_RETRIES.search(str(exc))):
+        # The same request would go the same way: a turn for the user to rephrase, or another
+        # model. The tool's last error is the exception's cause.
+        cause = exc.__cause__
+        return ModelFault(
+            "tool-misuse",
+            f"the model called {misuse.group(1)} {int(misuse.group(2)) + 1} times with "
+            "arguments that did not work",
+            False,
+            detail=" ".join(str(cause).split())[:300] if cause is not None else "",
         )
     if isinstance(exc, pe.UnexpectedModelBehavior) and "ended without content" in str(exc):
         return ModelFault("empty", "the model's stream ended without content", True)

@@ -201,6 +201,36 @@ async def test_a_model_server_that_is_not_running_is_named(make_editor) -> None:
     await editor.stop()
 
 
+async def test_a_model_that_keeps_calling_a_tool_wrongly_is_told_apart(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    """A small model that gets a tool's arguments wrong has three more tries, then a stop."""
+    bad = {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.md&#34;"}}]}
+    good = {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.md"}}]}
+    (workspace / "notes.md").write_text("buy milk\n")
+    fake.add(bad, bad, good, bad, bad, bad, "Milk.", *[bad] * 4, "Back on track.")
+    editor = await started(make_editor)
+    reply = await editor.request("agentAssist/chat", {"text": "what do the notes say?"})
+    assert reply["text"] == "Milk."  # two failures, a success (which resets the count), three
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/chat", {"text": "and again?"})
+    message = info.value.message
+    assert message.startswith("The model called read_file 4 times with arguments that did not")
+    assert "notes.md&#34; does not exist" in message and "so the turn stopped" in message
+    assert "pydantic.dev" not in message and "attempts" not in message
+    assert fake.remaining == 1 and len(fake.requests) == 11  # the fault is not retried
+    events = events_of(workspace, home, reply["sessionId"])
+    assert [e.data.reason for e in events if e.type == "turn/end"] == ["completed", "error"]
+    failed = [e for e in events if e.type == "tool/result" and e.data.is_error]
+    assert len(failed) == 8  # the fourth failure of turn 2 is the error itself
+    again = await editor.request("agentAssist/chat", {"text": "once more"})
+    assert again["text"] == "Back on track."
+    sent = fake.requests[-1].body["messages"]
+    called = {c["id"] for m in sent for c in m.get("tool_calls") or ()}
+    answered = {m["tool_call_id"] for m in sent if m.get("role") == "tool"}
+    assert called == answered  # no call of the failed turn is left without its result
+
+
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
 async def test_client_errors_are_never_retried(make_editor, fake: FakeOpenAI, status: int) -> None:
     fake.add({"error": status, "message": f"refused with {status}"}, "never sent")

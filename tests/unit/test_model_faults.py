@@ -430,3 +430,19 @@ def test_the_transport_sends_an_empty_text_once_the_server_refused_null() -> Non
     asyncio.run(send())
     first, second = (json.loads(b)["messages"][0]["content"] for b in inner.bodies)
     assert (first, second) == (None, "")
+
+
+def test_a_tool_failing_past_its_retries_is_tool_misuse_with_the_last_error() -> None:
+    try:
+        try:
+            raise pe.ModelRetry("path '/etc/passwd' is outside the workspace or not allowed")
+        except pe.ModelRetry as last:
+            raise pe.UnexpectedModelBehavior(
+                "Tool 'read_file' exceeded max retries count of 3. Consider raising the retry "
+                "limit, or see the docs on tool retries: https://pydantic.dev/docs/ai/"
+            ) from last
+    except pe.UnexpectedModelBehavior as exc:
+        fault = classify(exc)
+    assert fault.kind == "tool-misuse" and not fault.retryable
+    assert fault.message == "the model called read_file 4 times with arguments that did not work"
+    assert fault.detail == "path '/etc/passwd' is outside the workspace or not allowed"
