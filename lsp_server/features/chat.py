@@ -15,7 +15,7 @@ from .. import protocol as proto
 from ..config import HOW_TO_CONFIGURE_MODEL
 from ..model.faults import RETRY_AFTER_CAP, ModelFault, backoff, classify
 from ..model.runner import TurnResult
-from ..model.tools import ToolDeps
+from ..model.tools import ToolDeps, read_limit
 from ..server import AgentAssistServer, RequestFailedError
 from .base import Feature, request
 from .history import History
@@ -50,7 +50,7 @@ async def run_attempts(
     assert ls.runner is not None
     runner = ls.runner
     lifecycle = ls.session
-    deps = ToolDeps(lifecycle, ls.edits)
+    deps = ToolDeps(lifecycle, ls.edits, read_limit(ls.config.context_window))
     retries = 0
     healed = False
     stream = True
@@ -79,6 +79,7 @@ async def run_attempts(
             ):
                 healed = True
                 stream = True
+                deps.read_limit = read_limit(ls.config.context_window)  # it may be smaller
             elif fault.retryable and retries < runner.model.max_retries:
                 if fault.retry_after is not None and fault.retry_after > RETRY_AFTER_CAP:
                     raise TurnFailedError(

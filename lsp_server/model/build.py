@@ -84,10 +84,13 @@ def build_agent(
         return agent
 
     @agent.tool(name="read_file")
-    def _read(ctx: RunContext[ToolDeps], path: str) -> str:
-        """Read a text file; `path` is relative to the workspace root."""
+    def _read(ctx: RunContext[ToolDeps], path: str, start_line: int = 1) -> str:
+        """Read a text file; `path` is relative to the workspace root.
+
+        A long file comes a part at a time: `start_line` (1-based) reads on from that line.
+        """
         try:
-            return read_file(ctx.deps, path)
+            return read_file(ctx.deps, path, start_line)
         except ToolError as exc:
             raise ModelRetry(str(exc)) from None
 

@@ -26,8 +26,19 @@ NO_TOOLS_INSTRUCTIONS = (
     "project in the current workspace. With this model you have no tools: you cannot read "
     "or write files yourself, so ask the user to paste what you need to see. Be concise."
 )
-MAX_READ_BYTES = 256 * 1024
+MAX_READ_BYTES = 256 * 1024  # the most one read_file call returns, whatever the window
+MIN_READ_BYTES = 2 * 1024  # the least, however small the window
+MAX_SCAN_BYTES = 8 << 20  # how far into a file read_file can go (a part at a time)
 MAX_LIST_ENTRIES = 500
+
+
+def read_limit(context_window: int) -> int:
+    """Return the bytes one read_file call returns: a quarter of the window (4 bytes a token).
+
+    A local model's window is often 2,048-8,192 tokens: a whole source file read into it
+    left no room for the rest of the turn, and the next request overflowed.
+    """
+    return max(MIN_READ_BYTES, min(MAX_READ_BYTES, context_window))
 
 
 class EditorHost(Protocol):
@@ -44,6 +55,7 @@ class ToolDeps:
 
     lifecycle: SessionLifecycle
     host: EditorHost
+    read_limit: int = MAX_READ_BYTES  # bytes one read_file call returns (`read_limit()`)
 
     @property
     def root(self) -> Path:
@@ -68,8 +80,14 @@ def _checked_path(deps: ToolDeps, path: str) -> Path:
     return target
 
 
-def read_file(deps: ToolDeps, path: str) -> str:
-    """Read a UTF-8 text file of the workspace."""
+def read_file(deps: ToolDeps, path: str, start_line: int = 1) -> str:
+    """Read a UTF-8 text file of the workspace from line `start_line` (1-based).
+
+    As much as `deps.read_limit` allows, in whole lines; what does not fit is said, with
+    the `start_line` that reads on.
+    """
+    if start_line < 1:
+        raise ToolError(f"start_line must be 1 or more, not {start_line}")
     target = _checked_path(deps, path)
     try:
         fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -80,11 +98,37 @@ def read_file(deps: ToolDeps, path: str) -> str:
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise ToolError(f"{path} is not a regular file")
-        data = fh.read(MAX_READ_BYTES + 1)
+        data = fh.read(MAX_SCAN_BYTES + 1)
     deps.lifecycle.note_assistant_file(path)
-    text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
-    if len(data) > MAX_READ_BYTES:
-        text += f"\n[truncated: only the first {MAX_READ_BYTES} bytes are shown]"
+    return _part(data, start_line, deps.read_limit)
+
+
+def _part(data: bytes, start_line: int, limit: int) -> str:
+    """Return the lines of `data` from `start_line` that fit `limit` bytes, and what is left."""
+    whole = len(data) <= MAX_SCAN_BYTES
+    lines = data[:MAX_SCAN_BYTES].splitlines(keepends=True)
+    if start_line == 1 and whole and len(data) <= limit:
+        return data.decode("utf-8", errors="replace")  # the usual case: all of it
+    if start_line > len(lines):
+        return f"[the file has {len(lines)} lines: nothing from line {start_line}]"
+    taken: list[bytes] = []
+    size = 0
+    for line in lines[start_line - 1 :]:
+        if taken and size + len(line) > limit:
+            break
+        taken.append(line[: limit - size] if size + len(line) > limit else line)
+        size += len(taken[-1])
+    last = start_line + len(taken) - 1
+    text = b"".join(taken).decode("utf-8", errors="replace")
+    if len(taken[-1]) < len(lines[last - 1]):
+        text += f"\n[line {last} is cut at {limit} bytes: it is longer than one read can show]"
+    if last < len(lines):
+        text += (
+            f"\n[lines {start_line}-{last} of {len(lines)}: call read_file with "
+            f"start_line={last + 1} to read on]"
+        )
+    elif not whole:
+        text += f"\n[the file is larger than {MAX_SCAN_BYTES >> 20} MB: the rest cannot be read]"
     return text
 
 

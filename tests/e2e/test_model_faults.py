@@ -294,6 +294,37 @@ async def test_a_full_context_window_heals_itself(
         await editor.stop()
 
 
+async def test_a_file_larger_than_a_small_window_is_read_a_part_at_a_time(
+    make_editor, workspace: Path, home: Path
+) -> None:
+    """A 2,048-token server (Ollama's default, a small llama.cpp): a whole file overflowed it.
+
+    With `contextWindow` set (or learned from the server), a read returns a quarter of it.
+    """
+    notes = "".join(f"Note {n}: the reply templates live under templates/.\n" for n in range(400))
+    (workspace / "notes.md").write_text(notes)  # 20 KB, ~5,000 tokens
+    read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.md"}}]}
+    more = {
+        "tool_calls": [{"name": "read_file", "arguments": {"path": "notes.md", "start_line": 40}}]
+    }
+    with FakeOpenAI(context_window=2048, overflow="llama-cpp") as model:
+        model.add(read, more, "The notes say where the templates live.")
+        model_options = {"name": "test-model", "apiKey": "sk-x", "baseUrl": model.base_url}
+        options = {"instanceId": "faults", "contextWindow": 2048, "model": model_options}
+        editor = make_editor(options=options)
+        await editor.start()
+        await editor.ready()
+        reply = await editor.request("agentAssist/chat", {"text": "what do the notes say?"})
+        assert reply["text"] == "The notes say where the templates live."
+        results = [m["content"] for m in model.messages(-1) if m.get("role") == "tool"]
+        assert len(results) == 2 and all(len(r) <= 2048 + 200 for r in results)
+        assert results[0].startswith("Note 0:") and "call read_file with start_line=" in results[0]
+        assert results[1].startswith("Note 39:")  # line 40 on
+        events = events_of(workspace, home, reply["sessionId"])
+        assert [e for e in events if e.type == "step/retry"] == []  # it never overflowed
+        await editor.stop()
+
+
 @pytest.mark.parametrize("style", ["openai", "llama-cpp"])
 async def test_a_prompt_that_cannot_fit_says_what_to_do(
     make_editor, workspace: Path, home: Path, style: str

@@ -1,0 +1,72 @@
+"""The model's read_file: whole files when they fit, else a part at a time, in whole lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lsp_server.model import tools
+from lsp_server.model.tools import ToolDeps, ToolError, read_file, read_limit
+from session.store.manager import SessionManager
+
+from .conftest import make_lifecycle
+
+
+class NoEditor:
+    async def apply_file_edit(self, relative: str, content: str) -> bool:
+        return False
+
+
+def deps_for(manager: SessionManager, limit: int) -> ToolDeps:
+    lifecycle = make_lifecycle(manager)
+    lifecycle.resume_or_start(None, True)
+    return ToolDeps(lifecycle, NoEditor(), limit)
+
+
+def test_the_limit_is_a_quarter_of_the_window_within_bounds() -> None:
+    assert read_limit(8_192) == 8_192  # bytes: 2,048 tokens of 4 bytes
+    assert read_limit(128_000) == 128_000
+    assert read_limit(1_000_000) == tools.MAX_READ_BYTES
+    assert read_limit(512) == tools.MIN_READ_BYTES
+
+
+def test_a_file_that_fits_is_read_whole(manager: SessionManager, workspace: Path) -> None:
+    (workspace / "small.md").write_text("one\ntwo\n")
+    assert read_file(deps_for(manager, 100), "small.md") == "one\ntwo\n"
+
+
+def test_a_long_file_is_read_a_part_at_a_time(manager: SessionManager, workspace: Path) -> None:
+    lines = [f"line {n:03d} of the long notes\n" for n in range(1, 201)]  # 27 bytes each
+    (workspace / "long.md").write_text("".join(lines))
+    deps = deps_for(manager, 100 * 27 + 5)
+    first = read_file(deps, "long.md")
+    assert first.startswith("line 001") and "line 100" in first and "line 101" not in first
+    assert first.endswith("[lines 1-100 of 200: call read_file with start_line=101 to read on]")
+    rest = read_file(deps, "long.md", start_line=101)
+    assert rest == "".join(lines[100:])  # the rest fits: no note
+    assert read_file(deps, "long.md", start_line=150).startswith("line 150")
+    assert read_file(deps, "long.md", start_line=201) == (
+        "[the file has 200 lines: nothing from line 201]"
+    )
+    with pytest.raises(ToolError, match="start_line must be 1 or more"):
+        read_file(deps, "long.md", start_line=0)
+
+
+def test_a_line_longer_than_a_read_is_cut_and_said(
+    manager: SessionManager, workspace: Path
+) -> None:
+    (workspace / "min.js").write_text("x" * 5_000 + "\nnext line\n")
+    part = read_file(deps_for(manager, 2_048), "min.js")
+    assert part.startswith("x" * 2_048 + "\n[line 1 is cut at 2048 bytes")
+    assert part.endswith("call read_file with start_line=2 to read on]")
+
+
+def test_japanese_text_is_cut_between_lines_not_inside_a_character(
+    manager: SessionManager, workspace: Path
+) -> None:
+    text = "".join(f"エージェントの設計 {n}\n" for n in range(100))  # 30 bytes a line
+    (workspace / "ja.md").write_text(text)
+    part = read_file(deps_for(manager, 300), "ja.md")
+    assert "\ufffd" not in part and part.startswith("エージェントの設計 0\n")
+    assert "start_line=11 to read on" in part
