@@ -22,6 +22,9 @@ HOW_TO_CONFIGURE_MODEL = (
 
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_STREAM_TIMEOUT = 60.0
+# The first token may take longer: a local server reads the whole prompt before it sends
+# anything (minutes for a long prompt and a large model on a CPU).
+DEFAULT_FIRST_TOKEN_TIMEOUT = 300.0
 DEFAULT_CONTEXT_WINDOW = 128_000
 MIN_CONTEXT_WINDOW = 1_000
 
@@ -34,7 +37,8 @@ class ModelConfig:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     max_retries: int = DEFAULT_MAX_RETRIES
-    stream_timeout: float = DEFAULT_STREAM_TIMEOUT
+    stream_timeout: float = DEFAULT_STREAM_TIMEOUT  # seconds between chunks of a stream
+    first_token_timeout: float = DEFAULT_FIRST_TOKEN_TIMEOUT  # to the first byte of an answer
 
     @property
     def configured(self) -> bool:
@@ -178,7 +182,8 @@ def parse_initialization_options(
     model_opts = options.get("model")
     if model_opts is not None and not isinstance(model_opts, Mapping):
         warnings.append(
-            "model must be an object {name, baseUrl, apiKey, maxRetries, streamTimeout}; "
+            "model must be an object {name, baseUrl, apiKey, maxRetries, streamTimeout, "
+            "firstTokenTimeout}; "
             "using the environment"
         )
         model_opts = None
@@ -204,9 +209,20 @@ def parse_initialization_options(
         DEFAULT_STREAM_TIMEOUT,
         " seconds",
     )
+    first_token_timeout = _bounded(
+        warnings,
+        "model.firstTokenTimeout",
+        model_opts.get("firstTokenTimeout", env.get("AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT")),
+        float,
+        1,
+        3600,
+        DEFAULT_FIRST_TOKEN_TIMEOUT,
+        " seconds",
+    )
     model = ModelConfig(
         max_retries=max_retries,
         stream_timeout=stream_timeout,
+        first_token_timeout=max(first_token_timeout, stream_timeout),
         name=_first(
             model_opts.get("name"),
             env.get("AGENT_ASSIST_LLM_MODEL_NAME"),

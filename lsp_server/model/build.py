@@ -38,7 +38,7 @@ def _model(config: ModelConfig, quirks: ServerQuirks | None) -> OpenAIChatModel:
     client = AsyncOpenAI(
         base_url=config.base_url,
         api_key=config.api_key or "none",
-        http_client=build_http_client(config.stream_timeout, quirks),
+        http_client=build_http_client(config.stream_timeout, config.first_token_timeout, quirks),
         max_retries=0,
     )
     return OpenAIChatModel(config.name or "", provider=OpenAIProvider(openai_client=client))

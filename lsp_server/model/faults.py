@@ -36,6 +36,11 @@ FaultKind = Literal[
 ]
 NEVER_RETRIED = frozenset({400, 401, 403, 404, 422})
 _HEALED = ("overflow", "no-tools", "null-content")  # changed requests fix these, not waiting
+# A request's answer did not begin in time (a stream that stalls later says so itself).
+NO_ANSWER_IN_TIME = (
+    "the model sent nothing within the timeout (model.firstTokenTimeout; a local server "
+    "reading a long prompt may need more)"
+)
 RETRY_AFTER_CAP = 60.0  # a provider asking for longer than this is reported, not waited on
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 8.0
@@ -187,13 +192,15 @@ def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision ta
     from pydantic_ai import exceptions as pe
 
     # The HTTP client (~3 MB) is loaded with the model, at the first chat, not at start-up.
-    from .transport import EmptyStreamError, StreamCutError
+    from .transport import EmptyStreamError, StreamCutError, StreamStallError
     from .truncation import PromptCutError
 
     chain = _chain(exc)
     for item in chain:
         if isinstance(item, PromptCutError):
             return ModelFault("truncated", str(item), False, window=item.counted, detail=str(item))
+        if isinstance(item, StreamStallError):
+            return ModelFault("stall", str(item), True)
         if isinstance(item, EmptyStreamError):
             return ModelFault("empty", "the model's stream ended without sending anything", True)
         if isinstance(item, StreamCutError):
@@ -267,7 +274,7 @@ def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision ta
     if any(isinstance(item, TimeoutError) for item in chain) or isinstance(
         exc, pe.ModelTimeoutError | pe.ModelRequestTimeout
     ):
-        return ModelFault("stall", "the model stopped sending (no data within the timeout)", True)
+        return ModelFault("stall", NO_ANSWER_IN_TIME, True)
     if any(type(item).__name__ in ("ConnectError", "ConnectTimeout") for item in chain):
         cause = next((item for item in reversed(chain) if isinstance(item, OSError)), None)
         reason = str(cause or _detail(exc))
@@ -278,9 +285,7 @@ def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision ta
         type(item).__name__ in ("ReadTimeout", "ReadError", "RemoteProtocolError") for item in chain
     ):
         if any("Timeout" in type(item).__name__ for item in chain):
-            return ModelFault(
-                "stall", "the model stopped sending (no data within the timeout)", True
-            )
+            return ModelFault("stall", NO_ANSWER_IN_TIME, True)
         return ModelFault(
             "connection", f"the connection to the model was lost ({_detail(exc)})", True
         )

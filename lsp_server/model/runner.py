@@ -182,7 +182,7 @@ class ChatRunner:
     @property
     def non_streamed_timeout(self) -> float:
         """Seconds a request answered in one piece may take (no data flows until it ends)."""
-        return max(300.0, 5 * self.model.stream_timeout)
+        return max(self.model.first_token_timeout, 5 * self.model.stream_timeout)
 
     def prepare_history(self, history: list[dict[str, Any]]) -> None:
         """Convert `history` ahead of the next turn (idle time), which then reuses it."""

@@ -1,4 +1,8 @@
-"""The HTTP client the model is spoken to with: a read timeout, and streams that must finish.
+"""The HTTP client the model is spoken to with: timeouts, and streams that must finish.
+
+A request may wait `first_token_timeout` for its answer to begin (the client's read
+timeout: a local server reads the whole prompt before it sends anything); once a stream
+has begun, `stream_timeout` without a chunk is a stall (`StreamStallError`).
 
 A streamed completion is complete when it carried a `finish_reason` or ended with
 `data: [DONE]`. One that simply stops (the connection closed cleanly mid-answer, a proxy
@@ -12,6 +16,7 @@ Requests are changed for what the server turned out to refuse (`quirks.ServerQui
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 
@@ -32,18 +37,44 @@ class EmptyStreamError(StreamCutError):
     """The model's stream ended without sending anything (e.g. a prompt over the window)."""
 
 
-class _CheckedStream(httpx2.AsyncByteStream):
-    """Passes an SSE body through, raising at its end if it never said it finished."""
+class StreamStallError(httpx2.ReadTimeout):
+    """The model's stream began, then sent nothing for `stream_timeout` seconds."""
 
-    def __init__(self, inner: httpx2.AsyncByteStream, on_broken: Callable[[], None]) -> None:
+
+class _CheckedStream(httpx2.AsyncByteStream):
+    """Passes an SSE body through: a stall between chunks raises, so does an unfinished end."""
+
+    def __init__(
+        self, inner: httpx2.AsyncByteStream, on_broken: Callable[[], None], gap: float | None
+    ) -> None:
         self.inner = inner
         self.on_broken = on_broken
+        self.gap = gap  # seconds allowed between chunks once the first came (None: no limit)
+
+    async def _chunks(self) -> AsyncIterator[bytes]:
+        chunks = aiter(self.inner)
+        try:
+            yield await anext(chunks)  # within the client's read timeout (the first token's)
+        except StopAsyncIteration:
+            return
+        while True:
+            try:
+                async with asyncio.timeout(self.gap):
+                    chunk = await anext(chunks)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                self.on_broken()
+                raise StreamStallError(
+                    f"the model stopped sending: nothing for {self.gap:g} s (model.streamTimeout)"
+                ) from None
+            yield chunk
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         finished = False
         received = 0
         tail = b""
-        async for chunk in self.inner:
+        async for chunk in self._chunks():
             received += len(chunk)
             if not finished:
                 finished = _FINISHED.search(tail + chunk) is not None
@@ -75,10 +106,14 @@ class CompletionCheckTransport(httpx2.AsyncBaseTransport):
     """
 
     def __init__(
-        self, inner: httpx2.AsyncBaseTransport, quirks: ServerQuirks | None = None
+        self,
+        inner: httpx2.AsyncBaseTransport,
+        quirks: ServerQuirks | None = None,
+        stream_timeout: float | None = None,
     ) -> None:
         self.inner = inner
         self.quirks = quirks or ServerQuirks()
+        self.stream_timeout = stream_timeout
         self.suspect = False  # a stream broke: its connection may be dead
 
     def _broken(self) -> None:
@@ -99,7 +134,7 @@ class CompletionCheckTransport(httpx2.AsyncBaseTransport):
         if response.status_code == 200 and content_type.startswith("text/event-stream"):
             stream = response.stream
             assert isinstance(stream, httpx2.AsyncByteStream)
-            response.stream = _CheckedStream(stream, self._broken)
+            response.stream = _CheckedStream(stream, self._broken, self.stream_timeout)
         return response
 
     async def aclose(self) -> None:
@@ -119,9 +154,10 @@ def _changed(request: httpx2.Request, body: bytes | None) -> httpx2.Request:
 
 
 def build_http_client(
-    stream_timeout: float, quirks: ServerQuirks | None = None
+    stream_timeout: float, first_token_timeout: float, quirks: ServerQuirks | None = None
 ) -> httpx2.AsyncClient:
-    """Return the client for model requests: `stream_timeout` s without data is a stall."""
-    timeout = httpx2.Timeout(stream_timeout, connect=min(CONNECT_TIMEOUT, stream_timeout))
-    transport = CompletionCheckTransport(httpx2.AsyncHTTPTransport(), quirks)
+    """Return the client for model requests (the timeouts: see the module docstring)."""
+    first = max(first_token_timeout, stream_timeout)
+    timeout = httpx2.Timeout(first, connect=min(CONNECT_TIMEOUT, stream_timeout))
+    transport = CompletionCheckTransport(httpx2.AsyncHTTPTransport(), quirks, stream_timeout)
     return httpx2.AsyncClient(transport=transport, timeout=timeout)

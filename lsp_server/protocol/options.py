@@ -30,6 +30,13 @@ class ModelOptions(Params):
         le=3600,
         description="Seconds without stream data before an attempt is retried (default 60).",
     )
+    first_token_timeout: float | None = Field(
+        default=None,
+        ge=1,
+        le=3600,
+        description="Seconds to the first data of an answer (a local server reads the prompt "
+        "first) before an attempt is retried (default 300; never less than streamTimeout).",
+    )
 
 
 class InitializationOptions(Params):

@@ -115,6 +115,7 @@ async def test_a_stall_is_abandoned_after_the_stream_timeout_and_retried(
     assert reply["text"] == "Recovered answer." and reply["attempts"] == 2
     retries = editor.notifications[RETRY]
     assert len(retries) == 1 and "stopped sending" in retries[0]["reason"]
+    assert "nothing for 1 s (model.streamTimeout)" in retries[0]["reason"]
     first, second = fake.requests
     assert second.at - first.at >= 1.0  # waited for the timeout, no longer than needed to
     marks = [e for e in events_of(workspace, home, reply["sessionId"]) if e.type == "step/retry"]
@@ -124,22 +125,25 @@ async def test_a_stall_is_abandoned_after_the_stream_timeout_and_retried(
 async def test_a_slow_first_token_within_the_timeout_is_not_a_stall(
     make_editor, fake: FakeOpenAI
 ) -> None:
-    fake.add({"text": "Slow but fine.", "first_delay": 0.4})
-    editor = await started(make_editor, baseUrl=fake.base_url, streamTimeout=3)
+    """A local server reads the prompt before it sends anything: longer than streamTimeout."""
+    fake.add({"text": "Slow but fine.", "first_delay": 2.5})
+    editor = await started(make_editor, baseUrl=fake.base_url, streamTimeout=1)
     reply = await editor.request("agentAssist/chat", {"text": "go"})
     assert reply["text"] == "Slow but fine." and reply["attempts"] == 1
     assert len(fake.requests) == 1 and editor.notifications[RETRY] == []
 
 
 async def test_no_first_token_within_the_timeout_is_retried_without_a_retry_notice(
-    make_editor, fake: FakeOpenAI
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:
     fake.add({"text": "too late", "first_delay": 20}, "On time.")
-    editor = await started(make_editor, baseUrl=fake.base_url, streamTimeout=1)
+    editor = await started(make_editor, baseUrl=fake.base_url, streamTimeout=1, firstTokenTimeout=1)
     reply = await editor.request("agentAssist/chat", {"text": "go"})
     assert reply["text"] == "On time." and reply["attempts"] == 2
     assert editor.notifications[RETRY] == []  # nothing had been shown, nothing to drop
     assert editor.deltas() == "On time."
+    (mark,) = [e for e in events_of(workspace, home, reply["sessionId"]) if e.type == "step/retry"]
+    assert mark.data.kind == "stall" and "model.firstTokenTimeout" in mark.data.reason
 
 
 async def test_429_waits_as_long_as_retry_after_asks(

@@ -52,7 +52,12 @@ async def test_a_campaign_of_model_faults_loses_no_turn(tmp_path: Path, long_mod
     with FakeOpenAI() as fake:
         options = {
             "instanceId": "faults",
-            "model": {**model_options(fake), "streamTimeout": 1, "maxRetries": MAX_RETRIES},
+            "model": {
+                **model_options(fake),
+                "streamTimeout": 1,
+                "firstTokenTimeout": 1,
+                "maxRetries": MAX_RETRIES,
+            },
         }
         editor = Editor(workspace, home, options=options)
         await editor.start()

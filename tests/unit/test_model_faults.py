@@ -18,6 +18,7 @@ from lsp_server.model.transport import (
     CompletionCheckTransport,
     EmptyStreamError,
     StreamCutError,
+    StreamStallError,
 )
 from session.derive.history import build_history
 from session.derive.transcript import transcript
@@ -308,6 +309,18 @@ def test_model_retry_options_are_parsed_with_warnings() -> None:
     )
     assert (config.model.max_retries, config.model.stream_timeout) == (2, 60.0)
     assert len(warnings) == 2 and "maxRetries" in warnings[0] and "streamTimeout" in warnings[1]
+    assert config.model.first_token_timeout == 300.0  # the default: a prompt read first
+    config, warnings = parse_initialization_options(
+        {"model": {"name": "m", "streamTimeout": 900, "firstTokenTimeout": 30}}, None, {}
+    )
+    assert config.model.first_token_timeout == 900.0 and not warnings  # never below the gap
+    config, warnings = parse_initialization_options(
+        {"model": {"firstTokenTimeout": 0}}, None, {"AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT": "9"}
+    )
+    assert config.model.first_token_timeout == 300.0 and "firstTokenTimeout" in warnings[0]
+    env = {"AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT": "90"}
+    config, _ = parse_initialization_options({}, None, env)
+    assert config.model.first_token_timeout == 90.0
 
 
 # How each server refuses a request's tools, with the status it sends.
@@ -446,3 +459,37 @@ def test_a_tool_failing_past_its_retries_is_tool_misuse_with_the_last_error() ->
     assert fault.kind == "tool-misuse" and not fault.retryable
     assert fault.message == "the model called read_file 4 times with arguments that did not work"
     assert fault.detail == "path '/etc/passwd' is outside the workspace or not allowed"
+
+
+class Slow(httpx2.AsyncByteStream):
+    def __init__(self, pauses: list[float]) -> None:
+        self.pauses = pauses  # before each chunk
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for pause in self.pauses:
+            await asyncio.sleep(pause)
+            yield CHUNK
+        yield FINISH
+
+
+def read_slowly(pauses: list[float], gap: float) -> bytes:
+    class Paced(httpx2.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            headers = {"content-type": "text/event-stream"}
+            return httpx2.Response(200, headers=headers, stream=Slow(pauses))
+
+    async def go() -> bytes:
+        transport = CompletionCheckTransport(Paced(), stream_timeout=gap)
+        async with httpx2.AsyncClient(transport=transport) as client:
+            response = await client.get("http://model.test/v1")
+            return await response.aread()
+
+    return asyncio.run(go())
+
+
+def test_the_first_chunk_may_be_slow_but_a_gap_after_it_is_a_stall() -> None:
+    assert read_slowly([0.3, 0.0], gap=0.1) == CHUNK * 2 + FINISH  # a prompt read first
+    with pytest.raises(StreamStallError, match=r"nothing for 0.1 s \(model.streamTimeout\)"):
+        read_slowly([0.0, 0.3], gap=0.1)
+    fault = classify(StreamStallError("the model stopped sending: nothing for 60 s"))
+    assert fault.kind == "stall" and fault.retryable and "60 s" in fault.message

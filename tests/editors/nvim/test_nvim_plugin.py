@@ -793,21 +793,22 @@ def test_a_reply_cut_short_is_marked_incomplete_in_the_transcript(retry: dict[st
 
 
 def test_retry_and_window_options_reach_the_server(retry: dict[str, Any]) -> None:
-    assert retry["init"]["model"] == {"maxRetries": 1, "streamTimeout": 20}
+    assert retry["init"]["model"] == {"maxRetries": 1, "streamTimeout": 20, "firstTokenTimeout": 600}
     assert retry["init"]["contextWindow"] == 64000 and retry["init"]["compactAt"] == 0.7
     assert retry["init"]["driftMessages"] is False  # the plugin shows agentAssist/drift itself
     # one retry allowed: the failing turn made exactly two attempts
     assert "after 2 attempts" in retry["chat_after_failure"][-2]
     assert "context window 64000 tokens" in retry["status_note"]
     warnings = notes(retry, WARN)
-    assert not [w for w in warnings if "maxRetries" in w or "streamTimeout" in w], warnings
+    assert not [w for w in warnings if "maxRetries" in w or "Timeout" in w], warnings
 
 
 def test_invalid_retry_and_window_options_fall_back(retry: dict[str, Any]) -> None:
     init = retry["invalid_init"]
     assert "model" not in init and "contextWindow" not in init and "compactAt" not in init
     [note] = [n["msg"] for n in retry["invalid_notes"]]
-    for key in ("model.max_retries", "model.stream_timeout", "context_window", "compact_at"):
+    keys = ("model.max_retries", "model.stream_timeout", "model.first_token_timeout")
+    for key in (*keys, "context_window", "compact_at"):
         assert key in note, note
 
 

@@ -6,6 +6,7 @@
 ---@field base_url? string OpenAI-compatible base URL; falls back to $AGENT_ASSIST_LLM_BASE_URL
 ---@field max_retries? integer     retries of a failed model request, 0-10; server: $AGENT_ASSIST_LLM_MAX_RETRIES, else 2
 ---@field stream_timeout? number   seconds without stream data before an attempt is retried, 1-3600; server: $AGENT_ASSIST_LLM_STREAM_TIMEOUT, else 60
+---@field first_token_timeout? number seconds to an answer's first data (a local server reads the prompt first), 1-3600; server: $AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT, else 300
 
 ---@class agent_assist.Keymaps
 ---@field prompt string|false  chat buffer, normal mode: open the input prompt
@@ -129,6 +130,7 @@ end
 local MODEL_CHECKS = {
   max_retries = { number_in(0, 10, true), "a whole number, 0-10" },
   stream_timeout = { number_in(1, 3600, false), "a number of seconds, 1-3600" },
+  first_token_timeout = { number_in(1, 3600, false), "a number of seconds, 1-3600" },
 }
 
 local CHECKS = {
@@ -183,7 +185,8 @@ function M.setup(opts)
   if type(merged.model) ~= "table" then
     table.insert(
       problems,
-      "model must be a table { name, base_url, max_retries, stream_timeout }; using the environment"
+      "model must be a table { name, base_url, max_retries, stream_timeout, first_token_timeout }; "
+        .. "using the environment"
     )
     merged.model = {}
   end
@@ -274,6 +277,7 @@ function M.init_options(root)
   end
   model.maxRetries = options.model.max_retries
   model.streamTimeout = options.model.stream_timeout
+  model.firstTokenTimeout = options.model.first_token_timeout
   if next(model) then
     init.model = model
   end

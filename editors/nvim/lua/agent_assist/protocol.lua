@@ -156,6 +156,7 @@ M.errors = {
 ---@field apiKey? string Kept in memory; redacted from everything written.
 ---@field maxRetries? integer Retries of a failed model request (default 2). Range 0..10.
 ---@field streamTimeout? number Seconds without stream data before an attempt is retried (default 60). Range 1..3600.
+---@field firstTokenTimeout? number Seconds to the first data of an answer (a local server reads the prompt first) before an attempt is retried (default 300; never less than streamTimeout). Range 1..3600.
 
 ---@class agent_assist.NewResult A fresh session; the previous one stays whole on disk.
 ---@field sessionId string

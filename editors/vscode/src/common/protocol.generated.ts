@@ -220,6 +220,8 @@ export interface ModelOptions {
   maxRetries?: number | null;
   /** Seconds without stream data before an attempt is retried (default 60). Range 1..3600. */
   streamTimeout?: number | null;
+  /** Seconds to the first data of an answer (a local server reads the prompt first) before an attempt is retried (default 300; never less than streamTimeout). Range 1..3600. */
+  firstTokenTimeout?: number | null;
 }
 
 /** A fresh session; the previous one stays whole on disk. */

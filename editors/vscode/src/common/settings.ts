@@ -16,6 +16,7 @@ export interface Settings {
   /** Unset (undefined): the server decides (its environment, else its default). */
   modelMaxRetries: number | undefined;
   modelStreamTimeout: number | undefined;
+  modelFirstTokenTimeout: number | undefined;
   contextWindow: number | undefined;
   compactAt: number | undefined;
   autoResume: AutoResume;
@@ -31,6 +32,7 @@ export const DEFAULT_SETTINGS: Settings = {
   modelBaseUrl: "",
   modelMaxRetries: undefined,
   modelStreamTimeout: undefined,
+  modelFirstTokenTimeout: undefined,
   contextWindow: undefined,
   compactAt: undefined,
   autoResume: "ask",
@@ -77,6 +79,7 @@ export function readSettings(config: ConfigurationReader): Settings {
     modelBaseUrl: text(config.get("model.baseUrl")),
     modelMaxRetries: numberIn(config.get("model.maxRetries"), 0, 10, true),
     modelStreamTimeout: numberIn(config.get("model.streamTimeout"), 1, 3600, false),
+    modelFirstTokenTimeout: numberIn(config.get("model.firstTokenTimeout"), 1, 3600, false),
     contextWindow: numberIn(config.get("contextWindow"), 1000, 10_000_000, true),
     compactAt: numberIn(config.get("compactAt"), 0.1, 0.95, false),
     autoResume: oneOf(config.get("autoResume"), AUTO_RESUME, DEFAULT_SETTINGS.autoResume),
@@ -98,6 +101,9 @@ export function toInitializationOptions(
     ...(apiKey ? { apiKey } : {}),
     ...(settings.modelMaxRetries === undefined ? {} : { maxRetries: settings.modelMaxRetries }),
     ...(settings.modelStreamTimeout === undefined ? {} : { streamTimeout: settings.modelStreamTimeout }),
+    ...(settings.modelFirstTokenTimeout === undefined
+      ? {}
+      : { firstTokenTimeout: settings.modelFirstTokenTimeout }),
   };
   return {
     instanceId,

@@ -29,6 +29,7 @@ describe("readSettings", () => {
         "model.baseUrl": "http://127.0.0.1:9/v1",
         "model.maxRetries": 0,
         "model.streamTimeout": 12.5,
+        "model.firstTokenTimeout": 600,
         contextWindow: 32_768,
         compactAt: 0.8,
         autoResume: "always",
@@ -43,6 +44,7 @@ describe("readSettings", () => {
       modelBaseUrl: "http://127.0.0.1:9/v1",
       modelMaxRetries: 0,
       modelStreamTimeout: 12.5,
+      modelFirstTokenTimeout: 600,
       contextWindow: 32_768,
       compactAt: 0.8,
       autoResume: "always",
@@ -65,12 +67,14 @@ describe("readSettings", () => {
       reader({
         "model.maxRetries": 11,
         "model.streamTimeout": 0,
+        "model.firstTokenTimeout": 4000,
         contextWindow: 1000.5,
         compactAt: "0.5",
       }),
     );
     expect(settings.modelMaxRetries).toBeUndefined();
     expect(settings.modelStreamTimeout).toBeUndefined();
+    expect(settings.modelFirstTokenTimeout).toBeUndefined();
     expect(settings.contextWindow).toBeUndefined();
     expect(settings.compactAt).toBeUndefined();
     expect(readSettings(reader({ "model.maxRetries": 2.5, "model.streamTimeout": null })).modelMaxRetries).toBeUndefined();
@@ -91,6 +95,7 @@ describe("package.json contributes.configuration", () => {
   it("declares the retry and window settings with the server's ranges, unset by default", () => {
     expect(properties["agentAssist.model.maxRetries"]).toMatchObject({ default: null, minimum: 0, maximum: 10 });
     expect(properties["agentAssist.model.streamTimeout"]).toMatchObject({ default: null, minimum: 1, maximum: 3600 });
+    expect(properties["agentAssist.model.firstTokenTimeout"]).toMatchObject({ default: null, minimum: 1, maximum: 3600 });
     expect(properties["agentAssist.contextWindow"]).toMatchObject({ default: null, minimum: 1000, maximum: 10_000_000 });
     expect(properties["agentAssist.compactAt"]).toMatchObject({ default: null, minimum: 0.1, maximum: 0.95 });
   });
@@ -135,11 +140,12 @@ describe("toInitializationOptions", () => {
       ...DEFAULT_SETTINGS,
       modelMaxRetries: 0,
       modelStreamTimeout: 30,
+      modelFirstTokenTimeout: 900,
       contextWindow: 8192,
       compactAt: 0.5,
     };
     const options = toInitializationOptions(settings, "i", undefined);
-    expect(options.model).toEqual({ maxRetries: 0, streamTimeout: 30 });
+    expect(options.model).toEqual({ maxRetries: 0, streamTimeout: 30, firstTokenTimeout: 900 });
     expect(options.contextWindow).toBe(8192);
     expect(options.compactAt).toBe(0.5);
     const unset = toInitializationOptions(DEFAULT_SETTINGS, "i", undefined);

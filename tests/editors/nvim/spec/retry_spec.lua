@@ -6,7 +6,7 @@ H.run(function(out)
   local config = require("agent_assist.config")
   -- invalid values fall back (with a warning) and are not sent: the server's defaults apply
   config.setup({
-    model = { max_retries = 11, stream_timeout = 0 },
+    model = { max_retries = 11, stream_timeout = 0, first_token_timeout = "soon" },
     context_window = 10,
     compact_at = 2,
   })
@@ -15,7 +15,7 @@ H.run(function(out)
 
   local opts = {
     stop_timeout = 10000,
-    model = { max_retries = 1, stream_timeout = 20 },
+    model = { max_retries = 1, stream_timeout = 20, first_token_timeout = 600 },
     context_window = 64000,
     compact_at = 0.7,
   }
