@@ -21,10 +21,10 @@ HOW_TO_CONFIGURE_MODEL = (
 
 
 DEFAULT_MAX_RETRIES = 2
-DEFAULT_STREAM_TIMEOUT = 60.0
+DEFAULT_STREAM = 60.0
 # The first token may take longer: a local server reads the whole prompt before it sends
 # anything (minutes for a long prompt and a large model on a CPU).
-DEFAULT_FIRST_TOKEN_TIMEOUT = 300.0
+DEFAULT_FIRST_TOKEN = 300.0
 DEFAULT_CONTEXT_WINDOW = 128_000
 MIN_CONTEXT_WINDOW = 1_000
 
@@ -37,8 +37,8 @@ class ModelConfig:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     max_retries: int = DEFAULT_MAX_RETRIES
-    stream_timeout: float = DEFAULT_STREAM_TIMEOUT  # seconds between chunks of a stream
-    first_token_timeout: float = DEFAULT_FIRST_TOKEN_TIMEOUT  # to the first byte of an answer
+    stream_timeout: float = DEFAULT_STREAM  # seconds between chunks of a stream
+    first_token_timeout: float = DEFAULT_FIRST_TOKEN  # to the first byte of an answer
 
     @property
     def configured(self) -> bool:
@@ -199,25 +199,14 @@ def parse_initialization_options(
             DEFAULT_MAX_RETRIES,
         )
     )
-    stream_timeout = _bounded(
-        warnings,
-        "model.streamTimeout",
-        model_opts.get("streamTimeout", env.get("AGENT_ASSIST_LLM_STREAM_TIMEOUT")),
-        float,
-        1,
-        3600,
-        DEFAULT_STREAM_TIMEOUT,
-        " seconds",
-    )
-    first_token_timeout = _bounded(
-        warnings,
-        "model.firstTokenTimeout",
-        model_opts.get("firstTokenTimeout", env.get("AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT")),
-        float,
-        1,
-        3600,
-        DEFAULT_FIRST_TOKEN_TIMEOUT,
-        " seconds",
+
+    def seconds(key: str, env_key: str, default: float) -> float:
+        value = model_opts.get(key, env.get(env_key))
+        return _bounded(warnings, f"model.{key}", value, float, 1, 3600, default, " seconds")
+
+    stream_timeout = seconds("streamTimeout", "AGENT_ASSIST_LLM_STREAM_TIMEOUT", DEFAULT_STREAM)
+    first_token_timeout = seconds(
+        "firstTokenTimeout", "AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT", DEFAULT_FIRST_TOKEN
     )
     model = ModelConfig(
         max_retries=max_retries,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,12 +73,17 @@ def index_of(tmp_path: Path, turns: int) -> tuple[SessionManager, SearchIndex]:
     return manager, SearchIndex.for_project(manager)
 
 
-def gram_rows(index: SearchIndex) -> dict[str, int]:
+def rows_of(index: SearchIndex, sql: str) -> list[tuple[Any, ...]]:
+    """Read the index file directly, on a connection of its own."""
     conn = sqlite3.connect(index.path)
     try:
-        return dict(conn.execute("SELECT term, docs FROM gram_docs"))
+        return conn.execute(sql).fetchall()
     finally:
         conn.close()
+
+
+def gram_rows(index: SearchIndex) -> dict[str, int]:
+    return dict(rows_of(index, "SELECT term, docs FROM gram_docs"))
 
 
 def test_counted_at_the_first_sync_and_again_once_the_rows_doubled(
@@ -137,11 +143,7 @@ def test_an_index_from_before_the_counts_gets_them_at_its_next_sync(
 
 
 def segments(index: SearchIndex) -> int:
-    conn = sqlite3.connect(index.path)
-    try:
-        return int(conn.execute("SELECT count(DISTINCT segid) FROM event_grams_idx").fetchone()[0])
-    finally:
-        conn.close()
+    return int(rows_of(index, "SELECT count(DISTINCT segid) FROM event_grams_idx")[0][0])
 
 
 def test_the_sync_that_counts_again_merges_the_trigram_index(

@@ -30,19 +30,24 @@ class HeldIndex(SearchIndex):
         return super().sync_session(manager, session_id)
 
 
-async def test_a_slow_sync_leaves_the_loop_free_and_later_requests_are_coalesced(
-    manager: SessionManager,
-) -> None:
+async def syncing(manager: SessionManager) -> tuple[AgentAssistServer, HeldIndex]:
+    """A server with a session of one turn, whose background sync is held as it starts."""
     lifecycle = make_lifecycle(manager)
-    lifecycle.resume_or_start(None, True)
     run_turn(lifecycle, "where do the pelican templates live", "under templates/birds")
     server = AgentAssistServer()
     server.lifecycle = lifecycle
     index = HeldIndex(manager.project_dir / "index.sqlite")
     server._search = index
-
     server.index_in_background()
     assert await asyncio.to_thread(index.entered.wait, 10)
+    return server, index
+
+
+async def test_a_slow_sync_leaves_the_loop_free_and_later_requests_are_coalesced(
+    manager: SessionManager,
+) -> None:
+    server, index = await syncing(manager)
+    lifecycle = server.session
     # The sync is held in its thread; the loop goes on, and asks for more syncs meanwhile.
     ticks = 0
     for _ in range(5):
@@ -77,16 +82,9 @@ async def test_nothing_is_indexed_without_a_session(manager: SessionManager) -> 
 async def test_exit_saves_the_session_without_waiting_for_a_running_sync(
     manager: SessionManager,
 ) -> None:
-    lifecycle = make_lifecycle(manager)
-    run_turn(lifecycle, "where do the pelican templates live", "under templates/birds")
+    server, index = await syncing(manager)
+    lifecycle = server.session
     session_id = lifecycle.session_id
-    server = AgentAssistServer()
-    server.lifecycle = lifecycle
-    index = HeldIndex(manager.project_dir / "index.sqlite")
-    server._search = index
-    server.index_in_background()
-    assert await asyncio.to_thread(index.entered.wait, 10)
-
     exiting = threading.Thread(target=server.autosave, args=("end of input",))
     exiting.start()
     saved = await asyncio.to_thread(_wait_for, lambda: lifecycle.session is None)
