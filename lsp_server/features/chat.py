@@ -51,6 +51,7 @@ async def run_attempts(
     runner = ls.runner
     lifecycle = ls.session
     deps = ToolDeps(lifecycle, ls.edits, read_limit(ls.config.context_window))
+    runner.result_limit = deps.read_limit  # earlier results are sent cut to the same
     retries = 0
     healed = False
     stream = True
@@ -79,7 +80,8 @@ async def run_attempts(
             ):
                 healed = True
                 stream = True
-                deps.read_limit = read_limit(ls.config.context_window)  # it may be smaller
+                # The window may be smaller now: reads, and the results already in this turn.
+                deps.read_limit = runner.result_limit = read_limit(ls.config.context_window)
             elif fault.retryable and retries < runner.model.max_retries:
                 if fault.retry_after is not None and fault.retry_after > RETRY_AFTER_CAP:
                     raise TurnFailedError(

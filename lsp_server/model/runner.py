@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from session.compaction import SUMMARY_INSTRUCTIONS, CompactionSummary, history_tokens
-from session.derive.messages import estimate_tokens
+from session.derive.messages import cut_tool_results, estimate_tokens
 from session.derive.model_messages import ModelMessageCache
 from session.lifecycle import TurnRecorder
 
@@ -121,6 +121,8 @@ class ChatRunner:
         self.cuts = CutWatch()  # a server that cuts prompts silently (Ollama)
         self.tools = True  # False once the server refused the tools for this model
         self.quirks = ServerQuirks()  # what else it refused, shared by every agent built
+        # Bytes of an earlier tool result the model is sent at most (None: all of it).
+        self.result_limit: int | None = None
         self._summary_tools = True  # the same, found by a summary
         self._summarizers: dict[tuple[str, bool], Agent[None, CompactionSummary]] = {}
 
@@ -231,6 +233,10 @@ class ChatRunner:
         text_parts: list[str] = []
         finish: str | None = None
         model_name = self.model.name or ""
+        cut = 0
+        if self.result_limit is not None:
+            history, cut = cut_tool_results(history, self.result_limit)
+        settings_recorded = {"tool_results_cut_to": self.result_limit} if cut else {}
         messages = self._history.convert(history)
         tally = UsageTally()
         sent_tokens = 0  # this attempt's messages; the history is added only if needed
@@ -253,7 +259,7 @@ class ChatRunner:
             recorded = recorder.start_step([message])
             sent_tokens += history_tokens(getattr(recorded.data, "messages", []))
             sent_tokens += len(instructions) // 4
-            recorder.request_header(model_name, {}, instructions)
+            recorder.request_header(model_name, settings_recorded, instructions)
 
         in_one_piece = not stream
         async with agent.iter(

@@ -154,6 +154,64 @@ def _call_ids(message: Message | None) -> set[str]:
     return {_call_id(p) for p in message["parts"] if p["part_kind"] in _CALL_KINDS}
 
 
+def cut_tool_results(messages: list[Message], limit: int) -> tuple[list[Message], int]:
+    """Return `messages` with each tool result over `limit` bytes cut to it, and how many.
+
+    What a model is sent of a tool's earlier results, never what the log holds: the window
+    may have turned out smaller than when the tool ran (a server's overflow error, Ollama's
+    silent cut), and a file read then can fill it on its own. Text is cut at a line end
+    within the limit, a list after the entries that fit; a note says so. The same list is
+    returned when nothing is over.
+    """
+    out: list[Message] | None = None
+    cuts = 0
+    for index, message in enumerate(messages):
+        if message.get("kind") != "request":
+            continue
+        parts = message.get("parts") or []
+        fitted = [
+            _fitted(part, limit) if part.get("part_kind") == "tool-return" else part
+            for part in parts
+        ]
+        changed = sum(a is not b for a, b in zip(fitted, parts, strict=True))
+        if changed:
+            out = out if out is not None else list(messages)
+            out[index] = {**message, "parts": fitted}
+            cuts += changed
+    return (messages if out is None else out), cuts
+
+
+_CUT_NOTE = "[cut to {limit} bytes to fit the model's context window: {left} bytes left out]"
+
+
+def _fitted(part: dict[str, Any], limit: int) -> dict[str, Any]:
+    """Return a tool result cut to `limit` bytes (the same part when it fits)."""
+    content = part.get("content")
+    if isinstance(content, str):
+        data = content.encode("utf-8", "surrogatepass")
+        if len(data) <= limit:
+            return part
+        end = data.rfind(b"\n", 0, limit) + 1 or limit
+        kept = data[:end].decode("utf-8", "ignore")
+        note = _CUT_NOTE.format(limit=limit, left=len(data) - end)
+        joint = "" if kept.endswith("\n") else "\n"
+        return {**part, "content": kept + joint + note}
+    if isinstance(content, list) and all(isinstance(item, str) for item in content):
+        size = len(orjson.dumps(content))
+        if size <= limit:
+            return part
+        kept_items: list[str] = []
+        used = 2
+        for item in content:
+            used += len(orjson.dumps(item)) + 1
+            if used > limit:
+                break
+            kept_items.append(item)
+        note = _CUT_NOTE.format(limit=limit, left=size - len(orjson.dumps(kept_items)))
+        return {**part, "content": [*kept_items, note]}
+    return part
+
+
 def estimate_tokens(message: Message) -> int:
     """Estimate tokens (about 4 bytes each) without a tokenizer: no downloads, no network."""
     size = 0

@@ -72,6 +72,7 @@ def assert_requests_rebuildable(
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
     from session.derive.history import HistoryBuilder
+    from session.derive.messages import cut_tool_results
     from session.events import RequestHeaderEvent, StepStartEvent, TurnStartEvent
 
     events = stored(workspace, home).read_events(session_id).events
@@ -88,6 +89,9 @@ def assert_requests_rebuildable(
                 prompts[event.data.system_prompt_sha256] = event.data.system_prompt
             system = prompts[event.data.system_prompt_sha256]
             assert pending is not None
+            cut_to = event.data.settings.get("tool_results_cut_to")
+            if cut_to is not None:  # earlier results, cut to a window found smaller
+                pending = cut_tool_results(pending, cut_to)[0]
             rebuilt.append(openai_messages(system, pending))
             pending = None
         if isinstance(event, TurnStartEvent):

@@ -330,6 +330,33 @@ async def test_a_file_larger_than_a_small_window_is_read_a_part_at_a_time(
 
 
 @pytest.mark.parametrize("style", ["openai", "llama-cpp"])
+async def test_a_read_that_overflows_a_window_learned_from_the_server_is_cut_to_fit(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path, style: str
+) -> None:
+    """No contextWindow set: a 20 KB read is whole, overflows, and is sent again cut."""
+    notes = "".join(f"Note {n}: the reply templates live under templates/.\n" for n in range(400))
+    (workspace / "notes.md").write_text(notes)
+    read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.md"}}]}
+    with FakeOpenAI(context_window=2048, overflow=style) as model:
+        model.add(read, "The notes say where the templates live.")
+        editor = await started(make_editor, baseUrl=model.base_url)
+        reply = await editor.request("agentAssist/chat", {"text": "what do the notes say?"})
+        assert reply["text"] == "The notes say where the templates live."
+        (result,) = [m["content"] for m in model.messages(-1) if m.get("role") == "tool"]
+        assert result.startswith("Note 0:") and len(result.encode()) < 2048 + 100
+        assert "[cut to 2048 bytes to fit the model's context window" in result
+        events = events_of(workspace, home, reply["sessionId"])
+        (logged,) = [e for e in events if e.type == "tool/result"]
+        assert logged.data.content == notes  # the log keeps what the tool returned
+        assert "overflow" in [e.data.kind for e in events if e.type == "step/retry"]
+        cut = [e.data.settings for e in events if e.type == "request/header"]
+        assert cut[-1] == {"tool_results_cut_to": 2048}  # recorded: the request is rebuilt
+        if style == "openai":  # a request asked in one piece that failed is not in the log
+            assert_requests_rebuildable(model, workspace, home, reply["sessionId"])
+        await editor.stop()
+
+
+@pytest.mark.parametrize("style", ["openai", "llama-cpp"])
 async def test_a_prompt_that_cannot_fit_says_what_to_do(
     make_editor, workspace: Path, home: Path, style: str
 ) -> None:

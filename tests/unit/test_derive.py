@@ -423,3 +423,32 @@ def test_token_bound_is_never_below_the_estimate_of_what_is_sent(
 ) -> None:
     for _event, builder in _replayed(events):
         assert builder.token_bound() >= history_tokens(builder.messages(budget))
+
+
+def test_tool_results_over_the_limit_are_cut_at_a_line_and_said() -> None:
+    from session.derive.messages import cut_tool_results
+
+    text = "".join(f"line {n}\n" for n in range(100))  # 790 bytes: 7 or 8 a line
+    listing = [f"file{n}.md" for n in range(100)]
+    call = {"part_kind": "tool-call", "tool_name": "read_file", "args": {}, "tool_call_id": "a"}
+
+    def result(content: object, call_id: str) -> dict:
+        return {"part_kind": "tool-return", "tool_name": "t", "content": content} | {
+            "tool_call_id": call_id
+        }
+
+    history = [
+        {"kind": "response", "parts": [call]},
+        {"kind": "request", "parts": [result(text, "a"), result("ok", "b"), result(listing, "c")]},
+    ]
+    cut, count = cut_tool_results(history, 100)
+    assert count == 2 and history[1]["parts"][0]["content"] == text  # the input is untouched
+    first, short, files = (p["content"] for p in cut[1]["parts"])
+    assert first.startswith("line 0\n") and first.split("\n[")[0].endswith("line 12")  # 94 B
+    assert first.endswith(
+        "[cut to 100 bytes to fit the model's context window: 696 bytes left out]"
+    )  # noqa: E501
+    assert short == "ok" and cut[0] is history[0]
+    assert files[:3] == ["file0.md", "file1.md", "file2.md"]
+    assert len(files) == 9 and files[-1].startswith("[cut to 100")  # 8 names of 11 bytes
+    assert cut_tool_results(history, 10_000) == (history, 0)  # nothing over: the same list
