@@ -262,81 +262,91 @@ class ChatRunner:
             recorder.request_header(model_name, settings_recorded, instructions)
 
         in_one_piece = not stream
-        async with agent.iter(
-            prompt, message_history=messages, deps=deps, model_settings=settings
-        ) as run:
-            async for node in run:
-                if Agent.is_model_request_node(node):
-                    if in_one_piece:
-                        continue  # made when the run moves on; recorded with its answer
-                    async with node.stream(run.ctx) as model_stream:
-                        record_request(node.request)  # prepared now: instructions set
-                        async for event in model_stream:
-                            delta = ""
-                            if isinstance(event, PartStartEvent) and isinstance(
-                                event.part, TextPart
-                            ):
-                                delta = event.part.content
-                            elif isinstance(event, PartDeltaEvent) and isinstance(
-                                event.delta, TextPartDelta
-                            ):
-                                delta = event.delta.content_delta
-                            elif isinstance(event, PartStartEvent) and isinstance(
-                                event.part, ThinkingPart
-                            ):
-                                sink.thinking()  # the thinking is recorded with the message
-                            elif isinstance(event, PartDeltaEvent) and isinstance(
-                                event.delta, ThinkingPartDelta
-                            ):
-                                sink.thinking()
-                            if delta:
-                                recorder.chunk(delta)
-                                sink.delta(delta)
-                elif Agent.is_call_tools_node(node):
-                    response = node.model_response
-                    dumped = _dump(response)
-                    text_parts = [p.content for p in response.parts if isinstance(p, TextPart)]
-                    finish = response.finish_reason
-                    if in_one_piece:
-                        record_request(run.all_messages()[-2])
-                        if "".join(text_parts):
-                            sink.delta("".join(text_parts))
-                    step_usage = tally.add(
-                        response.usage, functools.partial(sum_tokens, sent_tokens), dumped
-                    )
-                    if not step_usage.get("estimated"):  # raises before any tool runs
-                        self.cuts.check(sum_tokens(sent_tokens), step_usage["input_tokens"])
-                    recorder.assistant_message(dumped)
-                    sent_tokens -= len(instructions) // 4
-                    sent_tokens += estimate_tokens(dumped)
-                    calls: dict[str, tuple[str, Any]] = {}
-                    async with node.stream(run.ctx) as tool_stream:
-                        async for event in tool_stream:
-                            if isinstance(event, FunctionToolCallEvent):
-                                part = event.part
-                                args = part.args_as_dict()
-                                calls[part.tool_call_id] = (part.tool_name, args)
-                                recorder.tool_call(part.tool_call_id, part.tool_name, args)
-                                sink.tool(part.tool_name, args, "started", part.tool_call_id)
-                            elif isinstance(event, FunctionToolResultEvent):
-                                result = event.part
-                                failed = getattr(result, "part_kind", "") == "retry-prompt" or (
-                                    getattr(result, "outcome", "success") != "success"
-                                )
-                                name, args = calls.get(result.tool_call_id, (result.tool_name, {}))
-                                recorder.tool_result(
-                                    result.tool_call_id,
-                                    name or "",
-                                    _jsonable(getattr(result, "content", None)),
-                                    is_error=failed,
-                                )
-                                sink.tool(
-                                    name or "",
-                                    args,
-                                    "failed" if failed else "done",
-                                    result.tool_call_id,
-                                )
-                    recorder.end_step(step_usage)  # a step brackets its tool calls and results
+        unanswered: Any = None  # a request asked in one piece, not yet answered
+        try:
+            async with agent.iter(
+                prompt, message_history=messages, deps=deps, model_settings=settings
+            ) as run:
+                async for node in run:
+                    if Agent.is_model_request_node(node):
+                        if in_one_piece:
+                            unanswered = node  # sent when the run moves on
+                            continue
+                        async with node.stream(run.ctx) as model_stream:
+                            record_request(node.request)  # prepared now: instructions set
+                            async for event in model_stream:
+                                delta = ""
+                                if isinstance(event, PartStartEvent) and isinstance(
+                                    event.part, TextPart
+                                ):
+                                    delta = event.part.content
+                                elif isinstance(event, PartDeltaEvent) and isinstance(
+                                    event.delta, TextPartDelta
+                                ):
+                                    delta = event.delta.content_delta
+                                elif isinstance(event, PartStartEvent) and isinstance(
+                                    event.part, ThinkingPart
+                                ):
+                                    sink.thinking()  # the thinking is recorded with the message
+                                elif isinstance(event, PartDeltaEvent) and isinstance(
+                                    event.delta, ThinkingPartDelta
+                                ):
+                                    sink.thinking()
+                                if delta:
+                                    recorder.chunk(delta)
+                                    sink.delta(delta)
+                    elif Agent.is_call_tools_node(node):
+                        response = node.model_response
+                        dumped = _dump(response)
+                        text_parts = [p.content for p in response.parts if isinstance(p, TextPart)]
+                        finish = response.finish_reason
+                        if in_one_piece:
+                            unanswered = None
+                            record_request(run.all_messages()[-2])
+                            if "".join(text_parts):
+                                sink.delta("".join(text_parts))
+                        step_usage = tally.add(
+                            response.usage, functools.partial(sum_tokens, sent_tokens), dumped
+                        )
+                        if not step_usage.get("estimated"):  # raises before any tool runs
+                            self.cuts.check(sum_tokens(sent_tokens), step_usage["input_tokens"])
+                        recorder.assistant_message(dumped)
+                        sent_tokens -= len(instructions) // 4
+                        sent_tokens += estimate_tokens(dumped)
+                        calls: dict[str, tuple[str, Any]] = {}
+                        async with node.stream(run.ctx) as tool_stream:
+                            async for event in tool_stream:
+                                if isinstance(event, FunctionToolCallEvent):
+                                    part = event.part
+                                    args = part.args_as_dict()
+                                    calls[part.tool_call_id] = (part.tool_name, args)
+                                    recorder.tool_call(part.tool_call_id, part.tool_name, args)
+                                    sink.tool(part.tool_name, args, "started", part.tool_call_id)
+                                elif isinstance(event, FunctionToolResultEvent):
+                                    result = event.part
+                                    failed = getattr(result, "part_kind", "") == "retry-prompt" or (
+                                        getattr(result, "outcome", "success") != "success"
+                                    )
+                                    name, args = calls.get(
+                                        result.tool_call_id, (result.tool_name, {})
+                                    )
+                                    recorder.tool_result(
+                                        result.tool_call_id,
+                                        name or "",
+                                        _jsonable(getattr(result, "content", None)),
+                                        is_error=failed,
+                                    )
+                                    sink.tool(
+                                        name or "",
+                                        args,
+                                        "failed" if failed else "done",
+                                        result.tool_call_id,
+                                    )
+                        recorder.end_step(step_usage)  # a step brackets its tool calls and results
+        except BaseException:
+            if unanswered is not None:  # it failed: the log still says what was sent
+                record_request(unanswered.request)
+            raise
         return TurnResult("".join(text_parts), tally.result(), finish)
 
 

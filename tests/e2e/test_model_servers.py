@@ -21,6 +21,7 @@ import pytest
 from lsp_server.fake_model import FakeOpenAI
 
 from .harness import Editor, shown, stored
+from .test_chat import assert_requests_rebuildable
 from .test_summary import wait_summaries
 
 pytestmark = pytest.mark.parametrize("client_name", ["vscode"])
@@ -126,6 +127,30 @@ async def test_a_server_that_cannot_stream_a_tool_call_is_asked_in_one_piece_all
     again = await editor.request("agentAssist/chat", {"text": "say something"})
     assert again["text"] == "Plain text streams." and fake.requests[-1].body.get("stream")
     await editor.stop()
+
+
+async def test_a_request_asked_in_one_piece_that_fails_is_in_the_log(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    """The log says what was sent even when no answer came: every request rebuilds from it."""
+    fake.tool_streams = False
+    (workspace / "a.md").write_text("first\n")
+    fake.add(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.md"}}]},
+        {"error": 503, "message": "overloaded"},
+        "Read it.",
+    )
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    reply = await editor.request("agentAssist/chat", {"text": "read a.md"})
+    assert reply["text"] == "Read it." and reply["endReason"] == "completed"
+    events = stored(workspace, home).read_events(reply["sessionId"]).events
+    assert [e.data.kind for e in events if e.type == "step/retry"] == ["empty", "server"]
+    steps = [e.type for e in events if e.type.startswith("step/")]
+    assert steps.count("step/start") == len(fake.requests) == 4  # the failed one too
+    await editor.stop()
+    assert_requests_rebuildable(fake, workspace, home, reply["sessionId"])
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
