@@ -21,7 +21,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import filelock
 import orjson
 
 from ..checkpoints import CheckpointRecord, CheckpointStore, read_workspace_file
@@ -196,15 +195,12 @@ class LocalTransferStore:
 
     @contextmanager
     def reading(self, session_id: str) -> Iterator[None]:
-        """Hold the session's lock if it has a lock file (a session never opened has none)."""
-        lock: filelock.BaseFileLock | None = None
-        if self.manager.lock_path(session_id).exists():
-            lock = self.manager.acquire_lock(session_id)
+        """Hold the session's lock while it is read (a writer would append meanwhile)."""
+        lock = self.manager.acquire_lock(session_id)
         try:
             yield
         finally:
-            if lock is not None:
-                lock.release()
+            lock.release()
 
     def raw_events(self, session_id: str) -> list[Raw]:
         """Return the log's readable events as JSON objects."""

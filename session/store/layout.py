@@ -119,8 +119,8 @@ class ProjectLayout:
         """Return the sessions among `session_ids` whose writer lock a process holds now.
 
         A few are probed by name; for many, one listing of `sessions/` says which have a lock
-        file to probe. A probe takes the lock for an instant without creating, following or
-        writing anything.
+        file to probe. A probe takes the lock for an instant, creating and following nothing;
+        a lock file no process holds (its writer died) is removed then.
         """
         wanted = set(session_ids)
         if len(wanted) <= _PROBE_BY_NAME:  # a page: cheaper than listing 20,000 names
@@ -162,7 +162,7 @@ _PROBE_BY_NAME = 200  # up to this many sessions, each lock file is opened by it
 
 
 def _held(lock_file: Path) -> bool:
-    """Return True if a process holds the advisory lock on `lock_file` (flock, as filelock)."""
+    """Return True if a process holds the advisory lock on `lock_file` (see `locks`)."""
     if fcntl is None:
         return _held_elsewhere(lock_file)
     try:
@@ -173,6 +173,10 @@ def _held(lock_file: Path) -> bool:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return False  # no server locks anything but a plain file
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        # Held by no process: left by a writer that died, or by a release before writers
+        # removed their lock files. Removed while locked, as a writer removes its own.
+        if os.path.samestat(os.lstat(lock_file), os.fstat(fd)):
+            os.unlink(lock_file)
     except BlockingIOError:
         return True
     except OSError:

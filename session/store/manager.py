@@ -12,8 +12,6 @@ import shutil
 from datetime import datetime
 from pathlib import Path
 
-import filelock
-
 from ..checkpoints import CheckpointRecord, CheckpointStore
 from ..derive.history import HistoryBuilder
 from ..errors import (
@@ -40,8 +38,9 @@ from ..storage import (
 from .backend import StoreKind
 from .layout import POINTER_PREFIX, POINTER_SUFFIX, ProjectLayout
 from .listing import SessionInfo, last_event_time
+from .locks import LockHeldError, take_lock
 from .opening import open_from_files
-from .session import Session, write_session_start
+from .session import Lock, Session, write_session_start
 from .snapshots import log_warning, read_snapshot_file, write_snapshot_file
 
 
@@ -177,13 +176,12 @@ class SessionManager(ProjectLayout):
 
     # -- open / create ------------------------------------------------------------
 
-    def acquire_lock(self, session_id: str) -> filelock.BaseFileLock:
+    def acquire_lock(self, session_id: str) -> Lock:
         """Take the advisory writer lock of a session, or raise SessionLockedError."""
         self.ensure_dirs()
-        lock = filelock.FileLock(str(self.lock_path(session_id)), timeout=0, mode=0o600)
         try:
-            lock.acquire()
-        except filelock.Timeout:
+            lock = take_lock(self.lock_path(session_id))
+        except LockHeldError:
             raise SessionLockedError(
                 f"session {session_id} is in use by another editor window or process"
             ) from None
@@ -270,7 +268,7 @@ class SessionManager(ProjectLayout):
     def _open_locked(
         self,
         session_id: str,
-        lock: filelock.BaseFileLock | None,
+        lock: Lock | None,
         redactor: Redactor | None,
         read_only: bool,
     ) -> Session:

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import filelock
-
 from ..derive.history import HistoryBuilder, ReplayRequiredError, build_history
 from ..errors import SessionNotFoundError
 from ..log.reader import LogScan, scan_log
 from ..log.writer import EventLog
 from ..redaction import Redactor
 from ..snapshot import SessionState, apply_event_to_state, state_from_events
-from .session import Session, settle_opened
+from .session import Lock, Session, settle_opened
 from .snapshots import snapshot_matches_log
 
 
@@ -28,7 +26,7 @@ def open_from_files(
     snapshot: tuple[SessionState | None, str | None],
     warnings: list[str],
     *,
-    lock: filelock.BaseFileLock | None,
+    lock: Lock | None,
     redactor: Redactor | None,
     read_only: bool,
 ) -> Session:

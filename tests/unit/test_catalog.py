@@ -98,7 +98,8 @@ def test_held_locks_names_the_sessions_a_process_is_writing(
     workspace.mkdir()
     idle, busy, never = make_session(workspace, home), make_session(workspace, home), "0" * 12
     manager = SessionManager(workspace, home=home)
-    assert manager.lock_path(idle).exists()  # a lock file stays after its writer is gone
+    assert not manager.lock_path(idle).exists()  # its writer removed it as it let go
+    manager.lock_path(idle).touch()  # as a writer that died leaves it
     held = manager.acquire_lock(busy)
     try:
         assert manager.held_locks([idle, busy, never]) == {busy}
@@ -107,7 +108,7 @@ def test_held_locks_names_the_sessions_a_process_is_writing(
         held.release()
     assert manager.held_locks([idle, busy, never]) == set()
     assert not manager.lock_path(never).exists()  # probing creates nothing
-    os.unlink(manager.lock_path(idle))
+    assert not manager.lock_path(idle).exists()  # a lock file no process holds is removed
     os.symlink(manager.lock_path(busy), manager.lock_path(idle))
     held = manager.acquire_lock(busy)
     try:  # a symlinked lock file is never followed
