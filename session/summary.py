@@ -105,7 +105,8 @@ def extractive_session_summary(plan: SummaryPlan, decisions: list[str]) -> Compa
     earlier = earlier.strip()
     if earlier and not earlier.startswith("The user asked"):  # a model's (or compaction's)
         head.append(f"Earlier: {_words(' '.join(earlier.split()), 60)}")
-    head.append(f"The user asked ({len(requests)} requests, newest last):")
+    count = f"{len(requests)} request{'s' * (len(requests) != 1)}"
+    head.append(f"The user asked ({count}, newest last):")
     budget = MAX_SUMMARY_WORDS - sum(len(line.split()) for line in head) - 40
     shown: list[str] = []
     for request in reversed(requests):

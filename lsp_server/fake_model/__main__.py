@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-tool-streams",
         action="store_true",
-        help="send an empty stream for a streamed tool call (llama-cpp-python's function calling)",
+        help="send an empty stream for a streamed tool call, fail tool_choice 'required' "
+        "(llama-cpp-python's function calling)",
     )
     args = parser.parse_args(argv)
     replies, label = load_script(args.script) if args.script else ([], None)

@@ -69,6 +69,13 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         if self.fake.null_content is not None and (at := null_content_at(body)) is not None:
             self._refuse_null_content(at)
             return
+        if (
+            not self.fake.tool_streams
+            and body.get("tools")
+            and body.get("tool_choice") == "required"
+        ):
+            self._handler_failed(body)  # llama-cpp-python: `assert tool_choice == "auto"`
+            return
         slot = None
         try:
             slot = self.fake.take_slot(self._client_gone)  # a server of `slots` at a time
@@ -177,6 +184,13 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
             model = body.get("model") or self.fake.model_id
             message = f"registry.ollama.ai/library/{model}:latest does not support tools"
             self._error(400, message, "api_error")
+
+    def _handler_failed(self, body: dict[str, Any]) -> None:
+        """Fail as llama-cpp-python does when its chat handler raises (here an assertion)."""
+        if body.get("stream"):
+            self._empty_stream()
+        else:  # its exception handler answers 500 with the exception's text: none
+            self._error(500, "", "internal_server_error")
 
     def _empty_stream(self) -> None:
         """Fail a stream as llama-cpp-python does when its handler raises (overflow, tools).

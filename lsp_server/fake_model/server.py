@@ -23,7 +23,9 @@ llama-cpp-python's request validation, or llama.cpp's llama-server before it too
 ``FakeOpenAI(tool_streams=False)`` cannot stream a tool call, as llama-cpp-python's
 `chatml-function-calling` format ("Automatic streaming tool choice is not supported"):
 a streamed request whose reply is a tool call gets what that server sends for it, an empty
-stream (the reply stays next); text streams, and tool calls come in one piece.
+stream (the reply stays next); text streams, and tool calls come in one piece. A forced
+tool choice (`tool_choice: "required"`, as structured output sends) fails its handler's
+`assert tool_choice == "auto"`: an empty stream, or HTTP 500 with no message.
 
 ``FakeOpenAI(slots=1)`` answers one request at a time, as a local server with one slot
 does (llama.cpp's ``--parallel 1``, llama-cpp-python): the others wait for it.

@@ -58,6 +58,7 @@ async def run_attempts(
     attempt_prompt: str | list[str] | None = prompt
     while True:
         try:
+            deps.calls.clear()  # an abandoned attempt's calls are not in the history
             return await runner.run_attempt(
                 deps, recorder, attempt_prompt, history, sink, stream=stream
             )
@@ -143,6 +144,11 @@ def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int) -> st
             f" even after compacting what could be. The working contextWindow is "
             f"{ls.config.context_window} tokens: set contextWindow to the model's real window, "
             "run /compact, or start a new session (a single message this long cannot be sent)."
+        )
+    if fault.kind == "runaway":
+        return (
+            f"{_sentence(fault.message)}, so the turn stopped. Ask again more precisely, or use "
+            "a model better at calling tools; each call is in the transcript."
         )
     if fault.kind == "tool-misuse":
         last = f" (the last: {fault.detail})" if fault.detail else ""

@@ -31,6 +31,7 @@ FaultKind = Literal[
     "no-tools",
     "null-content",
     "tool-misuse",
+    "runaway",
     "rejected",
     "other",
 ]
@@ -90,6 +91,28 @@ _WINDOW_PATTERNS = (
     re.compile(r"maximum number of tokens allowed \((\d+)\)"),
     re.compile(r"context (?:length|size|window) (?:of|is) (\d+)"),
 )
+
+
+class RunawayTurnError(Exception):
+    """The turn made as many model requests as a turn may (pydantic-ai's `request_limit`)."""
+
+    def __init__(self, requests: int, calls: dict[str, int]) -> None:
+        super().__init__(f"{requests} model requests in one turn")
+        self.requests = requests
+        self.calls = calls  # tool name -> times called in the turn
+
+
+def _runaway(exc: RunawayTurnError) -> ModelFault:
+    called = ", ".join(
+        f"{name} {count} time{'s' * (count != 1)}"
+        for name, count in sorted(exc.calls.items(), key=lambda item: -item[1])[:3]
+    )
+    return ModelFault(
+        "runaway",
+        f"the model made {exc.requests} requests in this turn without answering"
+        + (f" (it called {called})" if called else ""),
+        False,
+    )
 
 
 @dataclass(frozen=True)
@@ -197,6 +220,8 @@ def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision ta
 
     chain = _chain(exc)
     for item in chain:
+        if isinstance(item, RunawayTurnError):
+            return _runaway(item)
         if isinstance(item, PromptCutError):
             return ModelFault("truncated", str(item), False, window=item.counted, detail=str(item))
         if isinstance(item, StreamStallError):

@@ -6,6 +6,7 @@ pydantic-ai is imported when the first chat builds the agent, never at start-up.
 from __future__ import annotations
 
 import functools
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -173,8 +174,11 @@ class ChatRunner:
                 async with summarizer.run_stream(prompt, model_settings=settings) as result:
                     output = await result.get_output()
             except Exception as exc:
-                if tools and classify(exc).kind == "no-tools":
-                    self._summary_tools = False  # the chat finds out (and says so) itself
+                kind = classify(exc).kind
+                if tools and kind in _SUMMARY_AS_TEXT:
+                    # "no-tools": the chat finds out (and says so) itself. The others: the
+                    # server or the model may manage the summary as JSON text instead.
+                    self._summary_tools = False
                     continue
                 self.summary_failed_at = time.monotonic()
                 raise
@@ -217,6 +221,7 @@ class ChatRunner:
         chatml-function-calling), so the requests after the tool results are too.
         """
         from pydantic_ai import Agent
+        from pydantic_ai.exceptions import UsageLimitExceeded
         from pydantic_ai.messages import (
             FunctionToolCallEvent,
             FunctionToolResultEvent,
@@ -228,6 +233,8 @@ class ChatRunner:
             ThinkingPartDelta,
         )
         from pydantic_ai.settings import ModelSettings
+
+        from .faults import RunawayTurnError
 
         agent = self.agent
         text_parts: list[str] = []
@@ -262,6 +269,7 @@ class ChatRunner:
             recorder.request_header(model_name, settings_recorded, instructions)
 
         in_one_piece = not stream
+        called: dict[str, int] = {}  # tool name -> calls in this attempt
         unanswered: Any = None  # a request asked in one piece, not yet answered
         try:
             async with agent.iter(
@@ -320,6 +328,7 @@ class ChatRunner:
                                     part = event.part
                                     args = part.args_as_dict()
                                     calls[part.tool_call_id] = (part.tool_name, args)
+                                    called[part.tool_name] = called.get(part.tool_name, 0) + 1
                                     recorder.tool_call(part.tool_call_id, part.tool_name, args)
                                     sink.tool(part.tool_name, args, "started", part.tool_call_id)
                                 elif isinstance(event, FunctionToolResultEvent):
@@ -343,11 +352,26 @@ class ChatRunner:
                                         result.tool_call_id,
                                     )
                         recorder.end_step(step_usage)  # a step brackets its tool calls and results
+        except UsageLimitExceeded as exc:  # checked before a request is sent: none was
+            raise RunawayTurnError(_request_limit(exc), called) from exc
         except BaseException:
             if unanswered is not None:  # it failed: the log still says what was sent
                 record_request(unanswered.request)
             raise
         return TurnResult("".join(text_parts), tally.result(), finish)
+
+
+# Faults after which a summary asked for as a tool call is asked for as JSON text: the server
+# takes no tools; it broke off (llama-cpp-python's function calling asserts on the forced
+# tool choice of structured output: an empty stream); or the model answered without the
+# tool call (small models). Not a stall, a rate limit, a server error or no server at all.
+_SUMMARY_AS_TEXT = frozenset({"no-tools", "connection", "cut", "empty", "other"})
+
+
+def _request_limit(exc: Exception) -> int:
+    """Return the request limit pydantic-ai's error names (its default: 50)."""
+    found = re.search(r"request_limit of (\d+)", str(exc))
+    return int(found.group(1)) if found else 50
 
 
 def _jsonable(value: Any) -> Any:

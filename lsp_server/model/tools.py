@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -30,6 +30,22 @@ MAX_READ_BYTES = 256 * 1024  # the most one read_file call returns, whatever the
 MIN_READ_BYTES = 2 * 1024  # the least, however small the window
 MAX_SCAN_BYTES = 8 << 20  # how far into a file read_file can go (a part at a time)
 MAX_LIST_ENTRIES = 500
+REPEATS_BEFORE_NOTE = 2  # identical reads in a turn before the result says so
+
+
+def repeat_note(deps: ToolDeps, *call: str) -> str:
+    """Count a read (tool name and arguments); from the third alike, a note to move on.
+
+    Small local models call list_files on the same directory again and again until the
+    turn's request limit ends it: they are told they already have the result.
+    """
+    count = deps.calls[call] = deps.calls.get(call, 0) + 1
+    if count <= REPEATS_BEFORE_NOTE:
+        return ""
+    return (
+        f"[call {count} of {call[0]} with these arguments in this turn, and nothing was "
+        "written since: you have this result already. Use it and answer the user.]"
+    )
 
 
 def read_limit(context_window: int) -> int:
@@ -56,6 +72,8 @@ class ToolDeps:
     lifecycle: SessionLifecycle
     host: EditorHost
     read_limit: int = MAX_READ_BYTES  # bytes one read_file call returns (`read_limit()`)
+    # (tool, arguments) -> times called in this turn since the last write (`repeat_note`)
+    calls: dict[tuple[str, ...], int] = field(default_factory=dict)
 
     @property
     def root(self) -> Path:
@@ -77,6 +95,8 @@ def _checked_path(deps: ToolDeps, path: str) -> Path:
             raise ToolError(f"{path} is a symlink; symlinks are not followed")
     except FileNotFoundError:
         pass
+    except OSError as exc:  # a name too long, a component that is a file, ...
+        raise ToolError(f"path {path!r} cannot be used: {exc.strerror}") from None
     return target
 
 
@@ -100,7 +120,9 @@ def read_file(deps: ToolDeps, path: str, start_line: int = 1) -> str:
             raise ToolError(f"{path} is not a regular file")
         data = fh.read(MAX_SCAN_BYTES + 1)
     deps.lifecycle.note_assistant_file(path)
-    return _part(data, start_line, deps.read_limit)
+    text = _part(data, start_line, deps.read_limit)
+    note = repeat_note(deps, "read_file", path, str(start_line))
+    return f"{text}\n{note}" if note else text
 
 
 def _part(data: bytes, start_line: int, limit: int) -> str:
@@ -110,7 +132,8 @@ def _part(data: bytes, start_line: int, limit: int) -> str:
     if start_line == 1 and whole and len(data) <= limit:
         return data.decode("utf-8", errors="replace")  # the usual case: all of it
     if start_line > len(lines):
-        return f"[the file has {len(lines)} lines: nothing from line {start_line}]"
+        count = f"{len(lines)} line{'s' * (len(lines) != 1)}"
+        return f"[the file has {count}: nothing from line {start_line}]"
     taken: list[bytes] = []
     size = 0
     for line in lines[start_line - 1 :]:
@@ -149,7 +172,10 @@ def list_files(deps: ToolDeps, directory: str = ".") -> list[str]:
         raise ToolError(f"{directory} does not exist") from None
     except NotADirectoryError:
         raise ToolError(f"{directory} is not a directory") from None
-    return entries
+    except OSError as exc:
+        raise ToolError(f"cannot list {directory}: {exc.strerror}") from None
+    note = repeat_note(deps, "list_files", directory)
+    return [*entries, note] if note else entries
 
 
 async def write_file(deps: ToolDeps, path: str, content: str) -> str:
@@ -157,16 +183,20 @@ async def write_file(deps: ToolDeps, path: str, content: str) -> str:
     target = _checked_path(deps, path)
     relative = path.strip().removeprefix("./")
     data = content.encode("utf-8")
+    deps.calls.clear()  # a read after a write may see something new
     if await deps.host.apply_file_edit(relative, content):
         deps.lifecycle.note_assistant_write(relative, data)
         return f"{relative}: edit applied in the editor ({len(data)} bytes; undoable there)"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if not is_safe_relative_path(deps.root, relative):  # parent dirs may have changed
-        raise ToolError(f"path {path!r} is outside the workspace")
-    unlink_if_hard_linked(target)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(target, flags, 0o644)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not is_safe_relative_path(deps.root, relative):  # parent dirs may have changed
+            raise ToolError(f"path {path!r} is outside the workspace")
+        unlink_if_hard_linked(target)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(target, flags, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:  # a directory there, no space left, not allowed, ...
+        raise ToolError(f"cannot write {path}: {exc.strerror}") from None
     deps.lifecycle.note_assistant_write(relative, data)
     return f"{relative}: written ({len(data)} bytes)"

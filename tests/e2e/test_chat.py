@@ -139,7 +139,9 @@ def openai_messages(system: str, messages: list[dict]) -> list[dict]:
                         {
                             "role": "tool",
                             "tool_call_id": part["tool_call_id"],
-                            "content": content if isinstance(content, str) else json.dumps(content),
+                            "content": content
+                            if isinstance(content, str)
+                            else json.dumps(content, separators=(",", ":"), ensure_ascii=False),
                         }
                     )
         else:

@@ -235,6 +235,29 @@ async def test_a_model_that_keeps_calling_a_tool_wrongly_is_told_apart(
     assert called == answered  # no call of the failed turn is left without its result
 
 
+async def test_a_model_that_never_stops_calling_tools_is_stopped_and_says_so(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    """A small model lists the same directory until pydantic-ai's request limit (50)."""
+    listing = {"tool_calls": [{"name": "list_files", "arguments": {"directory": "."}}]}
+    fake.add(*[listing] * 50, "never asked", "Listed.")
+    editor = await started(make_editor)
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/chat", {"text": "what is here?"})
+    message = info.value.message
+    assert message.startswith("The model made 50 requests in this turn without answering")
+    assert "(it called list_files 50 times)" in message and "so the turn stopped" in message
+    assert "pydantic.dev" not in message and "attempts" not in message
+    assert len(fake.requests) == 50 and fake.remaining == 2  # never retried
+    results = [m["content"] for m in fake.messages(-1) if m.get("role") == "tool"]
+    assert "call 3 of list_files" not in results[1] and "call 3 of list_files" in results[2]
+    status = await editor.request("agentAssist/status")
+    events = events_of(workspace, home, status["sessionId"])
+    assert [e.data.reason for e in events if e.type == "turn/end"] == ["error"]
+    assert_requests_rebuildable(fake, workspace, home, status["sessionId"])  # no unsent one
+    await editor.stop()
+
+
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
 async def test_client_errors_are_never_retried(make_editor, fake: FakeOpenAI, status: int) -> None:
     fake.add({"error": status, "message": f"refused with {status}"}, "never sent")

@@ -76,6 +76,22 @@ async def test_the_summary_of_a_model_without_tools_is_asked_for_as_json_text(
     await editor.stop()
 
 
+async def test_a_summary_the_server_cannot_force_a_tool_for_is_asked_as_json_text(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    """llama-cpp-python's function calling fails a forced tool choice (structured output)."""
+    fake.tool_streams = False
+    editor: Editor = make_editor(env={"AGENT_ASSIST_SUMMARY_DELAY": "0.05"})
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    await editor.request("agentAssist/chat", {"text": "plan the storage layer"})
+    (summary,) = await wait_summaries(workspace, home, session_id, count=1)
+    assert summary.data.summary.startswith("Running summary: the user asked")  # the model's
+    forced = [r.body.get("tool_choice") for r in fake.summary_requests]
+    assert forced == ["required", None]  # then the schema in the prompt, the JSON as text
+    await editor.stop()
+
+
 @pytest.mark.parametrize("style", ["llama-cpp", "llama-server"])
 async def test_a_server_that_refuses_a_tool_call_without_text_gets_an_empty_one(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path, style: str

@@ -70,3 +70,42 @@ def test_japanese_text_is_cut_between_lines_not_inside_a_character(
     part = read_file(deps_for(manager, 300), "ja.md")
     assert "\ufffd" not in part and part.startswith("エージェントの設計 0\n")
     assert "start_line=11 to read on" in part
+
+
+async def test_a_read_asked_for_again_and_again_says_so(
+    manager: SessionManager, workspace: Path
+) -> None:
+    """Small models list the same directory until the request limit: the third says so."""
+    (workspace / "notes.md").write_text("buy milk\n")
+    deps = deps_for(manager, 4096)
+    listed = tools.list_files(deps, ".")
+    assert "notes.md" in listed and tools.list_files(deps, ".") == listed
+    third = tools.list_files(deps, ".")
+    assert third[:-1] == listed and "call 3 of list_files" in third[-1]
+    assert tools.list_files(deps, "./") == listed  # other arguments: another call
+    assert [read_file(deps, "notes.md") for _ in range(2)] == ["buy milk\n"] * 2
+    assert "call 3 of read_file" in read_file(deps, "notes.md")
+    assert "call" not in read_file(deps, "notes.md", 2)  # another part
+    await tools.write_file(deps, "todo.md", "call the bank\n")
+    assert tools.list_files(deps, ".") == sorted([*listed, "todo.md"])  # counted anew
+
+
+async def test_a_path_the_file_system_refuses_is_a_tool_error(
+    manager: SessionManager, workspace: Path
+) -> None:
+    """A small model once wrote a whole paragraph as the path: ENAMETOOLONG failed the turn."""
+    deps = deps_for(manager, 4096)
+    (workspace / "notes.md").write_text("buy milk\n")
+    long_name = "data.json&#34;, " + "x" * 300
+    with pytest.raises(ToolError, match="cannot be used: File name too long"):
+        read_file(deps, long_name)
+    with pytest.raises(ToolError, match="cannot be used: File name too long"):
+        await tools.write_file(deps, long_name, "{}")
+    with pytest.raises(ToolError, match="cannot be used: File name too long"):
+        tools.list_files(deps, long_name)
+    with pytest.raises(ToolError, match="cannot write templates: Is a directory"):
+        (workspace / "templates").mkdir(exist_ok=True)
+        await tools.write_file(deps, "templates", "{}")
+    with pytest.raises(ToolError, match="notes.md/inside.md.* Not a directory"):
+        await tools.write_file(deps, "notes.md/inside.md", "{}")
+    assert (workspace / "notes.md").read_text() == "buy milk\n"
