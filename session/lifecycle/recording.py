@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
+from typing import Any
 
 from ..checkpoints import CheckpointRecord, RestorePlan, write_workspace_file
 from ..compaction import CompactionPlan, CompactionSummary, history_tokens, plan_compaction
 from ..context import build_resume_context, remembered
 from ..errors import SessionError
 from ..events import Event
+from ..snapshot import TITLE_CHARS
 from ..summary import SummaryPlan, clip_words
 from ..workspace.drift import DriftReport
 from .transitions import LifecycleTransitions
@@ -110,11 +112,12 @@ class SessionLifecycle(LifecycleTransitions):
         return SaveResult(session.session_id, record.number, record.created_at, path)
 
     def _checkpoint_title(self) -> str:
-        title = self.current.state.title
-        turns = self.current.state.turns
-        if not turns:
+        """Name the turn saved: its number and what the user asked in it."""
+        state = self.current.state
+        if not state.turns:
             return "Session start"
-        return f"Turn {turns}: {title}" if title else f"Turn {turns}"
+        asked = _last_prompt(self.current.history.messages()) or state.title
+        return f"Turn {state.turns}: {asked}" if asked else f"Turn {state.turns}"
 
     def _checkpoint(self, *, auto: bool, title: str) -> CheckpointRecord:
         """Record a numbered checkpoint: a `session/save` event plus copies of tracked files."""
@@ -252,3 +255,17 @@ class SessionLifecycle(LifecycleTransitions):
             "session/rewind", {"to_seq": plan.record.seq, "checkpoint": plan.record.number}
         )
         return restored
+
+
+def _last_prompt(messages: list[dict[str, Any]]) -> str | None:
+    """Return the newest user prompt of a history (pydantic-ai's JSON), on one line."""
+    for message in reversed(messages):
+        if message.get("kind") != "request":
+            continue
+        for part in message.get("parts") or ():
+            if not isinstance(part, dict) or part.get("part_kind") != "user-prompt":
+                continue
+            content = part.get("content")
+            if isinstance(content, str):
+                return " ".join(content.split())[:TITLE_CHARS] or None
+    return None

@@ -114,6 +114,8 @@ def test_save_makes_a_restorable_checkpoint(manager: SessionManager, workspace: 
     run_turn(lc, "two", "second")
     records = lc.list_checkpoints()
     assert [r.number for r in records] == [1] and records[0].title == "Turn 1: one"
+    assert lc.explicit_save().checkpoint == 2
+    assert lc.list_checkpoints()[-1].title == "Turn 2: two"  # what turn 2 asked, not turn 1
     digest = hashlib.sha256(spec_v1).hexdigest()
     blob = manager.blobs_dir / digest[:2] / digest
     assert blob.read_bytes() == spec_v1 and (blob.stat().st_mode & 0o777) == 0o600
