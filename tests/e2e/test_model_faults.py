@@ -205,6 +205,16 @@ async def test_a_model_server_that_is_not_running_is_named(make_editor) -> None:
     await editor.stop()
 
 
+async def stopped_turn(editor: Any, text: str) -> str:
+    """Send a turn the model's behaviour stops; return the error, free of pydantic-ai's text."""
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/chat", {"text": text})
+    message = info.value.message
+    assert "so the turn stopped" in message
+    assert "pydantic.dev" not in message and "attempts" not in message  # never retried
+    return message
+
+
 async def test_a_model_that_keeps_calling_a_tool_wrongly_is_told_apart(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:
@@ -216,12 +226,9 @@ async def test_a_model_that_keeps_calling_a_tool_wrongly_is_told_apart(
     editor = await started(make_editor)
     reply = await editor.request("agentAssist/chat", {"text": "what do the notes say?"})
     assert reply["text"] == "Milk."  # two failures, a success (which resets the count), three
-    with pytest.raises(JsonRpcException) as info:
-        await editor.request("agentAssist/chat", {"text": "and again?"})
-    message = info.value.message
+    message = await stopped_turn(editor, "and again?")
     assert message.startswith("The model called read_file 4 times with arguments that did not")
-    assert "notes.md&#34; does not exist" in message and "so the turn stopped" in message
-    assert "pydantic.dev" not in message and "attempts" not in message
+    assert "notes.md&#34; does not exist" in message
     assert fake.remaining == 1 and len(fake.requests) == 11  # the fault is not retried
     events = events_of(workspace, home, reply["sessionId"])
     assert [e.data.reason for e in events if e.type == "turn/end"] == ["completed", "error"]
@@ -242,12 +249,9 @@ async def test_a_model_that_never_stops_calling_tools_is_stopped_and_says_so(
     listing = {"tool_calls": [{"name": "list_files", "arguments": {"directory": "."}}]}
     fake.add(*[listing] * 50, "never asked", "Listed.")
     editor = await started(make_editor)
-    with pytest.raises(JsonRpcException) as info:
-        await editor.request("agentAssist/chat", {"text": "what is here?"})
-    message = info.value.message
+    message = await stopped_turn(editor, "what is here?")
     assert message.startswith("The model made 50 requests in this turn without answering")
-    assert "(it called list_files 50 times)" in message and "so the turn stopped" in message
-    assert "pydantic.dev" not in message and "attempts" not in message
+    assert "(it called list_files 50 times)" in message
     assert len(fake.requests) == 50 and fake.remaining == 2  # never retried
     results = [m["content"] for m in fake.messages(-1) if m.get("role") == "tool"]
     assert "call 3 of list_files" not in results[1] and "call 3 of list_files" in results[2]
