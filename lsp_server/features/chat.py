@@ -58,7 +58,6 @@ async def run_attempts(
     attempt_prompt: str | list[str] | None = prompt
     while True:
         try:
-            deps.calls.clear()  # an abandoned attempt's calls are not in the history
             return await runner.run_attempt(
                 deps, recorder, attempt_prompt, history, sink, stream=stream
             )
@@ -92,7 +91,8 @@ async def run_attempts(
                 retries += 1
                 delay = backoff(retries, fault.retry_after)
             else:
-                raise TurnFailedError(final_message(ls, fault, recorder.attempt)) from None
+                reads = sum(deps.calls.values())  # the turn's reads: their results are sent
+                raise TurnFailedError(final_message(ls, fault, recorder.attempt, reads)) from None
             logger.warning(
                 "turn %d attempt %d failed (%s); retrying in %.1f s",
                 recorder.number,
@@ -130,13 +130,21 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int) -> str:
-    """Say why a turn failed, and what the user can do about it."""
+def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int, reads: int = 0) -> str:
+    """Say why a turn failed, and what the user can do about it (`reads`: files read)."""
     if fault.kind == "truncated":
         return (
             f"{_sentence(fault.message)}, even after compacting what could be. "
             f"{_sentence(RAISE_LENGTH)}, "
             f"or start a new session: a message this long does not fit {fault.window} tokens."
+        )
+    if fault.kind == "overflow" and reads:  # the turn's own reads filled the window
+        return (
+            f"The model refused the prompt as too long for its context window ({fault.detail})"
+            f" after this turn's {reads} read{'s' * (reads != 1)} of files and directories. "
+            f"The working contextWindow is {ls.config.context_window} tokens: ask about fewer "
+            "files at a time, or give the model a larger window (the server's context size, "
+            "then contextWindow)."
         )
     if fault.kind == "overflow":
         return (

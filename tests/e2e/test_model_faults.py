@@ -383,6 +383,28 @@ async def test_a_read_that_overflows_a_window_learned_from_the_server_is_cut_to_
         await editor.stop()
 
 
+async def test_a_turn_whose_own_reads_overflow_says_to_read_less(
+    make_editor, workspace: Path, home: Path
+) -> None:
+    """Reads of 2 KB each (a quarter of a 2,048-token window) until the prompt is over it."""
+    for n in range(6):
+        (workspace / f"part{n}.md").write_text(f"Part {n}: the templates live here.\n" * 60)
+    reads = [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": f"part{n}.md"}}]}
+        for n in range(6)
+    ]
+    with FakeOpenAI(context_window=2048, overflow="openai") as model:
+        model.add(*reads, *reads, "never sent")
+        editor = await started(make_editor, baseUrl=model.base_url, contextWindow=2048)
+        with pytest.raises(JsonRpcException) as info:
+            await editor.request("agentAssist/chat", {"text": "read every part"})
+        message = info.value.message
+        assert "after this turn's " in message and " reads of files and directories" in message
+        assert "ask about fewer files at a time" in message
+        assert "single message" not in message  # the user's was short
+        await editor.stop()
+
+
 @pytest.mark.parametrize("style", ["openai", "llama-cpp"])
 async def test_a_prompt_that_cannot_fit_says_what_to_do(
     make_editor, workspace: Path, home: Path, style: str
