@@ -30,6 +30,7 @@ from .transport import build_http_client  # noqa: E402
 # each failure goes back to the model with the error, and small local models often need
 # two or three tries to get a path right.
 TOOL_RETRIES = 3
+REQUEST_LIMIT = 50  # model requests in one turn (pydantic-ai's default, set here to name it)
 
 
 def _model(config: ModelConfig, quirks: ServerQuirks | None) -> OpenAIChatModel:

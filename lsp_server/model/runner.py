@@ -6,7 +6,6 @@ pydantic-ai is imported when the first chat builds the agent, never at start-up.
 from __future__ import annotations
 
 import functools
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -233,7 +232,9 @@ class ChatRunner:
             ThinkingPartDelta,
         )
         from pydantic_ai.settings import ModelSettings
+        from pydantic_ai.usage import UsageLimits
 
+        from .build import REQUEST_LIMIT
         from .faults import RunawayTurnError
 
         agent = self.agent
@@ -273,7 +274,11 @@ class ChatRunner:
         unanswered: Any = None  # a request asked in one piece, not yet answered
         try:
             async with agent.iter(
-                prompt, message_history=messages, deps=deps, model_settings=settings
+                prompt,
+                message_history=messages,
+                deps=deps,
+                model_settings=settings,
+                usage_limits=UsageLimits(request_limit=REQUEST_LIMIT),
             ) as run:
                 async for node in run:
                     if Agent.is_model_request_node(node):
@@ -353,7 +358,7 @@ class ChatRunner:
                                     )
                         recorder.end_step(step_usage)  # a step brackets its tool calls and results
         except UsageLimitExceeded as exc:  # checked before a request is sent: none was
-            raise RunawayTurnError(_request_limit(exc), called) from exc
+            raise RunawayTurnError(REQUEST_LIMIT, called) from exc
         except BaseException:
             if unanswered is not None:  # it failed: the log still says what was sent
                 record_request(unanswered.request)
@@ -366,12 +371,6 @@ class ChatRunner:
 # tool choice of structured output: an empty stream); or the model answered without the
 # tool call (small models). Not a stall, a rate limit, a server error or no server at all.
 _SUMMARY_AS_TEXT = frozenset({"no-tools", "connection", "cut", "empty", "other"})
-
-
-def _request_limit(exc: Exception) -> int:
-    """Return the request limit pydantic-ai's error names (its default: 50)."""
-    found = re.search(r"request_limit of (\d+)", str(exc))
-    return int(found.group(1)) if found else 50
 
 
 def _jsonable(value: Any) -> Any:
