@@ -27,15 +27,12 @@ from ..storage import StorageError, ensure_private_dir
 from ..workspace.identity import project_identity
 from .listing import SessionInfo
 from .listing_index import ListingIndex
+from .locks import is_held
 from .projects import find_project_dir, mark
 
 if TYPE_CHECKING:
     from ..snapshot import SessionState
 
-try:
-    import fcntl
-except ImportError:  # Windows: filelock locks with msvcrt there
-    fcntl = None  # type: ignore[assignment]
 
 # `sessions/active_<instanceId>.json`: the session an editor instance last used.
 POINTER_PREFIX, POINTER_SUFFIX = "active_", ".json"
@@ -124,13 +121,13 @@ class ProjectLayout:
         """
         wanted = set(session_ids)
         if len(wanted) <= _PROBE_BY_NAME:  # a page: cheaper than listing 20,000 names
-            return {sid for sid in wanted if _held(self.sessions_dir / f"{sid}.lock")}
+            return {sid for sid in wanted if is_held(self.sessions_dir / f"{sid}.lock")}
         try:
             names = os.listdir(self.sessions_dir)
         except OSError:
             return set()
         locked = wanted.intersection(n[: -len(".lock")] for n in names if n.endswith(".lock"))
-        return {sid for sid in locked if _held(self.sessions_dir / f"{sid}.lock")}
+        return {sid for sid in locked if is_held(self.sessions_dir / f"{sid}.lock")}
 
     def pointer_path(self, instance_id: str) -> Path:
         """Return `sessions/active_<instanceId>.json`."""
@@ -159,41 +156,3 @@ class ProjectLayout:
 
 
 _PROBE_BY_NAME = 200  # up to this many sessions, each lock file is opened by its name
-
-
-def _held(lock_file: Path) -> bool:
-    """Return True if a process holds the advisory lock on `lock_file` (see `locks`)."""
-    if fcntl is None:
-        return _held_elsewhere(lock_file)
-    try:
-        fd = os.open(lock_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return False
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False  # no server locks anything but a plain file
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        # Held by no process: left by a writer that died, or by a release before writers
-        # removed their lock files. Removed while locked, as a writer removes its own.
-        if os.path.samestat(os.lstat(lock_file), os.fstat(fd)):
-            os.unlink(lock_file)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # closing the only descriptor releases a lock just taken
-    return False
-
-
-def _held_elsewhere(lock_file: Path) -> bool:
-    """Probe a lock the portable way: filelock, for an instant (it may create the file)."""
-    import filelock
-
-    lock = filelock.FileLock(str(lock_file), timeout=0)
-    try:
-        lock.acquire()
-    except (filelock.Timeout, OSError):
-        return True
-    lock.release()
-    return False

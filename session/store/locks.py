@@ -7,7 +7,7 @@ sessions open now (or whose writer died) have one. Taking the lock checks that t
 locked is still the one the path names: a holder may have removed it between our open and
 our flock, and a new one may have been made since; then it is taken again.
 
-A probe (`layout._held`) locks a file for an instant: a writer that meets it tries again
+A probe (`is_held`) locks a file for an instant: a writer that meets it tries again
 for `BUSY_WAIT` before it says the session is in use. Without `fcntl` (Windows) filelock
 is used as before, and its file stays.
 """
@@ -112,3 +112,41 @@ def take_lock(path: Path) -> FileWriterLock | _PortableLock:
             return FileWriterLock(path, fd)
         os.close(fd)  # removed or replaced since we opened it: lock what is there now
     raise OSError(errno.EAGAIN, "the lock file keeps being replaced", str(path))
+
+
+def is_held(lock_file: Path) -> bool:
+    """Return True if a process holds the lock on `lock_file`; remove it if none does."""
+    if fcntl is None:
+        return _held_elsewhere(lock_file)
+    try:
+        fd = os.open(lock_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False  # no server locks anything but a plain file
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        # Held by no process: left by a writer that died, or by a release before writers
+        # removed their lock files. Removed while locked, as a writer removes its own.
+        if os.path.samestat(os.lstat(lock_file), os.fstat(fd)):
+            os.unlink(lock_file)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing the only descriptor releases a lock just taken
+    return False
+
+
+def _held_elsewhere(lock_file: Path) -> bool:
+    """Probe a lock the portable way: filelock, for an instant (it may create the file)."""
+    import filelock
+
+    lock = filelock.FileLock(str(lock_file), timeout=0)
+    try:
+        lock.acquire()
+    except (filelock.Timeout, OSError):
+        return True
+    lock.release()
+    return False
