@@ -173,15 +173,16 @@ def recorded_manifest(state: SessionState) -> Manifest:
     """
     patterns = tuple(state.tracked_patterns)
     files, dirs = state.file_manifest, state.dir_stats
-    manifest = Manifest(dict(files), {}, dict(dirs), state.manifest_recorded_ns, patterns=patterns)
+    manifest = Manifest(dirs=dict(dirs), recorded_ns=state.manifest_recorded_ns, patterns=patterns)
     cache = None
     if state.stat_cache is not None:
         cache = unpack_stat_cache(state.stat_cache, files, dirs, manifest.recorded_ns, patterns)
     if cache is not None:
-        manifest.stats, manifest.listing, manifest.orphans = cache
-    elif state.stat_cache is None:  # a snapshot from before the packed cache
-        manifest.stats = dict(state.file_stats)
-    return manifest
+        manifest.listing, manifest.orphans = cache.listing, cache.orphans
+        return manifest.layer_over(files, cache.stats)
+    if state.stat_cache is None:  # a snapshot from before the packed cache
+        return manifest.layer_over(files, state.file_stats)
+    return manifest.layer_over(files, {})
 
 
 def record_manifest(state: SessionState, manifest: Manifest) -> None:

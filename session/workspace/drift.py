@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,19 +35,40 @@ def compare_manifests(
 ) -> DriftReport:
     """Diff a stored manifest against a fresh one."""
     patterns = patterns or TrackedPatterns()
-    report = DriftReport()
-    if new.files == old:  # the usual case, compared in C
-        report.unchanged = len(old)
-        return report
+    if new.base_files() is old:  # a scan layered over `old`: only what it changed can differ
+        return _report(old, new.changed_paths(), new.digest, patterns)
     files = new.files
-    differ = [r for r, digest in old.items() if files.get(r, _ABSENT) != digest]
-    report.modified = [relative for relative in differ if relative in files]
-    report.deleted = [relative for relative in differ if relative not in files]
-    report.unchanged = len(old) - len(differ)
-    if len(files) > len(old) - len(report.deleted):  # some files are not in `old`
-        report.created = sorted(r for r in files.keys() - old.keys() if patterns.matches(r))
+    if files == old:  # the usual case, compared in C
+        return DriftReport(unchanged=len(old))
+    paths = [r for r, digest in old.items() if files.get(r, _ABSENT) != digest]
+    if len(files) > len(old) - sum(1 for r in paths if r not in files):  # files not in `old`
+        paths += files.keys() - old.keys()
+    return _report(old, paths, files.get, patterns)
+
+
+def _report(
+    old: Mapping[str, str],
+    paths: Iterable[str],
+    digest: Callable[[str], str | None],
+    patterns: TrackedPatterns,
+) -> DriftReport:
+    """Sort the paths that may differ into modified, deleted and created (tracked ones)."""
+    report = DriftReport()
+    for path in paths:
+        before, now = old.get(path), digest(path)
+        if before == now:
+            continue
+        if before is None:
+            if patterns.matches(path):
+                report.created.append(path)
+        elif now is None:
+            report.deleted.append(path)
+        else:
+            report.modified.append(path)
+    report.unchanged = len(old) - len(report.modified) - len(report.deleted)
     report.modified.sort()
     report.deleted.sort()
+    report.created.sort()
     return report
 
 
@@ -59,13 +80,13 @@ def detect_file_drift(
 ) -> tuple[DriftReport, Manifest]:
     """Compare tracked files on disk with `manifest`; unsafe stored paths are skipped."""
     patterns = patterns or TrackedPatterns()
-    current = build_file_manifest(root, patterns, extra=manifest.keys(), previous=previous)
+    current = build_file_manifest(root, patterns, extra=manifest, previous=previous)
+    report = compare_manifests(manifest, current, patterns)
     # Paths met by the walk are safe by construction; the rest were checked with resolve()
-    # in list_tracked_files. Only those that failed the lexical check are reported unsafe.
-    unsafe = []
-    if not current.files.keys() >= manifest.keys():
-        unsafe = [k for k in manifest.keys() - current.files.keys() if not is_lexically_safe(k)]
-    safe = {k: v for k, v in manifest.items() if k not in unsafe} if unsafe else manifest
-    report = compare_manifests(safe, current, patterns)
+    # in list_tracked_files. Of the stored paths not found, those that fail the lexical
+    # check are reported unsafe, not deleted.
+    unsafe = [k for k in report.deleted if not is_lexically_safe(k)]
+    if unsafe:
+        report.deleted = [k for k in report.deleted if is_lexically_safe(k)]  # nor unchanged
     report.unsafe = sorted(str(k) for k in unsafe)
     return report, current

@@ -11,13 +11,14 @@ import operator
 import os
 import stat
 import time
-from collections.abc import Iterable, KeysView
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .find import _NANOS, _find_changes, split_subtrees
-from .manifest import Listing, Manifest, children_index, is_utf8, sha256_file
+from .manifest import Listing, Manifest, StatKey, children_index, is_utf8, sha256_file
 from .patterns import SKIPPED_DIRS, TrackedPatterns
 from .safe_paths import is_safe_relative_path
+from .stat_cache import PackedStats
 
 _FIND_MIN_FILES = 3_000  # below this, starting find costs about what it saves (measured)
 
@@ -33,14 +34,30 @@ def _by_directory(paths: Iterable[str]) -> dict[str, list[str]]:
     return grouped
 
 
+def _unproven(
+    files: Mapping[str, str], stats: Mapping[str, StatKey], safe_before: int
+) -> tuple[set[str], list[str]]:
+    """Return (stats of no file, files whose stat proves nothing: none, or racy)."""
+    if isinstance(stats, PackedStats):  # positional over the files: none of the first kind
+        return set(), stats.unproven(safe_before)
+    stale: set[str] = set()
+    unproven: list[str] = []
+    if len(stats) != len(files) or stats.keys() != files.keys():
+        stale = stats.keys() - files.keys()
+        unproven = list(files.keys() - stats.keys())
+    if stats and max(map(_MTIME, stats.values())) >= safe_before:
+        unproven += [p for p, key in stats.items() if key[1] >= safe_before and p not in stale]
+    return stale, unproven
+
+
 class _Scanner:
     """One pass over the tracked files: stat, reuse hashes the stat cache proves, list the rest.
 
-    With a previous manifest to reuse, the scan starts from a copy of its files and stats
-    (a C copy, however many): a directory proven unchanged keeps its entries as they are,
-    any other gives its files back (`release`) and is listed anew, and the files of no
-    walked directory are taken one by one (`add_exact`). A manifest's `listing` and
-    `orphans` together hold each of its files exactly once; that is what makes it work.
+    With a previous manifest to reuse, the result is layered over it: a directory proven
+    unchanged keeps its entries without a look at them, any other gives its files back
+    (`release`: dropped from the base) and is listed anew, and the files of no walked
+    directory are taken one by one (`add_exact`). A manifest's `listing` and `orphans`
+    together hold each of its files exactly once; that is what makes it work.
     """
 
     _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -49,13 +66,19 @@ class _Scanner:
         self.root = root
         self.root_str = str(root)
         self.patterns = patterns
-        self.manifest = Manifest(
-            recorded_ns=time.time_ns(), patterns=patterns.patterns, listing={}, orphans=[]
-        )
+        self.recorded_ns = time.time_ns()
+        # This scan's own entries; with `layered`, over the previous's less `dropped`.
+        self.files: dict[str, str] = {}
+        self.stats: dict[str, StatKey] = {}
+        self.dirs: dict[str, int] = {}
+        self.listing: Listing = {}
+        self.orphans: list[str] = []
+        self.layered = False
+        self.dropped: set[str] = set()
+        self.hashed = 0
         self.to_hash: list[str] = []
         prev = previous or Manifest()
-        self.prev_files = prev.files
-        self.prev_stats = prev.stats
+        self.prev_files, self.prev_stats = prev.share()
         self.prev_dirs = prev.dirs
         # A file (or directory) modified in the same second its stat was recorded may change
         # again without its mtime moving: such "racy" entries are always re-read.
@@ -72,29 +95,31 @@ class _Scanner:
             self.start_from(orphans)
 
     def start_from(self, orphans: list[str]) -> None:
-        """Take the previous files and stats as they were, but for `orphans`."""
-        files = self.manifest.files = dict(self.prev_files)
-        stats = self.manifest.stats = dict(self.prev_stats)
-        for path in orphans:
-            files.pop(path, None)
-            stats.pop(path, None)
-        recheck: set[str] = set()
-        if len(stats) != len(files) or stats.keys() != files.keys():
-            for path in stats.keys() - files.keys():
-                del stats[path]
-            recheck.update(files.keys() - stats.keys())
-        if stats and max(map(_MTIME, stats.values())) >= self.safe_before:
-            recheck.update(p for p, key in stats.items() if key[1] >= self.safe_before)
-        self.recheck = _by_directory(recheck)
+        """Take the previous files and stats as they are, but for `orphans`."""
+        self.layered = True
+        stale, unproven = _unproven(self.prev_files, self.prev_stats, self.safe_before)
+        self.dropped = stale
+        self.dropped.update(orphans)
+        self.recheck = _by_directory(unproven)
+
+    def drop(self, path: str) -> None:
+        """Take `path` out of the result (its previous entry, and any of this scan's)."""
+        self.files.pop(path, None)
+        self.stats.pop(path, None)
+        self.dropped.add(path)
+
+    def has_stat(self, path: str) -> bool:
+        """Return True if the result holds a stat of `path`."""
+        if path in self.stats:
+            return True
+        return self.layered and path not in self.dropped and path in self.prev_stats
 
     def release(self, relative: str) -> None:
         """Give back the previous entries of a directory that is listed or stat'ed again."""
         cached = self.cached.get(relative)
         if cached is not None:
-            files, stats = self.manifest.files, self.manifest.stats
             for path in cached[0]:
-                files.pop(path, None)
-                stats.pop(path, None)
+                self.drop(path)
 
     def add(self, path: str, st: os.stat_result) -> None:
         """Take one regular file: reuse its hash if the stat proves it unchanged."""
@@ -106,11 +131,11 @@ class _Scanner:
             and key[1] < self.safe_before
             and path not in self.ctime_moved
         ):
-            self.manifest.files[path] = digest
-            self.manifest.stats[path] = key
+            self.files[path] = digest
+            self.stats[path] = key
         else:
-            self.manifest.files.pop(path, None)
-            self.manifest.stats[path] = key
+            self.drop(path)
+            self.stats[path] = key
             self.to_hash.append(path)
 
     def same_directory(self, files: list[str], printed: set[str]) -> bool:
@@ -143,19 +168,15 @@ class _Scanner:
         # The same directory (`same_directory`), same mtime and no ctime change: no entry
         # was added, removed or renamed. A known file find did not print has had no inode
         # change (ctime) since before the previous manifest took its stat, so that stat
-        # still holds: no stat of ours, and its entries stay as they were copied.
-        assert self.manifest.listing is not None
+        # still holds: no stat of ours, and its entries stay as they were.
         again = [*self.recheck.get(relative, ()), *printed]
         if not again:
-            self.manifest.listing[relative] = cached
+            self.listing[relative] = cached
             return
-        files = self.manifest.files
-        stats = self.manifest.stats
         known = set(cached[0])
         dropped: set[str] = set()
         for name in set(again) & known:
-            files.pop(name, None)
-            stats.pop(name, None)
+            self.drop(name)
             try:
                 st = os.stat(os.path.join(self.root_str, name), follow_symlinks=False)
             except (OSError, ValueError):
@@ -166,7 +187,7 @@ class _Scanner:
             else:
                 dropped.add(name)
         kept = [f for f in cached[0] if f not in dropped] if dropped else cached[0]
-        self.manifest.listing[relative] = (kept, cached[1])
+        self.listing[relative] = (kept, cached[1])
 
     def walk(self, start: str) -> None:
         """Collect tracked files below `start`, listing only directories that changed."""
@@ -180,11 +201,8 @@ class _Scanner:
             self.ctime_moved |= by_find.moved
             printed = by_find.files
             printed_by_dir = _by_directory(printed)
-        manifest = self.manifest
-        listing_out = manifest.listing
-        assert listing_out is not None
-        files_out = manifest.files
-        stats_out = manifest.stats
+        listing_out = self.listing
+        stats_out = self.stats
         prev_files = self.prev_files
         prev_stats = self.prev_stats
         safe_before = self.safe_before
@@ -201,27 +219,28 @@ class _Scanner:
                     and self.prev_dirs.get(relative) == seen[0] < safe_before
                     and self.same_directory(cached[0], printed)
                 ):
-                    manifest.dirs[relative] = seen[0]
+                    self.dirs[relative] = seen[0]
                     self.take_unchanged_dir(relative, cached, printed_by_dir.get(relative, []))
                     stack.extend(cached[1])
                     continue
                 # Anything else (a new or changed directory, one whose ctime moved as with
                 # `touch -d` or `rsync -t`, one not proven the same) is listed again below.
                 cached = None
-            self.release(relative)
             try:  # O_NOFOLLOW: a directory replaced by a symlink is never entered
                 path = os.path.join(self.root_str, relative) if relative else self.root_str
                 fd = os.open(path, self._DIR_FLAGS)
             except OSError:
+                self.release(relative)
                 continue
             found: list[str] = []
             found_dirs: list[str] = []
             try:
                 mtime = os.fstat(fd).st_mtime_ns
-                manifest.dirs[relative] = mtime
+                self.dirs[relative] = mtime
                 if cached is not None and self.prev_dirs.get(relative) == mtime < safe_before:
                     # Same directory mtime: no entry was added, removed or renamed, so only
-                    # the known files need a stat (relative to the directory: cheap).
+                    # the known files need a stat (relative to the directory: cheap), and a
+                    # file its stat proves keeps its previous entry as it is.
                     files, subdirs = cached
                     cut = len(relative) + 1 if relative else 0
                     kept: list[str] = []
@@ -229,25 +248,26 @@ class _Scanner:
                         try:
                             st = os.stat(name[cut:], dir_fd=fd, follow_symlinks=False)
                         except OSError:
+                            self.drop(name)
                             continue
                         if not stat.S_ISREG(st.st_mode):
+                            self.drop(name)
                             continue
                         kept.append(name)
                         key = (st.st_size, st.st_mtime_ns, st.st_ino)
-                        digest = prev_files.get(name)
                         if (
-                            digest is not None
-                            and prev_stats.get(name) == key
+                            prev_stats.get(name) == key
                             and key[1] < safe_before
+                            and prev_files.get(name) is not None
                         ):
-                            files_out[name] = digest
-                            stats_out[name] = key
-                        else:
-                            stats_out[name] = key
-                            self.to_hash.append(name)
+                            continue
+                        self.drop(name)
+                        stats_out[name] = key
+                        self.to_hash.append(name)
                     listing_out[relative] = (kept, subdirs)
                     stack.extend(subdirs)
                     continue
+                self.release(relative)
                 with os.scandir(fd) as entries:
                     for entry in entries:
                         if entry.is_symlink():
@@ -272,7 +292,7 @@ class _Scanner:
                 listing_out[relative] = (found, found_dirs)
                 stack.extend(found_dirs)
             except OSError:  # what was found before stays listed (each file, once)
-                if relative in manifest.dirs:
+                if relative in self.dirs:
                     listing_out[relative] = (found, found_dirs)
                 continue
             finally:
@@ -280,14 +300,14 @@ class _Scanner:
 
     def drop_unvisited(self) -> None:
         """Give back the entries of previous directories no walk reached (gone, or moved)."""
-        dirs = self.manifest.dirs
+        dirs = self.dirs
         for relative in self.cached:
             if relative not in dirs:
                 self.release(relative)
 
     def add_exact(self, relative: str) -> None:
         """Take a single named file (an exact pattern or a file the assistant touched)."""
-        if relative in self.manifest.stats or not is_safe_relative_path(self.root, relative):
+        if self.has_stat(relative) or not is_safe_relative_path(self.root, relative):
             return
         try:
             st = os.lstat(self.root / relative)
@@ -295,33 +315,48 @@ class _Scanner:
             return
         if stat.S_ISREG(st.st_mode):
             self.add(relative, st)
-            assert self.manifest.orphans is not None
-            self.manifest.orphans.append(relative)
+            self.orphans.append(relative)
+
+    def missing(self, extra: Iterable[str]) -> list[str]:
+        """Return the paths of `extra` the walk did not meet."""
+        if self.layered and extra is self.prev_files:
+            # The previous manifest's own paths: each is in the result, with its stat,
+            # unless dropped (those with no stat were, to be stat'ed again).
+            return [p for p in self.dropped if p in extra and p not in self.stats]
+        return [path for path in extra if not self.has_stat(path)]
 
     def finish(self) -> Manifest:
         """Hash what the stat cache could not vouch for; return the manifest."""
-        manifest = self.manifest
         failed: set[str] = set()
         for relative in self.to_hash:
             digest = sha256_file(os.path.join(self.root_str, relative))
-            manifest.hashed += 1
+            self.hashed += 1
             if digest is None:
-                manifest.stats.pop(relative, None)
-                manifest.files.pop(relative, None)
+                self.drop(relative)
                 failed.add(relative)
             else:
-                manifest.files[relative] = digest
+                self.files[relative] = digest
+        listing = self.listing
         if failed:  # unreadable: in no listing either (each file is listed exactly once)
-            listing = manifest.listing
-            assert listing is not None and manifest.orphans is not None
             for parent in {path.rpartition("/")[0] for path in failed}:
                 entry = listing.get(parent)
                 if entry is not None and not failed.isdisjoint(entry[0]):
                     listing[parent] = ([f for f in entry[0] if f not in failed], entry[1])
-            manifest.orphans = [f for f in manifest.orphans if f not in failed]
-        assert manifest.listing is not None and manifest.orphans is not None
-        listed = sum(len(files) for files, _ in manifest.listing.values())
-        if listed + len(manifest.orphans) != len(manifest.files):  # never, but then: recount
+            self.orphans = [f for f in self.orphans if f not in failed]
+        manifest = Manifest(
+            self.files,
+            self.stats,
+            self.dirs,
+            self.recorded_ns,
+            self.hashed,
+            self.patterns.patterns,
+            listing,
+            self.orphans,
+        )
+        if self.layered:
+            manifest.layer_over(self.prev_files, self.prev_stats, self.dropped)
+        listed = sum(len(files) for files, _ in listing.values())
+        if listed + len(self.orphans) != manifest.file_count():  # never, but then: recount
             manifest.forget_listing()
         return manifest
 
@@ -353,9 +388,6 @@ def build_file_manifest(
     scanner.drop_unvisited()  # before single files: what is left of the previous is proven
     for relative in exact:
         scanner.add_exact(relative)
-    seen = scanner.manifest.stats
-    # Usually every extra path (the stored manifest's) was met by the walk: one C check.
-    if not (isinstance(extra, KeysView) and seen.keys() >= extra):
-        for relative in [r for r in extra if r not in seen]:
-            scanner.add_exact(relative)
+    for relative in scanner.missing(extra):
+        scanner.add_exact(relative)
     return scanner.finish()
