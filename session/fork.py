@@ -112,7 +112,7 @@ def fork_session(
     )
     try:
         if parent_state is not None:
-            child.state.file_manifest = dict(parent_state.file_manifest)
+            child.state.file_manifest = parent_state.file_manifest  # never changed in place
             child.state.agent_spec_path = parent_state.agent_spec_path
         store.start_log(child)  # seq 0: the child's own session/start, with its lineage
         prefix = b"".join(line + b"\n" for line in lines[1 : boundary + 1]) if lines else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 def make_workspace(tmp_path: Path) -> Path:
@@ -13,3 +14,23 @@ def make_workspace(tmp_path: Path) -> Path:
     (root / "templates").mkdir()
     (root / "templates" / "reply.txt").write_text("Dear {name},\n")
     return root
+
+
+def stored_manifest(snapshot: dict[str, Any]) -> dict[str, str]:
+    """Return a snapshot's `file_manifest` as {path: sha256}, decoded from the JSON as stored.
+
+    Since schema v4 it is packed: {"paths": [...], "sha256": "<64 hex digits per path>"}.
+    """
+    packed = snapshot["file_manifest"]
+    digests = packed["sha256"]
+    return {path: digests[64 * i : 64 * (i + 1)] for i, path in enumerate(packed["paths"])}
+
+
+def store_manifest(snapshot: dict[str, Any], files: dict[str, str]) -> None:
+    """Set a snapshot's `file_manifest` (JSON, as stored) to `files`."""
+    snapshot["file_manifest"] = {"paths": list(files), "sha256": "".join(files.values())}
+
+
+def add_to_manifest(snapshot: dict[str, Any], entries: dict[str, str]) -> None:
+    """Add `entries` to a snapshot's stored `file_manifest` (JSON, as stored)."""
+    store_manifest(snapshot, {**stored_manifest(snapshot), **entries})

@@ -18,6 +18,7 @@ from ..events import Event
 from ..snapshot import TITLE_CHARS
 from ..summary import SummaryPlan, clip_words
 from ..workspace.drift import DriftReport
+from ..workspace.manifest import plain_dict
 from .transitions import LifecycleTransitions
 from .turns import TurnRecorder
 from .values import SaveResult
@@ -125,7 +126,7 @@ class SessionLifecycle(LifecycleTransitions):
         self._ensure_started()
         self._refresh_workspace_state()
         number = session.state.checkpoint_count + 1
-        files = dict(session.state.file_manifest)
+        files = plain_dict(session.state.file_manifest)
         event = session.append(
             "session/save", {"checkpoint": number, "manifest": files, "auto": auto}
         )
@@ -230,7 +231,7 @@ class SessionLifecycle(LifecycleTransitions):
                 + (f" (it has {', '.join(map(str, known))})" if known else " (it has none)")
             )
         self._refresh_workspace_state()
-        current = dict(self.current.state.file_manifest)
+        current = plain_dict(self.current.state.file_manifest)
         for relative, data in (open_documents or {}).items():
             if relative in current or relative in record.files:
                 current[relative] = hashlib.sha256(data).hexdigest()

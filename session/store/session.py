@@ -17,6 +17,7 @@ from ..errors import ReadOnlySessionError, SessionError
 from ..events import Event
 from ..log.writer import LogError
 from ..snapshot import SessionState, apply_event_to_state
+from ..workspace.manifest import plain_dict
 
 if TYPE_CHECKING:
     from .backend import SessionLog
@@ -142,7 +143,7 @@ def write_session_start(session: Session) -> None:
                 "instance_id": state.instance_id,
                 "workspace_root": state.workspace_root,
                 "persistence": state.persistence,
-                "manifest": state.file_manifest,
+                "manifest": plain_dict(state.file_manifest),
             },
         )
 

@@ -52,16 +52,8 @@ def read_snapshot_file(
     except ValueError as exc:
         log_warning(warnings, f"{path}: snapshot ignored ({exc})")
         return None, None
-    # A manifest of str -> str (JSON keys are strings) needs no per-entry validation: checked
-    # in C, it is set as it is (~5 ms at 100,000 files); anything else is validated.
-    manifest = data.get("file_manifest")
-    plain: dict[str, str] | None = None
-    if isinstance(manifest, dict) and set(map(type, manifest.values())) <= {str}:
-        plain, data["file_manifest"] = manifest, {}
     try:
         state = SessionState.model_validate(data)
-        if plain is not None:
-            state.file_manifest = plain
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

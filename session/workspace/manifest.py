@@ -111,7 +111,7 @@ class Manifest:
 
     def _flatten(self) -> None:
         assert self._base is not None
-        files, stats = _copy(self._base[0]), _copy(self._base[1])
+        files, stats = plain_dict(self._base[0]), plain_dict(self._base[1])
         for path in self._dropped:
             files.pop(path, None)
             stats.pop(path, None)
@@ -152,8 +152,8 @@ class Manifest:
         self.orphans = None
 
 
-def _copy(entries: Mapping[str, _V]) -> dict[str, _V]:
-    # A packed base iterates its items in C; a dict copies fastest as it is.
+def plain_dict(entries: Mapping[str, _V]) -> dict[str, _V]:
+    """Return a dict copy of `entries` (a packed mapping iterates its items in C)."""
     return dict(entries) if type(entries) is dict else dict(entries.items())
 
 

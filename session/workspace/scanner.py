@@ -16,9 +16,9 @@ from pathlib import Path
 
 from .find import _NANOS, _find_changes, split_subtrees
 from .manifest import Listing, Manifest, StatKey, children_index, is_utf8, sha256_file
+from .packed import PackedStats
 from .patterns import SKIPPED_DIRS, TrackedPatterns
 from .safe_paths import is_safe_relative_path
-from .stat_cache import PackedStats
 
 _FIND_MIN_FILES = 3_000  # below this, starting find costs about what it saves (measured)
 

@@ -17,91 +17,16 @@ import struct
 import sys
 import zlib
 from array import array
-from collections.abc import ItemsView, Iterator, Mapping
-from itertools import accumulate, compress
+from collections.abc import Mapping
+from itertools import accumulate
 from typing import NamedTuple
 
-from .manifest import Listing, Manifest, StatKey
+from .manifest import Listing, Manifest
+from .packed import PackedFiles, PackedStats, Positions
 
 _MAGIC = b"AAS1"
 _HEADER = struct.Struct("<4sIII")  # magic, files, directories, crc32
 _NO_STAT = -1  # as a size: this file has no stat cached (it is hashed next time)
-
-
-class PackedStats(Mapping[str, StatKey]):
-    """The unpacked arrays of a stat cache, read as `{path: (size, mtime_ns, inode)}`.
-
-    Nothing per file is built until asked for: a resume whose scan proves whole
-    directories unchanged looks up the stats of a few files, not of 100,000.
-    """
-
-    def __init__(
-        self, paths: list[str], sizes: array[int], mtimes: array[int], inodes: array[int]
-    ) -> None:
-        self._paths = paths
-        self._sizes = sizes
-        self._mtimes = mtimes
-        self._inodes = inodes
-        self._complete = not sizes or min(sizes) >= 0  # every path has a stat
-        self._index: dict[str, int] | None = None
-
-    def _position(self, path: str) -> int | None:
-        if self._index is None:
-            self._index = dict(zip(self._paths, range(len(self._paths)), strict=True))
-        return self._index.get(path)
-
-    def get(self, path: str, default: StatKey | None = None) -> StatKey | None:  # type: ignore[override]
-        """Return the stat of `path` (`default` if it has none)."""
-        i = self._position(path)
-        if i is None or self._sizes[i] < 0:
-            return default
-        return (self._sizes[i], self._mtimes[i], self._inodes[i])
-
-    def __getitem__(self, path: str) -> StatKey:
-        key = self.get(path)
-        if key is None:
-            raise KeyError(path)
-        return key
-
-    def __contains__(self, path: object) -> bool:
-        return isinstance(path, str) and self.get(path) is not None
-
-    def __iter__(self) -> Iterator[str]:
-        if self._complete:
-            return iter(self._paths)
-        return compress(self._paths, (size >= 0 for size in self._sizes))
-
-    def __len__(self) -> int:
-        if self._complete:
-            return len(self._paths)
-        return sum(1 for size in self._sizes if size >= 0)
-
-    def items(self) -> ItemsView[str, StatKey]:
-        """Return the (path, stat) pairs, iterated in C (`dict(stats.items())` is quick)."""
-        return _PackedItems(self)
-
-    def pairs(self) -> Iterator[tuple[str, StatKey]]:
-        """Return (path, stat) of every path with a stat, built in C where it can be."""
-        keys = zip(self._sizes, self._mtimes, self._inodes, strict=True)
-        pairs = zip(self._paths, keys, strict=True)
-        return pairs if self._complete else (pair for pair in pairs if pair[1][0] >= 0)
-
-    def unproven(self, safe_before: int) -> list[str]:
-        """Return the paths with no stat, or one taken too close to a change to prove it."""
-        if self._complete and (not self._mtimes or max(self._mtimes) < safe_before):
-            return []
-        return [
-            path
-            for path, size, mtime in zip(self._paths, self._sizes, self._mtimes, strict=True)
-            if size < 0 or mtime >= safe_before
-        ]
-
-
-class _PackedItems(ItemsView[str, StatKey]):
-    _mapping: PackedStats
-
-    def __iter__(self) -> Iterator[tuple[str, StatKey]]:
-        return self._mapping.pairs()
 
 
 class StatCache(NamedTuple):
@@ -137,7 +62,7 @@ def _from_little_endian(code: str, data: bytes) -> array[int]:
     return values
 
 
-def pack_manifest(manifest: Manifest) -> tuple[dict[str, str], str]:
+def pack_manifest(manifest: Manifest) -> tuple[PackedFiles, str]:
     """Return the manifest's hashes, each directory's files together, and its packed stats."""
     groups: dict[str, list[str]] = {d: [] for d in manifest.dirs}
     orphans: list[str] = []
@@ -146,7 +71,7 @@ def pack_manifest(manifest: Manifest) -> tuple[dict[str, str], str]:
         (orphans if group is None else group).append(path)
     order = [path for group in groups.values() for path in group]
     order += orphans
-    files = {path: manifest.files[path] for path in order}
+    files = PackedFiles.of(manifest.files, order)
     stats = manifest.stats
     sizes, mtimes, inodes = array("q"), array("q"), array("Q")
     for key in map(stats.get, order):
@@ -182,7 +107,8 @@ def unpack_stat_cache(
         or len(data) != _HEADER.size + 24 * count + 8 * dir_count
     ):
         return None
-    paths = list(files)
+    positions = files.positions if isinstance(files, PackedFiles) else Positions(list(files))
+    paths = positions.paths
     dir_paths = list(dirs)
     start = _HEADER.size
     if crc != _crc(paths, dir_paths, recorded_ns, patterns, memoryview(data)[start:]):
@@ -194,7 +120,7 @@ def unpack_stat_cache(
     ends = list(accumulate(counts))
     if (ends and ends[-1] > count) or (dir_count and min(counts) < 0):
         return None
-    stats = PackedStats(paths, sizes, mtimes, inodes)
+    stats = PackedStats(positions, sizes, mtimes, inodes)
     listing: Listing = {}
     begin = 0
     for directory, end in zip(dir_paths, ends, strict=True):

@@ -32,6 +32,7 @@ from session.lifecycle import SessionLifecycle
 from session.search import SearchError, SearchIndex
 from session.storage import StorageError
 from session.store.manager import SessionManager
+from tests.fixtures import add_to_manifest
 
 from .conftest import FIGURES, register_store
 
@@ -114,15 +115,13 @@ def blob_of(ctx: Ctx, data: bytes) -> str:
 
 
 def manifest_traversal(ctx: Ctx) -> str | None:
-    ctx.edit_json(
-        ctx.snapshot, lambda d: d["file_manifest"].update({"../outside/canary.txt": "0" * 64})
-    )
+    ctx.edit_json(ctx.snapshot, lambda d: add_to_manifest(d, {"../outside/canary.txt": "0" * 64}))
     return None
 
 
 def manifest_absolute(ctx: Ctx) -> str | None:
     target = str(ctx.outside / "canary.txt")
-    ctx.edit_json(ctx.snapshot, lambda d: d["file_manifest"].update({target: "0" * 64}))
+    ctx.edit_json(ctx.snapshot, lambda d: add_to_manifest(d, {target: "0" * 64}))
     return None
 
 

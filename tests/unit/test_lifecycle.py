@@ -19,6 +19,7 @@ from session.lifecycle import SessionLifecycle
 from session.log.reader import scan_log
 from session.snapshot import SCHEMA_VERSION
 from session.store.manager import SessionManager
+from tests.fixtures import stored_manifest
 
 from .conftest import make_lifecycle, request, response, run_turn
 
@@ -54,9 +55,9 @@ def test_fresh_launch_then_exit_writes_snapshot_and_pointer(manager: SessionMana
     assert lc.close() is True
     snapshot = json.loads(manager.snapshot_path(sid).read_text())
     assert SEED_FIELDS <= set(snapshot)
-    assert snapshot["schema_version"] == SCHEMA_VERSION == 3
+    assert snapshot["schema_version"] == SCHEMA_VERSION == 4
     assert snapshot["agent_spec_path"] == "agent_spec.md"
-    assert set(snapshot["file_manifest"]) == {"agent_spec.md", "templates/prompt.txt"}
+    assert set(stored_manifest(snapshot)) == {"agent_spec.md", "templates/prompt.txt"}
     assert snapshot["recent_messages"] == [request("design an agent"), response("Sure.")]
     pointer = json.loads(manager.pointer_path("inst").read_text())
     assert pointer["sessionId"] == sid
@@ -168,7 +169,7 @@ def test_explicit_save_refreshes_manifest_and_counts_checkpoints(
     assert (first.checkpoint, second.checkpoint) == (1, 2)
     snapshot = json.loads(Path(second.path).read_text())
     assert snapshot["checkpoint_count"] == 2
-    assert "templates/more.txt" in snapshot["file_manifest"]
+    assert "templates/more.txt" in stored_manifest(snapshot)
     saves = [
         e for e in scan_log(manager.log_path(lc.session_id)).events if e.type == "session/save"
     ]
@@ -344,7 +345,9 @@ def test_older_schema_without_a_log_is_migrated(manager: SessionManager) -> None
     run_turn(lc, "continue", "ok")
     lc.close()
     snapshot = json.loads(manager.snapshot_path("a1b2c3d4e5f6").read_text())
-    assert snapshot["schema_version"] == 3 and snapshot["recent_messages"]
+    assert snapshot["schema_version"] == 4 and snapshot["recent_messages"]
+    # The v1 manifest was read as it was; the save packed the hash of the file as it is now.
+    assert stored_manifest(snapshot)["agent_spec.md"] not in ("0" * 64, None)
     assert scan_log(manager.log_path("a1b2c3d4e5f6")).events[0].type == "session/start"
 
 

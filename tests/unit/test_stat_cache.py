@@ -21,6 +21,7 @@ from session.workspace.manifest import Manifest, children_index
 from session.workspace.patterns import TrackedPatterns
 from session.workspace.scanner import build_file_manifest
 from session.workspace.tracker import WorkspaceTracker
+from tests.fixtures import add_to_manifest, store_manifest, stored_manifest
 
 from .test_workspace import (
     assert_each_file_listed_once,
@@ -160,9 +161,9 @@ DAMAGE: dict[str, Callable[[dict[str, Any]], None]] = {
     "empty": lambda raw: raw.update(stat_cache=""),
     "another magic": lambda raw: raw.update(stat_cache="00" + raw["stat_cache"][2:]),
     "a stat byte flipped": _flip_last_digit,
-    "a manifest entry added": lambda raw: raw["file_manifest"].update({"templates/z.md": "0" * 64}),
-    "the manifest reordered": lambda raw: raw.update(
-        file_manifest=dict(reversed(raw["file_manifest"].items()))
+    "a manifest entry added": lambda raw: add_to_manifest(raw, {"templates/z.md": "0" * 64}),
+    "the manifest reordered": lambda raw: store_manifest(
+        raw, dict(reversed(stored_manifest(raw).items()))
     ),
     "a directory dropped": lambda raw: raw["dir_stats"].pop("templates/b"),
     "the recording time moved": lambda raw: raw.update(

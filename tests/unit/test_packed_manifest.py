@@ -1,17 +1,34 @@
-"""Layered manifests: a scan over a previous manifest reads it, never changes it, and costs
-nothing per file where nothing changed."""
+"""The manifest packed in the snapshot (schema v4), and layered manifests: a scan over a
+previous manifest reads it, never changes it, and costs nothing per file where nothing
+changed."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 
+from session.redaction import Redactor
+from session.snapshot import SessionState, migrate_snapshot
+from session.store.snapshots import read_snapshot_file
 from session.workspace.drift import compare_manifests, detect_file_drift
 from session.workspace.manifest import Manifest
+from session.workspace.packed import PackedFiles
 from session.workspace.tracker import WorkspaceTracker
+from tests.fixtures import store_manifest, stored_manifest
 
-from .test_stat_cache import PATTERNS, RACY, SettledTrees, resumed, snapshot_json, trees, walk
+from .test_stat_cache import (
+    PATTERNS,
+    RACY,
+    SESSION,
+    SettledTrees,
+    resumed,
+    snapshot_json,
+    trees,
+    walk,
+)
 
 __all__ = ["trees", "walk"]  # fixtures
 
@@ -105,3 +122,85 @@ def test_the_packed_stats_read_as_a_mapping(trees: SettledTrees) -> None:
     with pytest.raises(KeyError):
         stats["templates/a/t3.md"]
     assert stats["agent_spec.md"] == manifest.stats["agent_spec.md"]
+
+
+def test_the_manifest_is_stored_as_its_paths_and_one_string_of_digests(
+    trees: SettledTrees,
+) -> None:
+    _, manifest = trees.take()
+    raw = snapshot_json(manifest)
+    assert raw["schema_version"] == 4
+    assert set(raw["file_manifest"]) == {"paths", "sha256"}
+    assert stored_manifest(raw) == manifest.files  # decoded by the format, not by our code
+    assert Redactor().scrub(raw["file_manifest"]) == raw["file_manifest"]  # nothing scrubbed
+    state, previous = resumed(raw)
+    assert isinstance(state.file_manifest, PackedFiles)
+    assert state.file_manifest == manifest.files and dict(state.file_manifest) == manifest.files
+    assert state.file_manifest.get("nowhere.md") is None and "agent_spec.md" in state.file_manifest
+    assert previous.files == manifest.files and previous.stats == manifest.stats
+
+
+def test_a_schema_v3_snapshot_still_resumes_without_hashing(trees: SettledTrees, walk: str) -> None:
+    root, manifest = trees.take()
+    raw = snapshot_json(manifest)
+    raw.update(schema_version=3, file_manifest=stored_manifest(raw))  # as v3 wrote it
+    data, version = migrate_snapshot(raw)
+    assert version == 3
+    state, previous = resumed(data)
+    assert isinstance(state.file_manifest, dict) and previous.stats == manifest.stats
+    report, current = detect_file_drift(root, state.file_manifest, PATTERNS, previous)
+    assert not report.has_drift and current.hashed == 0
+    written = orjson.loads(state.model_dump_json())  # and it is written back packed
+    assert written["schema_version"] == 4 and stored_manifest(written) == manifest.files
+
+
+def _damaged(raw: dict[str, Any], how: str) -> None:
+    packed = raw["file_manifest"]
+    if how == "digits cut":
+        packed["sha256"] = packed["sha256"][:-1]
+    elif how == "not hex":
+        packed["sha256"] = "Z" + packed["sha256"][1:]
+    elif how == "upper case":
+        packed["sha256"] = packed["sha256"].upper()
+    elif how == "a path twice":
+        packed["paths"][1] = packed["paths"][0]
+    elif how == "a path not a string":
+        packed["paths"][0] = 7
+    elif how == "paths not a list":
+        packed["paths"] = "agent_spec.md"
+    else:
+        packed["extra"] = True
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "digits cut",
+        "not hex",
+        "upper case",
+        "a path twice",
+        "a path not a string",
+        "paths not a list",
+        "another key",
+    ],
+)
+def test_a_damaged_packed_manifest_is_refused_with_a_warning(
+    trees: SettledTrees, tmp_path: Path, how: str
+) -> None:
+    _, manifest = trees.take()
+    raw = snapshot_json(manifest)
+    _damaged(raw, how)
+    path = tmp_path / f"{SESSION}.json"
+    path.write_bytes(orjson.dumps(raw))
+    warnings: list[str] = []
+    assert read_snapshot_file(path, SESSION, warnings) == (None, None)  # rebuilt from the log
+    assert "file_manifest" in warnings[0] and "snapshot ignored" in warnings[0]
+
+
+def test_a_manifest_value_that_is_no_digest_is_packed_as_one_of_no_file() -> None:
+    state = SessionState(session_id=SESSION)
+    state.file_manifest = {"a.md": "0" * 63, "b.md": "f" * 64, "c.md": "not hex"}  # a bad log
+    raw = orjson.loads(state.model_dump_json())
+    assert stored_manifest(raw) == {"a.md": "0" * 64, "b.md": "f" * 64, "c.md": "0" * 64}
+    store_manifest(raw, {"a.md": "1" * 64})
+    assert SessionState.model_validate(raw).file_manifest == {"a.md": "1" * 64}
