@@ -111,6 +111,7 @@ class BenchClient:
         self.delta_chars = 0
         self.first_delta: float | None = None
         self.session_changes: list[dict[str, Any]] = []
+        self.session_changed = asyncio.Event()
         self.stderr_tail = b""
         self._drain: asyncio.Task[None] | None = None
         self._register()
@@ -126,6 +127,7 @@ class BenchClient:
 
         def changed(ls: Any, params: Any) -> None:
             self.session_changes.append(params)
+            self.session_changed.set()
 
         def ignore(ls: Any, params: Any) -> None:
             return None  # notifications we do not look at; requests answered with null
@@ -200,11 +202,12 @@ class BenchClient:
     async def ready(self) -> None:
         """Send `initialized` and wait for the session to start."""
         self.client.initialized(types.InitializedParams())
-        deadline = time.perf_counter() + TIMEOUT
-        while not self.session_changes:
-            if time.perf_counter() > deadline:
-                raise TimeoutError(f"no sessionChanged; server stderr: {self.stderr_tail!r}")
-            await asyncio.sleep(0.001)
+        # Woken by the notification, not by polling: a client spinning on a timer takes
+        # CPU from the server it times, which needs both cores at 100,000 files.
+        try:
+            await asyncio.wait_for(self.session_changed.wait(), TIMEOUT)
+        except TimeoutError:
+            raise TimeoutError(f"no sessionChanged; server stderr: {self.stderr_tail!r}") from None
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         """Send a custom request and return its plain JSON result."""
