@@ -2,10 +2,12 @@
 
 - `safe_paths`: which relative paths may be opened;
 - `patterns`: the tracked-file globs and the directories never walked;
-- `manifest`: the manifest (hashes, stat cache, files by directory) and hashing one file;
+- `manifest`: the manifest (hashes, stat cache, files by directory; layered over a previous
+  one by a scan) and hashing one file;
 - `scanner`: hashing the tracked files, reusing hashes a stat cache proves;
 - `find`: the GNU find fast path of the scanner (one or two finds at once);
-- `stat_cache`: the stat cache packed into the snapshot;
+- `stat_cache`: packing the manifest and its stat cache into the snapshot, and back;
+- `packed`: the packed manifest and stats read as mappings, with nothing built per file;
 - `drift`: how the files differ from a stored manifest;
 - `spec_files`: `agent_spec.md` and `templates/` (the spec path, what a reset may delete);
 - `tracker`: the workspace as one session follows it (manifest, assistant's files, drift notes).

@@ -8,7 +8,8 @@ comes back as slices, without a pass over the paths. A crc32 over the paths, dir
 patterns, recording time and the packed stats ties it to the manifest it was packed with:
 damaged, or after any edit or reordering of the manifest, it is not used, and every file is
 hashed, as on a first check. Hex, not base64: no run of hex digits looks like a secret to
-the redactor, which scrubs whole snapshots.
+the redactor, which scrubs whole snapshots. Unpacked, the stats stay in their arrays
+(`packed.PackedStats`), looked up by position.
 """
 
 from __future__ import annotations
