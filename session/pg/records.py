@@ -149,7 +149,11 @@ def delete_session(conn: Conn, schema: str, session_id: str) -> bool:
 
 def put_snapshot(conn: Conn, schema: str, state: SessionState, redactor: Redactor) -> None:
     """Store the session's snapshot (scrubbed) and the listing columns taken from it."""
-    payload = redactor.scrub(state.model_dump(mode="json"))
+    payload = state.model_dump(mode="json")
+    # Paths and digests, as the local snapshot keeps them: a file named like a key is a path.
+    manifest = payload.pop("file_manifest")
+    payload = redactor.scrub(payload)
+    payload["file_manifest"] = manifest
     cur = conn.execute(
         q(
             schema,

@@ -71,7 +71,7 @@ class Manifest:
         return self
 
     def __repr__(self) -> str:
-        return f"Manifest({len(self.files)} files, {len(self.dirs)} directories)"
+        return f"Manifest({self.file_count()} files, {len(self.dirs)} directories)"  # no flattening
 
     def share(self) -> tuple[Mapping[str, str], Mapping[str, StatKey]]:
         """Return (files, stats) for another manifest to layer over, as they are now.

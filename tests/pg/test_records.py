@@ -56,6 +56,8 @@ def test_a_snapshot_is_stored_scrubbed_and_fills_the_listing_columns(store: PgSt
     state = SessionState(
         session_id=session_id, title=f"fix {secret}", turns=3, last_seq=11, summary="all good"
     )
+    # A file named like an AWS key is a path, kept as the local snapshot keeps it.
+    state.file_manifest = {"keys/AKIAIOSFODNN7EXAMPLE.pem": "a" * 64}
     store.put_snapshot(state)
     row = store.session(session_id)
     assert row is not None
@@ -63,6 +65,7 @@ def test_a_snapshot_is_stored_scrubbed_and_fills_the_listing_columns(store: PgSt
     stored = store.snapshot(session_id)
     assert stored is not None and SessionState.model_validate(stored).summary == "all good"
     assert secret not in str(stored)
+    assert SessionState.model_validate(stored).file_manifest == state.file_manifest
 
     store.put_snapshot(state, Redactor(metadata_only=True))
     stored = store.snapshot(session_id)
