@@ -30,9 +30,9 @@ def _lower_hex(text: str) -> bool:
 class Positions:
     """Stored paths in order, and (built when first needed) each one's position."""
 
-    def __init__(self, paths: list[str], index: dict[str, int] | None = None) -> None:
+    def __init__(self, paths: list[str]) -> None:
         self.paths = paths
-        self._index = index
+        self._index: dict[str, int] | None = None
 
     @property
     def index(self) -> dict[str, int]:
@@ -114,8 +114,8 @@ class PackedFiles(Mapping[str, str]):
     def pairs(self) -> Iterator[tuple[str, str]]:
         """Return (path, digest) of every file, in the stored order."""
         text = self.digests
-        digests = (text[i : i + DIGEST] for i in range(0, len(text), DIGEST))
-        return zip(self.paths, digests, strict=True)
+        cuts = map(slice, range(0, len(text), DIGEST), range(DIGEST, len(text) + DIGEST, DIGEST))
+        return zip(self.paths, map(text.__getitem__, cuts), strict=True)
 
 
 class _FileItems(ItemsView[str, str]):
