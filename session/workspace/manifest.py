@@ -127,24 +127,12 @@ class Manifest:
             self._flatten()
         return self._files
 
-    @files.setter
-    def files(self, files: dict[str, str]) -> None:
-        if self._base is not None:
-            self._flatten()
-        self._files = files
-
     @property
     def stats(self) -> dict[str, StatKey]:
         """Return the stat cache by path (built, once, for a layered manifest)."""
         if self._base is not None:
             self._flatten()
         return self._stats
-
-    @stats.setter
-    def stats(self, stats: dict[str, StatKey]) -> None:
-        if self._base is not None:
-            self._flatten()
-        self._stats = stats
 
     def forget_listing(self) -> None:
         """Drop the grouping by directory after `files` changed outside a scan."""
