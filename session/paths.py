@@ -36,6 +36,14 @@ def project_dir_name(workspace_root: Path) -> str:
     return named_dir(resolved.name, str(resolved))
 
 
+SCAN_HINTS_DIR = "scan-hints"
+
+
+def scan_hint_path(home: Path, workspace_root: Path) -> Path:
+    """Return `<home>/scan-hints/<name>_<hash8>.json`: this machine's hint for a workspace."""
+    return home / SCAN_HINTS_DIR / f"{project_dir_name(workspace_root)}.json"
+
+
 def is_valid_session_id(value: object) -> bool:
     """Return True if `value` is a 12-hex-char session id (checked before any path is built)."""
     return isinstance(value, str) and SESSION_ID_RE.fullmatch(value) is not None

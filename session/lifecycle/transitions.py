@@ -16,7 +16,7 @@ from ..context import build_resume_context, remembered
 from ..derive.messages import Message
 from ..errors import UNWRITABLE_ERRNOS, SessionError, SessionLockedError, SessionNotFoundError
 from ..events import Event
-from ..paths import host_name
+from ..paths import host_name, scan_hint_path
 from ..redaction import Redactor
 from ..snapshot import record_manifest, recorded_manifest
 from ..storage import StorageError
@@ -45,7 +45,11 @@ class LifecycleTransitions:
         self.store = store
         self.instance_id = instance_id
         self.config = config or LifecycleConfig()
-        self.tracker = WorkspaceTracker(store.workspace_root, TrackedPatterns(self.config.tracked))
+        self.tracker = WorkspaceTracker(
+            store.workspace_root,
+            TrackedPatterns(self.config.tracked),
+            scan_hint_path(store.home, store.workspace_root),
+        )
         self.redactor = Redactor(
             self.config.secrets, metadata_only=self.config.persistence == "metadata"
         )
@@ -121,6 +125,8 @@ class LifecycleTransitions:
             if latest is None:
                 return None
             session_id = latest[0]
+        # The finds of the resume start now and walk the tree while the snapshot is read.
+        self.tracker.prefetch()
         host = self.store.session_host(session_id)
         if host == host_name():
             host = None  # the prompt names the machine only when it is another one
@@ -385,7 +391,10 @@ class LifecycleTransitions:
     def close(self) -> bool:
         """Autosave (unless skipped) and release the session for good; True if saved."""
         self.stopped = True
-        return self._close_current(autosave=True)
+        try:
+            return self._close_current(autosave=True)
+        finally:
+            self.tracker.drop_prefetch()
 
     def _close_current(self, *, autosave: bool) -> bool:
         saved = False

@@ -50,6 +50,7 @@ class PgSessionStore:
         self.project = self.identity.key
         # Events the database could not take wait here (`pg/spool.py`).
         root = home if home is not None else storage_root()
+        self.home = root
         self.spool_dir = spool_dir(root, self.identity)
         adopt_legacy_spool(root, self.identity)
 

@@ -145,6 +145,11 @@ class SessionStore(Protocol):
         """Return the project's portable identity (what names its sessions)."""
         ...
 
+    @property
+    def home(self) -> Path:
+        """Return this machine's agent-assist directory (caches of this machine live there)."""
+        ...
+
     def new_session_id(self) -> str:
         """Return a fresh random id no session of this store uses."""
         ...

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .manifest import Manifest
 from .patterns import TrackedPatterns
+from .prefetch import Prefetch
 from .safe_paths import is_lexically_safe
 from .scanner import build_file_manifest
 
@@ -77,10 +78,13 @@ def detect_file_drift(
     manifest: Mapping[str, str],
     patterns: TrackedPatterns | None = None,
     previous: Manifest | None = None,
+    prefetch: Prefetch | None = None,
 ) -> tuple[DriftReport, Manifest]:
     """Compare tracked files on disk with `manifest`; unsafe stored paths are skipped."""
     patterns = patterns or TrackedPatterns()
-    current = build_file_manifest(root, patterns, extra=manifest, previous=previous)
+    current = build_file_manifest(
+        root, patterns, extra=manifest, previous=previous, prefetch=prefetch
+    )
     report = compare_manifests(manifest, current, patterns)
     # Paths met by the walk are safe by construction; the rest were checked with resolve()
     # in list_tracked_files. Of the stored paths not found, those that fail the lexical

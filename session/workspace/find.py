@@ -21,9 +21,11 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from .patterns import SKIPPED_DIRS
 
@@ -33,6 +35,7 @@ _FIND_LOCAL_FS = frozenset(
     {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "zfs", "bcachefs", "overlay"}
 )
 _FIND_ENV = {"LC_ALL": "C"}
+FIND_MIN_FILES = 3_000  # below this, starting find costs about what it saves (measured)
 _SPLIT_MIN_FILES = 8_000  # below this a second find gains less than it costs to start
 _GLOB_CHARS = frozenset("*?[]\\")
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -121,8 +124,14 @@ def split_subtrees(start: str, listing: Mapping[str, tuple[list[str], list[str]]
         return []
     second: list[str] = []
     share = 0
-    for subdir in sorted(sizes, key=sizes.__getitem__, reverse=True):
-        if share + sizes[subdir] <= whole // 2 and _GLOB_CHARS.isdisjoint(subdir):
+    # Largest first, ties by name: the same tree gives the same split whatever the order
+    # it was listed in (a scan hint predicts it, `prefetch`).
+    for subdir in sorted(sizes, key=lambda name: (-sizes[name], name)):
+        if (
+            0 < sizes[subdir]
+            and share + sizes[subdir] <= whole // 2
+            and _GLOB_CHARS.isdisjoint(subdir)
+        ):
             second.append(subdir)
             share += sizes[subdir]
     return second if share >= whole // 4 else []
@@ -134,6 +143,17 @@ def _find_changes(
     """Run find below `start` (`second`: subtrees for a second find at the same time).
 
     None when it cannot be trusted (then Python stats all).
+    """
+    running = start_finds(root, start, previous_ns, second)
+    return None if running is None else running.collect()
+
+
+def start_finds(
+    root: str, start: str, previous_ns: int, second: Sequence[str] = (), *, spooled: bool = False
+) -> RunningFinds | None:
+    """Start the finds of `_find_changes` (None: find is not to be used here).
+
+    `spooled`: for finds nobody collects for a while (see `RunningFinds`).
     """
     # Whole seconds, one more back: on filesystems with 1 s timestamps a ctime is truncated.
     safe = (previous_ns - _FIND_MARGIN_NS) // _NANOS - 1
@@ -175,20 +195,105 @@ def _find_changes(
         commands.append([exe, "-P", *(f"./{subdir}" for subdir in second), *expression([])])
     if probing:
         commands.append(_probe_command(exe))
-    done = _run_all(commands, root)
-    if probing:
-        passed = done is not None and _probe_passed(*done.pop())
-        _gnu_find.verdicts[search_path] = exe if passed else None
-        if not passed:
+    probe = (search_path, exe) if probing else None
+    return RunningFinds(commands, root, probe, spooled=spooled)
+
+
+class RunningFinds:
+    """Finds started at once: `collect` waits for them and reads what they found.
+
+    `spooled`: each writes into an anonymous in-memory file rather than a pipe, so it runs
+    to its end while nobody reads (a prefetch, collected later; a full pipe would stop it).
+    """
+
+    def __init__(
+        self,
+        commands: list[list[str]],
+        cwd: str,
+        probing: tuple[str | None, str] | None = None,
+        *,
+        spooled: bool = False,
+    ) -> None:
+        self.started_ns = time.time_ns()  # before find's first look
+        self.probing = probing  # (PATH, its find) probed by the last command
+        self.spools: list[BinaryIO] = []
+        self.running: list[subprocess.Popen[bytes]] | None = []
+        try:
+            for command in commands:
+                out: int | BinaryIO = subprocess.PIPE
+                if spooled:
+                    out = _anonymous_file()
+                    self.spools.append(out)
+                self.running.append(
+                    subprocess.Popen(  # noqa: S603 - fixed arguments, no shell
+                        command,
+                        cwd=cwd,
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=subprocess.DEVNULL,
+                        env=_FIND_ENV,
+                    )
+                )
+        except (OSError, ValueError, subprocess.SubprocessError):
+            self.cancel()
+
+    def _wait(self) -> list[tuple[int, bytes]] | None:
+        """Wait for every find: (exit status, output) of each; None if one could not run."""
+        running, self.running = self.running, None
+        if running is None:
             return None
-    # Unreadable or vanishing entries, ...: no partial answers.
-    if done is None or any(returncode != 0 for returncode, _ in done):
-        return None
-    found = _Found({}, set(), set())
-    for _, output in done:
-        if not _parse_into(found, output):
+        try:
+            if self.spools:
+                outputs = []
+                for process, spool in zip(running, self.spools, strict=True):
+                    process.wait()
+                    spool.seek(0)
+                    outputs.append(spool.read())
+            else:
+                outputs = _read_all(running)
+        except (OSError, ValueError):
+            _kill(running)
             return None
-    return found
+        finally:
+            self._close_spools()
+        return [(p.returncode, output) for p, output in zip(running, outputs, strict=True)]
+
+    def collect(self) -> _Found | None:
+        """Wait for the finds; return what they found (None: not to be trusted)."""
+        done = self._wait()
+        if self.probing is not None:
+            search_path, exe = self.probing
+            passed = done is not None and _probe_passed(*done.pop())
+            _gnu_find.verdicts[search_path] = exe if passed else None
+            if not passed:
+                return None
+        # Unreadable or vanishing entries, ...: no partial answers.
+        if done is None or any(returncode != 0 for returncode, _ in done):
+            return None
+        found = _Found({}, set(), set())
+        for _, output in done:
+            if not _parse_into(found, output):
+                return None
+        return found
+
+    def cancel(self) -> None:
+        """Stop the finds (nobody will collect them) and reap them."""
+        running, self.running = self.running, None
+        if running is not None:
+            _kill(running)
+        self._close_spools()
+
+    def _close_spools(self) -> None:
+        for spool in self.spools:
+            spool.close()
+        self.spools = []
+
+
+def _anonymous_file() -> BinaryIO:
+    """Return a file in memory, in no directory (a temporary file where there is no memfd)."""
+    if hasattr(os, "memfd_create"):
+        return os.fdopen(os.memfd_create("agent-assist-find", os.MFD_CLOEXEC), "w+b")
+    return tempfile.TemporaryFile()
 
 
 def _is_directory(path: str) -> bool:
@@ -198,28 +303,17 @@ def _is_directory(path: str) -> bool:
         return False
 
 
+def _kill(running: list[subprocess.Popen[bytes]]) -> None:
+    for process in running:
+        process.kill()
+        if process.stdout is not None:
+            process.stdout.close()
+        process.wait()
+
+
 def _run_all(commands: list[list[str]], cwd: str) -> list[tuple[int, bytes]] | None:
     """Run the commands at once: (exit status, output) of each; None if one could not run."""
-    running: list[subprocess.Popen[bytes]] = []
-    try:
-        for command in commands:
-            running.append(
-                subprocess.Popen(  # noqa: S603 - fixed arguments, no shell
-                    command,
-                    cwd=cwd,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    env=_FIND_ENV,
-                )
-            )
-        outputs = _read_all(running)
-    except (OSError, ValueError, subprocess.SubprocessError):
-        for process in running:
-            process.kill()
-            process.wait()
-        return None
-    return [(process.returncode, output) for process, output in zip(running, outputs, strict=True)]
+    return RunningFinds(commands, cwd)._wait()
 
 
 def _read_all(running: list[subprocess.Popen[bytes]]) -> list[bytes]:

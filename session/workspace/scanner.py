@@ -14,13 +14,14 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .find import _NANOS, _find_changes, split_subtrees
+from .find import _NANOS, FIND_MIN_FILES, _find_changes, split_subtrees
 from .manifest import Listing, Manifest, StatKey, children_index, is_utf8, sha256_file
 from .packed import PackedStats
 from .patterns import SKIPPED_DIRS, TrackedPatterns
+from .prefetch import Prefetch
 from .safe_paths import is_safe_relative_path
 
-_FIND_MIN_FILES = 3_000  # below this, starting find costs about what it saves (measured)
+_FIND_MIN_FILES = FIND_MIN_FILES
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +63,15 @@ class _Scanner:
 
     _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
-    def __init__(self, root: Path, patterns: TrackedPatterns, previous: Manifest | None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        patterns: TrackedPatterns,
+        previous: Manifest | None,
+        prefetch: Prefetch | None = None,
+    ) -> None:
         self.root = root
+        self.prefetch = prefetch
         self.root_str = str(root)
         self.patterns = patterns
         self.recorded_ns = time.time_ns()
@@ -194,7 +202,14 @@ class _Scanner:
         by_find = None
         if self.cached and len(self.prev_files) >= _FIND_MIN_FILES:
             second = split_subtrees(start, self.cached)
-            by_find = _find_changes(self.root_str, start, self.prev_recorded_ns, second)
+            running = None
+            if self.prefetch is not None:
+                running = self.prefetch.take(start, self.prev_recorded_ns, second)
+            if running is None:
+                by_find = _find_changes(self.root_str, start, self.prev_recorded_ns, second)
+            else:  # what find saw, it saw after it started: the manifest dates from then
+                self.recorded_ns = min(self.recorded_ns, running.started_ns)
+                by_find = running.collect()
         printed: set[str] = set()
         printed_by_dir: dict[str, list[str]] = {}
         if by_find is not None:
@@ -366,10 +381,14 @@ def build_file_manifest(
     patterns: TrackedPatterns | None = None,
     extra: Iterable[str] = (),
     previous: Manifest | None = None,
+    prefetch: Prefetch | None = None,
 ) -> Manifest:
-    """Hash the tracked files (no symlinks), reusing `previous` hashes the stat cache proves."""
+    """Hash the tracked files (no symlinks), reusing `previous` hashes the stat cache proves.
+
+    `prefetch`: finds already running for this scan (taken if they are the ones it needs).
+    """
     patterns = patterns or TrackedPatterns()
-    scanner = _Scanner(root, patterns, previous)
+    scanner = _Scanner(root, patterns, previous, prefetch)
     exact: list[str] = []
     for walk_root in patterns.walk_roots():
         if "\x00" in walk_root:

@@ -15,6 +15,7 @@ from pathlib import Path
 from .drift import DriftReport, compare_manifests, detect_file_drift
 from .manifest import Manifest
 from .patterns import TrackedPatterns
+from .prefetch import Prefetch, read_hint, scan_hint, write_hint
 from .safe_paths import is_safe_relative_path
 from .scanner import build_file_manifest
 
@@ -22,9 +23,13 @@ from .scanner import build_file_manifest
 class WorkspaceTracker:
     """The tracked files of one workspace as a session sees them."""
 
-    def __init__(self, root: Path, patterns: TrackedPatterns) -> None:
+    def __init__(
+        self, root: Path, patterns: TrackedPatterns, hint_path: Path | None = None
+    ) -> None:
         self.root = root
         self.patterns = patterns
+        self.hint_path = hint_path  # the scan hint of this workspace (`prefetch`)
+        self._prefetch: Prefetch | None = None
         self._assistant_paths: set[str] = set()
         self._recorded: Iterable[str] = ()  # a resumed manifest's paths (_sort_out_recorded)
         self.manifest: Manifest | None = None
@@ -43,25 +48,55 @@ class WorkspaceTracker:
             self._assistant_paths.update(filterfalse(self.patterns.fullmatch, self._recorded))
             self._recorded = ()
 
+    def prefetch(self) -> None:
+        """Start the finds a resume of the last recorded scan needs, before it is read."""
+        self.drop_prefetch()
+        hint = None if self.hint_path is None else read_hint(self.hint_path)
+        if hint is not None:
+            self._prefetch = Prefetch(self.root, hint, self.patterns)
+
+    def drop_prefetch(self) -> None:
+        """Stop the prefetched finds no scan took."""
+        if self._prefetch is not None:
+            self._prefetch.close()
+            self._prefetch = None
+
+    def _new_baseline(self, manifest: Manifest) -> Manifest:
+        """Keep `manifest` as the baseline to record; leave the hint its next scan needs."""
+        self.manifest = manifest
+        if self.hint_path is not None:
+            write_hint(self.hint_path, scan_hint(manifest))
+        return manifest
+
     def baseline(self) -> Manifest:
         """Hash the tracked files (and the assistant's) anew: the baseline from now on."""
-        self.manifest = build_file_manifest(self.root, self.patterns, extra=self.assistant_paths)
-        return self.manifest
+        self.drop_prefetch()
+        return self._new_baseline(
+            build_file_manifest(self.root, self.patterns, extra=self.assistant_paths)
+        )
 
     def resume(self, recorded: Mapping[str, str], previous: Manifest) -> DriftReport:
-        """Compare the files with a resumed session's manifest (`previous`: with its stat cache)."""
-        drift, self.manifest = detect_file_drift(self.root, recorded, self.patterns, previous)
+        """Compare the files with a resumed session's manifest (`previous`: with its stat cache).
+
+        Finds `prefetch` started are used if they are the ones this scan needs.
+        """
+        try:
+            drift, self.manifest = detect_file_drift(
+                self.root, recorded, self.patterns, previous, self._prefetch
+            )
+        finally:
+            self.drop_prefetch()
         self._sort_out_recorded()  # those of an earlier resume, if still there
         self._recorded = list(recorded)
         return drift
 
     def refresh(self, recorded: Iterable[str]) -> Manifest:
         """Rebuild the manifest (reusing the stat cache), covering the `recorded` paths too."""
+        self.drop_prefetch()
         extra = set(self.assistant_paths) | set(recorded)
-        self.manifest = build_file_manifest(
-            self.root, self.patterns, extra=extra, previous=self.manifest
+        return self._new_baseline(
+            build_file_manifest(self.root, self.patterns, extra=extra, previous=self.manifest)
         )
-        return self.manifest
 
     def note_file(self, relative: str) -> None:
         """Track a file the assistant read or wrote; its current content is not drift."""

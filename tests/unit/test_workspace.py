@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -356,13 +357,13 @@ def test_find_path_matches_python_and_the_truth(
     if finds == 2:  # a second find for some subtrees of each walk root, at the same time
         monkeypatch.setattr(find_tool, "_SPLIT_MIN_FILES", 0)
         monkeypatch.setattr(find_tool, "_CORES", 2)
-        real_run = find_tool._run_all
 
-        def run_all(commands: list[list[str]], cwd: str) -> list[bytes] | None:
-            ran.append(len(commands))
-            return real_run(commands, cwd)
+        class Counted(find_tool.RunningFinds):
+            def __init__(self, commands: list[list[str]], *args: Any, **kwargs: Any) -> None:
+                ran.append(len(commands))
+                super().__init__(commands, *args, **kwargs)
 
-        monkeypatch.setattr(find_tool, "_run_all", run_all)
+        monkeypatch.setattr(find_tool, "RunningFinds", Counted)
     trees = [RandomTree(tmp_path / f"ws{s}", tmp_path / f"out{s}", seed=s) for s in range(3)]
     for tree in trees:
         wait_until_ctimes_are_old(tree.root)
