@@ -16,10 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session.workspace import find as find_tool
+from session.workspace import prefetch as prefetch_tool
 from session.workspace import scanner
 from session.workspace.drift import DriftReport, compare_manifests, detect_file_drift
 from session.workspace.manifest import Manifest, is_utf8
 from session.workspace.patterns import TrackedPatterns, glob_to_regex
+from session.workspace.prefetch import Prefetch, scan_hint
 from session.workspace.safe_paths import is_safe_relative_path
 from session.workspace.scanner import build_file_manifest
 
@@ -186,6 +188,7 @@ needs_find = pytest.mark.skipif(not gnu_find_available(), reason="no GNU find (L
 def find_always(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Use find on trees of any size; record whether each walk got an answer from it."""
     monkeypatch.setattr(scanner, "_FIND_MIN_FILES", 0)
+    monkeypatch.setattr(prefetch_tool, "FIND_MIN_FILES", 0)
     answers: list[bool] = []
     real = scanner._find_changes
 
@@ -394,8 +397,22 @@ def check_round(
     changes: list[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> Manifest:
-    """Compare drift with find, without it, and with everything hashed anew."""
+    """Compare drift with find, without it, with prefetched finds, and everything hashed anew."""
+    hint = scan_hint(previous)
+    assert hint is not None
+    prefetch = Prefetch(tree.root, hint, patterns)  # started first, taken last
     report, fast = detect_file_drift(tree.root, previous.files, patterns, previous=previous)
+    pre_report, pre = detect_file_drift(
+        tree.root, previous.files, patterns, previous=previous, prefetch=prefetch
+    )
+    assert not prefetch.runs, "the scan did not take the finds its hint started"
+    assert (pre_report, pre.files, pre.stats, pre.dirs) == (
+        report,
+        fast.files,
+        fast.stats,
+        fast.dirs,
+    )
+    assert pre.recorded_ns < fast.recorded_ns  # as of the prefetch's start
     with monkeypatch.context() as patch:
         patch.setattr(scanner, "_find_changes", lambda *args: None)
         slow_report, slow = detect_file_drift(
