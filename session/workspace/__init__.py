@@ -6,6 +6,7 @@
   one by a scan) and hashing one file;
 - `scanner`: hashing the tracked files, reusing hashes a stat cache proves;
 - `find`: the GNU find fast path of the scanner (one or two finds at once);
+- `prefetch`: a resume's finds started before its snapshot is read (the scan hint);
 - `stat_cache`: packing the manifest and its stat cache into the snapshot, and back;
 - `packed`: the packed manifest and stats read as mappings, with nothing built per file;
 - `drift`: how the files differ from a stored manifest;
