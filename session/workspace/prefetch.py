@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import orjson
 
-from ..storage import StorageError, ensure_private_dir
+from ..storage import StorageError, ensure_private_dir, read_json_file
 from .find import _NANOS, FIND_MIN_FILES, RunningFinds, split_subtrees, start_finds
 from .manifest import Manifest, children_index
 from .patterns import TrackedPatterns
@@ -97,21 +96,8 @@ def _parse_hint(data: object) -> ScanHint | None:
 def read_hint(path: Path) -> ScanHint | None:
     """Read a scan hint; None if there is none or it is not one we wrote (never raises)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except (OSError, ValueError):
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_HINT_BYTES:
-            return None
-        data = os.read(fd, _MAX_HINT_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    try:
-        return _parse_hint(orjson.loads(data))
-    except orjson.JSONDecodeError:
+        return _parse_hint(read_json_file(path, _MAX_HINT_BYTES))
+    except (OSError, ValueError):  # missing, not a small plain file, not JSON
         return None
 
 
