@@ -41,19 +41,17 @@ def local_listing(args: argparse.Namespace, limit: int | None) -> tuple[list[dic
     """Return the rows of the local listing (this project, or all) and how many there are."""
     found: list[tuple[SessionInfo, ProjectLayout]] = []
     total = 0
+    held: set[tuple[int, str]] = set()  # (id of the layout, session id)
     for layout in layouts(args):
-        page, count = layout.list_sessions_page(0, limit)
+        page, count, busy = layout.list_sessions_in_use(0, limit)
         found += [(info, layout) for info in page]
+        held.update((id(layout), session_id) for session_id in busy)
         total += count
     found.sort(key=lambda pair: pair[0].updated_at, reverse=True)
     found = found[:limit] if limit is not None else found
     projects = {id(layout): layout for _, layout in found}.values()
-    held = {
-        id(layout): layout.held_locks(i.session_id for i, p in found if p is layout)
-        for layout in projects
-    }
     names = {id(p): (p.project_dir.name, str(p.workspace_root)) for p in projects}
-    rows = [info_json(i, *names[id(p)], i.session_id in held[id(p)]) for i, p in found]
+    rows = [info_json(i, *names[id(p)], (id(p), i.session_id) in held) for i, p in found]
     return rows, total
 
 

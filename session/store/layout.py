@@ -95,16 +95,31 @@ class ProjectLayout:
         self, offset: int = 0, limit: int | None = None
     ) -> tuple[list[SessionInfo], int]:
         """Return a page of the sessions, newest first, and how many there are."""
+        page, total, _ = self._listed(offset, limit)
+        return page, total
+
+    def list_sessions_in_use(
+        self, offset: int = 0, limit: int | None = None
+    ) -> tuple[list[SessionInfo], int, set[str]]:
+        """Return a page, how many there are, and which of the page a process holds now.
+
+        The lock files to probe are those the listing saw: `sessions/` is read once.
+        """
+        page, total, locked = self._listed(offset, limit)
+        wanted = {info.session_id for info in page}
+        return page, total, self._probe(wanted.intersection(locked))
+
+    def _listed(self, offset: int, limit: int | None) -> tuple[list[SessionInfo], int, set[str]]:
         try:
             self.check_store_dirs()
         except StorageError as exc:
             logger.warning("%s: sessions not listed (%s)", self.sessions_dir, exc)
-            return [], 0
+            return [], 0, set()
         if not self.sessions_dir.is_dir():
-            return [], 0
-        return ListingIndex(self.project_dir).page(
-            self.sessions_dir, self.listed_snapshot, offset, limit
-        )
+            return [], 0, set()
+        index = ListingIndex(self.project_dir)
+        page, total = index.page(self.sessions_dir, self.listed_snapshot, offset, limit)
+        return page, total, index.locked
 
     def listed_snapshot(self, session_id: str) -> SessionState | None:
         """Return the snapshot a changed listing row is rebuilt from (None: the log's)."""
@@ -126,7 +141,9 @@ class ProjectLayout:
             names = os.listdir(self.sessions_dir)
         except OSError:
             return set()
-        locked = wanted.intersection(n[: -len(".lock")] for n in names if n.endswith(".lock"))
+        return self._probe(wanted.intersection(n[:-5] for n in names if n.endswith(".lock")))
+
+    def _probe(self, locked: Iterable[str]) -> set[str]:
         return {sid for sid in locked if is_held(self.sessions_dir / f"{sid}.lock")}
 
     def pointer_path(self, instance_id: str) -> Path:

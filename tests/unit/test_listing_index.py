@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from session.snapshot import SessionState
-from session.store import listing_index
+from session.store import listing_files, listing_index
 from session.store.listing import SessionInfo, session_info
 from session.store.listing_index import LISTING_FILE, ListingIndex
+from session.store.locks import take_lock
 from session.store.manager import SessionManager
 
 from .conftest import make_lifecycle, run_turn
@@ -173,9 +174,9 @@ def no_scan(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     scans: list[str] = []
     real = listing_index.scan_files
 
-    def spy(sessions_dir: Path) -> listing_index.Files:
+    def spy(sessions_dir: Path, locked: set[str] | None = None) -> listing_index.Files:
         scans.append(str(sessions_dir))
-        return real(sessions_dir)
+        return real(sessions_dir, locked)
 
     monkeypatch.setattr(listing_index, "scan_files", spy)
     return scans
@@ -188,8 +189,8 @@ def trust_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def freeze_directory_times(monkeypatch: pytest.MonkeyPatch, manager: SessionManager) -> None:
     """As with coarse timestamps: later changes leave sessions/ times as they are now."""
-    frozen = listing_index._dir_key(manager.sessions_dir)
-    monkeypatch.setattr(listing_index, "_dir_key", lambda path: frozen)
+    frozen = listing_files.dir_key(manager.sessions_dir)
+    monkeypatch.setattr(listing_index, "dir_key", lambda path: frozen)
 
 
 def retitle(manager: SessionManager, session_id: str, title: str) -> None:
@@ -232,17 +233,19 @@ def test_a_log_appended_to_in_place_is_seen_though_the_directory_did_not_change(
         b"".join(lines[:cut]).replace(template.encode(), log_only.encode())
     )
     manager.log_path(empty).write_bytes(b"")  # no event yet: no row
+    # Their writers hold their locks: a log is appended to only then.
+    locks = [take_lock(manager.lock_path(sid)) for sid in (log_only, empty, template)]
     index = ListingIndex(manager.project_dir)
     first = {i.session_id: i for i in index.sessions(manager.sessions_dir, CountingReader(manager))}
     assert first[log_only].turns == 1 and empty not in first
-    before = listing_index._dir_key(manager.sessions_dir)
+    before = listing_files.dir_key(manager.sessions_dir)
     with open(manager.log_path(log_only), "ab") as fh:  # the turn a crash left unsaved
         fh.write(b"".join(lines[cut:]).replace(template.encode(), log_only.encode()))
     with open(manager.log_path(empty), "ab") as fh:
         fh.write(b"".join(lines).replace(template.encode(), empty.encode()))
     later = time.time() + 60
     os.utime(manager.log_path(template), (later, later))
-    assert listing_index._dir_key(manager.sessions_dir) == before
+    assert listing_files.dir_key(manager.sessions_dir) == before
     listed = index.sessions(manager.sessions_dir, CountingReader(manager))
     assert len(no_scan) == 1  # the directory was not read again
     (manager.project_dir / LISTING_FILE).unlink()  # the same as a listing from scratch
@@ -250,6 +253,43 @@ def test_a_log_appended_to_in_place_is_seen_though_the_directory_did_not_change(
     rows = {i.session_id: i for i in listed}
     assert rows[log_only].turns == 2 and rows[empty].turns == 2
     assert rows[template].updated_at.timestamp() == pytest.approx(later, abs=1e-3)
+    for lock in locks:
+        lock.release()
+
+
+def test_with_the_directory_unchanged_only_the_logs_being_written_are_stated(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch, no_scan: list[str]
+) -> None:
+    trust_at_once(monkeypatch)
+    idle, open_one = make_session(manager, "idle"), make_session(manager, "open")
+    lock = take_lock(manager.lock_path(open_one))
+    index = ListingIndex(manager.project_dir)
+    index.sessions(manager.sessions_dir, CountingReader(manager))
+    stated: list[str] = []
+    real_stat = os.stat
+
+    def spy(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        stated.append(str(path))
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(listing_index.os, "stat", spy)
+    later = time.time() + 60
+    for n, sid in enumerate((open_one, idle)):  # both logs grow in place
+        with open(manager.log_path(sid), "ab") as fh:
+            fh.write(b"")
+        os.utime(manager.log_path(sid), (later + n, later + n))
+    reader = CountingReader(manager)
+    listed = {i.session_id: i for i in index.sessions(manager.sessions_dir, reader)}
+    logs = [path for path in stated if path.endswith(".events.jsonl")]
+    assert len(no_scan) == 1 and logs == [f"{open_one}.events.jsonl"]
+    assert listed[open_one].updated_at.timestamp() == pytest.approx(later, abs=1e-3)
+    # A log appended to by hand, no writer holding its lock, shows at the directory's next
+    # change (here: the writer letting go, its lock file removed).
+    assert listed[idle].updated_at.timestamp() < later - 30
+    lock.release()
+    monkeypatch.setattr(listing_index.os, "stat", real_stat)
+    assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
+    assert len(no_scan) == 2
 
 
 def test_a_snapshot_rewritten_in_place_with_its_log_is_read_again(
@@ -257,6 +297,7 @@ def test_a_snapshot_rewritten_in_place_with_its_log_is_read_again(
 ) -> None:
     trust_at_once(monkeypatch)
     session_id = make_session(manager, "old title")
+    lock = take_lock(manager.lock_path(session_id))  # its writer, saving
     index = ListingIndex(manager.project_dir)
     index.sessions(manager.sessions_dir, CountingReader(manager))
     path = manager.snapshot_path(session_id)
@@ -270,6 +311,7 @@ def test_a_snapshot_rewritten_in_place_with_its_log_is_read_again(
     os.utime(manager.log_path(session_id), (time.time() + 5, time.time() + 5))
     listed = index.sessions(manager.sessions_dir, CountingReader(manager))
     assert len(no_scan) == 1 and listed[0].title == "new title"
+    lock.release()
 
 
 @pytest.mark.parametrize("clock", ["right", "a day ahead", "a day behind"])
@@ -298,7 +340,7 @@ def test_a_file_system_clock_behind_the_directory_never_makes_it_trusted(
     manager: SessionManager, monkeypatch: pytest.MonkeyPatch, no_scan: list[str]
 ) -> None:
     session_id = make_session(manager, "first title")
-    monkeypatch.setattr(listing_index, "_file_system_now", lambda path, device: 0)
+    monkeypatch.setattr(listing_index, "file_system_now", lambda path, device: 0)
     index = ListingIndex(manager.project_dir)
     index.sessions(manager.sessions_dir, CountingReader(manager))
     freeze_directory_times(monkeypatch, manager)

@@ -1,0 +1,118 @@
+"""The files a session list is computed from, and the conversions of its rows.
+
+`listing_index` keeps one row per session keyed by the identity of its files; this module
+reads those identities (`scan_files`, `dir_key`, `file_key`), the file system's own clock
+(`file_system_now`), and turns the stored times back and forth (`to_us`, `iso`, `row_info`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ..paths import is_valid_session_id
+from .listing import SessionInfo
+
+Row = tuple[Any, ...]  # the columns of `sessions`, in table order
+Files = dict[str, list[tuple[int, ...] | None]]  # session id -> [snapshot key, log key]
+DirKey = tuple[int, int, int, int]  # sessions/: (device, inode, ctime_ns, mtime_ns)
+
+
+def scan_files(sessions_dir: Path, locked: set[str] | None = None) -> Files:
+    """Return, per session id, [snapshot key, log key] (one lstat per file).
+
+    `locked` collects the names of the lock files met, their `.lock` cut off.
+    """
+    found: Files = {}
+    try:
+        entries = os.scandir(sessions_dir)
+    except OSError:
+        return found
+    with entries:
+        for entry in entries:
+            name = entry.name
+            if name.endswith(".events.jsonl"):
+                session_id, slot = name[:-13], 1
+            elif name.endswith(".json"):
+                session_id, slot = name[:-5], 0
+            else:
+                if locked is not None and name.endswith(".lock"):
+                    locked.add(name[:-5])
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            keys = found.get(session_id)
+            if keys is None:
+                keys = found[session_id] = [None, None]
+            keys[slot] = (
+                (st.st_ino, st.st_size, st.st_mtime_ns)
+                if slot == 0
+                else (
+                    st.st_size,
+                    st.st_mtime_ns,
+                )
+            )
+    return {sid: keys for sid, keys in found.items() if is_valid_session_id(sid)}
+
+
+def dir_key(path: Path) -> DirKey | None:
+    """Return the key of a directory whose times say when an entry was added or removed."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns)
+
+
+def file_system_now(probe: Path, device: int) -> int | None:
+    """Return the file system's clock, read by touching `probe` (None: not on `device`)."""
+    # Its times, not ours: a clock that is off (or a server's, on a network file system)
+    # stamps the directory and the probe alike. A touch is no write: nothing is synced.
+    try:
+        os.utime(probe, follow_symlinks=False)
+        st = os.lstat(probe)
+    except (OSError, NotImplementedError):
+        return None
+    return st.st_mtime_ns if st.st_dev == device and stat.S_ISREG(st.st_mode) else None
+
+
+def file_key(dir_fd: int, name: str) -> tuple[int, int, int] | None:
+    """Return (inode, size, mtime_ns) of a regular file in the directory; None otherwise."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICRO = timedelta(microseconds=1)
+
+
+def to_us(moment: datetime) -> int:
+    """Return microseconds since the epoch, exactly (no float on the way)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MICRO
+
+
+def iso(us: int) -> str:
+    """Return the ISO text of a time in microseconds since the epoch (UTC)."""
+    return (_EPOCH + timedelta(microseconds=us)).isoformat()
+
+
+def row_info(row: Row) -> SessionInfo:
+    """Build a listing row from the columns ``ListingIndex`'s page query` reads."""
+    sid, title, created, updated, turns, parent, phase = row
+    # Both times are stored as text: parsing it is 4x cheaper than epoch + timedelta.
+    from_iso = datetime.fromisoformat
+    return SessionInfo(sid, title, from_iso(created), from_iso(updated), turns, parent, phase)
