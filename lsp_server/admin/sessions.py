@@ -6,32 +6,50 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .output import short, utc, write_json
+from .output import write_json
 from .running import OK
 from .table import render, terminal_columns
 from .targets import layouts, open_database, store_spec
 
 if TYPE_CHECKING:
-    from session.store.layout import ProjectLayout
     from session.store.listing import SessionInfo
+    from session.store.listing_files import ListedRow
 
 
-def info_json(info: SessionInfo, project: str, workspace: str, busy: bool) -> dict[str, Any]:
-    """Return one row of `sessions list --json` (times as UTC datetimes: see `write_json`)."""
-    row: dict[str, Any] = {
-        "sessionId": info.session_id,
-        "title": info.title,
-        "createdAt": utc(info.created_at),
-        "updatedAt": utc(info.updated_at),
-        "turns": info.turns,
-        "phase": info.phase,
+def row_json(row: ListedRow, project: str, workspace: str, busy: bool) -> dict[str, Any]:
+    """Return one row of `sessions list --json` (times as the listing keeps them: RFC 3339)."""
+    session_id, title, created_at, updated_at, turns, parent_session_id, phase, _ = row
+    found: dict[str, Any] = {
+        "sessionId": session_id,
+        "title": title,
+        "createdAt": created_at,
+        "updatedAt": updated_at,
+        "turns": turns,
+        "phase": phase,
         "inUse": busy,
         "project": project,
         "workspace": workspace,
     }
-    if info.parent_session_id:
-        row["parentSessionId"] = info.parent_session_id
-    return row
+    if parent_session_id:
+        found["parentSessionId"] = parent_session_id
+    return found
+
+
+def info_row(info: SessionInfo) -> ListedRow:
+    """Return a `SessionInfo` (PostgreSQL's listing) as the local listing's rows are."""
+    from session.store.listing_files import iso_of, to_us
+
+    created, updated = iso_of(info.created_at), iso_of(info.updated_at)
+    return (
+        info.session_id,
+        info.title,
+        created,
+        updated,
+        info.turns,
+        info.parent_session_id,
+        info.phase,
+        to_us(info.updated_at),
+    )
 
 
 TABLE_LIMIT = 50  # rows in the table unless --limit says otherwise
@@ -39,20 +57,19 @@ TABLE_LIMIT = 50  # rows in the table unless --limit says otherwise
 
 def local_listing(args: argparse.Namespace, limit: int | None) -> tuple[list[dict[str, Any]], int]:
     """Return the rows of the local listing (this project, or all) and how many there are."""
-    found: list[tuple[SessionInfo, ProjectLayout]] = []
+    found: list[tuple[ListedRow, int, bool]] = []  # (row, index of its project, in use)
+    projects: list[tuple[str, str]] = []
     total = 0
-    held: set[tuple[int, str]] = set()  # (id of the layout, session id)
     for layout in layouts(args):
-        page, count, busy = layout.list_sessions_in_use(0, limit)
-        found += [(info, layout) for info in page]
-        held.update((id(layout), session_id) for session_id in busy)
+        page, count, held = layout.list_rows_in_use(0, limit)
+        n = len(projects)
+        projects.append((layout.project_dir.name, str(layout.workspace_root)))
+        found += [(row, n, row[0] in held) for row in page]
         total += count
-    found.sort(key=lambda pair: pair[0].updated_at, reverse=True)
-    found = found[:limit] if limit is not None else found
-    projects = {id(layout): layout for _, layout in found}.values()
-    names = {id(p): (p.project_dir.name, str(p.workspace_root)) for p in projects}
-    rows = [info_json(i, *names[id(p)], (id(p), i.session_id) in held) for i, p in found]
-    return rows, total
+    if len(projects) > 1:  # each project's page is in order already
+        found.sort(key=lambda listed: listed[0][7], reverse=True)
+        found = found[:limit] if limit is not None else found
+    return [row_json(row, *projects[n], busy) for row, n, busy in found], total
 
 
 def database_listing(
@@ -66,7 +83,8 @@ def database_listing(
             page, total = store.list_sessions_page(0, limit)
             busy = store.held_locks(i.session_id for i in page)
             here = str(store.workspace_root)
-            return [info_json(i, store.project, here, i.session_id in busy) for i in page], total
+            rows = [row_json(info_row(i), store.project, here, i.session_id in busy) for i in page]
+            return rows, total
         every = store.pg.list_sessions(None)  # one query: the role's sessions of every project
         chosen = every[:limit] if limit is not None else every
         busy = store.held_locks(r.session_id for r in chosen)
@@ -81,7 +99,8 @@ def database_listing(
                 r.parent_session_id,
                 r.phase,
             )
-            rows.append(info_json(info, r.project, r.workspace_root or "", r.session_id in busy))
+            busy_here = r.session_id in busy
+            rows.append(row_json(info_row(info), r.project, r.workspace_root or "", busy_here))
         return rows, len(every)
 
 
@@ -96,7 +115,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         rows, total = database_listing(args, spec, limit)
     if args.json:
-        write_json({"sessions": rows, "total": total}, utc_datetimes=True)
+        write_json({"sessions": rows, "total": total})
         return OK
     if not rows:
         sys.stdout.write("No sessions.\n")
@@ -118,7 +137,7 @@ def list_table(rows: list[dict[str, Any]], all_projects: bool) -> str:
         cells.append(
             [
                 row["sessionId"],
-                short(row["updatedAt"]),
+                f"{row['updatedAt'][:10]} {row['updatedAt'][11:16]}",
                 str(row["turns"]),
                 row["phase"] or "",
                 title,

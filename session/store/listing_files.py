@@ -2,7 +2,8 @@
 
 `listing_index` keeps one row per session keyed by the identity of its files; this module
 reads those identities (`scan_files`, `dir_key`, `file_key`), the file system's own clock
-(`file_system_now`), and turns the stored times back and forth (`to_us`, `iso`, `row_info`).
+(`file_system_now`), and turns the stored times back and forth (`to_us`, `iso`, `iso_of`,
+`row_info`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from .listing import SessionInfo
 Row = tuple[Any, ...]  # the columns of `sessions`, in table order
 Files = dict[str, list[tuple[int, ...] | None]]  # session id -> [snapshot key, log key]
 DirKey = tuple[int, int, int, int]  # sessions/: (device, inode, ctime_ns, mtime_ns)
+# A listed session as stored: (session id, title, created_at, updated_at, turns, parent
+# session id, phase, updated_us), the times as RFC 3339 text (UTC, `Z`), as JSON shows them.
+ListedRow = tuple[str, str | None, str, str, int, str | None, str | None, int]
 
 
 def scan_files(sessions_dir: Path, locked: set[str] | None = None) -> Files:
@@ -106,13 +110,22 @@ def to_us(moment: datetime) -> int:
 
 
 def iso(us: int) -> str:
-    """Return the ISO text of a time in microseconds since the epoch (UTC)."""
-    return (_EPOCH + timedelta(microseconds=us)).isoformat()
+    """Return the RFC 3339 text (UTC, `Z`) of a time in microseconds since the epoch."""
+    return f"{(_EPOCH + timedelta(microseconds=us)).isoformat()[:-6]}Z"
 
 
-def row_info(row: Row) -> SessionInfo:
-    """Build a listing row from the columns ``ListingIndex`'s page query` reads."""
-    sid, title, created, updated, turns, parent, phase = row
+def iso_of(moment: datetime) -> str:
+    """Return the RFC 3339 text (UTC, `Z`) of a moment (naive: taken as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    elif moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    return f"{moment.isoformat()[:-6]}Z"
+
+
+def row_info(row: ListedRow) -> SessionInfo:
+    """Build a `SessionInfo` from a listed row."""
+    sid, title, created, updated, turns, parent, phase, _ = row
     # Both times are stored as text: parsing it is 4x cheaper than epoch + timedelta.
     from_iso = datetime.fromisoformat
     return SessionInfo(sid, title, from_iso(created), from_iso(updated), turns, parent, phase)

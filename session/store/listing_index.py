@@ -11,9 +11,10 @@ not: missing, unreadable, damaged or of another version, it is rebuilt; on a rea
 the listing is computed without it.
 
 While `sessions/` itself is unchanged (same inode, ctime and mtime: no entry was added,
-removed or renamed, and snapshots are only ever replaced by a rename), a listing lists its
-names and stats only the logs that grow in place, those with a writer's lock file beside
-them, and a snapshot only where its log moved. The directory's times are trusted only once
+removed or renamed, and snapshots are only ever replaced by a rename), a listing reads no
+directory: it stats only the logs that can be growing in place, those with a writer's lock
+file beside them (their names kept from the scan that trusted the directory), and a
+snapshot only where its log moved. The directory's times are trusted only once
 they are older, by the file system's own clock (the mtime of `listing.sqlite` just touched),
 than a margin: a change in the same tick as the one seen would leave them as they were.
 """
@@ -33,11 +34,13 @@ from .listing import SessionInfo, session_info
 from .listing_files import (
     DirKey,
     Files,
+    ListedRow,
     Row,
     dir_key,
     file_key,
     file_system_now,
     iso,
+    iso_of,
     row_info,
     scan_files,
     to_us,
@@ -49,12 +52,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LISTING_FILE = "listing.sqlite"
-VERSION = 4
+VERSION = 5
 _DIR_MARGIN_NS = 1_000_000_000  # a directory changed this close to being seen is "racy"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _SELECT_PAGE = (
-    "SELECT session_id, title, created_at, updated_at, turns, parent_session_id, phase"
-    " FROM sessions ORDER BY updated_us DESC, session_id LIMIT ? OFFSET ?"
+    "SELECT session_id, title, created_at, updated_at, turns, parent_session_id, phase,"
+    " updated_us FROM sessions ORDER BY updated_us DESC, session_id LIMIT ? OFFSET ?"
 )
 _INSERT = (
     "INSERT OR REPLACE INTO sessions (session_id, snap_ino, snap_size, snap_mtime, log_size,"
@@ -75,6 +78,8 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE INDEX IF NOT EXISTS sessions_by_time ON sessions (
     updated_us DESC, session_id, title, created_at, updated_at, turns, parent_session_id, phase
 );
+-- The lock files of the scan that trusted `sessions/` (meta 'dir'), their `.lock` cut off.
+CREATE TABLE IF NOT EXISTS locks (name TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS unlisted (
     session_id TEXT PRIMARY KEY,
     snap_ino INTEGER, snap_size INTEGER, snap_mtime INTEGER,
@@ -101,6 +106,13 @@ _SELECT_LOG = (
 )
 _BY_NAME = 200  # up to this many sessions with a lock file, their rows are read by id
 SnapshotReader = Callable[[str], "SessionState | None"]
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error:  # none was begun, or it is gone with the connection
+        pass
 
 
 def _trusted(key: DirKey) -> str:
@@ -194,6 +206,17 @@ class ListingIndex:
         limit: int | None = None,
     ) -> tuple[list[SessionInfo], int]:
         """Return a page of the sessions, newest first, and how many there are."""
+        rows, total = self.rows(sessions_dir, read_snapshot, offset, limit)
+        return [row_info(row) for row in rows], total
+
+    def rows(
+        self,
+        sessions_dir: Path,
+        read_snapshot: SnapshotReader,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> tuple[list[ListedRow], int]:
+        """Return a page as stored (times as text: no object per row), and the total."""
         self.locked = set()
         with self._connect() as conn:
             if conn is None:
@@ -201,11 +224,11 @@ class ListingIndex:
                     self._read(sid, sessions_dir, keys, read_snapshot)
                     for sid, keys in scan_files(sessions_dir, self.locked).items()
                 )
-                rows = [row for row in read if row is not None]
-                rows.sort(key=lambda r: (-r[9], r[0]))
+                every = [row for row in read if row is not None]
+                every.sort(key=lambda r: (-r[9], r[0]))
                 end = None if limit is None else offset + limit
-                page = [(r[0], r[6], r[7], r[13], *r[10:13]) for r in rows[offset:end]]
-                return [row_info(r) for r in page], len(rows)
+                page = [(r[0], r[6], r[7], r[13], *r[10:13], r[9]) for r in every[offset:end]]
+                return page, len(every)
             seen = dir_key(sessions_dir)
             moved = self._logs_moved(conn, sessions_dir, seen)
             if moved is None:
@@ -217,8 +240,8 @@ class ListingIndex:
                 known = conn.execute(_SELECT_KEYS).fetchall()
                 self._refresh(conn, known, moved, sessions_dir, read_snapshot, complete=False)
             total = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
-            cursor = conn.execute(_SELECT_PAGE, (-1 if limit is None else limit, offset))
-            return [row_info(row) for row in cursor], int(total)
+            found = conn.execute(_SELECT_PAGE, (-1 if limit is None else limit, offset))
+            return found.fetchall(), int(total)
 
     def _logs_moved(
         self, conn: sqlite3.Connection, sessions_dir: Path, seen: DirKey | None
@@ -230,21 +253,20 @@ class ListingIndex:
         stored = conn.execute("SELECT value FROM meta WHERE key = 'dir'").fetchone()
         if seen is None or stored is None or stored[0] != _trusted(seen):
             return None
+        # A log grows in place, so the directory's times do not say; but only while its
+        # writer holds the lock, whose file exists from before the first append until after
+        # the last (`locks.py`): only the logs of the sessions with a lock file are looked
+        # at. The lock files are those of the scan that trusted the directory: one made or
+        # removed since would have changed it.
+        self.locked = {name for (name,) in conn.execute("SELECT name FROM locks")}
+        moved: Files = {}
+        if not self.locked:
+            return moved
         try:
             fd = os.open(sessions_dir, _DIR_FLAGS)
         except OSError:
             return None
-        moved: Files = {}
         try:
-            try:
-                names = os.listdir(fd)
-            except OSError:
-                return None
-            # A log grows in place, so the directory's times do not say; but only while its
-            # writer holds the lock, whose file exists from before the first append until
-            # after the last (`locks.py`): a lock file made since the directory was trusted
-            # changed it. So only the logs of the sessions with a lock file are looked at.
-            self.locked = {name[:-5] for name in names if name.endswith(".lock")}
             for sid, ino, log_size, log_mtime in _writing_logs(conn, self.locked):
                 try:
                     st = os.stat(f"{sid}.events.jsonl", dir_fd=fd, follow_symlinks=False)
@@ -267,9 +289,14 @@ class ListingIndex:
         if now is None or max(seen[2:]) + _DIR_MARGIN_NS >= now:  # racy: scanned next time
             return
         try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM locks")
+            conn.executemany("INSERT INTO locks VALUES (?)", [(name,) for name in self.locked])
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('dir', ?)", (_trusted(seen),))
+            conn.execute("COMMIT")
         except sqlite3.Error as exc:  # busy, read-only, full disk: scanned again next time
             logger.info("%s: directory not recorded (%s)", self.path, exc)
+            _rollback(conn)
 
     def _refresh(
         self,
@@ -335,10 +362,7 @@ class ListingIndex:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:  # busy, read-only, full disk: the next listing retries
             logger.info("%s: not updated (%s)", self.path, exc)
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
+            _rollback(conn)
 
     def _read(
         self,
@@ -359,7 +383,7 @@ class ListingIndex:
             *(snap if snap is not None else (None, None, None)),
             *(log if log is not None else (None, None)),
             info.title,
-            info.created_at.isoformat(),
+            iso_of(info.created_at),
             state_us,
             updated_us,
             info.turns,

@@ -109,6 +109,38 @@ def test_list_this_project_and_all_projects(
     assert "--limit 0 for all" not in table.stdout  # everything fits in one page
 
 
+def test_list_rows_are_newest_first_across_projects_with_utc_times(
+    workspace: Path, home: Path, env: dict[str, str], other_project: Path
+) -> None:
+    recent = make_session(workspace, home, [("hello there", "General Kenobi")])
+    old = make_session(workspace, home, [("ancient question", "ancient answer")], instance="b")
+    age_session(SessionManager(workspace, home=home), old)
+    other = make_session(other_project, home, [("elsewhere", "other project")])
+    manager = SessionManager(other_project, home=home)
+    age_session(manager, other, datetime(2020, 1, 3, 3, 4, 5, 250000, tzinfo=UTC))
+    # A snapshot written at +09:00 (another machine's clock): shown in UTC.
+    path = manager.snapshot_path(other)
+    raw = json.loads(path.read_text())
+    raw["created_at"] = "2020-01-03T09:00:00+09:00"
+    path.write_text(json.dumps(raw))
+
+    code, data = cli_json("sessions", "list", "--all-projects", env=env)
+    assert code == 0
+    rows = data["sessions"]
+    assert [row["sessionId"] for row in rows] == [recent, other, old]  # across projects
+    assert rows[1]["createdAt"] == "2020-01-03T00:00:00Z"
+    assert rows[1]["updatedAt"] == "2020-01-03T03:04:05.250000Z"
+    assert rows[2]["updatedAt"] == rows[2]["createdAt"] == "2020-01-02T03:04:00Z"
+    assert rows[1]["project"] != rows[0]["project"] == rows[2]["project"]
+    newest = SessionManager(workspace, home=home).list_sessions()[0]
+    assert datetime.fromisoformat(rows[0]["updatedAt"]) == newest.updated_at
+    code, limited = cli_json("sessions", "list", "--all-projects", "--limit", "2", env=env)
+    assert [row["sessionId"] for row in limited["sessions"]] == [recent, other]
+    assert limited["total"] == 3
+    table = run_cli("sessions", "list", "--all-projects", env=env).stdout
+    assert "2020-01-03 03:04" in table and "2020-01-02 03:04" in table
+
+
 def test_list_pages_with_limit(workspace: Path, env: dict[str, str], store: dict[str, str]) -> None:
     code, data = cli_json(
         "sessions", "list", "--workspace", str(workspace), "--limit", "1", env=env

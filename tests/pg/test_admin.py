@@ -160,6 +160,10 @@ def test_list_reads_the_database_and_not_the_local_files(
     assert first["title"] == "hello there" and first["turns"] == 1
     assert first["inUse"] is False
     assert first["project"] == pg_store.project and first["workspace"] == str(workspace)
+    stored = pg_store.list_sessions()[0]  # the times as the local listing writes them
+    assert first["updatedAt"].endswith("Z") and first["createdAt"].endswith("Z")
+    assert datetime.fromisoformat(first["updatedAt"]) == stored.updated_at
+    assert datetime.fromisoformat(first["createdAt"]) == stored.created_at
 
     code, table, _ = cli("sessions", "list", "--workspace", str(workspace), env=env)
     assert code == 0

@@ -272,7 +272,11 @@ def test_with_the_directory_unchanged_only_the_logs_being_written_are_stated(
         stated.append(str(path))
         return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
 
+    def no_listing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("sessions/ read although it is unchanged")
+
     monkeypatch.setattr(listing_index.os, "stat", spy)
+    monkeypatch.setattr(listing_index.os, "listdir", no_listing)
     later = time.time() + 60
     for n, sid in enumerate((open_one, idle)):  # both logs grow in place
         with open(manager.log_path(sid), "ab") as fh:
@@ -282,14 +286,16 @@ def test_with_the_directory_unchanged_only_the_logs_being_written_are_stated(
     listed = {i.session_id: i for i in index.sessions(manager.sessions_dir, reader)}
     logs = [path for path in stated if path.endswith(".events.jsonl")]
     assert len(no_scan) == 1 and logs == [f"{open_one}.events.jsonl"]
+    assert index.locked == {open_one}  # from the scan that trusted sessions/
     assert listed[open_one].updated_at.timestamp() == pytest.approx(later, abs=1e-3)
     # A log appended to by hand, no writer holding its lock, shows at the directory's next
     # change (here: the writer letting go, its lock file removed).
     assert listed[idle].updated_at.timestamp() < later - 30
     lock.release()
-    monkeypatch.setattr(listing_index.os, "stat", real_stat)
+    monkeypatch.undo()
+    trust_at_once(monkeypatch)
     assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
-    assert len(no_scan) == 2
+    assert index.locked == set()
 
 
 def test_a_snapshot_rewritten_in_place_with_its_log_is_read_again(
