@@ -12,7 +12,6 @@ from .table import render, terminal_columns
 from .targets import layouts, open_database, store_spec
 
 if TYPE_CHECKING:
-    from session.store.listing import SessionInfo
     from session.store.listing_files import ListedRow
 
 
@@ -33,23 +32,6 @@ def row_json(row: ListedRow, project: str, workspace: str, busy: bool) -> dict[s
     if parent_session_id:
         found["parentSessionId"] = parent_session_id
     return found
-
-
-def info_row(info: SessionInfo) -> ListedRow:
-    """Return a `SessionInfo` (PostgreSQL's listing) as the local listing's rows are."""
-    from session.store.listing_files import iso_of, to_us
-
-    created, updated = iso_of(info.created_at), iso_of(info.updated_at)
-    return (
-        info.session_id,
-        info.title,
-        created,
-        updated,
-        info.turns,
-        info.parent_session_id,
-        info.phase,
-        to_us(info.updated_at),
-    )
 
 
 TABLE_LIMIT = 50  # rows in the table unless --limit says otherwise
@@ -76,31 +58,27 @@ def database_listing(
     args: argparse.Namespace, spec: str, limit: int | None
 ) -> tuple[list[dict[str, Any]], int]:
     """Return the rows of the PostgreSQL listing (this project, or all the role's)."""
-    from session.store.listing import SessionInfo
+    from dataclasses import astuple
+
+    from session.store.listing_files import listed_row
 
     with open_database(args, spec) as store:
         if not args.all_projects:
-            page, total = store.list_sessions_page(0, limit)
-            busy = store.held_locks(i.session_id for i in page)
+            infos, total = store.list_sessions_page(0, limit)
+            page = [listed_row(*astuple(info)) for info in infos]
+            busy = store.held_locks(row[0] for row in page)
             here = str(store.workspace_root)
-            rows = [row_json(info_row(i), store.project, here, i.session_id in busy) for i in page]
-            return rows, total
+            return [row_json(row, store.project, here, row[0] in busy) for row in page], total
         every = store.pg.list_sessions(None)  # one query: the role's sessions of every project
         chosen = every[:limit] if limit is not None else every
         busy = store.held_locks(r.session_id for r in chosen)
         rows = []
         for r in chosen:
-            info = SessionInfo(
-                r.session_id,
-                r.title,
-                r.created_at,
-                r.updated_at,
-                r.turns,
-                r.parent_session_id,
-                r.phase,
-            )
-            busy_here = r.session_id in busy
-            rows.append(row_json(info_row(info), r.project, r.workspace_root or "", busy_here))
+            row = listed_row(
+                r.session_id, r.title, r.created_at, r.updated_at, r.turns,
+                r.parent_session_id, r.phase,
+            )  # fmt: skip
+            rows.append(row_json(row, r.project, r.workspace_root or "", r.session_id in busy))
         return rows, len(every)
 
 

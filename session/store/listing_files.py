@@ -3,7 +3,7 @@
 `listing_index` keeps one row per session keyed by the identity of its files; this module
 reads those identities (`scan_files`, `dir_key`, `file_key`), the file system's own clock
 (`file_system_now`), and turns the stored times back and forth (`to_us`, `iso`, `iso_of`,
-`row_info`).
+`listed_row`, `row_info`).
 """
 
 from __future__ import annotations
@@ -121,6 +121,21 @@ def iso_of(moment: datetime) -> str:
     elif moment.tzinfo is not UTC:
         moment = moment.astimezone(UTC)
     return f"{moment.isoformat()[:-6]}Z"
+
+
+def listed_row(
+    session_id: str,
+    title: str | None,
+    created_at: datetime,
+    updated_at: datetime,
+    turns: int,
+    parent_session_id: str | None,
+    phase: str | None,
+) -> ListedRow:
+    """Return a listed row of a session whose times are datetimes (PostgreSQL's rows)."""
+    updated = iso_of(updated_at)
+    return (session_id, title, iso_of(created_at), updated, turns, parent_session_id, phase,
+            to_us(updated_at))  # fmt: skip
 
 
 def row_info(row: ListedRow) -> SessionInfo:

@@ -12,6 +12,7 @@ import pytest
 from session.lifecycle import SessionLifecycle
 from session.paths import SCAN_HINTS_DIR, scan_hint_path
 from session.snapshot import recorded_manifest
+from session.store.backend import SessionStore
 from session.store.manager import SessionManager
 from session.workspace import find as find_tool
 from session.workspace import prefetch as prefetch_tool
@@ -169,25 +170,25 @@ def test_an_edit_find_missed_is_found_by_the_next_scan(tmp_path: Path) -> None:
 
 
 @needs_find
-def test_a_resume_takes_the_finds_started_before_the_snapshot_was_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root, home = tmp_path / "project", tmp_path / "home"
-    root.mkdir()
-    make_tree(root)
-    wait_until_ctimes_are_old(root)
-    first = SessionLifecycle(SessionManager(root, home=home), "editor")
+def record_with_hint(store: SessionStore, home: Path) -> tuple[str, ScanHint | None]:
+    """Record a session of the tree at `store`; return it and the scan hint its exit left."""
+    wait_until_ctimes_are_old(store.workspace_root)
+    first = SessionLifecycle(store, "editor")
     first.resume_or_start(None, True)
     first.record_decision("Keep the templates short.")
     session_id = first.session_id
     assert first.close()
-    hint_file = scan_hint_path(home, root)
+    # The hint is this machine's, beside the local store (whichever store holds the session).
+    hint_file = scan_hint_path(home, store.workspace_root)
     assert hint_file.parent == home / SCAN_HINTS_DIR
     hint = read_hint(hint_file)
-    state, _ = SessionManager(root, home=home).read_snapshot(session_id, [])
+    state, _ = store.read_snapshot(session_id, [])
     assert state is not None and hint == scan_hint(recorded_manifest(state))  # what it will need
-    (root / "templates" / "c" / "t2.md").write_text("edited while away\n")
-    (root / "templates" / "a" / "new.md").write_text("created while away\n")
+    return session_id, hint
+
+
+def spy_on_takes(monkeypatch: pytest.MonkeyPatch) -> list[RunningFinds | None]:
+    """Return the list of what each `Prefetch.take` gave a scan (None: nothing usable)."""
     taken: list[RunningFinds | None] = []
     real_take = Prefetch.take
 
@@ -196,6 +197,20 @@ def test_a_resume_takes_the_finds_started_before_the_snapshot_was_read(
         return taken[-1]
 
     monkeypatch.setattr(Prefetch, "take", take)
+    return taken
+
+
+def test_a_resume_takes_the_finds_started_before_the_snapshot_was_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, home = tmp_path / "project", tmp_path / "home"
+    root.mkdir()
+    make_tree(root)
+    session_id, hint = record_with_hint(SessionManager(root, home=home), home)
+    hint_file = scan_hint_path(home, root)
+    (root / "templates" / "c" / "t2.md").write_text("edited while away\n")
+    (root / "templates" / "a" / "new.md").write_text("created while away\n")
+    taken = spy_on_takes(monkeypatch)
     second = SessionLifecycle(SessionManager(root, home=home), "editor")
     previous = second.find_previous()
     assert previous is not None and previous.session_id == session_id
