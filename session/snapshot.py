@@ -25,12 +25,10 @@ from .events import (
     utcnow,
 )
 from .paths import SESSION_ID_RE
+from .snapshot_meta import SCHEMA_VERSION, TITLE_CHARS
 from .workspace.manifest import Manifest
 from .workspace.packed import PackedFiles
 from .workspace.stat_cache import pack_manifest, unpack_stat_cache
-
-SCHEMA_VERSION = 4
-TITLE_CHARS = 80
 
 
 def _read_manifest(value: object) -> Mapping[str, str]:

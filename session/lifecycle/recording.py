@@ -15,7 +15,7 @@ from ..compaction import CompactionPlan, CompactionSummary, history_tokens, plan
 from ..context import build_resume_context, remembered
 from ..errors import SessionError
 from ..events import Event
-from ..snapshot import TITLE_CHARS
+from ..snapshot_meta import TITLE_CHARS
 from ..summary import SummaryPlan, clip_words
 from ..workspace.drift import DriftReport
 from ..workspace.manifest import plain_dict

@@ -31,7 +31,8 @@ from ..errors import SessionError
 from ..events import EVENT_ADAPTER, Event, utcnow
 from ..log.writer import LogError
 from ..redaction import Redactor
-from ..snapshot import TITLE_CHARS, SessionState
+from ..snapshot import SessionState
+from ..snapshot_meta import TITLE_CHARS
 from ..store.backend import DURABLE_TYPES
 from .errors import DatabaseUnreachableError, PgStoreError
 from .spool import Spool

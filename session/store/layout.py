@@ -23,16 +23,16 @@ from typing import TYPE_CHECKING
 
 from ..errors import SessionError, SessionNotFoundError
 from ..paths import is_valid_instance_id, is_valid_session_id, storage_root
-from ..storage import StorageError, ensure_private_dir
+from ..storage import StorageError, ensure_private_dir, read_json_file
 from ..workspace.identity import project_identity
-from .listing import SessionInfo
+from .listing import ListedState, SessionInfo, listed_fields
 from .listing_files import ListedRow, row_info
 from .listing_index import ListingIndex
 from .locks import is_held
 from .projects import find_project_dir, mark
 
 if TYPE_CHECKING:
-    from ..snapshot import SessionState
+    pass
 
 
 # `sessions/active_<instanceId>.json`: the session an editor instance last used.
@@ -123,11 +123,24 @@ class ProjectLayout:
         rows, total = index.rows(self.sessions_dir, self.listed_snapshot, offset, limit)
         return rows, total, index.locked
 
-    def listed_snapshot(self, session_id: str) -> SessionState | None:
-        """Return the snapshot a changed listing row is rebuilt from (None: the log's)."""
-        from .snapshots import read_snapshot_file  # the models: only for a row to rebuild
+    def listed_snapshot(self, session_id: str) -> ListedState | None:
+        """Return what a changed listing row is rebuilt from (None: the log, without one).
 
-        return read_snapshot_file(self.snapshot_path(session_id), session_id, None)[0]
+        A snapshot as our writer makes it is read without the models; any other goes to the
+        full reader, which warns and falls back as opening the session would.
+        """
+        path = self.snapshot_path(session_id)
+        try:
+            fields = listed_fields(read_json_file(path), session_id)
+        except FileNotFoundError:
+            return None
+        except ValueError:  # unreadable: the full reader says why
+            fields = None
+        if fields is not None:
+            return fields
+        from .snapshots import read_snapshot_file  # the models: only for an unusual snapshot
+
+        return read_snapshot_file(path, session_id, None)[0]
 
     def held_locks(self, session_ids: Iterable[str]) -> set[str]:
         """Return the sessions among `session_ids` whose writer lock a process holds now.

@@ -1,6 +1,8 @@
 """The session listing (from snapshots, the log only without one) and a log's last event time.
 
-A listing whose rows are current imports no model: `agent-assist sessions list` starts fast.
+A listing whose rows are current imports no model, and one that rebuilds a row from a
+snapshot our writer made reads its listed fields without one (`listed_fields`): `agent-assist
+sessions list` starts fast.
 """
 
 from __future__ import annotations
@@ -10,12 +12,12 @@ import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import orjson
 
-if TYPE_CHECKING:
-    from ..snapshot import SessionState
+from ..paths import is_valid_session_id
+from ..snapshot_meta import SCHEMA_VERSION, TITLE_CHARS
 
 LAST_EVENT_WINDOW = 256 * 1024  # bytes read from the end of a log for its last event
 
@@ -33,27 +35,93 @@ class SessionInfo:
     phase: str | None = None
 
 
-def session_info(session_id: str, state: SessionState | None, log_path: Path) -> SessionInfo | None:
-    """Return the listing row of a session from its snapshot (or, without one, its log)."""
-    from ..log.reader import scan_log  # the events' models: only when a row is rebuilt
-    from ..snapshot import TITLE_CHARS, state_from_events
+class ListedState(Protocol):
+    """What a listing row is made of: the fields of a snapshot (`SessionState`) it shows."""
 
+    title: str | None
+    summary: str | None
+    created_at: datetime
+    updated_at: datetime
+    turns: int
+    parent_session_id: str | None
+    phase: str | None
+
+
+@dataclass
+class SnapshotFields:
+    """The listed fields of a snapshot, read without the models (see `listed_fields`)."""
+
+    title: str | None
+    summary: str | None
+    created_at: datetime
+    updated_at: datetime
+    turns: int
+    parent_session_id: str | None
+    phase: str | None
+
+
+def listed_fields(raw: object, session_id: str) -> SnapshotFields | None:
+    """Return the fields a listing shows of a raw snapshot, if they are as our writer makes them.
+
+    None: anything else (another version, another session's, a field missing or of another
+    type), for the full reader (`snapshots.read_snapshot_file`) to take, with its warnings:
+    importing the models costs a command ~100-200 ms. The listing reads only these fields;
+    damage elsewhere in a snapshot is met when the session is opened.
+    """
+    if not isinstance(raw, dict) or raw.get("session_id") != session_id:
+        return None
+    version = raw.get("schema_version", 1)
+    if type(version) is not int or not 1 <= version <= SCHEMA_VERSION:
+        return None
+    created, updated = _moment(raw.get("created_at")), _moment(raw.get("updated_at"))
+    turns = raw.get("turns", 0)
+    title, summary, parent, phase = (
+        raw.get(key) for key in ("title", "summary", "parent_session_id", "phase")
+    )
+    texts = (title, summary, parent, phase)
+    if created is None or updated is None or type(turns) is not int:
+        return None
+    if any(text is not None and type(text) is not str for text in texts):
+        return None
+    if parent is not None and not is_valid_session_id(parent):
+        return None
+    return SnapshotFields(title, summary, created, updated, turns, parent, phase)
+
+
+def _moment(value: object) -> datetime | None:
+    """Return an ISO date and time as our snapshots hold them (naive: UTC); None otherwise."""
+    if type(value) is not str or len(value) < 19 or value[10] != "T":
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def session_info(session_id: str, state: ListedState | None, log_path: Path) -> SessionInfo | None:
+    """Return the listing row of a session from its snapshot (or, without one, its log)."""
     if state is None:
+        from ..log.reader import scan_log  # the events' models: only for a session without one
+        from ..snapshot import state_from_events
+
         scan = scan_log(log_path)
         if not scan.events:
             return None
         state = state_from_events(session_id, scan.events)
-    else:
-        updated = _log_mtime(log_path)
-        if updated is not None and updated > state.updated_at:
-            state.updated_at = updated
+    updated_at = state.updated_at
+    if updated_at.tzinfo is None:
+        updated_at = updated_at.replace(tzinfo=UTC)
+    log_updated = _log_mtime(log_path)
+    if log_updated is not None and log_updated > updated_at:
+        updated_at = log_updated
     summary_line = (state.summary or "").strip().split("\n")[0][:TITLE_CHARS]
     title = state.title or summary_line or None
     return SessionInfo(
         session_id,
         title,
         state.created_at,
-        state.updated_at,
+        updated_at,
         state.turns,
         state.parent_session_id,
         state.phase,

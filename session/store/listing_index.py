@@ -47,7 +47,7 @@ from .listing_files import (
 )
 
 if TYPE_CHECKING:
-    from ..snapshot import SessionState
+    from .listing import ListedState
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ _SELECT_LOG = (
     " FROM unlisted WHERE session_id = ? AND log_size IS NOT NULL"
 )
 _BY_NAME = 200  # up to this many sessions with a lock file, their rows are read by id
-SnapshotReader = Callable[[str], "SessionState | None"]
+SnapshotReader = Callable[[str], "ListedState | None"]
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -376,7 +376,7 @@ class ListingIndex:
         info = session_info(session_id, state, sessions_dir / f"{session_id}.events.jsonl")
         if info is None:
             return None
-        state_us = to_us(state.updated_at) if state is not None else to_us(info.updated_at)
+        state_us = to_us(info.updated_at)  # the snapshot's time, or its log's if later
         updated_us = state_us if log is None else max(state_us, log[1] // 1000)
         return (
             session_id,

@@ -159,10 +159,10 @@ def test_list_pages_with_limit(workspace: Path, env: dict[str, str], store: dict
 
 
 @pytest.mark.parametrize("output", ["--json", "table"])
-def test_a_current_listing_loads_no_model(
-    workspace: Path, env: dict[str, str], store: dict[str, str], output: str
+def test_a_listing_loads_no_model(
+    workspace: Path, home: Path, env: dict[str, str], store: dict[str, str], output: str
 ) -> None:
-    """`sessions list` answers from the listing with none of the modules a fast start avoids."""
+    """`sessions list` loads none of the modules a fast start avoids, rows current or not."""
     listing = [sys.executable, "-m", "lsp_server.cli", "sessions", "list"]
     listing += ["--workspace", str(workspace)] + (["--json"] if output == "--json" else [])
     probe = (
@@ -178,13 +178,22 @@ def test_a_current_listing_loads_no_model(
     )
     first = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
+    assert "LOADED []" in first.stderr, first.stderr  # every row built from its snapshot
     again = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     if output == "--json":
         rows = {r["sessionId"] for r in json.loads(again.stdout)["sessions"]}
         assert rows == {store["recent"], store["old"]}
     else:
         assert store["recent"] in again.stdout and store["old"] in again.stdout
-    assert "LOADED []" in again.stderr, again.stderr  # the rows were current: no model loaded
+    assert "LOADED []" in again.stderr, again.stderr  # the rows were current
+    # A session saved since (its snapshot replaced, as a save does): its row is rebuilt.
+    path = SessionManager(workspace, home=home).snapshot_path(store["old"])
+    raw = json.loads(path.read_text())
+    raw["title"] = "renamed since"
+    path.with_name("replacement").write_text(json.dumps(raw))
+    os.replace(path.with_name("replacement"), path)
+    third = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert "renamed since" in third.stdout and "LOADED []" in third.stderr, third.stderr
 
 
 def test_show_prints_the_transcript(
