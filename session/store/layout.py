@@ -25,14 +25,14 @@ from ..errors import SessionError, SessionNotFoundError
 from ..paths import is_valid_instance_id, is_valid_session_id, storage_root
 from ..storage import StorageError, ensure_private_dir, read_json_file
 from ..workspace.identity import project_identity
-from .listing import ListedState, SessionInfo, listed_fields
+from .listing import SessionInfo, listed_fields
 from .listing_files import ListedRow, row_info
 from .listing_index import ListingIndex
 from .locks import is_held
 from .projects import find_project_dir, mark
 
 if TYPE_CHECKING:
-    pass
+    from .listing import ListedState
 
 
 # `sessions/active_<instanceId>.json`: the session an editor instance last used.

@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -35,18 +35,6 @@ class SessionInfo:
     phase: str | None = None
 
 
-class ListedState(Protocol):
-    """What a listing row is made of: the fields of a snapshot (`SessionState`) it shows."""
-
-    title: str | None
-    summary: str | None
-    created_at: datetime
-    updated_at: datetime
-    turns: int
-    parent_session_id: str | None
-    phase: str | None
-
-
 @dataclass
 class SnapshotFields:
     """The listed fields of a snapshot, read without the models (see `listed_fields`)."""
@@ -58,6 +46,13 @@ class SnapshotFields:
     turns: int
     parent_session_id: str | None
     phase: str | None
+
+
+if TYPE_CHECKING:
+    from ..snapshot import SessionState
+
+    # What a listing row is made of: a snapshot, whole or only the fields a listing shows.
+    ListedState = SessionState | SnapshotFields
 
 
 def listed_fields(raw: object, session_id: str) -> SnapshotFields | None:
