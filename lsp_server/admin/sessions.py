@@ -58,14 +58,12 @@ def database_listing(
     args: argparse.Namespace, spec: str, limit: int | None
 ) -> tuple[list[dict[str, Any]], int]:
     """Return the rows of the PostgreSQL listing (this project, or all the role's)."""
-    from dataclasses import astuple
-
     from session.store.listing_files import listed_row
 
     with open_database(args, spec) as store:
         if not args.all_projects:
             infos, total = store.list_sessions_page(0, limit)
-            page = [listed_row(*astuple(info)) for info in infos]
+            page = [listed_row(info) for info in infos]
             busy = store.held_locks(row[0] for row in page)
             here = str(store.workspace_root)
             return [row_json(row, store.project, here, row[0] in busy) for row in page], total
@@ -74,11 +72,8 @@ def database_listing(
         busy = store.held_locks(r.session_id for r in chosen)
         rows = []
         for r in chosen:
-            row = listed_row(
-                r.session_id, r.title, r.created_at, r.updated_at, r.turns,
-                r.parent_session_id, r.phase,
-            )  # fmt: skip
-            rows.append(row_json(row, r.project, r.workspace_root or "", r.session_id in busy))
+            busy_here = r.session_id in busy
+            rows.append(row_json(listed_row(r), r.project, r.workspace_root or "", busy_here))
         return rows, len(every)
 
 

@@ -12,10 +12,13 @@ import os
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..paths import is_valid_session_id
 from .listing import SessionInfo
+
+if TYPE_CHECKING:
+    from ..pg.records import SessionRow
 
 Row = tuple[Any, ...]  # the columns of `sessions`, in table order
 Files = dict[str, list[tuple[int, ...] | None]]  # session id -> [snapshot key, log key]
@@ -123,19 +126,18 @@ def iso_of(moment: datetime) -> str:
     return f"{moment.isoformat()[:-6]}Z"
 
 
-def listed_row(
-    session_id: str,
-    title: str | None,
-    created_at: datetime,
-    updated_at: datetime,
-    turns: int,
-    parent_session_id: str | None,
-    phase: str | None,
-) -> ListedRow:
-    """Return a listed row of a session whose times are datetimes (PostgreSQL's rows)."""
-    updated = iso_of(updated_at)
-    return (session_id, title, iso_of(created_at), updated, turns, parent_session_id, phase,
-            to_us(updated_at))  # fmt: skip
+def listed_row(info: SessionInfo | SessionRow) -> ListedRow:
+    """Return a row whose times are datetimes (PostgreSQL's) as the local listing keeps it."""
+    return (
+        info.session_id,
+        info.title,
+        iso_of(info.created_at),
+        iso_of(info.updated_at),
+        info.turns,
+        info.parent_session_id,
+        info.phase,
+        to_us(info.updated_at),
+    )
 
 
 def row_info(row: ListedRow) -> SessionInfo:
