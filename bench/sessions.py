@@ -34,7 +34,7 @@ from functools import partial
 from pathlib import Path
 
 from session.lifecycle import SessionLifecycle
-from session.store.listing_index import LISTING_FILE
+from session.store.listing_db import LISTING_FILE
 from session.store.manager import SessionManager
 
 from .common import Mode, Result, Row, fmt_s, median, scratch_dir, spread, timed_runs

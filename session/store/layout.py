@@ -26,6 +26,7 @@ from ..paths import is_valid_instance_id, is_valid_session_id, storage_root
 from ..storage import StorageError, ensure_private_dir, read_json_file
 from ..workspace.identity import project_identity
 from .listing import SessionInfo, listed_fields
+from .listing_db import ListingFile
 from .listing_files import ListedRow, row_info
 from .listing_index import ListingIndex
 from .locks import is_held
@@ -151,7 +152,7 @@ class ProjectLayout:
         """
         wanted = set(session_ids)
         if len(wanted) <= _PROBE_BY_NAME:  # a page: cheaper than listing 20,000 names
-            return {sid for sid in wanted if is_held(self.sessions_dir / f"{sid}.lock")}
+            return self._probe(wanted)
         try:
             names = os.listdir(self.sessions_dir)
         except OSError:
@@ -159,7 +160,15 @@ class ProjectLayout:
         return self._probe(wanted.intersection(n[:-5] for n in names if n.endswith(".lock")))
 
     def _probe(self, locked: Iterable[str]) -> set[str]:
-        return {sid for sid in locked if is_held(self.sessions_dir / f"{sid}.lock")}
+        held: set[str] = set()
+        died: list[Path] = []
+        for sid in locked:
+            if is_held(self.sessions_dir / f"{sid}.lock", removed=died):
+                held.add(sid)
+        listing = ListingFile(self.project_dir)
+        for path in died:  # a writer that died: its lock file no longer says so to listings
+            listing.note_written(path.name[:-5])
+        return held
 
     def pointer_path(self, instance_id: str) -> Path:
         """Return `sessions/active_<instanceId>.json`."""

@@ -21,11 +21,21 @@ if TYPE_CHECKING:
     from ..pg.records import SessionRow
 
 Row = tuple[Any, ...]  # the columns of `sessions`, in table order
-Files = dict[str, list[tuple[int, ...] | None]]  # session id -> [snapshot key, log key]
+# session id -> [snapshot key, log key], each (inode, size, mtime_ns) or None (no file)
+Files = dict[str, list[tuple[int, ...] | None]]
 DirKey = tuple[int, int, int, int]  # sessions/: (device, inode, ctime_ns, mtime_ns)
 # A listed session as stored: (session id, title, created_at, updated_at, turns, parent
 # session id, phase, updated_us), the times as RFC 3339 text (UTC, `Z`), as JSON shows them.
 ListedRow = tuple[str, str | None, str, str, int, str | None, str | None, int]
+
+
+def _split(name: str) -> tuple[str, int] | None:
+    """Return (session id, slot) of a session file's name: 0 its snapshot, 1 its log."""
+    if name.endswith(".events.jsonl"):
+        return name[:-13], 1
+    if name.endswith(".json"):
+        return name[:-5], 0
+    return None
 
 
 def scan_files(sessions_dir: Path, locked: set[str] | None = None) -> Files:
@@ -41,11 +51,8 @@ def scan_files(sessions_dir: Path, locked: set[str] | None = None) -> Files:
     with entries:
         for entry in entries:
             name = entry.name
-            if name.endswith(".events.jsonl"):
-                session_id, slot = name[:-13], 1
-            elif name.endswith(".json"):
-                session_id, slot = name[:-5], 0
-            else:
+            split = _split(name)
+            if split is None:
                 if locked is not None and name.endswith(".lock"):
                     locked.add(name[:-5])
                 continue
@@ -55,18 +62,38 @@ def scan_files(sessions_dir: Path, locked: set[str] | None = None) -> Files:
                 continue
             if not stat.S_ISREG(st.st_mode):
                 continue
-            keys = found.get(session_id)
+            keys = found.get(split[0])
             if keys is None:
-                keys = found[session_id] = [None, None]
-            keys[slot] = (
-                (st.st_ino, st.st_size, st.st_mtime_ns)
-                if slot == 0
-                else (
-                    st.st_size,
-                    st.st_mtime_ns,
-                )
-            )
+                keys = found[split[0]] = [None, None]
+            keys[split[1]] = (st.st_ino, st.st_size, st.st_mtime_ns)
     return {sid: keys for sid, keys in found.items() if is_valid_session_id(sid)}
+
+
+def scan_names(sessions_dir: Path) -> dict[str, int] | None:
+    """Return each entry's name and inode as the directory lists them, with no stat.
+
+    None: the directory cannot be read.
+    """
+    try:
+        entries = os.scandir(sessions_dir)
+    except OSError:
+        return None
+    with entries:
+        return {entry.name: entry.inode() for entry in entries}
+
+
+def session_of(name: str) -> str | None:
+    """Return the valid session id whose log, snapshot or lock file `name` is; else None."""
+    for suffix in (".events.jsonl", ".json", ".lock"):
+        if name.endswith(suffix):
+            sid = name[: -len(suffix)]
+            return sid if is_valid_session_id(sid) else None
+    return None
+
+
+def session_keys(dir_fd: int, session_id: str) -> list[tuple[int, ...] | None]:
+    """Return [snapshot key, log key] of one session, stat'ed in the directory."""
+    return [file_key(dir_fd, f"{session_id}.json"), file_key(dir_fd, f"{session_id}.events.jsonl")]
 
 
 def dir_key(path: Path) -> DirKey | None:

@@ -114,8 +114,11 @@ def take_lock(path: Path) -> FileWriterLock | _PortableLock:
     raise OSError(errno.EAGAIN, "the lock file keeps being replaced", str(path))
 
 
-def is_held(lock_file: Path) -> bool:
-    """Return True if a process holds the lock on `lock_file`; remove it if none does."""
+def is_held(lock_file: Path, removed: list[Path] | None = None) -> bool:
+    """Return True if a process holds the lock on `lock_file`; remove it if none does.
+
+    `removed` collects the lock file, if it was removed (its writer died).
+    """
     if fcntl is None:
         return _held_elsewhere(lock_file)
     try:
@@ -130,6 +133,8 @@ def is_held(lock_file: Path) -> bool:
         # removed their lock files. Removed while locked, as a writer removes its own.
         if os.path.samestat(os.lstat(lock_file), os.fstat(fd)):
             os.unlink(lock_file)
+            if removed is not None:
+                removed.append(lock_file)
     except BlockingIOError:
         return True
     except OSError:

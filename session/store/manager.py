@@ -38,6 +38,8 @@ from ..storage import (
 from .backend import StoreKind
 from .layout import POINTER_PREFIX, POINTER_SUFFIX, ProjectLayout
 from .listing import SessionInfo, last_event_time
+from .listing_db import ListingFile
+from .listing_index import NotingLock
 from .locks import LockHeldError, take_lock
 from .opening import open_from_files
 from .session import Lock, Session, write_session_start
@@ -192,7 +194,7 @@ class SessionManager(ProjectLayout):
                 f"{exc.strerror or exc}",
                 errno=exc.errno,
             ) from None
-        return lock
+        return NotingLock(lock, ListingFile(self.project_dir), session_id)
 
     def detached_session(
         self, reason: str, *, instance_id: str | None, persistence: Persistence, redactor: Redactor

@@ -14,7 +14,8 @@ import pytest
 from session.snapshot import SessionState
 from session.store import listing_files, listing_index
 from session.store.listing import SessionInfo, session_info
-from session.store.listing_index import LISTING_FILE, ListingIndex
+from session.store.listing_db import LISTING_FILE
+from session.store.listing_index import ListingIndex
 from session.store.locks import take_lock
 from session.store.manager import SessionManager
 
@@ -92,6 +93,7 @@ def test_a_log_that_grew_moves_updated_at_without_a_parse(manager: SessionManage
     with open(log, "ab") as fh:  # a crash left an event past the snapshot
         fh.write(b"")
     os.utime(log, (later, later))
+    manager.lock_path(session_id).write_bytes(b"")  # and its lock file, held by no one now
     listed = index.sessions(manager.sessions_dir, reader)
     assert reader.read == []
     assert listed[0].updated_at > before
@@ -147,7 +149,7 @@ def test_a_read_only_store_is_listed_without_a_cache(
     make_session(manager, "topic")
     os.chmod(manager.project_dir, 0o500)
     if os.access(manager.project_dir, os.W_OK):  # root writes anywhere: say it cannot
-        monkeypatch.setattr("session.store.listing_index.os.access", lambda *a, **k: False)
+        monkeypatch.setattr("session.store.listing_db.os.access", lambda *a, **k: False)
     try:
         listed = ListingIndex(manager.project_dir).sessions(
             manager.sessions_dir, CountingReader(manager)
@@ -172,13 +174,18 @@ def test_manager_lists_through_the_projection(manager: SessionManager) -> None:
 def no_scan(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record each scan of sessions/ (a listing that reads the directory, not only logs)."""
     scans: list[str] = []
-    real = listing_index.scan_files
+    real_files, real_names = listing_index.scan_files, listing_index.scan_names
 
-    def spy(sessions_dir: Path, locked: set[str] | None = None) -> listing_index.Files:
+    def spy_files(sessions_dir: Path, locked: set[str] | None = None) -> listing_index.Files:
         scans.append(str(sessions_dir))
-        return real(sessions_dir, locked)
+        return real_files(sessions_dir, locked)
 
-    monkeypatch.setattr(listing_index, "scan_files", spy)
+    def spy_names(sessions_dir: Path) -> dict[str, int] | None:
+        scans.append(str(sessions_dir))
+        return real_names(sessions_dir)
+
+    monkeypatch.setattr(listing_index, "scan_files", spy_files)
+    monkeypatch.setattr(listing_index, "scan_names", spy_names)
     return scans
 
 
@@ -288,14 +295,18 @@ def test_with_the_directory_unchanged_only_the_logs_being_written_are_stated(
     assert len(no_scan) == 1 and logs == [f"{open_one}.events.jsonl"]
     assert index.locked == {open_one}  # from the scan that trusted sessions/
     assert listed[open_one].updated_at.timestamp() == pytest.approx(later, abs=1e-3)
-    # A log appended to by hand, no writer holding its lock, shows at the directory's next
-    # change (here: the writer letting go, its lock file removed).
+    # A log appended to by hand, no writer holding its lock, is not looked at, not even
+    # when the directory changes (here: the other writer letting go, its lock file removed)...
     assert listed[idle].updated_at.timestamp() < later - 30
     lock.release()
     monkeypatch.undo()
     trust_at_once(monkeypatch)
+    relisted = {i.session_id: i for i in index.sessions(manager.sessions_dir, reader)}
+    assert index.locked == set() and relisted[open_one] == listed[open_one]
+    assert relisted[idle].updated_at.timestamp() < later - 30
+    # ... until a writer of that session lets go of its lock: it notes it for the listing.
+    manager.acquire_lock(idle).release()
     assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
-    assert index.locked == set()
 
 
 def test_a_snapshot_rewritten_in_place_with_its_log_is_read_again(

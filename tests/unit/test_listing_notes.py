@@ -1,0 +1,163 @@
+"""After `sessions/` changed: its names and inodes, the lock files and the writers' notes say
+which sessions to look at again; every other file is left unstat'ed."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+
+import pytest
+
+from session.store import listing_db, listing_files
+from session.store.listing_db import LISTING_FILE
+from session.store.listing_index import ListingIndex
+from session.store.locks import take_lock
+from session.store.manager import SessionManager
+
+from .conftest import make_lifecycle, run_turn
+from .test_listing_index import CountingReader, every_snapshot, make_session
+
+
+def touch_directory(manager: SessionManager) -> None:
+    """Change sessions/ itself, as a save, a new session or a lock file does."""
+    marker = manager.sessions_dir / ".marker"
+    marker.write_bytes(b"")
+    marker.unlink()
+
+
+def rewrite_in_place(manager: SessionManager, session_id: str, title: str) -> None:
+    """A snapshot with a new title under the inode it had, as a second save can leave it
+    (the file system gives the first save's freed inode to the second)."""
+    path = manager.snapshot_path(session_id)
+    raw = json.loads(path.read_text())
+    raw["title"] = title
+    with open(path, "r+b") as fh:
+        fh.write(json.dumps(raw).encode())
+        fh.truncate()
+
+
+@pytest.fixture
+def stated(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The session files stat'ed one by one (a full scan's lstats are `scan_files`')."""
+    names: list[str] = []
+    real = listing_files.file_key
+
+    def spy(dir_fd: int, name: str) -> tuple[int, int, int] | None:
+        names.append(name)
+        return real(dir_fd, name)
+
+    monkeypatch.setattr(listing_files, "file_key", spy)
+    return names
+
+
+def test_after_a_change_only_the_changed_sessions_are_stated(
+    manager: SessionManager, stated: list[str]
+) -> None:
+    ids = [make_session(manager, f"topic {n}") for n in range(6)]
+    index = ListingIndex(manager.project_dir)
+    index.sessions(manager.sessions_dir, CountingReader(manager))
+    stated.clear()
+    touch_directory(manager)
+    reader = CountingReader(manager)
+    assert index.sessions(manager.sessions_dir, reader) == every_snapshot(manager)
+    assert stated == [] and reader.read == []  # nothing but the directory was read
+
+    lifecycle = make_lifecycle(manager, "inst")  # a new turn: a new snapshot (another inode)
+    lifecycle.resume(ids[2])
+    run_turn(lifecycle, "more", "reply")
+    lifecycle.close()
+    manager.delete_session(ids[4])
+    added = make_session(manager, "added")
+    stated.clear()
+    listed = index.sessions(manager.sessions_dir, reader)
+    assert listed == every_snapshot(manager)
+    assert {name.split(".")[0] for name in stated} == {ids[2], ids[4], added}
+    assert sorted(reader.read) == sorted([ids[2], added])
+
+
+def test_a_snapshot_whose_inode_came_back_is_read_again_from_its_writers_note(
+    manager: SessionManager,
+) -> None:
+    session_id = make_session(manager, "first title")
+    index = ListingIndex(manager.project_dir)
+    index.sessions(manager.sessions_dir, CountingReader(manager))
+    lock = manager.acquire_lock(session_id)  # the writer of a session, as the store takes it
+    rewrite_in_place(manager, session_id, "second title")
+    touch_directory(manager)  # its saves renamed files into sessions/
+    lock.release()  # notes the session, then removes the lock file
+    assert index.sessions(manager.sessions_dir, CountingReader(manager))[0].title == (
+        "second title"
+    )
+    with sqlite3.connect(manager.project_dir / LISTING_FILE) as conn:
+        assert conn.execute("SELECT count(*) FROM touched").fetchone() == (0,)  # taken in
+
+    # The control: a writer that notes nothing (an older version) is not seen.
+    raw = take_lock(manager.lock_path(session_id))
+    rewrite_in_place(manager, session_id, "third title")
+    touch_directory(manager)
+    raw.release()
+    assert index.sessions(manager.sessions_dir, CountingReader(manager))[0].title == (
+        "second title"
+    )
+
+
+def test_a_writer_that_died_is_noted_when_a_probe_removes_its_lock_file(
+    manager: SessionManager,
+) -> None:
+    session_id = make_session(manager, "topic", turns=1)
+    index = ListingIndex(manager.project_dir)
+    before = index.sessions(manager.sessions_dir, CountingReader(manager))[0].updated_at
+    lifecycle = make_lifecycle(manager, "inst")
+    lifecycle.resume(session_id)
+    time.sleep(0.01)
+    run_turn(lifecycle, "unsaved", "reply")
+    assert lifecycle.session is not None
+    lock = lifecycle.session.lock
+    lifecycle.session = None  # killed: no save, its lock file left behind
+    os.close(lock._lock._fd)  # type: ignore[union-attr]  # the kernel lets go of the flock
+    # Another window asks which sessions are in use: the probe removes the dead lock file.
+    assert manager.held_locks([session_id]) == set()
+    assert not manager.lock_path(session_id).exists()
+    listed = index.sessions(manager.sessions_dir, CountingReader(manager))
+    assert listed[0].updated_at > before and listed == every_snapshot(manager)
+
+
+def test_a_note_that_cannot_be_written_makes_the_next_listing_start_again(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session_id = make_session(manager, "first title")
+    index = ListingIndex(manager.project_dir)
+    index.sessions(manager.sessions_dir, CountingReader(manager))
+    monkeypatch.setattr(listing_db, "_BUSY_S", 0.05)
+    lock = manager.acquire_lock(session_id)
+    rewrite_in_place(manager, session_id, "second title")
+    touch_directory(manager)
+    blocker = sqlite3.connect(manager.project_dir / LISTING_FILE, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")  # another listing's transaction, for too long
+    started = time.monotonic()
+    lock.release()
+    assert time.monotonic() - started < 1.5  # the writer waited, briefly, then went on
+    assert not manager.lock_path(session_id).exists()
+    blocker.close()
+    assert not (manager.project_dir / LISTING_FILE).exists()  # what it could not say, undone
+    reader = CountingReader(manager)
+    assert index.sessions(manager.sessions_dir, reader)[0].title == "second title"
+    assert reader.read == [session_id]  # from scratch
+
+
+def test_a_listing_file_of_another_shape_is_rebuilt_without_a_traceback(
+    manager: SessionManager,
+) -> None:
+    make_session(manager, "topic")
+    index = ListingIndex(manager.project_dir)
+    index.sessions(manager.sessions_dir, CountingReader(manager))
+    with sqlite3.connect(manager.project_dir / LISTING_FILE) as conn:
+        conn.execute("DROP TABLE sessions")
+        conn.execute("CREATE TABLE sessions (session_id TEXT)")  # same version, other columns
+    touch_directory(manager)
+    assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
+    assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
+    with sqlite3.connect(manager.project_dir / LISTING_FILE) as conn:
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (1,)
