@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sqlite3
 import time
 
 import pytest
 
-from session.store import listing_db, listing_files
+from session.store import listing_db, listing_files, listing_index
 from session.store.listing_db import LISTING_FILE
 from session.store.listing_index import ListingIndex
 from session.store.locks import take_lock
@@ -161,3 +162,43 @@ def test_a_listing_file_of_another_shape_is_rebuilt_without_a_traceback(
     assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
     with sqlite3.connect(manager.project_dir / LISTING_FILE) as conn:
         assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (1,)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_any_mix_of_writers_lists_as_every_snapshot_read_again(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Saves, new sessions, deletions, crashes and probes, listed between them at random:
+    each listing equals reading every snapshot (both the changed- and unchanged-directory
+    ways: with seeds >= 3 the directory is trusted at once)."""
+    rng = random.Random(seed)
+    if seed >= 3:
+        monkeypatch.setattr(listing_index, "_DIR_MARGIN_NS", -(10**15))
+    index = ListingIndex(manager.project_dir)
+    ids = [make_session(manager, "first")]
+    for step in range(40):
+        action = rng.choice(["turn", "turn", "new", "delete", "crash", "probe", "list"])
+        if action == "turn" or (action == "delete" and len(ids) == 1):
+            lifecycle = make_lifecycle(manager, "inst")
+            lifecycle.resume(rng.choice(ids))
+            run_turn(lifecycle, f"step {step}", "reply")
+            lifecycle.close()
+        elif action == "new":
+            added = make_session(manager, f"new at {step}", turns=rng.randint(0, 2))
+            if manager.exists(added):  # a session left with no turn is not kept
+                ids.append(added)
+        elif action == "delete":
+            manager.delete_session(ids.pop(rng.randrange(len(ids))))
+        elif action == "crash":  # a turn past the snapshot, its lock file left behind
+            lifecycle = make_lifecycle(manager, "inst")
+            lifecycle.resume(rng.choice(ids))
+            run_turn(lifecycle, f"crash {step}", "reply")
+            assert lifecycle.session is not None
+            os.close(lifecycle.session.lock._lock._fd)  # type: ignore[union-attr]
+            lifecycle.session = None
+        elif action == "probe":
+            manager.held_locks(ids)
+        if rng.random() < 0.5:
+            listed = index.sessions(manager.sessions_dir, CountingReader(manager))
+            assert listed == every_snapshot(manager), (seed, step, action)
+    assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
