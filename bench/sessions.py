@@ -51,10 +51,13 @@ SPAWNS: dict[Mode, int] = {"smoke": 1, "default": 5, "long": 9}
 LIST_TARGET_S = 0.100  # "answer within ~100 ms at 10,000 sessions", paged when asked
 TABLE = "`agent-assist sessions list` (the table: the newest 50)"
 AFTER_SAVE = "`agent-assist sessions list` (the table), a second after a session was saved"
+SESSION_PAGE = 200  # what the editors' pickers ask for (VS Code's constants.ts, Neovim's)
+PICKER = "`agentAssist/sessions` over LSP, the pickers' page of 200, just after a save"
 TARGETED = (
     "list, warm",
     "`agentAssist/sessions` over LSP",
     "`agentAssist/sessions` over LSP, a page of 50",
+    PICKER,
     "`agent-assist sessions list --json`",
     TABLE,
 )
@@ -111,8 +114,11 @@ def cli_list(env: dict[str, str], root: Path, *options: str) -> None:
     assert done.returncode == 0, done.stderr.decode()
 
 
-async def lsp_lists(env: dict[str, str], root: Path, repeats: int) -> tuple[list[float], ...]:
-    """Time `agentAssist/sessions` (all, then a page of 50) in one server process."""
+async def lsp_lists(
+    env: dict[str, str], root: Path, repeats: int, save: Callable[[], None]
+) -> tuple[list[float], ...]:
+    """Time `agentAssist/sessions` in one server process: all, a page of 50, and the page
+    the editors' pickers ask for (`SESSION_PAGE`) just after `save` replaced a snapshot."""
     client = BenchClient(env, root, options={"autoResume": "always"})
     await client.start()
     await client.initialize()
@@ -122,6 +128,7 @@ async def lsp_lists(env: dict[str, str], root: Path, repeats: int) -> tuple[list
     await client.request("agentAssist/sessions", {})
     full: list[float] = []
     page: list[float] = []
+    picker: list[float] = []
     for _ in range(repeats):
         start = time.perf_counter()
         await client.request("agentAssist/sessions", {})
@@ -130,8 +137,15 @@ async def lsp_lists(env: dict[str, str], root: Path, repeats: int) -> tuple[list
         answer = await client.request("agentAssist/sessions", {"limit": 50})
         page.append(time.perf_counter() - start)
         assert len(answer["sessions"]) == min(50, answer["total"])
+    for _ in range(repeats):
+        save()
+        start = time.perf_counter()
+        answer = await client.request("agentAssist/sessions", {"limit": SESSION_PAGE})
+        picker.append(time.perf_counter() - start)
+        assert len(answer["sessions"]) == min(SESSION_PAGE, answer["total"])
+        await asyncio.sleep(SETTLE_S)  # the next save changes a directory that had settled
     await client.stop()
-    return full, page
+    return full, page, picker
 
 
 @dataclass
@@ -218,7 +232,9 @@ def measure(
     time.sleep(SETTLE_S)
     warm()  # records sessions/ as unchanged
     warm_times = timed_runs(warm, repeats)
-    full, page = asyncio.run(lsp_lists(project.env, root, repeats))
+    full, page, picker = asyncio.run(
+        lsp_lists(project.env, root, repeats, partial(save_again, project))
+    )
     ours, base = interleaved(project, one, mode)
     figures = {
         "list, warm": warm_times,
@@ -226,6 +242,7 @@ def measure(
         "list, cold (every snapshot read)": cold_times,
         "`agentAssist/sessions` over LSP": full,
         "`agentAssist/sessions` over LSP, a page of 50": page,
+        PICKER: picker,
         **ours,
     }
     return project, figures, base
