@@ -10,6 +10,7 @@ from session.derive.transcript import transcript
 from session.errors import SessionError, SessionLockedError, SessionNotFoundError
 from session.search import SearchError, SearchHit
 from session.store.backend import TextSearch
+from session.store.listing_files import ListedRow
 
 from .. import protocol as proto
 from ..server import AgentAssistServer, RequestFailedError
@@ -207,23 +208,8 @@ class SessionCommands(Feature):
         """List the project's sessions, newest first (a page of them when asked)."""
         lifecycle = self.server.session
         current = lifecycle.session_id
-        infos, total = lifecycle.store.list_sessions_page(params.offset, params.limit)
-        return proto.SessionsResult(
-            sessions=[
-                proto.SessionInfo(
-                    session_id=info.session_id,
-                    title=info.title,
-                    created_at=info.created_at,
-                    updated_at=info.updated_at,
-                    turns=info.turns,
-                    phase=info.phase or None,
-                    parent_session_id=info.parent_session_id or None,
-                    active=info.session_id == current,
-                )
-                for info in infos
-            ],
-            total=total,
-        )
+        rows, total = lifecycle.store.list_rows_page(params.offset, params.limit)
+        return sessions_result(rows, total, current)
 
     @request(proto.OPEN)
     async def open(self, params: proto.OpenParams) -> proto.OpenResult:
@@ -243,3 +229,28 @@ class SessionCommands(Feature):
                 raise RequestFailedError(str(exc)) from None
         ls.announce(proto.SessionChangeReason.OPENED, drift)
         return proto.OpenResult(session_id=params.session_id, context=lifecycle.resume_context)
+
+
+_PHASES = frozenset(proto.Phase)
+
+
+def sessions_result(rows: list[ListedRow], total: int, current: str | None) -> proto.SessionsResult:
+    """Return the `agentAssist/sessions` result of listed rows (`current`: marked active).
+
+    The rows go in as fields, validated in one call: a model built per row, its times
+    parsed first, cost twice as much (10,000 sessions: ~45 ms more).
+    """
+    sessions = [
+        {
+            "session_id": sid,
+            "title": title,
+            "created_at": created,
+            "updated_at": updated,
+            "turns": turns,
+            "parent_session_id": parent or None,
+            "phase": phase if phase in _PHASES else None,  # one of a later version: unset
+            "active": sid == current,
+        }
+        for sid, title, created, updated, turns, parent, phase, _ in rows
+    ]
+    return proto.SessionsResult.model_validate({"sessions": sessions, "total": total})

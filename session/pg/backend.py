@@ -29,6 +29,7 @@ from ..search.query import SearchHit
 from ..snapshot import FutureSchemaError, SessionState, migrate_snapshot
 from ..store.backend import StoreKind
 from ..store.listing import SessionInfo
+from ..store.listing_files import ListedRow, listed_row
 from ..store.session import Session, boundary_state, write_session_start
 from ..workspace.identity import project_identity
 from .checkpoints import PgCheckpointStore
@@ -342,6 +343,13 @@ class PgSessionStore:
             for row in rows
         ]
         return infos, total
+
+    def list_rows_page(
+        self, offset: int = 0, limit: int | None = None
+    ) -> tuple[list[ListedRow], int]:
+        """Return a page of the project's sessions as listed rows, and how many there are."""
+        rows, total = self.pg.list_sessions_page(self.project, max(0, offset), limit)
+        return [listed_row(row) for row in rows], total
 
     def delete_session(self, session_id: str) -> Sequence[object]:
         """Delete the session with its events, pointers, checkpoints and local spool.

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ..snapshot import SessionState
     from ..workspace.identity import ProjectIdentity
     from .listing import SessionInfo
+    from .listing_files import ListedRow
     from .session import Session
 
 StoreKind = Literal["local", "postgresql"]
@@ -243,6 +244,15 @@ class SessionStore(Protocol):
         self, offset: int = 0, limit: int | None = None
     ) -> tuple[list[SessionInfo], int]:
         """Return a page of the listing, newest first, and how many sessions there are."""
+        ...
+
+    def list_rows_page(
+        self, offset: int = 0, limit: int | None = None
+    ) -> tuple[list[ListedRow], int]:
+        """Return a page of the listing as kept, newest first, and how many sessions there are.
+
+        The rows' times are RFC 3339 text (UTC, `Z`), as JSON sends them.
+        """
         ...
 
     def delete_session(self, session_id: str) -> Sequence[object]:

@@ -100,6 +100,13 @@ class ProjectLayout:
         rows, total, _ = self._listed(offset, limit)
         return [row_info(row) for row in rows], total
 
+    def list_rows_page(
+        self, offset: int = 0, limit: int | None = None
+    ) -> tuple[list[ListedRow], int]:
+        """Return a page as stored (times as RFC 3339 text: no object per row), and the total."""
+        rows, total, _ = self._listed(offset, limit)
+        return rows, total
+
     def list_rows_in_use(
         self, offset: int = 0, limit: int | None = None
     ) -> tuple[list[ListedRow], int, set[str]]:

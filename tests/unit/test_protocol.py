@@ -17,9 +17,12 @@ from lsp_server import protocol as proto
 from lsp_server.config import parse_initialization_options
 from lsp_server.features import FEATURES, setup_features
 from lsp_server.features.base import Feature, check_signature, install, lsp, request
+from lsp_server.features.session_commands import sessions_result
 from lsp_server.protocol import generate
 from lsp_server.protocol.__main__ import main as protocol_main
 from lsp_server.server import AgentAssistServer
+from session.store.listing import SessionInfo
+from session.store.listing_files import listed_row
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -117,6 +120,63 @@ def test_wire_form_keeps_nulls_and_leaves_off_omitted_fields() -> None:
         "$ref": "#/$defs/Phase",
         "description": "Absent when unset.",
     }
+
+
+def test_listed_rows_go_on_the_wire_as_their_sessions_would() -> None:
+    """Listed rows (text times, empty fields), validated in one call, send what a model
+    built per session from its datetimes sends."""
+    infos = [
+        SessionInfo(
+            "a" * 12,
+            None,
+            datetime(2026, 3, 31, 14, 22, tzinfo=UTC),
+            datetime(2026, 3, 31, 14, 22, tzinfo=UTC),
+            0,
+        ),
+        SessionInfo(
+            "b" * 12,
+            "Réglages du serveur",
+            datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC),
+            datetime(2026, 12, 3, 15, 10, 36, 578002, tzinfo=UTC),
+            7,
+            "a" * 12,
+            "code",
+        ),
+        SessionInfo(
+            "c" * 12,
+            "",
+            datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+            datetime(2000, 1, 1, tzinfo=UTC),
+            1,
+            "",
+            "",
+        ),
+    ]
+    result = sessions_result([listed_row(info) for info in infos], 9, "b" * 12)
+    one_by_one = proto.SessionsResult(
+        sessions=[
+            proto.SessionInfo(
+                session_id=info.session_id,
+                title=info.title,
+                created_at=info.created_at,
+                updated_at=info.updated_at,
+                turns=info.turns,
+                phase=info.phase or None,
+                parent_session_id=info.parent_session_id or None,
+                active=info.session_id == "b" * 12,
+            )
+            for info in infos
+        ],
+        total=9,
+    )
+    assert result == one_by_one and result.wire() == one_by_one.wire()
+    assert result.wire()["sessions"][1]["updatedAt"] == "2026-12-03T15:10:36.578002Z"
+    assert "phase" not in result.wire()["sessions"][2]
+    # A phase this version does not know (a later one's, a snapshot edited by hand) is left
+    # unset rather than failing the whole list.
+    later = SessionInfo("d" * 12, "t", infos[0].created_at, infos[0].updated_at, 1, None, "ship")
+    sent = sessions_result([listed_row(later)], 1, None).wire()["sessions"][0]
+    assert "phase" not in sent and sent["sessionId"] == "d" * 12
 
 
 def test_every_declared_option_is_parsed_by_the_server() -> None:
