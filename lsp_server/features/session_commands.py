@@ -237,8 +237,10 @@ _PHASES = frozenset(proto.Phase)
 def sessions_result(rows: list[ListedRow], total: int, current: str | None) -> proto.SessionsResult:
     """Return the `agentAssist/sessions` result of listed rows (`current`: marked active).
 
-    The rows go in as fields, validated in one call: a model built per row, its times
-    parsed first, cost twice as much (10,000 sessions: ~45 ms more).
+    The rows go in as fields, their times as text, validated in one call: 10,000 sessions
+    in 52 ms rather than 70 ms with a model built per row from parsed times (in-process, the
+    collector frozen as in the server). Over LSP the whole list answers in ~80 ms either
+    way: sending and the client's parse of 1.8 MB of JSON are the rest.
     """
     sessions = [
         {
