@@ -7,7 +7,10 @@ import json
 import os
 import random
 import sqlite3
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -202,3 +205,56 @@ def test_any_mix_of_writers_lists_as_every_snapshot_read_again(
             listed = index.sessions(manager.sessions_dir, CountingReader(manager))
             assert listed == every_snapshot(manager), (seed, step, action)
     assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
+
+
+WRITER = """
+import random, sys
+from pathlib import Path
+from session.lifecycle import LifecycleConfig, SessionLifecycle
+from session.store.manager import SessionManager
+
+manager = SessionManager(Path(sys.argv[1]), home=Path(sys.argv[2]))
+rng = random.Random(int(sys.argv[3]))
+ids = []
+for n in range(int(sys.argv[4])):
+    lifecycle = SessionLifecycle(manager, "writer", LifecycleConfig())
+    if len(ids) >= 2 or (ids and rng.random() < 0.5):  # a few sessions, saved again and again
+        lifecycle.resume(rng.choice(ids))
+    else:
+        lifecycle.start_fresh()
+    turn = lifecycle.begin_turn(f"question {n}")
+    turn.start_step([{"kind": "request", "parts": []}])
+    turn.chunk(f"answer {n}")
+    turn.end_step({"input_tokens": 1, "output_tokens": 1})
+    turn.end("completed")
+    if lifecycle.session_id not in ids:
+        ids.append(lifecycle.session_id)
+    lifecycle.close()
+"""
+
+
+def test_a_writer_in_another_process_is_listed_as_it_wrote(
+    manager: SessionManager, workspace: Path, home: Path, tmp_path: Path
+) -> None:
+    """Listings while another process writes: never an error, and the last one, once it
+    stopped, is the same as reading every snapshot. Between two listings a session is saved
+    again and again: on ext4 its snapshot's inode comes back every second save."""
+    make_session(manager, "first")
+    index = ListingIndex(manager.project_dir)
+    index.sessions(manager.sessions_dir, CountingReader(manager))
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    writer = subprocess.Popen(
+        [sys.executable, str(script), str(workspace), str(home), "7", "40"],
+        cwd=Path(__file__).resolve().parents[2],
+        stderr=subprocess.PIPE,
+    )
+    listings = 0
+    while writer.poll() is None:
+        index.sessions(manager.sessions_dir, CountingReader(manager))
+        listings += 1
+        time.sleep(0.05)
+    assert writer.returncode == 0, writer.stderr.read().decode() if writer.stderr else ""
+    assert listings > 1
+    assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
+    assert len(every_snapshot(manager)) == 3
