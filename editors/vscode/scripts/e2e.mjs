@@ -9,7 +9,8 @@
 // (the focus to the input). Withdraw a chat waiting behind the running one (back into the input),
 // Stop with a chat queued behind ("1 waiting"), a chatRetry redraw, a restore from the timeline behind its confirmation.
 // New session keeps the old one byte-identical; search in the view opens it at the turn; the sessions
-// list forks and opens; Reset Session (delete it)…: the modal asks, Cancel keeps the session, Cancel at
+// list forks and opens, and with more sessions than a page (250 copies) lists the newest 200, says so,
+// and shows the older ones on request; Reset Session (delete it)…: the modal asks, Cancel keeps the session, Cancel at
 // the server's question is an info, Delete session + Keep files deletes its log.
 /* global window, getComputedStyle, MutationObserver -- in the callbacks evaluated in the browser */
 import { spawn, spawnSync } from "node:child_process";
@@ -534,6 +535,29 @@ try {
   if (!(await userTexts()).includes("first question about bananas")) throw new Error("the reopened transcript lacks the first question");
   sameBytes("by Sessions → fork → open", { live: true });
   step("sessions list: forked, then opened the old session again");
+  // -- more sessions than a page: the newest 200 listed, the older ones on request
+  const copies = 250;
+  for (let n = 0; n < copies; n++) {
+    const id = (0x100000000000 + n).toString(16).slice(-12);
+    for (const suffix of [".events.jsonl", ".json"]) {
+      const from = path.join(sessionsDir(), `${oldId}${suffix}`);
+      fs.writeFileSync(path.join(sessionsDir(), `${id}${suffix}`), fs.readFileSync(from, "utf8").replaceAll(oldId, id));
+    }
+  }
+  const total = copies + 2; // the old session and its fork
+  await view().locator("#show-sessions").click(); // opening it lists them again
+  const more = view().locator(".session-more");
+  await poll("the newest 200 listed", async () => (await view().locator(".session-row").count()) === 200);
+  const said = await more.textContent();
+  if (!said.startsWith(`The newest 200 of ${total} sessions.`)) throw new Error(`the list does not say there are older sessions: ${said}`);
+  await more.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: path.join(RESULTS, "9b-older-sessions.png") });
+  await more.locator("button.more-sessions").click();
+  await poll("the older sessions listed", async () => (await view().locator(".session-row").count()) === total);
+  if ((await more.count()) !== 0) throw new Error("every session is listed, yet the list still offers older ones");
+  const focusedOlder = await view().locator(":focus").getAttribute("class").catch(() => "");
+  if (!focusedOlder?.includes("open-session")) throw new Error(`the focus did not go to the first older session: ${focusedOlder}`);
+  step(`sessions list: the newest 200 of ${total}, then the older ones on request`);
   // -- Reset Session (delete it)…: the extension's modal, then the server's question about the spec
   const dialog = page.locator(".monaco-dialog-box");
   async function resetConfirmed(button) {

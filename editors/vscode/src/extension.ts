@@ -69,6 +69,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       case "listSessions":
         void navigation.sessions();
         break;
+      case "moreSessions":
+        void navigation.moreSessions();
+        break;
       case "openSession":
         void navigation.open(message.sessionId);
         break;

@@ -36,6 +36,8 @@ export type WebviewMessage =
   | { type: "openFile"; path: string }
   | { type: "diffFile"; path: string }
   | { type: "listSessions" }
+  /** List a page more of the older sessions. */
+  | { type: "moreSessions" }
   | { type: "openSession"; sessionId: string }
   | { type: "forkSession"; sessionId: string }
   | { type: "previewRestore"; number: number }
@@ -75,7 +77,8 @@ export type HostMessage =
   | { type: "checkpoints"; sessionId: string; checkpoints: CheckpointInfo[] }
   /** A restore's dry run, for the confirmation that lists the files. */
   | { type: "restorePlan"; plan: CheckpointRestoreResult }
-  | { type: "sessions"; sessions: SessionInfo[] }
+  /** The newest sessions, and how many the project has (`total` > listed: older ones exist). */
+  | { type: "sessions"; sessions: SessionInfo[]; total: number }
   | { type: "searchResults"; query: string; results: SearchHit[] }
   /** The unsent message the host kept, for a view that lost its own state. */
   | { type: "draft"; text: string }
@@ -96,6 +99,7 @@ export function parseWebviewMessage(value: unknown): WebviewMessage | undefined 
     case "stop":
     case "withdraw":
     case "listSessions":
+    case "moreSessions":
       return { type };
     case "send":
       return typeof value.text === "string" && value.text.trim() !== "" ? { type, text: value.text } : undefined;
@@ -226,7 +230,7 @@ const HOST_MESSAGES = {
     checkpoints: isArrayOf(isCheckpointInfo),
   }),
   restorePlan: isObject({ type: isOneOf(["restorePlan"] as const), plan: isRestorePlan }),
-  sessions: isObject({ type: isOneOf(["sessions"] as const), sessions: isArrayOf(isSessionInfo) }),
+  sessions: isObject({ type: isOneOf(["sessions"] as const), sessions: isArrayOf(isSessionInfo), total: isNumber }),
   searchResults: isObject({
     type: isOneOf(["searchResults"] as const),
     query: isString,

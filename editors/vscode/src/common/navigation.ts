@@ -50,14 +50,23 @@ export class ViewNavigation {
     await Promise.all([this.sessions(), this.checkpoints()]);
   }
 
+  /** How many of the newest sessions the view lists: a page, and a page more each time it asks. */
+  private sessionLimit = SESSION_PAGE;
+
   async sessions(): Promise<void> {
     try {
-      // A page: a project may have thousands of sessions; search finds the older ones.
-      const result = await this.server.request(SESSIONS, { limit: SESSION_PAGE });
-      this.post({ type: "sessions", sessions: result.sessions });
+      // The newest only: a project may have thousands of sessions; search finds any of them.
+      const result = await this.server.request(SESSIONS, { limit: this.sessionLimit });
+      this.post({ type: "sessions", sessions: result.sessions, total: result.total });
     } catch (error) {
       this.log.warn(`sessions: ${errorText(error)}`);
     }
+  }
+
+  /** List a page more of the older sessions (kept across refreshes). */
+  moreSessions(): Promise<void> {
+    this.sessionLimit += SESSION_PAGE;
+    return this.sessions();
   }
 
   async checkpoints(): Promise<void> {

@@ -16,7 +16,7 @@ import {
   withdrawnDraft,
   workingText,
 } from "./model";
-import { bannerElement, rowElement, rowKey, rowSignature, rowStreaming, searchRows, sessionRows } from "./render";
+import { bannerElement, olderSessions, rowElement, rowKey, rowSignature, rowStreaming, searchRows, sessionRows } from "./render";
 
 interface VsCodeApi {
   postMessage(message: WebviewMessage): void;
@@ -239,7 +239,18 @@ function renderPanels(before: View): void {
   sessionsButton.setAttribute("aria-expanded", String(view.panel === "sessions"));
   searchButton.setAttribute("aria-expanded", String(view.panel === "search"));
   if (view.panel === "sessions" && (before.sessions !== view.sessions || before.panel !== view.panel)) {
-    sessionsBody.replaceChildren(view.sessions ? sessionRows(view.sessions, new Date()) : document.createTextNode("Loading…"));
+    if (view.sessions) {
+      // "Show older sessions" had the focus: it goes to the first of those just listed.
+      const more = document.activeElement?.classList.contains("more-sessions") === true;
+      const older = olderSessions(view.sessions.length, view.sessionsTotal);
+      sessionsBody.replaceChildren(sessionRows(view.sessions, new Date()), ...(older ? [older] : []));
+      if (more) {
+        const first = sessionsBody.querySelectorAll("li.session-row")[before.sessions?.length ?? 0];
+        (first?.querySelector<HTMLElement>("button") ?? sessionsBody.querySelector<HTMLElement>("button.more-sessions"))?.focus();
+      }
+    } else {
+      sessionsBody.replaceChildren(document.createTextNode("Loading…"));
+    }
   }
   if (view.panel === "search" && (before.search !== view.search || before.sessions !== view.sessions || before.panel !== view.panel)) {
     searchBody.replaceChildren(searchRows(view));
@@ -473,6 +484,8 @@ sessionsPanel.addEventListener("click", (event) => {
     post({ type: "forkSession", sessionId: fork.dataset.session });
     dispatch({ type: "ui/panel", panel: "none" });
     input.focus();
+  } else if (closest(target, "button.more-sessions")) {
+    post({ type: "moreSessions" });
   } else if (closest(target, "button.close-panel")) {
     dispatch({ type: "ui/panel", panel: "none" });
     sessionsButton.focus();

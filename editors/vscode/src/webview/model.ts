@@ -17,6 +17,8 @@ export interface View {
   /** The restore being confirmed; `plan` is its dry run once the host has it. */
   confirm: { number: number; plan: CheckpointRestoreResult | undefined } | undefined;
   sessions: SessionInfo[] | undefined;
+  /** How many sessions the project has: more than `sessions` lists when older ones exist. */
+  sessionsTotal: number;
   panel: Panel;
   /** `results` undefined while the search runs. */
   search: { query: string; results: SearchHit[] | undefined };
@@ -44,6 +46,7 @@ export function initialView(transcript: Transcript, dismissed: string[] = []): V
     checkpoints: { sessionId: transcript.sessionId, list: [] },
     confirm: undefined,
     sessions: undefined,
+    sessionsTotal: 0,
     panel: "none",
     search: { query: "", results: [] },
     reveal: undefined,
@@ -83,7 +86,7 @@ export function update(view: View, action: HostMessage | UiAction): View {
     case "restorePlan":
       return view.confirm?.number === action.plan.number ? { ...view, confirm: { ...view.confirm, plan: action.plan } } : view;
     case "sessions":
-      return { ...view, sessions: action.sessions };
+      return { ...view, sessions: action.sessions, sessionsTotal: action.total };
     case "searchResults":
       return action.query === view.search.query ? { ...view, search: { query: action.query, results: action.results } } : view;
     case "transcript": {

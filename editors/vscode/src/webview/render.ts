@@ -276,6 +276,19 @@ export function sessionRows(sessions: SessionInfo[], now: Date): HTMLElement {
   );
 }
 
+/** Under the list when the project has older sessions than it shows: a page more, on request. */
+export function olderSessions(shown: number, total: number): HTMLElement | null {
+  if (total <= shown) {
+    return null;
+  }
+  return h(
+    "p",
+    { class: "muted session-more" },
+    `The newest ${shown} of ${total} sessions. Search finds any of them. `,
+    h("button", { type: "button", class: "secondary more-sessions" }, "Show older sessions"),
+  );
+}
+
 export function searchRows(view: View): HTMLElement {
   const { query, results } = view.search;
   if (results === undefined) {

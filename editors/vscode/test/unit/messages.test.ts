@@ -18,6 +18,7 @@ describe("webview → extension messages", () => {
     expect(parseWebviewMessage({ type: "openFile", path: "agent_spec.md" })).toEqual({ type: "openFile", path: "agent_spec.md" });
     expect(parseWebviewMessage({ type: "diffFile", path: "a.md" })).toEqual({ type: "diffFile", path: "a.md" });
     expect(parseWebviewMessage({ type: "listSessions" })).toEqual({ type: "listSessions" });
+    expect(parseWebviewMessage({ type: "moreSessions", offset: 3 })).toEqual({ type: "moreSessions" });
     expect(parseWebviewMessage({ type: "openSession", sessionId: "abc" })).toEqual({ type: "openSession", sessionId: "abc" });
     expect(parseWebviewMessage({ type: "forkSession", sessionId: "abc" })).toEqual({ type: "forkSession", sessionId: "abc" });
     expect(parseWebviewMessage({ type: "previewRestore", number: 2 })).toEqual({ type: "previewRestore", number: 2 });
@@ -98,6 +99,7 @@ describe("extension → webview messages", () => {
           { sessionId: "abc", title: null, createdAt: "t", updatedAt: "t", turns: 0, active: true },
           { sessionId: "def", title: "x", createdAt: "t", updatedAt: "t", turns: 3, phase: "code", parentSessionId: "abc", active: false },
         ],
+        total: 340,
       },
       {
         type: "searchResults",
@@ -153,8 +155,9 @@ describe("extension → webview messages", () => {
       }),
     ).toBeUndefined();
     expect(
-      parseHostMessage({ type: "sessions", sessions: [{ sessionId: "s", title: 3, createdAt: "t", updatedAt: "t", turns: 0, active: true }] }),
+      parseHostMessage({ type: "sessions", sessions: [{ sessionId: "s", title: 3, createdAt: "t", updatedAt: "t", turns: 0, active: true }], total: 1 }),
     ).toBeUndefined();
+    expect(parseHostMessage({ type: "sessions", sessions: [] })).toBeUndefined(); // no total
     expect(parseHostMessage({ type: "nope" })).toBeUndefined();
   });
 

@@ -253,6 +253,13 @@ describe("sessions and search in the view", () => {
     expect(update(shown, { type: "ui/revealed" }).reveal).toBeUndefined();
   });
 
+  it("keeps how many sessions the project has, beyond those listed", () => {
+    expect(run([]).sessionsTotal).toBe(0);
+    const listed = update(run([]), { type: "sessions", sessions, total: 340 });
+    expect(listed.sessions).toEqual(sessions);
+    expect(listed.sessionsTotal).toBe(340);
+  });
+
   it("toggles one panel at a time", () => {
     const sessionsOpen = run([{ type: "ui/panel", panel: "sessions" }]);
     expect(sessionsOpen.panel).toBe("sessions");

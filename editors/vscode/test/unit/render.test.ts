@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { ResumeView } from "../../src/common/messages";
 import type { CheckpointInfo, CheckpointRestoreResult, SessionInfo } from "../../src/common/protocol";
 import { initialView, sessionMeta, type View } from "../../src/webview/model";
-import { bannerElement, checkpointElement, sessionRows } from "../../src/webview/render";
+import { bannerElement, checkpointElement, olderSessions, sessionRows } from "../../src/webview/render";
 
 const NOW = new Date("2026-04-01T12:00:00Z");
 
@@ -202,5 +202,15 @@ describe("sessionRows", () => {
 
     expect(html?.querySelector(".session-title")?.textContent).toBe("<i>html</i>");
     expect(html?.querySelector("i")).toBeNull();
+  });
+
+  it("offers the older sessions only when the project has more than it lists", () => {
+    expect(olderSessions(2, 2)).toBeNull();
+    expect(olderSessions(0, 0)).toBeNull();
+    const more = olderSessions(200, 10_000);
+    expect(more?.textContent).toBe("The newest 200 of 10000 sessions. Search finds any of them. Show older sessions");
+    const button = more?.querySelector<HTMLButtonElement>("button.more-sessions");
+    expect(button?.type).toBe("button");
+    expect(button?.textContent).toBe("Show older sessions");
   });
 });
