@@ -604,6 +604,55 @@ def test_reset_confirmed_deletes_the_session(
     assert new_session["spec_after_reset"] and (new_project.root / "agent_spec.md").exists()
 
 
+# -- more sessions than a page -----------------------------------------------------------------
+
+
+PAGED_SESSIONS = 250
+
+
+@pytest.fixture(scope="module")
+def paged(tmp_path_factory: pytest.TempPathFactory, nvim: str) -> Iterator[dict[str, Any]]:
+    """A project of 250 sessions (one recorded, copied), its oldest opened from page two."""
+    from session.lifecycle import LifecycleConfig, SessionLifecycle
+
+    with FakeOpenAI() as server:
+        project = make_project(tmp_path_factory.mktemp("nvim-paged"), server, nvim)
+        manager = project.manager()
+        lifecycle = SessionLifecycle(manager, "recorder", LifecycleConfig())
+        lifecycle.start_fresh()
+        turn = lifecycle.begin_turn("the one recorded question")
+        turn.start_step([{"kind": "request", "parts": []}])
+        turn.chunk("its answer")
+        turn.end_step({"input_tokens": 1, "output_tokens": 1})
+        turn.end("completed")
+        first = lifecycle.session_id
+        assert lifecycle.close()
+        log, snapshot = (
+            manager.log_path(first).read_bytes(),
+            manager.snapshot_path(first).read_bytes(),
+        )
+        for n in range(1, PAGED_SESSIONS):
+            other = f"{n:012x}"
+            for path, data in (
+                (manager.log_path(other), log),
+                (manager.snapshot_path(other), snapshot),
+            ):
+                path.write_bytes(data.replace(first.encode(), other.encode()))
+        oldest = manager.list_sessions()[-1].session_id
+        yield {"out": project.launch("sessions_page_spec"), "oldest": oldest}
+
+
+def test_the_sessions_picker_lists_the_older_sessions_on_request(paged: dict[str, Any]) -> None:
+    first, second, action = paged["out"]["pickers"]
+    assert first["prompt"] == f"Agent Assist: sessions (the newest 200 of {PAGED_SESSIONS})"
+    assert first["count"] == 201 and first["choice"] == "Older sessions… (50 more)"
+    assert second["prompt"] == f"Agent Assist: sessions (201–{PAGED_SESSIONS} of {PAGED_SESSIONS})"
+    assert second["count"] == PAGED_SESSIONS - 200  # no entry for older ones: none left
+    assert action["choice"] == "Open"
+    assert paged["out"]["oldest"] == paged["oldest"]
+    assert paged["out"]["opened"].endswith(f"opened session {paged['oldest']}")
+
+
 # -- formatting without a server: the phase next to the turns --------------------------------
 
 
@@ -621,6 +670,30 @@ def test_sessions_rows_show_the_phase_next_to_the_turns(formatting: dict[str, An
     assert formatting["session_unset"] == f"{updated}  12 turns  {title}"
     assert formatting["session_one_turn"] == f"{updated}  1 turn  {title}"
     assert formatting["session_untitled"] == f"{updated}  12 turns  (untitled)  (active)"
+
+
+def test_the_sessions_picker_pages_through_older_sessions(formatting: dict[str, Any]) -> None:
+    row = "  2025-01-02 11:00  12 turns  support agent  (active)"
+    assert formatting["page_all"] == {
+        "prompt": "Agent Assist: sessions",
+        "items": 2,
+        "last": "s2" + row,
+    }
+    assert formatting["page_newest"] == {
+        "prompt": "Agent Assist: sessions (the newest 200 of 450)",
+        "items": 201,
+        "last": "Older sessions… (250 more)",
+    }
+    assert formatting["page_middle"] == {
+        "prompt": "Agent Assist: sessions (201–400 of 450)",
+        "items": 201,
+        "last": "Older sessions… (50 more)",
+    }
+    assert formatting["page_last"] == {
+        "prompt": "Agent Assist: sessions (401–450 of 450)",
+        "items": 50,
+        "last": "s450" + row,
+    }
 
 
 def test_search_rows_name_the_turn_only_when_there_is_one(formatting: dict[str, Any]) -> None:
@@ -793,7 +866,11 @@ def test_a_reply_cut_short_is_marked_incomplete_in_the_transcript(retry: dict[st
 
 
 def test_retry_and_window_options_reach_the_server(retry: dict[str, Any]) -> None:
-    assert retry["init"]["model"] == {"maxRetries": 1, "streamTimeout": 20, "firstTokenTimeout": 600}
+    assert retry["init"]["model"] == {
+        "maxRetries": 1,
+        "streamTimeout": 20,
+        "firstTokenTimeout": 600,
+    }
     assert retry["init"]["contextWindow"] == 64000 and retry["init"]["compactAt"] == 0.7
     assert retry["init"]["driftMessages"] is False  # the plugin shows agentAssist/drift itself
     # one retry allowed: the failing turn made exactly two attempts

@@ -130,6 +130,9 @@ end
 ---@param s agent_assist.SessionInfo
 ---@return string
 function M.format_session(s)
+  if s.older then -- the entry that lists the next page
+    return ("Older sessions… (%d more)"):format(s.older)
+  end
   return ("%s  %s  %s  %s%s"):format(
     s.sessionId,
     when(s.updatedAt),
@@ -137,6 +140,30 @@ function M.format_session(s)
     type(s.title) == "string" and s.title ~= "" and s.title or "(untitled)",
     s.active and "  (active)" or ""
   )
+end
+
+--- The `:AgentAssist sessions` picker for the page of `result` that starts at `offset`: its
+--- prompt, and its items, the sessions then, if the project has older ones, an entry that
+--- lists them (`{older = how many}`).
+---@param result agent_assist.SessionsResult
+---@param offset integer
+---@return (agent_assist.SessionInfo|{older: integer})[] items
+---@return string prompt
+function M.session_page(result, offset)
+  local rows = result.sessions or {}
+  local total = result.total or (offset + #rows)
+  local items = vim.list_extend({}, rows)
+  local prompt = "Agent Assist: sessions"
+  if offset > 0 then
+    prompt = ("Agent Assist: sessions (%d–%d of %d)"):format(offset + 1, offset + #rows, total)
+  elseif total > #rows then
+    prompt = ("Agent Assist: sessions (the newest %d of %d)"):format(#rows, total)
+  end
+  local older = total - offset - #rows
+  if older > 0 and #rows > 0 then
+    table.insert(items, { older = older })
+  end
+  return items, prompt
 end
 
 --- One row of the `:AgentAssist search` picker; a hit in no turn has no `turn N`.
@@ -327,19 +354,20 @@ M.subcommands = {
       end)
     end)
   end,
-  sessions = function()
-    ask(methods.sessions, { limit = M.SESSION_PAGE }, function(result, root)
-      local rows = result.sessions or {}
-      local prompt = "Agent Assist: sessions"
-      if (result.total or #rows) > #rows then
-        prompt = ("Agent Assist: sessions (the newest %d of %d)"):format(#rows, result.total)
-      end
-      vim.ui.select(rows, {
+  sessions = function(_, offset)
+    offset = offset or 0
+    ask(methods.sessions, { offset = offset, limit = M.SESSION_PAGE }, function(result, root)
+      local items, prompt = M.session_page(result, offset)
+      vim.ui.select(items, {
         prompt = prompt,
         kind = "agent_assist.session",
         format_item = M.format_session,
       }, function(choice)
         if not choice then
+          return
+        end
+        if choice.older then
+          M.subcommands.sessions({}, offset + #(result.sessions or {}))
           return
         end
         vim.ui.select({ "Open", "Fork" }, {

@@ -20,6 +20,21 @@ H.run(function(out)
   untitled.title = nil -- `title: null` on the wire
   out.session_untitled = commands.format_session(untitled)
 
+  -- the picker's pages: the newest, a middle one, the last; the entry that lists older ones
+  local function page(count, total, offset)
+    local sessions = {}
+    for n = 1, count do
+      sessions[n] = vim.tbl_extend("force", row, { sessionId = ("s%d"):format(offset + n) })
+    end
+    local items, prompt = commands.session_page({ sessions = sessions, total = total }, offset)
+    local last = items[#items]
+    return { prompt = prompt, items = #items, last = commands.format_session(last) }
+  end
+  out.page_all = page(2, 2, 0)
+  out.page_newest = page(200, 450, 0)
+  out.page_middle = page(200, 450, 200)
+  out.page_last = page(50, 450, 400)
+
   local hit =
     { sessionId = "s1", seq = 3, turn = 2, type = "user", snippet = "an\n apple", score = 1 }
   out.hit_turn = commands.format_search_hit(hit)
