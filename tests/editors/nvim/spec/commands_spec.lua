@@ -6,11 +6,7 @@ local function session_id()
 end
 
 H.run(function(out)
-  assert(require("agent_assist").start(), "server did not start")
-  H.wait(function()
-    return #H.events.session_changed >= 1
-  end, "sessionChanged")
-  out.first_session = H.events.session_changed[1]
+  out.first_session = H.start()
   out.selects_at_start = #H.selects
 
   vim.cmd("AgentAssist chat alpha question")

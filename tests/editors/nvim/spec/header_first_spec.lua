@@ -3,11 +3,7 @@
 local H = dofile(vim.env.AGENT_ASSIST_TEST_HELPERS)
 
 H.run(function(out)
-  assert(require("agent_assist").start(), "server did not start")
-  H.wait(function()
-    return #H.events.session_changed >= 1
-  end, "sessionChanged")
-  out.first_session = H.events.session_changed[1]
+  out.first_session = H.start()
 
   vim.cmd("AgentAssist chat design the templates")
   H.wait(function()

@@ -54,10 +54,7 @@ end
 
 H.run(function(out)
   H.choose("Resume")
-  assert(require("agent_assist").start(), "server did not start")
-  H.wait(function()
-    return #H.events.session_changed >= 1
-  end, "sessionChanged")
+  H.start()
   out.session_changed = H.events.session_changed[1]
   out.resume = H.request("agentAssist/resume")
 

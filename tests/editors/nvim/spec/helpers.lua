@@ -69,6 +69,15 @@ function H.choose(...)
   end
 end
 
+--- Start the plugin's server and wait for its first session; return that `sessionChanged`.
+function H.start()
+  assert(require("agent_assist").start(), "server did not start")
+  H.wait(function()
+    return #H.events.session_changed >= 1
+  end, "sessionChanged")
+  return H.events.session_changed[1]
+end
+
 function H.wait(predicate, what, ms)
   if not vim.wait(ms or 30000, predicate, 20) then
     error("timed out waiting for " .. what, 2)

@@ -30,10 +30,7 @@ local function select_count(text)
 end
 
 H.run(function(out)
-  assert(require("agent_assist").start(), "server did not start")
-  H.wait(function()
-    return #H.events.session_changed >= 1
-  end, "sessionChanged")
+  H.start()
 
   vim.cmd("AgentAssist chat kiwi question")
   H.wait(function()

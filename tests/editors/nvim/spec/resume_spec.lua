@@ -5,10 +5,7 @@ local H = dofile(vim.env.AGENT_ASSIST_TEST_HELPERS)
 
 H.run(function(out)
   H.choose("Resume")
-  assert(require("agent_assist").start(), "server did not start")
-  H.wait(function()
-    return #H.events.session_changed >= 1
-  end, "sessionChanged")
+  H.start()
   out.session_changed = H.events.session_changed[1]
 
   vim.cmd("AgentAssist history")

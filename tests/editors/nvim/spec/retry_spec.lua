@@ -25,10 +25,7 @@ H.run(function(out)
   require("agent_assist").setup(opts)
   out.init = config.init_options(vim.uv.cwd())
 
-  assert(require("agent_assist").start(), "server did not start")
-  H.wait(function()
-    return #H.events.session_changed >= 1
-  end, "sessionChanged")
+  H.start()
 
   -- the first attempt streams half an answer and is cut; the retry answers in full
   vim.cmd("AgentAssist chat explain it")

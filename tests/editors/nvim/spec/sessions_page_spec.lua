@@ -4,10 +4,7 @@
 local H = dofile(vim.env.AGENT_ASSIST_TEST_HELPERS)
 
 H.run(function(out)
-  assert(require("agent_assist").start(), "server did not start")
-  H.wait(function()
-    return #H.events.session_changed >= 1
-  end, "sessionChanged")
+  H.start()
   H.answer = function(prompt, shown)
     if prompt:find("the newest", 1, true) then
       return #shown -- "Older sessions… (50 more)"
