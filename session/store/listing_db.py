@@ -81,8 +81,9 @@ SELECT_NAMES = (
 # What a listing found changed: rows rewritten, rows of no session (unlisted), logs that
 # grew (updated_us, updated_at, log inode, size, mtime, id), sessions gone.
 Changes = tuple[list[Row], list[Row], list[Row], list[tuple[str]]]
-# After a scan of `sessions/`: its lock files, and its record if it is settled.
-Scan = tuple[set[str], str | None]
+# After a scan of `sessions/`: its lock files, its record if it is settled, and, if it
+# stat'ed every file, when (time.time()).
+Scan = tuple[set[str], str | None, float | None]
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -184,10 +185,13 @@ class ListingFile:
             if upto is not None:
                 conn.execute("DELETE FROM touched WHERE seq <= ?", (upto,))
             if scan is not None:
-                locked, trusted = scan
+                locked, trusted, verified = scan
                 conn.execute("DELETE FROM locks")
                 conn.executemany("INSERT INTO locks VALUES (?)", [(name,) for name in locked])
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('scanned', '1')")
+                if verified is not None:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('verified', ?)", (repr(verified),)
+                    )
                 if trusted is None:
                     conn.execute("DELETE FROM meta WHERE key = 'dir'")
                 else:

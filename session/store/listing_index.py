@@ -25,8 +25,10 @@ Which files a listing stats, cheapest case first:
   its session's lock: its writer's lock file is there, or the writer noted the session in
   `listing.sqlite` after its last write and before its lock file went (`NotingLock`; a
   probe that removes a dead writer's lock file notes it too). What no writer of ours wrote
-  (a log appended to by hand) is listed as it was until its session is written again.
-- no scan yet: every file is stat'ed.
+  (a log appended to by hand) is listed as it was until its session is written again, or
+  the next full pass.
+- no scan yet, or the last one that stat'ed every file is `VERIFY_S` (an hour) old: every
+  file is stat'ed.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -73,9 +76,19 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _DIR_MARGIN_NS = 1_000_000_000  # a directory changed this close to being seen is "racy"
+VERIFY_S = 3600.0  # every file is stat'ed again at least this often
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _BY_NAME = 200  # up to this many sessions to look at again, their rows are read by id
 SnapshotReader = Callable[[str], "ListedState | None"]
+
+
+def _age(verified: str | None) -> float | None:
+    """Return the seconds since `verified` (a time.time() as text); None: never, or later."""
+    try:
+        age = time.time() - float(verified or "")
+    except ValueError:
+        return None
+    return age if age >= 0 else None  # a clock set back: look at every file now
 
 
 def _trusted(key: DirKey) -> str:
@@ -177,7 +190,8 @@ class ListingIndex:
         Three ways, cheapest first: with `sessions/` unchanged, only the sessions with a lock
         file (kept from the scan that trusted it) or whose writer let go since (`touched`);
         after a change, the directory's names and inodes, read without a stat, say which
-        others were added, replaced or removed; with no scan yet, every file is stat'ed.
+        others were added, replaced or removed; with no scan yet, or the last one that
+        stat'ed every file `VERIFY_S` ago, every file is stat'ed.
         """
         seen = dir_key(sessions_dir)
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
@@ -187,29 +201,32 @@ class ListingIndex:
         noted = {sid for _, sid in touched}
         previous = {name for (name,) in conn.execute("SELECT name FROM locks")}
         files: Files | None = None
-        scanned = False
-        if seen is not None and meta.get("dir") == _trusted(seen):
+        scanned = full = False
+        age = _age(meta.get("verified"))  # since every file was last stat'ed
+        if age is None or age >= VERIFY_S:
+            pass  # every file, now: what no writer of ours noted shows within the hour
+        elif seen is not None and meta.get("dir") == _trusted(seen):
             self.locked = previous  # a lock file made or removed since would change sessions/
             files = _stat_sessions(sessions_dir, previous | noted)
-        elif "scanned" in meta:
+        else:
             names = scan_names(sessions_dir)
             if names is not None:
                 scanned = True
                 files = self._stat_changed(conn, sessions_dir, names, previous | noted)
-        if files is None:  # never scanned, or the directory could not be read: every file
+        if files is None:  # the hour is up, or the directory could not be read: every file
             self.locked = set()
             files = scan_files(sessions_dir, self.locked)
             known = conn.execute(SELECT_KEYS).fetchall()
             changes = self._changes(known, files, sessions_dir, read_snapshot, complete=True)
-            scanned = True
+            scanned = full = True
         else:
             known = _keys_of(conn, files)
             changes = self._changes(known, files, sessions_dir, read_snapshot, complete=False)
         scan = None
         if scanned:
             trusted = self._settled(sessions_dir, seen)
-            if self.locked != previous or meta.get("dir") != trusted or "scanned" not in meta:
-                scan = (self.locked, trusted)
+            if self.locked != previous or meta.get("dir") != trusted or full:
+                scan = (self.locked, trusted, time.time() if full else None)
         if any(changes) or upto is not None or scan is not None:
             self.file.commit(conn, changes, upto, scan)
 

@@ -258,3 +258,28 @@ def test_a_writer_in_another_process_is_listed_as_it_wrote(
     assert listings > 1
     assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
     assert len(every_snapshot(manager)) == 3
+
+
+@pytest.mark.parametrize("later", ["an hour later", "a clock set back"])
+def test_a_file_changed_by_hand_shows_once_every_file_is_looked_at_again(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch, stated: list[str], later: str
+) -> None:
+    session_id = make_session(manager, "first title")
+    index = ListingIndex(manager.project_dir)
+    index.sessions(manager.sessions_dir, CountingReader(manager))
+    rewrite_in_place(manager, session_id, "edited by hand")  # no lock, no note, same inode
+    touch_directory(manager)
+    assert index.sessions(manager.sessions_dir, CountingReader(manager))[0].title == "first title 0"
+    stated.clear()
+    if later == "an hour later":
+        real = time.time
+        monkeypatch.setattr(time, "time", lambda: real() + listing_index.VERIFY_S + 1)
+    else:
+        with sqlite3.connect(manager.project_dir / LISTING_FILE) as conn:
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'verified'", (time.time() + 1e6,))
+    assert index.sessions(manager.sessions_dir, CountingReader(manager))[0].title == (
+        "edited by hand"
+    )
+    stated.clear()
+    assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
+    assert stated == []  # checked again from then on, not every time
