@@ -56,6 +56,13 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="the N newest (default: 50 in the table, all with --json; 0: all)",
     )
+    p.add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        metavar="N",
+        help="skip the N newest first (the next page: --offset 50)",
+    )
     p.set_defaults(func=lazy("sessions", "cmd_list"))
 
     p = sub.add_parser("show", parents=[common, stored], help="print a session's transcript")

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .output import write_json
-from .running import OK
+from .running import OK, USAGE
 from .table import render, terminal_columns
 from .targets import layouts, open_database, store_spec
 
@@ -37,38 +37,49 @@ def row_json(row: ListedRow, project: str, workspace: str, busy: bool) -> dict[s
 TABLE_LIMIT = 50  # rows in the table unless --limit says otherwise
 
 
-def local_listing(args: argparse.Namespace, limit: int | None) -> tuple[list[dict[str, Any]], int]:
+def _window(offset: int, limit: int | None) -> slice:
+    """Return the slice of all rows (newest first) that a page is."""
+    return slice(offset, None if limit is None else offset + limit)
+
+
+def local_listing(
+    args: argparse.Namespace, limit: int | None, offset: int = 0
+) -> tuple[list[dict[str, Any]], int]:
     """Return the rows of the local listing (this project, or all) and how many there are."""
     found: list[tuple[ListedRow, int, bool]] = []  # (row, index of its project, in use)
     projects: list[tuple[str, str]] = []
     total = 0
-    for layout in layouts(args):
-        page, count, held = layout.list_rows_in_use(0, limit)
+    every = list(layouts(args))
+    for layout in every:
+        if len(every) == 1:
+            page, count, held = layout.list_rows_in_use(offset, limit)
+        else:  # the newest offset + limit of each, merged below
+            page, count, held = layout.list_rows_in_use(0, _window(offset, limit).stop)
         n = len(projects)
         projects.append((layout.project_dir.name, str(layout.workspace_root)))
         found += [(row, n, row[0] in held) for row in page]
         total += count
-    if len(projects) > 1:  # each project's page is in order already
+    if len(every) > 1:  # each project's page is in order already
         found.sort(key=lambda listed: listed[0][7], reverse=True)
-        found = found[:limit] if limit is not None else found
+        found = found[_window(offset, limit)]
     return [row_json(row, *projects[n], busy) for row, n, busy in found], total
 
 
 def database_listing(
-    args: argparse.Namespace, spec: str, limit: int | None
+    args: argparse.Namespace, spec: str, limit: int | None, offset: int = 0
 ) -> tuple[list[dict[str, Any]], int]:
     """Return the rows of the PostgreSQL listing (this project, or all the role's)."""
     from session.store.listing_files import listed_row
 
     with open_database(args, spec) as store:
         if not args.all_projects:
-            infos, total = store.list_sessions_page(0, limit)
+            infos, total = store.list_sessions_page(offset, limit)
             page = [listed_row(info) for info in infos]
             busy = store.held_locks(row[0] for row in page)
             here = str(store.workspace_root)
             return [row_json(row, store.project, here, row[0] in busy) for row in page], total
         every = store.pg.list_sessions(None)  # one query: the role's sessions of every project
-        chosen = every[:limit] if limit is not None else every
+        chosen = every[_window(offset, limit)]
         busy = store.held_locks(r.session_id for r in chosen)
         rows = []
         for r in chosen:
@@ -82,20 +93,30 @@ def cmd_list(args: argparse.Namespace) -> int:
     limit = args.limit if args.limit is not None else (None if args.json else TABLE_LIMIT)
     if limit is not None and limit <= 0:
         limit = None
+    offset = args.offset
+    if offset < 0:
+        sys.stderr.write("agent-assist sessions list: --offset must be 0 or more\n")
+        return USAGE
     spec = store_spec(args)
     if spec is None:
-        rows, total = local_listing(args, limit)
+        rows, total = local_listing(args, limit, offset)
     else:
-        rows, total = database_listing(args, spec, limit)
+        rows, total = database_listing(args, spec, limit, offset)
     if args.json:
         write_json({"sessions": rows, "total": total})
         return OK
     if not rows:
-        sys.stdout.write("No sessions.\n")
+        sys.stdout.write(f"No sessions past the newest {total}.\n" if offset else "No sessions.\n")
         return OK
     sys.stdout.write(list_table(rows, args.all_projects))
-    if len(rows) < total:
-        sys.stdout.write(f"{len(rows)} of {total} sessions (--limit 0 for all)\n")
+    last = offset + len(rows)
+    if offset:
+        more = f"; --offset {last} for older" if last < total else ""
+        sys.stdout.write(f"{offset + 1}–{last} of {total} sessions{more}\n")
+    elif len(rows) < total:
+        sys.stdout.write(
+            f"{len(rows)} of {total} sessions (--limit 0 for all, --offset {last} for older)\n"
+        )
     return OK
 
 

@@ -151,7 +151,32 @@ def test_list_pages_with_limit(workspace: Path, env: dict[str, str], store: dict
     table = run_cli("sessions", "list", "--workspace", str(workspace), "--limit", "1", env=env)
     assert table.returncode == 0, table.stderr
     assert store["recent"] in table.stdout and store["old"] not in table.stdout
-    assert "1 of 2 sessions (--limit 0 for all)" in table.stdout
+    assert "1 of 2 sessions (--limit 0 for all, --offset 1 for older)" in table.stdout
+    # the next page: the older one, said to be the last
+    code, data = cli_json(
+        "sessions", "list", "--workspace", str(workspace), "--limit", "1", "--offset", "1", env=env
+    )
+    assert code == 0 and data["total"] == 2
+    assert [row["sessionId"] for row in data["sessions"]] == [store["old"]]
+    table = run_cli(
+        "sessions", "list", "--workspace", str(workspace), "--limit", "1", "--offset", "1", env=env
+    )
+    assert store["old"] in table.stdout and store["recent"] not in table.stdout
+    assert table.stdout.rstrip().endswith("2–2 of 2 sessions")
+    past = run_cli("sessions", "list", "--workspace", str(workspace), "--offset", "5", env=env)
+    assert past.returncode == 0 and past.stdout == "No sessions past the newest 2.\n"
+    wrong = run_cli("sessions", "list", "--workspace", str(workspace), "--offset", "-1", env=env)
+    assert wrong.returncode == 2 and "--offset must be 0 or more" in wrong.stderr
+    # across projects: pages of one, one after the other, are the whole list in its order
+    _, whole = cli_json("sessions", "list", "--all-projects", env=env)
+    paged = []
+    for offset in range(4):
+        code, page = cli_json(
+            "sessions", "list", "--all-projects", "--limit", "1", "--offset", str(offset), env=env
+        )
+        assert code == 0 and page["total"] == 3
+        paged += page["sessions"]
+    assert paged == whole["sessions"] and len(paged) == 3
     code, data = cli_json(
         "sessions", "list", "--workspace", str(workspace), "--limit", "0", env=env
     )

@@ -175,6 +175,15 @@ def test_list_reads_the_database_and_not_the_local_files(
     )
     assert [r["sessionId"] for r in data["sessions"]] == [sessions["recent"]]
     assert data["total"] == 2
+    code, data = cli_json(
+        "sessions", "list", "--limit", "1", "--offset", "1", "--workspace", str(workspace),
+        env=env,
+    )  # fmt: skip
+    assert [r["sessionId"] for r in data["sessions"]] == [sessions["old"]]
+    assert data["total"] == 2
+    code, data = cli_json("sessions", "list", "--all-projects", "--offset", "1", env=env)
+    _, whole = cli_json("sessions", "list", "--all-projects", env=env)
+    assert code == 0 and data["sessions"] == whole["sessions"][1:]
 
     # The other way round: `--store local` (or no store) lists the local session only.
     code, data = cli_json(
