@@ -16,8 +16,12 @@ import stat
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .listing_files import Row
+
+if TYPE_CHECKING:
+    from .session import Lock
 
 logger = logging.getLogger(__name__)
 
@@ -219,3 +223,21 @@ class ListingFile:
         # A listing that cannot learn of this write must start again: from scratch.
         logger.warning("%s: session %s not noted (%s); removed", self.path, session_id, reason)
         self.discard()
+
+
+class NotingLock:
+    """A session's writer lock that, let go, notes the session for the listing first."""
+
+    def __init__(self, lock: Lock, listing: ListingFile, session_id: str) -> None:
+        self._lock = lock
+        self._listing: ListingFile | None = listing
+        self.session_id = session_id
+
+    def release(self) -> None:
+        """Note the session (once), then let go of the lock."""
+        listing, self._listing = self._listing, None
+        try:
+            if listing is not None:
+                listing.note_written(self.session_id)
+        finally:
+            self._lock.release()

@@ -84,11 +84,9 @@ def scan_names(sessions_dir: Path) -> dict[str, int] | None:
 
 def session_of(name: str) -> str | None:
     """Return the valid session id whose log, snapshot or lock file `name` is; else None."""
-    for suffix in (".events.jsonl", ".json", ".lock"):
-        if name.endswith(suffix):
-            sid = name[: -len(suffix)]
-            return sid if is_valid_session_id(sid) else None
-    return None
+    split = _split(name)
+    sid = split[0] if split is not None else name[:-5] if name.endswith(".lock") else None
+    return sid if sid is not None and is_valid_session_id(sid) else None
 
 
 def session_keys(dir_fd: int, session_id: str) -> list[tuple[int, ...] | None]:

@@ -23,7 +23,7 @@ Which files a listing stats, cheapest case first:
   replaced, with a lock file now or at the last scan, or noted by their writer are stat'ed.
   A file rewritten in place, or whose inode came back with a second save, was written under
   its session's lock: its writer's lock file is there, or the writer noted the session in
-  `listing.sqlite` after its last write and before its lock file went (`NotingLock`; a
+  `listing.sqlite` after its last write and before its lock file went (`listing_db.NotingLock`; a
   probe that removes a dead writer's lock file notes it too). What no writer of ours wrote
   (a log appended to by hand) is listed as it was until its session is written again, or
   the next full pass.
@@ -71,7 +71,6 @@ from .listing_files import (
 
 if TYPE_CHECKING:
     from .listing import ListedState
-    from .session import Lock
 
 logger = logging.getLogger(__name__)
 
@@ -336,21 +335,3 @@ class ListingIndex:
             info.phase,
             iso(updated_us),
         )
-
-
-class NotingLock:
-    """A session's writer lock that, let go, notes the session for the listing first."""
-
-    def __init__(self, lock: Lock, listing: ListingFile, session_id: str) -> None:
-        self._lock = lock
-        self._index: ListingFile | None = listing
-        self.session_id = session_id
-
-    def release(self) -> None:
-        """Note the session (once), then let go of the lock."""
-        index, self._index = self._index, None
-        try:
-            if index is not None:
-                index.note_written(self.session_id)
-        finally:
-            self._lock.release()

@@ -38,8 +38,7 @@ from ..storage import (
 from .backend import StoreKind
 from .layout import POINTER_PREFIX, POINTER_SUFFIX, ProjectLayout
 from .listing import SessionInfo, last_event_time
-from .listing_db import ListingFile
-from .listing_index import NotingLock
+from .listing_db import ListingFile, NotingLock
 from .locks import LockHeldError, take_lock
 from .opening import open_from_files
 from .session import Lock, Session, write_session_start
