@@ -9,11 +9,19 @@ process, applied by the HTTP transport to every request after:
   ("Expected 'content' to be a string or an array") refuse it, so every turn after a tool
   call failed. Others refuse the empty string (Bedrock-backed endpoints: "text content
   blocks must be non-empty"), so null stays what is sent until a server refuses it.
+
+And what some servers' answers need before a tool runs (`loosen_tool_args`): arguments
+whose strings hold raw newlines or tabs rather than their JSON escapes. A server that passes
+the model's text through as the arguments (llama-cpp-python's function calling) sends what
+small local models write, most often in a file's content; strict JSON refuses it, and the
+call failed as "Invalid JSON: control character" until the turn gave up. Such arguments are
+read as Python's `json` reads them with `strict=False`, then sent on and kept as valid JSON.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,3 +57,31 @@ def _calls_without_text(message: Any) -> bool:
         and bool(message.get("tool_calls"))
         and message.get("content") is None
     )
+
+
+def loosen_tool_args(parts: Iterable[Any]) -> int:
+    """Rewrite tool calls whose JSON arguments hold raw control characters; return how many.
+
+    Only arguments that strict JSON refuses and `json.loads(..., strict=False)` reads as an
+    object are changed (re-encoded as valid JSON, the same values); any other stays as the
+    model sent it, for the tool's own validation to answer.
+    """
+    from pydantic_ai.messages import ToolCallPart
+
+    changed = 0
+    for part in parts:
+        if not isinstance(part, ToolCallPart) or not isinstance(part.args, str):
+            continue
+        try:
+            json.loads(part.args)
+            continue
+        except ValueError:
+            pass
+        try:
+            loose = json.loads(part.args, strict=False)
+        except ValueError:
+            continue
+        if isinstance(loose, dict):
+            part.args = json.dumps(loose, ensure_ascii=False)
+            changed += 1
+    return changed

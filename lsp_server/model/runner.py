@@ -17,7 +17,7 @@ from session.derive.model_messages import ModelMessageCache
 from session.lifecycle import TurnRecorder
 
 from ..config import ModelConfig
-from .quirks import ServerQuirks
+from .quirks import ServerQuirks, loosen_tool_args
 from .tools import ToolDeps
 from .truncation import CutWatch
 
@@ -310,6 +310,7 @@ class ChatRunner:
                                     sink.delta(delta)
                     elif Agent.is_call_tools_node(node):
                         response = node.model_response
+                        loosen_tool_args(response.parts)  # raw newlines in a string
                         dumped = _dump(response)
                         text_parts = [p.content for p in response.parts if isinstance(p, TextPart)]
                         finish = response.finish_reason

@@ -366,6 +366,27 @@ async def test_write_file_goes_through_the_editor(
     assert statuses == ["started", "done", "started", "failed"]
 
 
+async def test_a_file_content_with_raw_newlines_in_the_arguments_is_written(
+    make_editor, fake: FakeOpenAI, workspace: Path
+) -> None:
+    """Small local models write a file's lines into the JSON string as they are, not as
+    `\\n`; a server that passes their text through (llama-cpp-python) sends it so."""
+    raw = '{"path": "notes/plan.md", "content": "# Plan\n\t- step one\n"}'
+    fake.add({"tool_calls": [{"name": "write_file", "arguments": raw}]}, "written")
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    reply = await editor.request("agentAssist/chat", {"text": "write the plan"})
+    assert reply["endReason"] == "completed" and reply["text"] == "written"
+    assert (workspace / "notes" / "plan.md").read_text() == "# Plan\n\t- step one\n"
+    statuses = [n["status"] for n in editor.notifications["agentAssist/toolCall"]]
+    assert statuses == ["started", "done"]
+    # The model gets its call back as valid JSON, the same values.
+    calls = [m for m in fake.messages(1) if m.get("tool_calls")]
+    sent = calls[0]["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(sent) == {"path": "notes/plan.md", "content": "# Plan\n\t- step one\n"}
+
+
 async def test_phase_is_refused_unless_design_code_or_deploy(make_editor, fake: FakeOpenAI) -> None:
     fake.add(
         {"tool_calls": [{"name": "set_phase", "arguments": {"phase": "testing"}}]},

@@ -13,7 +13,7 @@ from pydantic_ai import exceptions as pe
 
 from lsp_server.config import parse_initialization_options
 from lsp_server.model.faults import backoff, classify, overflow_window
-from lsp_server.model.quirks import ServerQuirks, blank_tool_text
+from lsp_server.model.quirks import ServerQuirks, blank_tool_text, loosen_tool_args
 from lsp_server.model.transport import (
     CompletionCheckTransport,
     EmptyStreamError,
@@ -415,6 +415,29 @@ def test_blank_tool_text_changes_only_tool_calls_without_text() -> None:
     assert blank_tool_text(json.dumps({"messages": messages[2:4]}).encode()) is None  # nothing
     assert blank_tool_text(b'not json, but it mentions "tool_calls"') is None
     assert blank_tool_text(b'{"messages": []}') is None
+
+
+def test_loosen_tool_args_reads_raw_control_characters_and_changes_nothing_else() -> None:
+    from pydantic_ai.messages import TextPart, ToolCallPart
+
+    valid = '{"path": "a.md", "content": "one\\ntwo"}'
+    raw = '{"path": "a.md", "content": "# Plan\n\t- one\n"}'  # a newline and a tab as is
+    parts = [
+        TextPart("Writing it."),
+        ToolCallPart("write_file", valid, "c1"),
+        ToolCallPart("write_file", raw, "c2"),
+        ToolCallPart("write_file", {"path": "b.md", "content": "x\n"}, "c3"),
+        ToolCallPart("write_file", '["not", "an\nobject"]', "c4"),
+        ToolCallPart("write_file", '{"path": "c.md", "content": "cut', "c5"),
+        ToolCallPart("list_files", "", "c6"),
+    ]
+    before = [part.args for part in parts[1:]]
+    assert loosen_tool_args(parts) == 1
+    assert parts[1].args is before[0]  # valid JSON: the very same text
+    assert json.loads(parts[2].args) == {"path": "a.md", "content": "# Plan\n\t- one\n"}
+    assert "\n" not in parts[2].args  # valid JSON now: every newline escaped
+    assert [part.args for part in parts[3:]] == before[2:]  # a dict, a list, cut, empty
+    assert loosen_tool_args(parts) == 0  # nothing left to change
 
 
 class Recording(httpx2.AsyncBaseTransport):
