@@ -16,6 +16,7 @@ from session.compaction import extractive_summary, history_tokens, render_transc
 from session.fork import fork_session
 
 from .. import protocol as proto
+from ..model.faults import summary_failure
 from ..server import AgentAssistServer, RequestFailedError
 from .base import Feature, request
 from .summaries import RunningSummary
@@ -221,8 +222,9 @@ class History(Feature):
                     limit = ls.config.context_window * 2
                     summary = await ls.runner.summarize(render_transcript(plan.old)[-limit:])
                 except Exception as exc:
-                    logger.warning("model summary failed: %s", exc)
-                    ls.show(f"The model could not summarise ({exc}); used an extractive summary.")
+                    why = summary_failure(exc)
+                    logger.warning("model summary failed: %s (%s)", why, exc)
+                    ls.show(f"The model could not summarise: {why}. Used an extractive summary.")
             fallback = summary is None
             if summary is None:
                 summary = extractive_summary(plan.old, lifecycle.current.state.decisions)

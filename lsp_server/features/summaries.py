@@ -18,6 +18,7 @@ from typing import Any
 
 from session.summary import SESSION_SUMMARY_INSTRUCTIONS, extractive_session_summary
 
+from ..model.faults import summary_failure
 from ..server import AgentAssistServer
 from .base import Feature
 
@@ -102,7 +103,11 @@ class RunningSummary(Feature):
                 text = plan.transcript(limit=ls.config.context_window * 2)
                 summary = await ls.runner.summarize(text, SESSION_SUMMARY_INSTRUCTIONS)
             except Exception as exc:  # the runner remembers; extractive for a while
-                logger.warning("the model could not summarise the session (%s); extractive", exc)
+                logger.warning(
+                    "the model could not summarise the session: %s (%s); extractive",
+                    summary_failure(exc),
+                    exc,
+                )
         fallback = summary is None
         if summary is None:
             summary = extractive_session_summary(plan, session.state.decisions)

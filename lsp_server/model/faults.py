@@ -193,6 +193,22 @@ def is_null_content_refused(text: str) -> bool:
     )
 
 
+def summary_failure(exc: BaseException) -> str:
+    """Say why the model's summary failed, in words for the user (and the log).
+
+    pydantic-ai's text for a summary cut off at the length limit tells the user to raise a
+    `max_tokens` setting they do not have: it is said plainly instead.
+    """
+    from pydantic_ai import exceptions as pe
+
+    if any(isinstance(item, pe.OutputTokenLimitExceeded) for item in _chain(exc)):
+        return (
+            "its summary reached the server's length limit before it was complete (a full "
+            "context window, or a model that kept writing)"
+        )
+    return classify(exc).message
+
+
 def classify(exc: BaseException) -> ModelFault:
     """Classify what a model request raised; a server's `x-should-retry` has the last word.
 

@@ -12,7 +12,7 @@ import pytest
 from pydantic_ai import exceptions as pe
 
 from lsp_server.config import parse_initialization_options
-from lsp_server.model.faults import backoff, classify, overflow_window
+from lsp_server.model.faults import backoff, classify, overflow_window, summary_failure
 from lsp_server.model.quirks import ServerQuirks, blank_tool_text, loosen_tool_args
 from lsp_server.model.transport import (
     CompletionCheckTransport,
@@ -415,6 +415,20 @@ def test_blank_tool_text_changes_only_tool_calls_without_text() -> None:
     assert blank_tool_text(json.dumps({"messages": messages[2:4]}).encode()) is None  # nothing
     assert blank_tool_text(b'not json, but it mentions "tool_calls"') is None
     assert blank_tool_text(b'{"messages": []}') is None
+
+
+def test_a_summary_cut_at_the_length_limit_is_said_plainly() -> None:
+    from pydantic_ai._output import truncated_output_message
+
+    cut = pe.OutputTokenLimitExceeded(truncated_output_message(None))
+    why = summary_failure(cut)
+    assert "length limit" in why and "max_tokens" not in why  # no setting the user lacks
+    try:  # as the runner raises it: chained, inside another error
+        raise RuntimeError("summary") from cut
+    except RuntimeError as exc:
+        assert summary_failure(exc) == why
+    refused = pe.ModelHTTPError(503, "m", {"error": {"message": "overloaded"}})
+    assert summary_failure(refused) == classify(refused).message  # anything else: as classified
 
 
 def test_loosen_tool_args_reads_raw_control_characters_and_changes_nothing_else() -> None:
