@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
 
 from openai import AsyncOpenAI  # noqa: E402
 from pydantic_ai import Agent, ModelRetry, PromptedOutput, RunContext  # noqa: E402
+from pydantic_ai.capabilities import AbstractCapability  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 
 from session.compaction import SUMMARY_INSTRUCTIONS, CompactionSummary  # noqa: E402
 
 from ..config import ModelConfig  # noqa: E402
-from .quirks import ServerQuirks  # noqa: E402
+from .quirks import ServerQuirks, loose_json  # noqa: E402
 from .tools import (  # noqa: E402
     BASE_INSTRUCTIONS,
     NO_TOOLS_INSTRUCTIONS,
@@ -45,6 +47,23 @@ def _model(config: ModelConfig, quirks: ServerQuirks | None) -> OpenAIChatModel:
     return OpenAIChatModel(config.name or "", provider=OpenAIProvider(openai_client=client))
 
 
+class LooseOutput(AbstractCapability[Any]):
+    """Structured output whose JSON strings hold raw newlines is read (`quirks.loose_json`).
+
+    A summary is the text most likely to span lines, and small local models write its line
+    breaks into the JSON as they are; strict JSON refused it, and every such summary fell
+    back to the extractive one.
+    """
+
+    async def before_output_validate(
+        self, ctx: RunContext[Any], *, output_context: Any, output: Any
+    ) -> Any:
+        """Re-encode raw output that only raw control characters kept from being JSON."""
+        if isinstance(output, str) and not ctx.partial_output:
+            return loose_json(output) or output
+        return output
+
+
 def build_summarizer(
     config: ModelConfig,
     instructions: str = SUMMARY_INSTRUCTIONS,
@@ -58,7 +77,12 @@ def build_summarizer(
     the prompt and the answer's text is the JSON (pydantic-ai's prompted output).
     """
     output = CompactionSummary if tools else PromptedOutput(CompactionSummary)
-    return Agent(_model(config, quirks), output_type=output, instructions=instructions)
+    return Agent(
+        _model(config, quirks),
+        output_type=output,
+        instructions=instructions,
+        capabilities=[LooseOutput()],
+    )
 
 
 def build_agent(

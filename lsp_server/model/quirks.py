@@ -16,6 +16,8 @@ the model's text through as the arguments (llama-cpp-python's function calling) 
 small local models write, most often in a file's content; strict JSON refuses it, and the
 call failed as "Invalid JSON: control character" until the turn gave up. Such arguments are
 read as Python's `json` reads them with `strict=False`, then sent on and kept as valid JSON.
+A summary's structured output (the output tool's arguments, or the JSON text of prompted
+output) is read the same way (`build.LooseOutput`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,23 @@ def _calls_without_text(message: Any) -> bool:
     )
 
 
+def loose_json(text: str) -> str | None:
+    """Return `text` re-encoded if raw control characters in strings kept it from being JSON.
+
+    Only an object is returned; None when `text` is valid JSON already, or not JSON at all.
+    """
+    try:
+        json.loads(text)
+        return None
+    except ValueError:
+        pass
+    try:
+        value = json.loads(text, strict=False)
+    except ValueError:
+        return None
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else None
+
+
 def loosen_tool_args(parts: Iterable[Any]) -> int:
     """Rewrite tool calls whose JSON arguments hold raw control characters; return how many.
 
@@ -70,18 +89,9 @@ def loosen_tool_args(parts: Iterable[Any]) -> int:
 
     changed = 0
     for part in parts:
-        if not isinstance(part, ToolCallPart) or not isinstance(part.args, str):
-            continue
-        try:
-            json.loads(part.args)
-            continue
-        except ValueError:
-            pass
-        try:
-            loose = json.loads(part.args, strict=False)
-        except ValueError:
-            continue
-        if isinstance(loose, dict):
-            part.args = json.dumps(loose, ensure_ascii=False)
-            changed += 1
+        if isinstance(part, ToolCallPart) and isinstance(part.args, str):
+            loose = loose_json(part.args)
+            if loose is not None:
+                part.args = loose
+                changed += 1
     return changed

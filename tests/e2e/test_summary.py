@@ -94,6 +94,27 @@ async def test_every_resume_block_has_the_summary_and_the_decisions(
     assert snapshot["summary"] and snapshot["decisions"] == ["Use PostgreSQL."]
 
 
+@pytest.mark.parametrize("output", ["tool", "prompted"])
+async def test_a_summary_whose_json_holds_raw_newlines_is_the_models(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path, output: str
+) -> None:
+    """Small local models write a summary's line breaks into the JSON as they are."""
+    raw = '{"summary": "The user asked one question.\nIt was answered.", "decisions": []}'
+    if output == "tool":
+        fake.add_summary({"tool_calls": [{"name": "final_result", "arguments": raw}]})
+    else:  # the JSON as the answer's text (prompted output, or a model that ignores the tool)
+        fake.add_summary(raw)
+    fake.add("answer one")
+    editor: Editor = make_editor(env=FAST)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    await editor.request("agentAssist/chat", {"text": "question one"})
+    (found,) = await wait_summaries(workspace, home, session_id, count=1)
+    await editor.stop()
+    assert not found.data.fallback  # the model's own summary, its line break kept
+    assert found.data.summary == "The user asked one question.\nIt was answered."
+
+
 async def test_the_summary_is_incremental(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:
