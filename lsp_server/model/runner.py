@@ -310,7 +310,10 @@ class ChatRunner:
                                     sink.delta(delta)
                     elif Agent.is_call_tools_node(node):
                         response = node.model_response
-                        loosen_tool_args(response.parts)  # raw newlines in a string
+                        # Raw newlines in a string: repaired here, not in pydantic-ai's
+                        # before_tool_validate hook, which runs after the message below is
+                        # recorded (the log would keep the arguments no parser reads).
+                        loosen_tool_args(response.parts)
                         dumped = _dump(response)
                         text_parts = [p.content for p in response.parts if isinstance(p, TextPart)]
                         finish = response.finish_reason
