@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .output import confirm, iso, short, write_json
 from .running import OK, ProblemError, UsageError
+from .table import quoted
 from .targets import (
     database_of,
     in_use,
@@ -34,7 +35,9 @@ def parse_duration(text: str) -> timedelta:
     """Parse `90d`, `12h`, `2w`, `30m`, `45s`."""
     match = _DURATION.fullmatch(text)
     if match is None:
-        raise UsageError(f"invalid duration {text!r}: use a number and a unit, e.g. 90d, 12h, 2w")
+        raise UsageError(
+            f"invalid duration {quoted(text)}: use a number and a unit, e.g. 90d, 12h, 2w"
+        )
     return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
 
 

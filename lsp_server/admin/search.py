@@ -12,6 +12,7 @@ from typing import Any
 
 from .output import plain_console, write_json
 from .running import OK, PROBLEM, ProblemError, UsageError
+from .table import quoted
 from .targets import managers, open_database, store_spec
 
 NOT_AVAILABLE = "search is not available in this build (session/search/ is missing)"
@@ -88,7 +89,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         return OK
     console = plain_console()
     if not results:
-        console.print(f"No matches for {args.text!r}.", markup=False)
+        console.print(f"No matches for {quoted(args.text)}.", markup=False)
         return OK
     from rich.table import Table
     from rich.text import Text

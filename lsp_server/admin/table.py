@@ -17,6 +17,7 @@ from collections.abc import Sequence
 GAP = "  "
 ELLIPSIS = "…"
 MIN_SHRUNK = 8  # the shrinking column keeps at least this many cells
+QUOTED_CELLS = 60  # the most of a user's text that a one-line message repeats
 
 
 def clean(text: str) -> str:
@@ -52,6 +53,13 @@ def cut(text: str, cells: int) -> str:
         kept.append(char)
         used += size
     return "".join(kept) + ELLIPSIS
+
+
+def quoted(text: str, cells: int = QUOTED_CELLS) -> str:
+    """Return `text` quoted for a one-line message; a long one cut, with its length said."""
+    if width(text) <= cells:
+        return repr(text)
+    return f"{cut(text, cells)!r} ({len(text):,} characters)"
 
 
 def render(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from .running import ProblemError, UsageError
+from .table import quoted
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -168,7 +169,7 @@ def session_ids(store: AnyStore) -> Iterable[str]:
 def resolve_session(store: AnyStore, wanted: str) -> str:
     """Return the session id matching `wanted` exactly or as a unique prefix (≥ 4 chars)."""
     if not re.fullmatch(r"[a-f0-9]{1,12}", wanted):
-        raise UsageError(f"invalid session id {wanted!r} (12 lowercase hex characters)")
+        raise UsageError(f"invalid session id {quoted(wanted)} (12 lowercase hex characters)")
     ids = sorted(session_ids(store))
     if wanted in ids:
         return wanted

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import protocol as proto
+from ..admin.table import quoted
 from ..client import LspError
 from .render import short_time, table
 
@@ -179,7 +180,7 @@ async def search(chat: Chat, rest: str) -> None:
         raise
     hits = result.get("results") or []
     if not hits:
-        chat.say(f"No matches for {rest!r}.")
+        chat.say(f"No matches for {quoted(rest)}.")
         return
     rows = [
         [
@@ -191,7 +192,7 @@ async def search(chat: Chat, rest: str) -> None:
         for hit in hits
     ]
     columns = ["session", "turn", "type", "snippet"]
-    chat.console.print(table(f"Matches for {rest!r}", columns, rows))
+    chat.console.print(table(f"Matches for {quoted(rest)}", columns, rows))
 
 
 async def list_sessions(chat: Chat, rest: str) -> None:
@@ -228,7 +229,7 @@ async def open_session(chat: Chat, rest: str) -> None:
     matches = [s["sessionId"] for s in sessions if s["sessionId"].startswith(rest)]
     if len(matches) != 1:
         what = "matches several sessions" if matches else "matches no session"
-        chat.warn(f"{rest!r} {what}; /sessions lists them.")
+        chat.warn(f"{quoted(rest)} {what}; /sessions lists them.")
         return
     result = await chat.request(proto.OPEN, {"sessionId": matches[0]})
     chat.say(f"Opened session {result['sessionId']}.", "green")

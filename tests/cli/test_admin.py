@@ -372,6 +372,15 @@ def test_search_and_reindex(workspace: Path, env: dict[str, str], store: dict[st
     assert code == 0 and data["projects"][0]["sessions"] == 2
 
 
+def test_search_without_a_match_repeats_a_long_query_cut(
+    workspace: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    query = "nowhere " * 1_000
+    result = run_cli("sessions", "search", query, "--workspace", str(workspace), env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"No matches for '{query[:59]}…' (8,000 characters)."
+
+
 def test_search_says_so_when_the_build_has_no_search(
     workspace: Path,
     home: Path,

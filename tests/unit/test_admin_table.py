@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lsp_server.admin.table import cut, render, width
+from lsp_server.admin.table import cut, quoted, render, width
 
 HEADERS = ["id", "turns", "title"]
 
@@ -44,3 +44,11 @@ def test_wide_characters_are_cut_on_a_cell_boundary() -> None:
 def test_control_characters_in_a_title_cannot_break_the_table() -> None:
     lines = render(HEADERS, [["a1", "1", "one\nline\x1b[31m red"]], shrink=2).splitlines()
     assert len(lines) == 2 and "\x1b" not in lines[1] and "one line" in lines[1]
+
+
+def test_a_quoted_text_is_cut_with_its_length_when_long() -> None:
+    assert quoted("config.ya") == "'config.ya'"
+    assert quoted("a\nb") == "'a\\nb'"  # control characters escaped, as repr does
+    long = "エージェント" * 2_000
+    shown = quoted(long, cells=20)
+    assert shown == "'エージェントエージ…' (12,000 characters)"  # 19 cells and the …
