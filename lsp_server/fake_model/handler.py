@@ -31,11 +31,19 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         """Log each request at debug level (not on stderr)."""
         log.debug("fake model: " + format, *args)
 
+    def version_string(self) -> str:
+        """Return the `Server` header: llama-server's own when the fake is one."""
+        return "llama.cpp" if self.fake.template_tools is not None else super().version_string()
+
     def do_GET(self) -> None:  # noqa: N802
-        """Serve `/v1/models`."""
+        """Serve `/v1/models` (and llama-server's `/props`)."""
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             model = {"id": self.fake.model_id, "object": "model", "created": 0, "owned_by": "fake"}
             self._json(200, {"object": "list", "data": [model]})
+        elif self.path == "/props" and self.fake.template_tools is not None:
+            takes = self.fake.template_tools
+            caps = {"supports_tools": takes, "supports_tool_calls": takes}
+            self._json(200, {"chat_template_caps": caps, "build_info": "b1-fake"})
         else:
             self._error(404, f"no route {self.path}", "invalid_request_error")
 

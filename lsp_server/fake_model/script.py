@@ -59,6 +59,7 @@ class ModelScript:
         no_tools: str | None = None,
         null_content: str | None = None,
         tool_streams: bool = True,
+        template_tools: bool | None = None,
     ) -> None:
         if overflow not in OVERFLOW_STYLES:
             raise ValueError(f"overflow must be one of {OVERFLOW_STYLES}")
@@ -69,6 +70,7 @@ class ModelScript:
         self.no_tools = no_tools
         self.null_content = null_content
         self.tool_streams = tool_streams
+        self.template_tools = template_tools
         self.model_id = f"agent-assist-{label}" if label else DEFAULT_MODEL
         self.context_window = context_window
         self.overflow = overflow

@@ -27,6 +27,11 @@ stream (the reply stays next); text streams, and tool calls come in one piece. A
 tool choice (`tool_choice: "required"`, as structured output sends) fails its handler's
 `assert tool_choice == "auto"`: an empty stream, or HTTP 500 with no message.
 
+``FakeOpenAI(template_tools=False|True)`` is llama.cpp's llama-server: it says `llama.cpp`
+in its `Server` header, and its `GET /props` says whether the model's chat template takes
+tools (`chat_template_caps.supports_tools`). With False it answers as that server does, as
+if no tools had been sent (the scripted replies should then hold no tool calls).
+
 ``FakeOpenAI(slots=1)`` answers one request at a time, as a local server with one slot
 does (llama.cpp's ``--parallel 1``, llama-cpp-python): the others wait for it.
 
@@ -67,6 +72,7 @@ class FakeOpenAI(ModelScript):
         no_tools: str | None = None,
         null_content: str | None = None,
         tool_streams: bool = True,
+        template_tools: bool | None = None,
     ) -> None:
         super().__init__(
             replies,
@@ -77,6 +83,7 @@ class FakeOpenAI(ModelScript):
             no_tools=no_tools,
             null_content=null_content,
             tool_streams=tool_streams,
+            template_tools=template_tools,
         )
         self._address = (host, port)
         self._server: ThreadingHTTPServer | None = None

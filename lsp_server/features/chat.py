@@ -14,7 +14,7 @@ from session.storage import explain_write_error
 from .. import protocol as proto
 from ..config import HOW_TO_CONFIGURE_MODEL
 from ..model.faults import RETRY_AFTER_CAP, ModelFault, backoff, classify
-from ..model.runner import TurnResult
+from ..model.runner import ChatRunner, TurnResult
 from ..model.tools import ToolDeps, read_limit
 from ..server import AgentAssistServer, RequestFailedError
 from .base import Feature, request
@@ -114,11 +114,20 @@ CUT_ANSWERS = {  # an answer the server stopped short, said (it is kept as it ca
     "go on, or raise the limit (Ollama: num_predict; llama-server: --n-predict).",
     "content_filter": "The model provider's content filter stopped the reply short.",
 }
+WITHOUT_TOOLS = (
+    "Chatting without them: the assistant cannot read or write workspace files, record "
+    "decisions or set the phase."
+)
 NO_TOOLS_WARNING = (
-    "The model server takes no tools for this model ({detail}). Chatting without them: the "
-    "assistant cannot read or write workspace files, record decisions or set the phase. "
-    'For tools, pick a model that has them (Ollama lists them as "tools"), or start '
-    "llama-server with --jinja, or vLLM with --enable-auto-tool-choice and --tool-call-parser."
+    f"The model server takes no tools for this model ({{detail}}). {WITHOUT_TOOLS} For "
+    'tools, pick a model that has them (Ollama lists them as "tools"), or start llama-server '
+    "with --jinja, or vLLM with --enable-auto-tool-choice and --tool-call-parser."
+)
+TEMPLATE_WARNING = (
+    "llama-server gives this model no tools: the model's chat template has none (its /props "
+    f"say supports_tools: false), so they were dropped without an error. {WITHOUT_TOOLS} For "
+    "tools, pick a model whose template has them, or start llama-server with "
+    "--chat-template-file and a template that does (llama.cpp's models/templates)."
 )
 RAISE_LENGTH = (
     "raise the server's context length (Ollama: OLLAMA_CONTEXT_LENGTH, or PARAMETER num_ctx "
@@ -300,6 +309,12 @@ class Chat(Feature):
             attempts=recorder.attempt,
         )
 
+    async def _check_template(self, runner: ChatRunner) -> None:
+        """After the first answer of llama-server: chat without tools if it drops them."""
+        if await runner.template_drops_tools():
+            logger.warning("llama-server's chat template takes no tools; chatting without them")
+            self.server.show(TEMPLATE_WARNING)
+
     def _after_turn(self) -> None:
         """Work a turn needs done but its result need not wait for.
 
@@ -311,6 +326,8 @@ class Chat(Feature):
         ls = self.server
         ls.index_in_background()
         self.need(RunningSummary).schedule()
+        if ls.runner is not None and not ls.runner.template_checked:
+            ls.spawn(self._check_template(ls.runner), "llama-server template check")
         if ls.runner is not None and ls.lifecycle is not None and ls.lifecycle.session is not None:
             try:
                 ls.runner.prepare_history(ls.lifecycle.message_history())

@@ -10,6 +10,8 @@ process, applied by the HTTP transport to every request after:
   call failed. Others refuse the empty string (Bedrock-backed endpoints: "text content
   blocks must be non-empty"), so null stays what is sent until a server refuses it.
 
+And what a server says it is (`server`), for what only that server can be asked.
+
 And what some servers' answers need before a tool runs (`loosen_tool_args`): arguments
 whose strings hold raw newlines or tabs rather than their JSON escapes. A server that passes
 the model's text through as the arguments (llama-cpp-python's function calling) sends what
@@ -33,6 +35,9 @@ class ServerQuirks:
     """What the model server refused that requests are changed for (see the module doc)."""
 
     blank_tool_text: bool = False
+    # The `Server` header of its last answer: llama.cpp's llama-server says `llama.cpp`, and
+    # is then asked whether its chat template takes tools at all (`props`).
+    server: str = ""
 
 
 def blank_tool_text(body: bytes) -> bytes | None:

@@ -120,6 +120,7 @@ class ChatRunner:
         self._history = ModelMessageCache()
         self.cuts = CutWatch()  # a server that cuts prompts silently (Ollama)
         self.tools = True  # False once the server refused the tools for this model
+        self.template_checked = False  # llama-server was asked whether its template takes tools
         self.quirks = ServerQuirks()  # what else it refused, shared by every agent built
         # Bytes of an earlier tool result the model is sent at most (None: all of it).
         self.result_limit: int | None = None
@@ -130,6 +131,25 @@ class ChatRunner:
         """Chat without tools from now on: the server refused them for this model."""
         self.tools = False
         self._agent = None
+
+    async def template_drops_tools(self) -> bool:
+        """Ask llama-server once whether its chat template takes tools; True if it does not.
+
+        Called after a turn was answered; only a server that said it is llama.cpp is asked
+        (`props`). Then the chat goes on without tools, as after a server refused them.
+        """
+        from .props import LLAMA_SERVER, template_takes_tools
+
+        if self.template_checked:
+            return False
+        self.template_checked = True  # after the first answer: the server has said what it is
+        url = self.model.base_url
+        if not self.tools or self.quirks.server != LLAMA_SERVER or url is None:
+            return False
+        if await template_takes_tools(url, self.model.api_key) is not False:
+            return False
+        self.without_tools()
+        return True
 
     def _build(self) -> Agent[ToolDeps, str]:
         from .build import build_agent

@@ -130,6 +130,7 @@ class CompletionCheckTransport(httpx2.AsyncBaseTransport):
             if not suspect:
                 raise
             response = await self.inner.handle_async_request(request)
+        self.quirks.server = response.headers.get("server", "")
         content_type = response.headers.get("content-type", "")
         if response.status_code == 200 and content_type.startswith("text/event-stream"):
             stream = response.stream

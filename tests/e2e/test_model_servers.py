@@ -13,6 +13,8 @@ call (an empty stream): the rest of the turn is asked in one piece.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,56 @@ async def test_a_model_without_tools_is_chatted_with_without_them(
     again = await editor.request("agentAssist/chat", {"text": "question 2"})
     assert again["text"] == "answer 2" and len(fake.requests) == 3  # no refusal this time
     assert not fake.requests[2].body.get("tools") and len(refusal_warnings(editor)) == 1
+    await editor.stop()
+
+
+def template_warnings(editor: Editor) -> list[str]:
+    return [m for m in shown(editor) if "the model's chat template has none" in m]
+
+
+async def shown_soon(editor: Editor, which: Callable[[Editor], list[str]]) -> list[str]:
+    """Wait for a message shown after a turn (asked in the background once it is answered)."""
+    while not which(editor):
+        await asyncio.sleep(0.02)
+    return which(editor)
+
+
+async def test_llama_server_whose_template_drops_the_tools_is_chatted_with_without_them(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    """llama-server drops the tools of a template without them, with no error: its /props say."""
+    fake.template_tools = False
+    fake.add("I cannot read files.", "answer 2", "answer 3")
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    reply = await editor.request("agentAssist/chat", {"text": "read agent_spec.md"})
+    assert reply["text"] == "I cannot read files." and reply["endReason"] == "completed"
+    (warning,) = await asyncio.wait_for(shown_soon(editor, template_warnings), 20)
+    assert "cannot read or write workspace files" in warning and "--chat-template-file" in warning
+    again = await editor.request("agentAssist/chat", {"text": "question 2"})
+    assert again["text"] == "answer 2"
+    await editor.request("agentAssist/chat", {"text": "question 3"})
+    assert [bool(r.body.get("tools")) for r in fake.requests] == [True, False, False]
+    assert "you have no tools" in system_text(fake.requests[1].body["messages"])
+    assert len(template_warnings(editor)) == 1  # asked once, said once
+    await editor.stop()
+
+
+@pytest.mark.parametrize("takes", [True, None])
+async def test_a_server_whose_template_takes_tools_or_that_is_not_llama_server_keeps_them(
+    make_editor, fake: FakeOpenAI, takes: bool | None
+) -> None:
+    """/props saying supports_tools: true, or a server that is not llama-server (no /props)."""
+    fake.template_tools = takes
+    fake.add("answer 1", "answer 2")
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    await editor.request("agentAssist/chat", {"text": "question 1"})
+    await editor.request("agentAssist/chat", {"text": "question 2"})
+    assert [bool(r.body.get("tools")) for r in fake.requests] == [True, True]
+    assert not template_warnings(editor)
     await editor.stop()
 
 

@@ -530,3 +530,27 @@ def test_the_first_chunk_may_be_slow_but_a_gap_after_it_is_a_stall() -> None:
         read_slowly([0.0, 0.3], gap=0.1)
     fault = classify(StreamStallError("the model stopped sending: nothing for 60 s"))
     assert fault.kind == "stall" and fault.retryable and "60 s" in fault.message
+
+
+def test_props_url_is_beside_the_openai_base() -> None:
+    from lsp_server.model.props import props_url
+
+    assert props_url("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/props"
+    assert props_url("http://127.0.0.1:8080/v1/") == "http://127.0.0.1:8080/props"
+    assert props_url("http://box:8080") == "http://box:8080/props"
+
+
+@pytest.mark.parametrize("takes", [True, False, None])
+async def test_llama_servers_props_say_whether_its_template_takes_tools(takes: bool | None) -> None:
+    from lsp_server.fake_model import FakeOpenAI
+    from lsp_server.model.props import template_takes_tools
+
+    with FakeOpenAI(template_tools=takes) as fake:  # None: not llama-server, /props is a 404
+        assert await template_takes_tools(fake.base_url, "k") is takes
+
+
+async def test_props_that_cannot_be_read_are_unknown() -> None:
+    from lsp_server.model.props import template_takes_tools
+    from tests.fixtures import free_port
+
+    assert await template_takes_tools(f"http://127.0.0.1:{free_port()}/v1", None) is None
