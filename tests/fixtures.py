@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -34,3 +35,10 @@ def store_manifest(snapshot: dict[str, Any], files: dict[str, str]) -> None:
 def add_to_manifest(snapshot: dict[str, Any], entries: dict[str, str]) -> None:
     """Add `entries` to a snapshot's stored `file_manifest` (JSON, as stored)."""
     store_manifest(snapshot, {**stored_manifest(snapshot), **entries})
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that nothing listens on (just now)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
