@@ -52,6 +52,7 @@ OVERFLOW_PATTERNS = (
     "reduce the length of the messages",  # OpenAI, vLLM, Groq
     "exceed_context_size_error",  # llama.cpp's llama-server (type)
     "exceeds the available context size",  # llama-server
+    "is larger than the max context size",  # llama-server with context shift on
     "exceeds the context length",  # Ollama
     "exceeds context length",
     "context window exceeded",
@@ -90,6 +91,7 @@ _WINDOW_PATTERNS = (
     re.compile(r"> (\d+) maximum"),
     re.compile(r"maximum number of tokens allowed \((\d+)\)"),
     re.compile(r"context (?:length|size|window) (?:of|is) (\d+)"),
+    re.compile(r"(?:available|max) context size \((\d+) tokens\)"),  # llama-server's message
 )
 
 

@@ -30,10 +30,12 @@ FILLER = (
 ) * 28
 
 
-def serve(argv: list[str], port: int, name: str) -> Iterator[str]:
+def serve(
+    argv: list[str], port: int, name: str, env: dict[str, str] | None = None
+) -> Iterator[str]:
     """Run a model server (`argv`, listening on `port`); yield its OpenAI base URL."""
     log = open(os.devnull, "wb")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(argv, stdout=log, stderr=log)
+    proc = subprocess.Popen(argv, stdout=log, stderr=log, env=env)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
@@ -50,14 +52,16 @@ def serve(argv: list[str], port: int, name: str) -> Iterator[str]:
     log.close()
 
 
-def editor_for(tmp_path: Path, base_url: str, name: str = "smollm2") -> Editor:
+def editor_for(
+    tmp_path: Path, base_url: str, name: str = "smollm2", api_key: str = "none"
+) -> Editor:
     workspace = tmp_path / "project"
     if not workspace.exists():
         make_workspace(tmp_path)
     options = {
         "instanceId": "llama",
         "autoResume": "always",
-        "model": {"name": name, "baseUrl": base_url, "apiKey": "none", "streamTimeout": 300},
+        "model": {"name": name, "baseUrl": base_url, "apiKey": api_key, "streamTimeout": 300},
     }
     return Editor(workspace, tmp_path / "store", options=options)
 

@@ -3,7 +3,9 @@
 Not run by default: llama-server is built from source (cmake, ~10 min on 2 cores). Set
 `AGENT_ASSIST_LLAMA_SERVER` to the binary and `AGENT_ASSIST_LLAMA_MODEL` to a GGUF file;
 `AGENT_ASSIST_LLAMA_TEMPLATES` to llama.cpp's `models/templates` adds the test with a
-template that takes tools. The llama.cpp that llama-cpp-python vendors builds it::
+template that takes tools, and `AGENT_ASSIST_LITELLM` to LiteLLM's `litellm` command
+(`pip install 'litellm[proxy]'`) the tests through its proxy in front of it. The llama.cpp
+that llama-cpp-python vendors builds it::
 
     pip download --no-deps --no-binary :all: llama-cpp-python -d /tmp/src
     cd /tmp/src && tar xzf llama_cpp_python-*.tar.gz && cd llama_cpp_python-*/vendor/llama.cpp
@@ -14,7 +16,9 @@ template that takes tools. The llama.cpp that llama-cpp-python vendors builds it
 What differs from llama-cpp-python: the stream carries usage (the cut check judges real
 counts), a prompt over the window is HTTP 400 `exceed_context_size_error` with `n_ctx`,
 and a model whose chat template has no tools (SmolLM2's) gets none, without an error: only
-`GET /props` says so (`chat_template_caps.supports_tools`).
+`GET /props` says so (`chat_template_caps.supports_tools`). LiteLLM's proxy passes the
+overflow on in words of its own around llama-server's message (no `n_ctx`), and asks for
+an API key (its master key).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from .common import serve as serve_server
 LLAMA_SERVER = os.environ.get("AGENT_ASSIST_LLAMA_SERVER")
 MODEL = os.environ.get("AGENT_ASSIST_LLAMA_MODEL")
 TEMPLATES = os.environ.get("AGENT_ASSIST_LLAMA_TEMPLATES")
+LITELLM = os.environ.get("AGENT_ASSIST_LITELLM")
+LITELLM_KEY = "sk-agent-assist-test-0123456789"
 pytestmark = pytest.mark.skipif(
     not (LLAMA_SERVER and MODEL),
     reason="set AGENT_ASSIST_LLAMA_SERVER and AGENT_ASSIST_LLAMA_MODEL to run against llama-server",
@@ -56,6 +62,22 @@ def serve(*extra: str) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def llama_server() -> Iterator[str]:
     yield from serve()
+
+
+@pytest.fixture(scope="module")
+def litellm(llama_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """LiteLLM's proxy in front of llama-server, as a gateway of many models would be."""
+    if not LITELLM:
+        pytest.skip("set AGENT_ASSIST_LITELLM to LiteLLM's `litellm` command")
+    config = tmp_path_factory.mktemp("litellm") / "config.yaml"
+    config.write_text(
+        "model_list:\n  - model_name: smollm2\n    litellm_params:\n"
+        f"      model: openai/smollm2\n      api_base: {llama_server}\n      api_key: none\n"
+    )
+    env = dict(os.environ, LITELLM_MASTER_KEY=LITELLM_KEY, LITELLM_LOCAL_MODEL_COST_MAP="True")
+    port = free_port()
+    argv = [LITELLM, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
+    yield from serve_server(argv, port, "LiteLLM", env)
 
 
 async def warnings_shown(editor: Editor) -> list[str]:
@@ -121,3 +143,16 @@ async def test_a_full_window_heals_and_every_turn_completes(
 
 async def test_exit_while_a_real_model_streams_is_prompt(tmp_path: Path, llama_server: str) -> None:
     await exit_while_streaming(editor_for(tmp_path, llama_server))
+
+
+async def test_a_full_window_behind_litellm_heals_with_the_window_in_its_words(
+    tmp_path: Path, litellm: str
+) -> None:
+    """The window comes from llama-server's message inside LiteLLM's (no `n_ctx` field)."""
+    editor = editor_for(tmp_path, litellm, api_key=LITELLM_KEY)
+    await editor.start()
+    await editor.ready()
+    _, events = await fill_the_window(editor)  # asserts the window learned: 2,048
+    usages = [e.data.usage for e in events if e.type == "step/end"]
+    assert usages and not any(u.get("estimated") for u in usages)  # passed on in the stream
+    await editor.stop()

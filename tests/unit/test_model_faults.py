@@ -58,6 +58,38 @@ OVERFLOWS = [
         },
         4096,
     ),
+    (  # llama-server as vendored by llama-cpp-python 0.3.36 (2026-12-04), verbatim
+        {
+            "code": 400,
+            "message": "request (3031 tokens) exceeds the available context size (2048 "
+            "tokens), try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 3031,
+            "n_ctx": 2048,
+        },
+        2048,
+    ),
+    (  # LiteLLM's proxy in front of that llama-server, verbatim: only the message is kept
+        {
+            "message": "litellm.ContextWindowExceededError: litellm.BadRequestError: "
+            "ContextWindowExceededError: OpenAIException - request (3031 tokens) exceeds the "
+            "available context size (2048 tokens), try increasing it\nmodel=smollm2. "
+            "context_window_fallbacks=None. fallbacks=None.\n\nSet 'context_window_fallback'"
+            " - https://docs.litellm.ai/docs/routing#fallbacks\n\nLiteLLM: model group "
+            "'smollm2' failed with the error above. No fallback was attempted.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "400",
+        },
+        2048,
+    ),
+    (  # llama-server with context shift on (its source)
+        {
+            "message": "input (5000 tokens) is larger than the max context size (4096 tokens). "
+            "skipping"
+        },
+        4096,
+    ),
     (  # llama-cpp-python, without streaming
         {
             "code": "context_length_exceeded",
