@@ -33,7 +33,14 @@ import pytest
 from tests.e2e.harness import Editor, shown
 from tests.fixtures import free_port
 
-from .common import N_CTX, editor_for, events_of, exit_while_streaming, fill_the_window
+from .common import (
+    N_CTX,
+    editor_for,
+    events_of,
+    exit_while_streaming,
+    fill_the_window,
+    retry_kinds,
+)
 from .common import serve as serve_server
 
 LLAMA_SERVER = os.environ.get("AGENT_ASSIST_LLAMA_SERVER")
@@ -124,6 +131,23 @@ async def test_a_template_that_takes_tools_keeps_them(tmp_path: Path) -> None:
         await asyncio.sleep(1)  # the background check has had its answer
         assert not [m for m in shown(editor) if NO_TOOLS in m]
         assert all("Use the tools" in sent for sent in instructions_sent(editor, session_id))
+        await editor.stop()
+
+
+async def test_without_jinja_it_refuses_the_tools_and_the_chat_goes_on_without_them(
+    tmp_path: Path,
+) -> None:
+    """`--no-jinja`: HTTP 500 "tools param requires --jinja flag" for any request with tools."""
+    for url in serve("--no-jinja"):
+        editor = editor_for(tmp_path, url)
+        await editor.start()
+        session_id = (await editor.ready())["sessionId"]
+        first = await editor.request("agentAssist/chat", {"text": "Say hello in one line."})
+        second = await editor.request("agentAssist/chat", {"text": "Say goodbye in one line."})
+        assert (first["attempts"], second["attempts"]) == (2, 1)  # refused once, then without
+        assert retry_kinds(editor, session_id) == ["no-tools"]
+        (warning,) = [m for m in shown(editor) if "takes no tools for this model" in m]
+        assert "tools param requires --jinja flag" in warning
         await editor.stop()
 
 
