@@ -42,8 +42,14 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
             self._json(200, {"object": "list", "data": [model]})
         elif self.path == "/props" and self.fake.template_tools is not None:
             takes = self.fake.template_tools
-            caps = {"supports_tools": takes, "supports_tool_calls": takes}
-            self._json(200, {"chat_template_caps": caps, "build_info": "b1-fake"})
+            props: dict[str, Any] = {
+                "chat_template_caps": {"supports_tools": takes, "supports_tool_calls": takes},
+                "build_info": "b1-fake",
+                "total_slots": self.fake.slots or 1,
+            }
+            if self.fake.context_window is not None:  # a slot's context: the window
+                props["default_generation_settings"] = {"n_ctx": self.fake.context_window}
+            self._json(200, props)
         else:
             self._error(404, f"no route {self.path}", "invalid_request_error")
 

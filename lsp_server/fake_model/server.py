@@ -29,8 +29,9 @@ tool choice (`tool_choice: "required"`, as structured output sends) fails its ha
 
 ``FakeOpenAI(template_tools=False|True)`` is llama.cpp's llama-server: it says `llama.cpp`
 in its `Server` header, and its `GET /props` says whether the model's chat template takes
-tools (`chat_template_caps.supports_tools`). With False it answers as that server does, as
-if no tools had been sent (the scripted replies should then hold no tool calls).
+tools (`chat_template_caps.supports_tools`), and its `context_window` as a slot's
+`n_ctx`. With False it answers as that server does, as if no tools had been sent (the
+scripted replies should then hold no tool calls).
 
 ``FakeOpenAI(slots=1)`` answers one request at a time, as a local server with one slot
 does (llama.cpp's ``--parallel 1``, llama-cpp-python): the others wait for it.

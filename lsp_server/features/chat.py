@@ -189,21 +189,29 @@ def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int, reads
     return f"The model request failed{tries}{status}: {fault.message}"
 
 
+def adopt_window(ls: AgentAssistServer, window: int, source: str) -> bool:
+    """Work within `window` tokens if it is smaller than the working window; True if so."""
+    if window >= ls.config.context_window:
+        return False
+    logger.warning(
+        "%s a context window of %d tokens (configured: %d); using it",
+        source,
+        window,
+        ls.config.context_window,
+    )
+    ls.config = ls.config.with_window(window)
+    ls.session.set_history_budget(ls.config.history_budget)
+    return True
+
+
 async def heal_overflow(ls: AgentAssistServer, history_ops: History, fault: ModelFault) -> bool:
     """Heal a prompt over the window: take the window the server reported, and compact.
 
     Return False if neither changed anything (sending the same prompt again is pointless).
     """
-    lowered = fault.window is not None and fault.window < ls.config.context_window
-    if fault.window is not None and lowered:
-        logger.warning(
-            "the model %s a context window of %d tokens (configured: %d); using it",
-            "reads" if fault.kind == "truncated" else "reports",
-            fault.window,
-            ls.config.context_window,
-        )
-        ls.config = ls.config.with_window(fault.window)
-        ls.session.set_history_budget(ls.config.history_budget)
+    lowered = fault.window is not None and adopt_window(
+        ls, fault.window, "the model reads" if fault.kind == "truncated" else "the model reports"
+    )
     cuts = ls.runner.cuts if ls.runner is not None else None
     if fault.kind == "truncated" and cuts is not None and not cuts.told:  # else unheard of
         cuts.told = True
@@ -309,11 +317,18 @@ class Chat(Feature):
             attempts=recorder.attempt,
         )
 
-    async def _check_template(self, runner: ChatRunner) -> None:
-        """After the first answer of llama-server: chat without tools if it drops them."""
-        if await runner.template_drops_tools():
+    async def _read_server_props(self, runner: ChatRunner) -> None:
+        """After llama-server's first answer: its window, and no tools if it drops them."""
+        props = await runner.read_server_props()
+        if props is None:
+            return
+        ls = self.server
+        if props.window is not None:
+            adopt_window(ls, props.window, "llama-server's /props give")
+        if props.takes_tools is False and runner.tools:
+            runner.without_tools()
             logger.warning("llama-server's chat template takes no tools; chatting without them")
-            self.server.show(TEMPLATE_WARNING)
+            ls.show(TEMPLATE_WARNING)
 
     def _after_turn(self) -> None:
         """Work a turn needs done but its result need not wait for.
@@ -326,8 +341,8 @@ class Chat(Feature):
         ls = self.server
         ls.index_in_background()
         self.need(RunningSummary).schedule()
-        if ls.runner is not None and not ls.runner.template_checked:
-            ls.spawn(self._check_template(ls.runner), "llama-server template check")
+        if ls.runner is not None and not ls.runner.props_read:
+            ls.spawn(self._read_server_props(ls.runner), "llama-server's /props")
         if ls.runner is not None and ls.lifecycle is not None and ls.lifecycle.session is not None:
             try:
                 ls.runner.prepare_history(ls.lifecycle.message_history())

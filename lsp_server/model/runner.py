@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from pydantic_ai import Agent
     from pydantic_ai.settings import ModelSettings
 
+    from .props import ServerProps
+
 SUMMARY_RETRY_AFTER = 600.0  # seconds before a model that failed to summarise is asked again
 
 
@@ -120,7 +122,7 @@ class ChatRunner:
         self._history = ModelMessageCache()
         self.cuts = CutWatch()  # a server that cuts prompts silently (Ollama)
         self.tools = True  # False once the server refused the tools for this model
-        self.template_checked = False  # llama-server was asked whether its template takes tools
+        self.props_read = False  # llama-server was asked what it is (`read_server_props`)
         self.quirks = ServerQuirks()  # what else it refused, shared by every agent built
         # Bytes of an earlier tool result the model is sent at most (None: all of it).
         self.result_limit: int | None = None
@@ -132,24 +134,20 @@ class ChatRunner:
         self.tools = False
         self._agent = None
 
-    async def template_drops_tools(self) -> bool:
-        """Ask llama-server once whether its chat template takes tools; True if it does not.
+    async def read_server_props(self) -> ServerProps | None:
+        """Read llama-server's `/props` once, after the first answer (None: not llama-server).
 
-        Called after a turn was answered; only a server that said it is llama.cpp is asked
-        (`props`). Then the chat goes on without tools, as after a server refused them.
+        Only a server that said it is llama.cpp (its `Server` header) is asked (`props`).
         """
-        from .props import LLAMA_SERVER, template_takes_tools
+        from .props import LLAMA_SERVER, read_props
 
-        if self.template_checked:
-            return False
-        self.template_checked = True  # after the first answer: the server has said what it is
+        if self.props_read:
+            return None
+        self.props_read = True  # after the first answer: the server has said what it is
         url = self.model.base_url
-        if not self.tools or self.quirks.server != LLAMA_SERVER or url is None:
-            return False
-        if await template_takes_tools(url, self.model.api_key) is not False:
-            return False
-        self.without_tools()
-        return True
+        if self.quirks.server != LLAMA_SERVER or url is None:
+            return None
+        return await read_props(url, self.model.api_key)
 
     def _build(self) -> Agent[ToolDeps, str]:
         from .build import build_agent

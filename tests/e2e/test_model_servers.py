@@ -112,6 +112,34 @@ async def test_a_server_whose_template_takes_tools_or_that_is_not_llama_server_k
     await editor.stop()
 
 
+async def test_llama_servers_window_is_taken_from_its_props_before_any_prompt_overflows(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    """/props give a slot's n_ctx: the session is compacted in time, never refused."""
+    fake.template_tools = True
+    fake.context_window, fake.overflow = 2048, "llama-server"
+    fake.add(*["OK"] * 8)
+    editor: Editor = make_editor()
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    filler = "The agent answers questions about orders and refunds, politely. " * 12  # ~200
+    await editor.request("agentAssist/chat", {"text": f"Turn 1. {filler}"})
+
+    async def window() -> int:
+        while (status := await editor.request("agentAssist/status"))["contextWindow"] > 2048:
+            await asyncio.sleep(0.02)
+        return int(status["contextWindow"])
+
+    assert await asyncio.wait_for(window(), 20) == 2048  # read once the first answer came
+    for n in range(2, 9):
+        reply = await editor.request("agentAssist/chat", {"text": f"Turn {n}. {filler}"})
+        assert reply["endReason"] == "completed" and reply["attempts"] == 1
+    events = stored(workspace, home).read_events(session_id).events
+    assert not [e for e in events if e.type == "step/retry"]  # no prompt was ever refused
+    assert any(e.type == "session/compact" for e in events)  # compacted to fit, in time
+    await editor.stop()
+
+
 async def test_the_summary_of_a_model_without_tools_is_asked_for_as_json_text(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:

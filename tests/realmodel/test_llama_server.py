@@ -15,8 +15,9 @@ that llama-cpp-python vendors builds it::
 
 What differs from llama-cpp-python: the stream carries usage (the cut check judges real
 counts), a prompt over the window is HTTP 400 `exceed_context_size_error` with `n_ctx`,
-and a model whose chat template has no tools (SmolLM2's) gets none, without an error: only
-`GET /props` says so (`chat_template_caps.supports_tools`). LiteLLM's proxy passes the
+`GET /props` gives a slot's window, and a model whose chat template has no tools
+(SmolLM2's) gets none, without an error: only `/props` says so
+(`chat_template_caps.supports_tools`). LiteLLM's proxy passes the
 overflow on in words of its own around llama-server's message (no `n_ctx`), and asks for
 an API key (its master key).
 """
@@ -151,13 +152,33 @@ async def test_without_jinja_it_refuses_the_tools_and_the_chat_goes_on_without_t
         await editor.stop()
 
 
+async def test_its_window_is_read_from_its_props_after_the_first_answer(
+    tmp_path: Path, llama_server: str
+) -> None:
+    editor = editor_for(tmp_path, llama_server)
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    await editor.request("agentAssist/chat", {"text": "Say hello in one line."})
+
+    async def window() -> int:
+        while (status := await editor.request("agentAssist/status"))["contextWindow"] > N_CTX:
+            await asyncio.sleep(0.05)
+        return int(status["contextWindow"])
+
+    assert await asyncio.wait_for(window(), 20) == N_CTX  # -c 2048 -np 1: one slot's n_ctx
+    assert retry_kinds(editor, session_id) == []  # known without a refused prompt
+    await editor.stop()
+
+
 async def test_a_full_window_heals_and_every_turn_completes(
     tmp_path: Path, llama_server: str
 ) -> None:
     editor = editor_for(tmp_path, llama_server)
     await editor.start()
     await editor.ready()
-    _, events = await fill_the_window(editor)
+    # The window is read from /props after the first answer: compacted in time, a prompt
+    # may still be refused where our estimate of its tokens fell short.
+    _, events = await fill_the_window(editor, overflow=None)
     # The stream carries the server's counts: judged by the cut check, and let pass.
     usages = [e.data.usage for e in events if e.type == "step/end"]
     assert usages and not any(u.get("estimated") for u in usages)

@@ -575,14 +575,16 @@ def test_props_url_is_beside_the_openai_base() -> None:
 @pytest.mark.parametrize("takes", [True, False, None])
 async def test_llama_servers_props_say_whether_its_template_takes_tools(takes: bool | None) -> None:
     from lsp_server.fake_model import FakeOpenAI
-    from lsp_server.model.props import template_takes_tools
+    from lsp_server.model.props import ServerProps, read_props
 
-    with FakeOpenAI(template_tools=takes) as fake:  # None: not llama-server, /props is a 404
-        assert await template_takes_tools(fake.base_url, "k") is takes
+    with FakeOpenAI(template_tools=takes, context_window=2048) as fake:
+        props = await read_props(fake.base_url, "k")
+    # None: not llama-server, /props is a 404 and says nothing
+    assert props == (ServerProps() if takes is None else ServerProps(takes, 2048))
 
 
 async def test_props_that_cannot_be_read_are_unknown() -> None:
-    from lsp_server.model.props import template_takes_tools
+    from lsp_server.model.props import ServerProps, read_props
     from tests.fixtures import free_port
 
-    assert await template_takes_tools(f"http://127.0.0.1:{free_port()}/v1", None) is None
+    assert await read_props(f"http://127.0.0.1:{free_port()}/v1", None) == ServerProps()
