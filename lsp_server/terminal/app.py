@@ -22,6 +22,11 @@ from .render import ReplyView, args_summary
 if TYPE_CHECKING:
     from rich.console import Console
 
+NO_MODEL = (
+    "No model is configured. Set AGENT_ASSIST_LLM_MODEL_NAME, AGENT_ASSIST_LLM_BASE_URL and "
+    "AGENT_ASSIST_LLM_API_KEY (or AGENT_ASSIST_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY) and "
+    "start `agent-assist chat` again; `agent-assist demo` shows the whole flow without a model."
+)
 RESUME_QUESTION = "Resume previous session?"
 RESUME, NEW_SESSION = "Resume", "New session"
 DELETE_FILES, KEEP_FILES, CANCEL = "Delete files", "Keep files", "Cancel"
@@ -48,6 +53,7 @@ class ChatApp:
         self.options = options or {}
         self.client: LspClient | None = None
         self.session_id: str | None = None
+        self.model: str | None = None  # the server's model, from the banner's status
         self.view: ReplyView | None = None
         self.turn: PendingRequest | None = None
         self.cancelling = False
@@ -237,19 +243,31 @@ class ChatApp:
         finally:
             if self.view is not None:
                 self.view.stop()
+            kept = await self._session_kept()
             with contextlib.suppress(asyncio.CancelledError):
                 await client.shutdown()
-            if self.session_id:
+            if self.session_id and kept:
                 self.say(f"Closed session {self.session_id}. Bye.", "dim")
+            elif self.session_id:
+                self.say("Bye (no turns in this session: nothing to keep).", "dim")
         return code
 
-    async def _banner(self) -> None:
-        from ..config import HOW_TO_CONFIGURE_MODEL
+    async def _session_kept(self) -> bool:
+        """Whether the session has anything to keep (a turn); True when the server cannot say."""
+        if self.client is None or self.session_id is None:
+            return True
+        try:
+            status = await asyncio.wait_for(self.request(proto.STATUS), 5)
+        except (LspError, ServerExitedError, OSError, TimeoutError, asyncio.CancelledError):
+            return True
+        return bool(status.get("turns")) or bool(status.get("resumed"))
 
+    async def _banner(self) -> None:
         assert self.client is not None
         status = await self.request(proto.STATUS)
         how = "resumed" if status.get("resumed") else "new"
-        model = status.get("model") or "none"
+        self.model = status.get("model")
+        model = self.model or "none"
         self.say(
             f"agent-assist chat · {self.workspace} · session {status['sessionId']} ({how}) · "
             f"model {model}",
@@ -257,8 +275,8 @@ class ChatApp:
         )
         if status.get("readOnly"):
             self.warn("This session is read-only (damaged log or newer format); /reset to chat.")
-        if not status.get("model"):
-            self.warn(HOW_TO_CONFIGURE_MODEL)
+        if not self.model:
+            self.warn(NO_MODEL)
         self.say("Type a message, /help for commands, Ctrl+D to quit.", "dim")
 
     async def _loop(self) -> int:
@@ -288,6 +306,9 @@ class ChatApp:
     async def chat(self, text: str) -> None:
         """Send one message; stream the reply; Ctrl+C cancels it."""
         assert self.client is not None
+        if not self.model:
+            self.error("No model is configured (see above): nothing was sent.")
+            return
         view = ReplyView(self.console)
         self.view = view
         self.cancelling = False

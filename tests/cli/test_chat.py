@@ -21,12 +21,12 @@ BANNER = re.compile(r"session ([a-f0-9]{12}) \((new|resumed)\)")
 
 
 def spawn_chat(
-    workspace: Path, home: Path, fake: FakeOpenAI, *extra: str, log: Path | None = None
+    workspace: Path, home: Path, fake: FakeOpenAI | None, *extra: str, log: Path | None = None
 ) -> pexpect.spawn:
     child = pexpect.spawn(
         sys.executable,
         ["-m", "lsp_server.cli", "chat", "--workspace", str(workspace), *extra],
-        env=clean_env(home, model_env(fake)),
+        env=clean_env(home, model_env(fake) if fake is not None else None),
         cwd=str(REPO),
         encoding="utf-8",
         timeout=40,
@@ -160,7 +160,7 @@ def test_chat_streams_cancels_and_runs_every_slash_command(
 
     child.expect_exact(PROMPT)
     child.sendcontrol("d")
-    child.expect_exact("Bye.")
+    child.expect_exact("Bye (no turns in this session: nothing to keep).")  # just reset
     assert finish(child) == 0
 
 
@@ -346,6 +346,22 @@ def test_explicit_instance_keeps_its_own_session(
     child.expect_exact(PROMPT)
     child.sendcontrol("d")
     assert finish(child) == 0
+
+
+def test_without_a_model_the_terminal_says_how_and_keeps_no_empty_session(
+    workspace: Path, home: Path
+) -> None:
+    child = spawn_chat(workspace, home, None)
+    child.expect(BANNER)
+    child.expect_exact("No model is configured. Set AGENT_ASSIST_LLM_MODEL_NAME")
+    child.expect_exact("start `agent-assist chat` again")
+    command(child, "hello")
+    child.expect_exact("No model is configured (see above): nothing was sent.")
+    child.expect_exact(PROMPT)
+    child.sendcontrol("d")
+    child.expect_exact("Bye (no turns in this session: nothing to keep).")
+    assert finish(child) == 0
+    assert SessionManager(workspace, home=home).list_sessions() == []
 
 
 @pytest.mark.parametrize(
