@@ -69,8 +69,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("id", help="session id (or a unique prefix)")
     p.set_defaults(func=lazy("show", "cmd_show"))
 
-    p = sub.add_parser("search", parents=[common, stored], help="full-text search of the sessions")
-    p.add_argument("text")
+    p = sub.add_parser(
+        "search",
+        parents=[common, stored],
+        help="find a text in the sessions",
+        description="Find every event whose text contains the given text, taken literally "
+        "(no search syntax), in any script, inside words and paths; case and width are "
+        "ignored (Unicode NFKC and case folding). Whole-word matches come first.",
+    )
+    p.add_argument("text", help="the text to find (quote it if it has spaces)")
     p.add_argument("--all-projects", action="store_true", help="every project in the store")
     p.add_argument("--limit", type=int, default=20, help="most results per project")
     p.set_defaults(func=lazy("search", "cmd_search"))
