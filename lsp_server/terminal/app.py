@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 NO_MODEL = (
-    "No model is configured. Set AGENT_ASSIST_LLM_MODEL_NAME, AGENT_ASSIST_LLM_BASE_URL and "
-    "AGENT_ASSIST_LLM_API_KEY (or AGENT_ASSIST_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY) and "
-    "start `agent-assist chat` again; `agent-assist demo` shows the whole flow without a model."
+    "No model is configured. Start `agent-assist chat --model NAME --base-url URL` (the key in "
+    "AGENT_ASSIST_LLM_API_KEY), or set AGENT_ASSIST_LLM_MODEL_NAME, AGENT_ASSIST_LLM_BASE_URL "
+    "and AGENT_ASSIST_LLM_API_KEY (or AGENT_ASSIST_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY); "
+    "`agent-assist demo` shows the whole flow without a model."
 )
 RESUME_QUESTION = "Resume previous session?"
 RESUME, NEW_SESSION = "Resume", "New session"

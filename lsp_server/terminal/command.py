@@ -47,6 +47,20 @@ def run_chat(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {}
     if args.context_window is not None:
         options["contextWindow"] = args.context_window
+    model: dict[str, str] = {}
+    if args.model is not None:
+        model["name"] = args.model
+    if args.base_url is not None:
+        if not re.match(r"https?://[^/\s]", args.base_url):
+            err.print(
+                f"agent-assist chat: --base-url {args.base_url!r} is not an http(s) URL "
+                "(for example http://127.0.0.1:8080/v1)",
+                markup=False,
+            )
+            return 2
+        model["baseUrl"] = args.base_url
+    if model:
+        options["model"] = model
     reader: LineReader = PromptReader() if sys.stdin.isatty() else PlainReader()
     console = Console(highlight=False, soft_wrap=True)
     app = ChatApp(
@@ -76,6 +90,18 @@ def register(subparsers: Any) -> None:
         "--instance",
         metavar="ID",
         help="instance id: which previous session to offer (default: derived from the directory)",
+    )
+    parser.add_argument(
+        "--model",
+        metavar="NAME",
+        help="the model to ask (default: $AGENT_ASSIST_LLM_MODEL_NAME)",
+    )
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (default: "
+        "$AGENT_ASSIST_LLM_BASE_URL, else OpenAI's); its key comes from "
+        "$AGENT_ASSIST_LLM_API_KEY (or $OPENAI_API_KEY), never from the command line",
     )
     parser.add_argument(
         "--context-window",

@@ -353,8 +353,8 @@ def test_without_a_model_the_terminal_says_how_and_keeps_no_empty_session(
 ) -> None:
     child = spawn_chat(workspace, home, None)
     child.expect(BANNER)
-    child.expect_exact("No model is configured. Set AGENT_ASSIST_LLM_MODEL_NAME")
-    child.expect_exact("start `agent-assist chat` again")
+    child.expect_exact("No model is configured. Start `agent-assist chat --model NAME --base-url")
+    child.expect_exact("`agent-assist demo` shows the whole flow without a model.")
     command(child, "hello")
     child.expect_exact("No model is configured (see above): nothing was sent.")
     child.expect_exact(PROMPT)
@@ -364,9 +364,29 @@ def test_without_a_model_the_terminal_says_how_and_keeps_no_empty_session(
     assert SessionManager(workspace, home=home).list_sessions() == []
 
 
+def test_the_model_and_its_server_given_on_the_command_line(
+    workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    # No model in the environment: only the options name it (the key is the fake's own).
+    child = spawn_chat(workspace, home, None, "--model", fake.model_id, "--base-url", fake.base_url)
+    child.expect(BANNER)
+    child.expect_exact(f"model {fake.model_id}")
+    command(child, "hello from the flags")
+    child.expect_exact("turn 1 ·")
+    child.expect_exact(PROMPT)
+    child.sendcontrol("d")
+    child.expect_exact("Bye.")
+    assert finish(child) == 0
+    assert fake.requests, "the model named on the command line was never asked"
+
+
 @pytest.mark.parametrize(
     "args",
-    [["--instance", "bad id!"], ["--workspace", "/nonexistent/agent-assist-test"]],
+    [
+        ["--instance", "bad id!"],
+        ["--workspace", "/nonexistent/agent-assist-test"],
+        ["--base-url", "127.0.0.1:8080/v1"],
+    ],
 )
 def test_chat_usage_errors_exit_2(args: list[str], home: Path) -> None:
     result = run_cli("chat", *args, env=clean_env(home))
