@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import sys
+
 import pytest
 
-from session.redaction import REDACTED, Redactor, content_placeholder
+from session.redaction import HINT_WORDS, REDACTED, Redactor, content_placeholder
 
 
 @pytest.mark.parametrize(
@@ -31,6 +34,30 @@ def test_bearer_and_assignments_keep_their_prefix() -> None:
     )
     assert r.scrub_text('api_key = "hunter2hunter2"') == f"api_key = {REDACTED}"
     assert r.scrub_text("password: s3cretpass") == f"password: {REDACTED}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "api_\u212aey = hunter2hunter2",  # KELVIN SIGN, which (?i) takes for k
+        "pa\u017f\u017fword: s3cretpass",  # LONG S, which (?i) takes for s
+        "AUTH_TOKEN=abcdef123456",
+        "Authorization: BEARER abcdefghijklmnop",
+    ],
+)
+def test_case_insensitive_secrets_are_found_whatever_their_case(text: str) -> None:
+    scrubbed = Redactor().scrub_text(text)
+    assert REDACTED in scrubbed and not scrubbed.endswith(("2hunter2", "retpass", "123456"))
+
+
+def test_the_pre_check_misses_no_character_the_patterns_take_for_a_letter() -> None:
+    # The pre-check searches the case-folded text for the words every case-insensitive
+    # pattern holds: each character `(?i)` matches to one of their letters must fold to it.
+    letters = sorted(set("".join(HINT_WORDS)))
+    everything = "".join(map(chr, range(sys.maxunicode + 1))).replace("\n", "")
+    for letter in letters:
+        taken = re.findall(f"(?i){letter}", everything)
+        assert all(ch.casefold() == letter for ch in taken), (letter, taken)
 
 
 def test_configured_key_is_redacted_anywhere() -> None:
