@@ -258,7 +258,7 @@ class ChatApp:
         if self.client is None or self.session_id is None:
             return True
         try:
-            status = await asyncio.wait_for(self.request(proto.STATUS), 5)
+            status = await asyncio.wait_for(self.request(proto.STATUS), 2)
         except (LspError, ServerExitedError, OSError, TimeoutError, asyncio.CancelledError):
             return True
         return bool(status.get("turns")) or bool(status.get("resumed"))
