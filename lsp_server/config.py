@@ -13,10 +13,13 @@ AutoResume = Literal["ask", "always", "never"]
 Persistence = Literal["full", "metadata"]
 
 HOW_TO_CONFIGURE_MODEL = (
-    "No model is configured. Set initializationOptions.model.name (and baseUrl, apiKey) in "
-    "your editor's agent-assist settings, or the environment variables "
-    "AGENT_ASSIST_LLM_MODEL_NAME, AGENT_ASSIST_LLM_BASE_URL and AGENT_ASSIST_LLM_API_KEY "
-    "(or AGENT_ASSIST_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY) before starting the server."
+    "No model is configured. VS Code: the settings agentAssist.model.name and "
+    "agentAssist.model.baseUrl, and the key with the command Agent Assist: Set API Key. "
+    "Neovim: setup({ model = { name = ..., base_url = ... } }), the key in "
+    "AGENT_ASSIST_LLM_API_KEY. Another client: initializationOptions.model {name, baseUrl, "
+    "apiKey}. Or the server's environment: AGENT_ASSIST_LLM_MODEL_NAME, "
+    "AGENT_ASSIST_LLM_BASE_URL and AGENT_ASSIST_LLM_API_KEY (or AGENT_ASSIST_MODEL, "
+    "OPENAI_BASE_URL, OPENAI_API_KEY). Then restart the server."
 )
 
 

@@ -189,7 +189,15 @@ async def test_no_model_configured_says_how_to_configure(make_editor) -> None:
     with pytest.raises(JsonRpcException) as info:
         await editor.request("agentAssist/chat", {"text": "hi"})
     assert info.value.code == -32803
-    assert "AGENT_ASSIST_LLM_MODEL_NAME" in info.value.message
+    # Each client's own words: VS Code's settings and command, Neovim's setup, the rest.
+    for how in (
+        "agentAssist.model.name",
+        "Agent Assist: Set API Key",
+        "setup({ model = { name = ..., base_url = ... } })",
+        "initializationOptions.model",
+        "AGENT_ASSIST_LLM_MODEL_NAME",
+    ):
+        assert how in info.value.message
 
 
 async def test_cancel_aborts_the_turn_and_keeps_the_session(
