@@ -28,6 +28,10 @@ DEFAULT_STREAM = 60.0
 # The first token may take longer: a local server reads the whole prompt before it sends
 # anything (minutes for a long prompt and a large model on a CPU).
 DEFAULT_FIRST_TOKEN = 300.0
+DEFAULT_MAX_REPLY_BYTES = 4 << 20
+DEFAULT_MAX_CALLS_PER_RESPONSE = 64
+DEFAULT_MAX_CALLS_PER_TURN = 256
+DEFAULT_MAX_ARGUMENT_BYTES = 1 << 20
 DEFAULT_CONTEXT_WINDOW = 128_000
 MIN_CONTEXT_WINDOW = 1_000
 
@@ -42,11 +46,22 @@ class ModelConfig:
     max_retries: int = DEFAULT_MAX_RETRIES
     stream_timeout: float = DEFAULT_STREAM  # seconds between chunks of a stream
     first_token_timeout: float = DEFAULT_FIRST_TOKEN  # to the first byte of an answer
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # of one streamed reply, text and tool calls
 
     @property
     def configured(self) -> bool:
         """Return True if a model name is known."""
         return bool(self.name)
+
+
+@dataclass(frozen=True)
+class ToolsConfig:
+    """What the model's tools may do in one response, one turn, one call."""
+
+    protected_paths: tuple[str, ...] = ()  # the user's globs, added to the built-in ones
+    max_calls_per_response: int = DEFAULT_MAX_CALLS_PER_RESPONSE
+    max_calls_per_turn: int = DEFAULT_MAX_CALLS_PER_TURN
+    max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,7 @@ class ServerConfig:
     compact_at: float = 0.6
     drift_messages: bool = True  # also show resume drift as window/showMessage
     store: str = "local"  # or a PostgreSQL connection string (never logged: it may hold a password)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
 
     @property
     def compact_threshold(self) -> int:
@@ -211,8 +227,21 @@ def parse_initialization_options(
     first_token_timeout = seconds(
         "firstTokenTimeout", "AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT", DEFAULT_FIRST_TOKEN
     )
+    max_reply_bytes = int(
+        _bounded(
+            warnings,
+            "model.maxReplyBytes",
+            model_opts.get("maxReplyBytes"),
+            int,
+            65_536,
+            268_435_456,
+            DEFAULT_MAX_REPLY_BYTES,
+            " bytes",
+        )
+    )
     model = ModelConfig(
         max_retries=max_retries,
+        max_reply_bytes=max_reply_bytes,
         stream_timeout=stream_timeout,
         first_token_timeout=max(first_token_timeout, stream_timeout),
         name=_first(
@@ -252,5 +281,40 @@ def parse_initialization_options(
         compact_at,
         drift_messages,
         store,
+        _tools(options.get("tools"), warnings),
     )
     return config, warnings
+
+
+def _tools(raw: object, warnings: list[str]) -> ToolsConfig:
+    """Parse `tools`; each invalid field falls back to its default with a warning."""
+    if raw is None:
+        return ToolsConfig()
+    if not isinstance(raw, Mapping):
+        warnings.append(
+            "tools must be an object {protectedPaths, maxCallsPerResponse, maxCallsPerTurn, "
+            "maxArgumentBytes}; using the defaults"
+        )
+        return ToolsConfig()
+    protected: tuple[str, ...] = ()
+    value = raw.get("protectedPaths")
+    if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
+        protected = tuple(v.strip() for v in value)
+    elif value is not None:
+        warnings.append(
+            "tools.protectedPaths must be a list of glob strings; only the built-in ones apply"
+        )
+
+    def count(key: str, low: int, high: int, default: int, unit: str = "") -> int:
+        return int(_bounded(warnings, f"tools.{key}", raw.get(key), int, low, high, default, unit))
+
+    return ToolsConfig(
+        protected_paths=protected,
+        max_calls_per_response=count(
+            "maxCallsPerResponse", 1, 1_000, DEFAULT_MAX_CALLS_PER_RESPONSE
+        ),
+        max_calls_per_turn=count("maxCallsPerTurn", 1, 10_000, DEFAULT_MAX_CALLS_PER_TURN),
+        max_argument_bytes=count(
+            "maxArgumentBytes", 1_024, 67_108_864, DEFAULT_MAX_ARGUMENT_BYTES, " bytes"
+        ),
+    )

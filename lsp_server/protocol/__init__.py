@@ -22,7 +22,7 @@ from .notifications import (
     ToolCallParams,
     TurnStartedParams,
 )
-from .options import InitializationOptions, ModelOptions
+from .options import InitializationOptions, ModelOptions, ToolsOptions
 from .requests import (
     BY_METHOD,
     CHAT,
@@ -153,6 +153,7 @@ __all__ = [
     "HistoryResult",
     "InitializationOptions",
     "ModelOptions",
+    "ToolsOptions",
     "NewResult",
     "Notification",
     "OpenParams",

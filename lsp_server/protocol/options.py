@@ -37,6 +37,43 @@ class ModelOptions(Params):
         description="Seconds to the first data of an answer (a local server reads the prompt "
         "first) before an attempt is retried (default 300; never less than streamTimeout).",
     )
+    max_reply_bytes: int | None = Field(
+        default=None,
+        ge=65_536,
+        le=268_435_456,
+        description="Bytes of one streamed reply (text and tool-call arguments) past which the "
+        "attempt ends as `length` with a note (default 4194304).",
+    )
+
+
+class ToolsOptions(Params):
+    """What the model's tools may do; past a limit the model is told so in the tool result."""
+
+    protected_paths: list[str] | None = Field(
+        default=None,
+        description="Globs (relative to the workspace) the model's file tools write only after "
+        "the user confirms, added to the defaults (`.git/**`, `.vscode/tasks.json`, "
+        "`.github/workflows/**`, ...; see docs/reliability.md).",
+    )
+    max_calls_per_response: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000,
+        description="Tool calls one model response may ask for; the rest are refused (default 64).",
+    )
+    max_calls_per_turn: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description="Tool calls in one turn; past it every call is refused (default 256).",
+    )
+    max_argument_bytes: int | None = Field(
+        default=None,
+        ge=1_024,
+        le=67_108_864,
+        description="Bytes of one tool call's arguments (a written file's content included); "
+        "a larger call is refused (default 1048576).",
+    )
 
 
 class InitializationOptions(Params):
@@ -49,6 +86,7 @@ class InitializationOptions(Params):
     )
     auto_resume: AutoResume | None = None
     model: ModelOptions | None = None
+    tools: ToolsOptions | None = None
     persistence: Persistence | None = None
     tracked_files: list[str] | None = Field(
         default=None, description="Globs of files whose drift is watched."

@@ -182,16 +182,36 @@ def test_listed_rows_go_on_the_wire_as_their_sessions_would() -> None:
 def test_every_declared_option_is_parsed_by_the_server() -> None:
     bad: dict[str, Any] = {"model": {}}
     for name, info in proto.InitializationOptions.model_fields.items():
-        if name != "model":
+        if name not in ("model", "tools"):
             bad[info.alias or name] = {"not": "valid"}
     for name, info in proto.ModelOptions.model_fields.items():
         if name not in ("name", "base_url", "api_key"):
             bad["model"][info.alias or name] = "not valid"
+    bad["tools"] = {
+        info.alias or name: "not valid" for name, info in proto.ToolsOptions.model_fields.items()
+    }
     _, warnings = parse_initialization_options(bad, "test", {})
     said = " ".join(warnings)
-    for name in [*bad, *(f"model.{k}" for k in bad["model"])]:
-        if name != "model":
+    nested = [f"{group}.{k}" for group in ("model", "tools") for k in bad[group]]
+    for name in [*bad, *nested]:
+        if name not in ("model", "tools"):
             assert name in said, f"{name}: an invalid value is not reported: {warnings}"
+
+
+def test_tools_options_are_parsed_with_defaults_and_bounds() -> None:
+    config, warnings = parse_initialization_options(
+        {"tools": {"protectedPaths": ["deploy/**"], "maxCallsPerResponse": 8}}, "test", {}
+    )
+    assert warnings == []
+    assert config.tools.protected_paths == ("deploy/**",)
+    assert config.tools.max_calls_per_response == 8
+    assert config.tools.max_calls_per_turn == 256
+    config, warnings = parse_initialization_options({"tools": {"maxCallsPerTurn": 0}}, "t", {})
+    assert config.tools.max_calls_per_turn == 256 and "tools.maxCallsPerTurn" in warnings[0]
+    config, warnings = parse_initialization_options({"tools": "all"}, "t", {})
+    assert config.tools.max_calls_per_response == 64 and "tools must be an object" in warnings[0]
+    config, _ = parse_initialization_options({"model": {"maxReplyBytes": 100_000}}, "t", {})
+    assert config.model.max_reply_bytes == 100_000
 
 
 def test_every_request_is_served_and_is_a_command() -> None:

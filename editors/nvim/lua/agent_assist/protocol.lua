@@ -143,6 +143,7 @@ M.errors = {
 ---@field instanceId? string This editor instance (a window): it resumes its own last session.
 ---@field autoResume? agent_assist.AutoResume
 ---@field model? agent_assist.ModelOptions
+---@field tools? agent_assist.ToolsOptions
 ---@field persistence? agent_assist.Persistence
 ---@field trackedFiles? string[] Globs of files whose drift is watched.
 ---@field contextWindow? integer Tokens (default 128000). Range 1000..10000000.
@@ -157,6 +158,7 @@ M.errors = {
 ---@field maxRetries? integer Retries of a failed model request (default 2). Range 0..10.
 ---@field streamTimeout? number Seconds without stream data before an attempt is retried (default 60). Range 1..3600.
 ---@field firstTokenTimeout? number Seconds to the first data of an answer (a local server reads the prompt first) before an attempt is retried (default 300; never less than streamTimeout). Range 1..3600.
+---@field maxReplyBytes? integer Bytes of one streamed reply (text and tool-call arguments) past which the attempt ends as `length` with a note (default 4194304). Range 65536..268435456.
 
 ---@class agent_assist.NewResult A fresh session; the previous one stays whole on disk.
 ---@field sessionId string
@@ -273,6 +275,12 @@ M.errors = {
 ---@field callId string Ties a call's `started` to its `done` or `failed`.
 
 ---@alias agent_assist.ToolStatus "started"|"done"|"failed" Where a tool call is.
+
+---@class agent_assist.ToolsOptions What the model's tools may do; past a limit the model is told so in the tool result.
+---@field protectedPaths? string[] Globs (relative to the workspace) the model's file tools write only after the user confirms, added to the defaults (`.git/**`, `.vscode/tasks.json`, `.github/workflows/**`, ...; see docs/reliability.md).
+---@field maxCallsPerResponse? integer Tool calls one model response may ask for; the rest are refused (default 64). Range 1..1000.
+---@field maxCallsPerTurn? integer Tool calls in one turn; past it every call is refused (default 256). Range 1..10000.
+---@field maxArgumentBytes? integer Bytes of one tool call's arguments (a written file's content included); a larger call is refused (default 1048576). Range 1024..67108864.
 
 ---@class agent_assist.TranscriptItem One item of a chat view's transcript.
 ---@field turn integer? Null for a notice outside any turn, e.g. "Older turns were compacted."

@@ -197,6 +197,7 @@ export interface InitializationOptions {
   instanceId?: string | null;
   autoResume?: AutoResume | null;
   model?: ModelOptions | null;
+  tools?: ToolsOptions | null;
   persistence?: Persistence | null;
   /** Globs of files whose drift is watched. */
   trackedFiles?: string[] | null;
@@ -222,6 +223,8 @@ export interface ModelOptions {
   streamTimeout?: number | null;
   /** Seconds to the first data of an answer (a local server reads the prompt first) before an attempt is retried (default 300; never less than streamTimeout). Range 1..3600. */
   firstTokenTimeout?: number | null;
+  /** Bytes of one streamed reply (text and tool-call arguments) past which the attempt ends as `length` with a note (default 4194304). Range 65536..268435456. */
+  maxReplyBytes?: number | null;
 }
 
 /** A fresh session; the previous one stays whole on disk. */
@@ -407,6 +410,18 @@ export interface ToolCallParams {
 
 /** Where a tool call is. */
 export type ToolStatus = "started" | "done" | "failed";
+
+/** What the model's tools may do; past a limit the model is told so in the tool result. */
+export interface ToolsOptions {
+  /** Globs (relative to the workspace) the model's file tools write only after the user confirms, added to the defaults (`.git/**`, `.vscode/tasks.json`, `.github/workflows/**`, ...; see docs/reliability.md). */
+  protectedPaths?: string[] | null;
+  /** Tool calls one model response may ask for; the rest are refused (default 64). Range 1..1000. */
+  maxCallsPerResponse?: number | null;
+  /** Tool calls in one turn; past it every call is refused (default 256). Range 1..10000. */
+  maxCallsPerTurn?: number | null;
+  /** Bytes of one tool call's arguments (a written file's content included); a larger call is refused (default 1048576). Range 1024..67108864. */
+  maxArgumentBytes?: number | null;
+}
 
 /** One item of a chat view's transcript. */
 export interface TranscriptItem {
