@@ -58,6 +58,14 @@ class NoEditor:
         """Refuse, as a client that cannot apply edits does."""
         return False
 
+    async def confirm(self, relative: str, reason: str) -> bool:
+        """Say no, as a client that cannot ask does."""
+        return False
+
+    def protected_globs(self) -> tuple[str, ...]:
+        """None beyond the built-in ones."""
+        return ()
+
 
 @dataclass
 class LoopTurn:

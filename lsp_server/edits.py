@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from session.workspace.protected import shown_path
+
 if TYPE_CHECKING:
     from .server import AgentAssistServer
+
+
+logger = logging.getLogger(__name__)
+
+# The answers to a protected write's question (the terminal client knows them too).
+ALLOW_WRITE, REFUSE_WRITE = "Allow write", "Refuse"
+
+
+def write_question(relative: str, reason: str) -> str:
+    """Return the question for a protected write: only the path comes from the model."""
+    return (
+        f"Agent Assist: the model wants to write {shown_path(relative)}, a protected path: "
+        f"{reason}. Allow this write?"
+    )
 
 
 class WorkspaceEdits:
@@ -21,6 +38,32 @@ class WorkspaceEdits:
         """Return True if the client can apply workspace edits."""
         caps = self.ls.client_capabilities.workspace
         return bool(caps and caps.apply_edit)
+
+    def protected_globs(self) -> tuple[str, ...]:
+        """Return the user's `tools.protectedPaths`."""
+        return self.ls.config.tools.protected_paths
+
+    async def confirm(self, relative: str, reason: str) -> bool:
+        """Ask with `window/showMessageRequest`; False if refused, dismissed or not askable."""
+        window = self.ls.client_capabilities.window
+        if window is None or window.show_message is None:
+            logger.info("refused a write of %s: the client cannot ask", shown_path(relative))
+            return False
+        try:
+            answer = await self.ls.window_show_message_request_async(
+                types.ShowMessageRequestParams(
+                    type=types.MessageType.Warning,
+                    message=write_question(relative, reason),
+                    actions=[
+                        types.MessageActionItem(ALLOW_WRITE),
+                        types.MessageActionItem(REFUSE_WRITE),
+                    ],
+                )
+            )
+        except Exception as exc:  # the client failed to ask: no answer is a no
+            logger.warning("the question about %s failed (%s)", shown_path(relative), exc)
+            return False
+        return answer is not None and answer.title == ALLOW_WRITE
 
     async def apply_file_edit(self, relative: str, content: str) -> bool:
         """Replace a file's content through `workspace/applyEdit` (undoable in the editor)."""

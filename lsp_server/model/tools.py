@@ -11,6 +11,7 @@ from typing import Protocol
 from session.checkpoints import unlink_if_hard_linked
 from session.lifecycle import SessionLifecycle
 from session.workspace.patterns import SKIPPED_DIRS
+from session.workspace.protected import in_git_directory, protection
 from session.workspace.safe_paths import is_safe_relative_path
 
 BASE_INSTRUCTIONS = (
@@ -62,6 +63,17 @@ class EditorHost(Protocol):
 
     async def apply_file_edit(self, relative: str, content: str) -> bool:
         """Apply a whole-file edit through the editor; False if it cannot."""
+        ...
+
+    async def confirm(self, relative: str, reason: str) -> bool:
+        """Ask the user whether the model may write `relative` (`reason`: why it is asked).
+
+        False when the user says no or dismisses the question, or the editor cannot ask.
+        """
+        ...
+
+    def protected_globs(self) -> tuple[str, ...]:
+        """Return the user's protected-path globs (added to the built-in ones)."""
         ...
 
 
@@ -178,15 +190,62 @@ def list_files(deps: ToolDeps, directory: str = ".") -> list[str]:
     return [*entries, note] if note else entries
 
 
+EXEC_BITS = 0o111
+EXECUTABLE_REASON = "it is executable: what the model writes would run as a program"
+
+
+def _executable(target: Path) -> bool:
+    try:
+        st = os.lstat(target)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and bool(st.st_mode & EXEC_BITS)
+
+
+def _drop_exec(fd: int) -> bool:
+    """Clear the executable (and setuid/setgid) bits of an open file; True if it had some."""
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode) or not mode & (EXEC_BITS | stat.S_ISUID | stat.S_ISGID):
+        return False
+    os.fchmod(fd, stat.S_IMODE(mode) & ~(EXEC_BITS | stat.S_ISUID | stat.S_ISGID))
+    return True
+
+
+async def _allowed(deps: ToolDeps, path: str, relative: str, target: Path) -> bool:
+    """Ask about a protected path (a refusal raises); return True if the user said yes.
+
+    An executable file is asked about too; without a yes it is written, not executable.
+    """
+    why = protection(relative, deps.host.protected_globs()) or in_git_directory(deps.root, relative)
+    executable = _executable(target)
+    if why is None:
+        return executable and await deps.host.confirm(relative, EXECUTABLE_REASON)
+    if executable:
+        why += "; it is executable and stays so"
+    if not await deps.host.confirm(relative, why):
+        raise ToolError(
+            f"{path} is a protected path ({why}). Writing it needs the user's yes, and the "
+            "user did not give it (or the editor cannot ask): nothing was written. Do not "
+            "write it another way; tell the user what you wanted to change and why."
+        )
+    return True
+
+
 async def write_file(deps: ToolDeps, path: str, content: str) -> str:
-    """Write a workspace file through the editor (undoable) or directly."""
+    """Write a workspace file through the editor (undoable) or directly.
+
+    A protected path is written only after the user said yes; an executable file the
+    user did not confirm loses its executable bits.
+    """
     target = _checked_path(deps, path)
     relative = path.strip().removeprefix("./")
     data = content.encode("utf-8")
     deps.calls.clear()  # a read after a write may see something new
+    confirmed = await _allowed(deps, path, relative, target)
     if await deps.host.apply_file_edit(relative, content):
         deps.lifecycle.note_assistant_write(relative, data)
-        return f"{relative}: edit applied in the editor ({len(data)} bytes; undoable there)"
+        note = "" if confirmed else _drop_exec_after_edit(target)
+        return f"{relative}: edit applied in the editor ({len(data)} bytes; undoable there){note}"
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         if not is_safe_relative_path(deps.root, relative):  # parent dirs may have changed
@@ -195,8 +254,26 @@ async def write_file(deps: ToolDeps, path: str, content: str) -> str:
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(target, flags, 0o644)
         with os.fdopen(fd, "wb") as fh:
+            dropped = not confirmed and _drop_exec(fd)
             fh.write(data)
     except OSError as exc:  # a directory there, no space left, not allowed, ...
         raise ToolError(f"cannot write {path}: {exc.strerror}") from None
     deps.lifecycle.note_assistant_write(relative, data)
-    return f"{relative}: written ({len(data)} bytes)"
+    return f"{relative}: written ({len(data)} bytes){NOT_EXECUTABLE if dropped else ''}"
+
+
+NOT_EXECUTABLE = "; it is no longer executable (the user did not confirm keeping it so)"
+
+
+def _drop_exec_after_edit(target: Path) -> str:
+    """Clear the executable bits of a file the editor wrote; the note for the model."""
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        return NOT_EXECUTABLE if _drop_exec(fd) else ""
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)

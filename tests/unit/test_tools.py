@@ -17,6 +17,12 @@ class NoEditor:
     async def apply_file_edit(self, relative: str, content: str) -> bool:
         return False
 
+    async def confirm(self, relative: str, reason: str) -> bool:
+        return False
+
+    def protected_globs(self) -> tuple[str, ...]:
+        return ()
+
 
 def deps_for(manager: SessionManager, limit: int) -> ToolDeps:
     lifecycle = make_lifecycle(manager)
