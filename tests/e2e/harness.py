@@ -7,6 +7,7 @@ import os
 import sys
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,8 @@ class Editor:
         resume_answer: str | None = "Resume",
         reset_answer: str | None = "Keep files",
         apply_edits: bool = True,
+        answers: Callable[[types.ShowMessageRequestParams], str | None] | None = None,
+        can_ask: bool = True,
         env: dict[str, str] | None = None,
     ) -> None:
         self.workspace = workspace
@@ -109,6 +112,8 @@ class Editor:
         self.resume_answer = resume_answer
         self.reset_answer = reset_answer
         self.apply_edits = apply_edits
+        self.answers = answers  # answers the questions other than resume (else reset_answer)
+        self.can_ask = can_ask  # False: no window.showMessage capability
         self.env = env or {}
         self.notifications: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.questions: list[types.ShowMessageRequestParams] = []
@@ -133,11 +138,12 @@ class Editor:
         @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
         def ask(ls: Any, params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
             self.questions.append(params)
-            answer = (
-                self.resume_answer
-                if "Resume previous session?" in params.message
-                else self.reset_answer
-            )
+            if "Resume previous session?" in params.message:
+                answer = self.resume_answer
+            elif self.answers is not None:
+                answer = self.answers(params)
+            else:
+                answer = self.reset_answer
             return None if answer is None else types.MessageActionItem(title=answer)
 
         @client.feature(types.CLIENT_REGISTER_CAPABILITY)
@@ -183,6 +189,8 @@ class Editor:
             cwd=str(REPO),
         )
         capabilities = client_capabilities(CLIENTS[self.client_name])
+        if not self.can_ask and capabilities.window is not None:
+            capabilities.window.show_message = None
         uri = from_fs_path(str(self.workspace))
         self.result = await self.client.initialize_session(
             types.InitializeParams(
