@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .output import confirm, iso, short, write_json
 from .running import OK, ProblemError, UsageError
-from .table import quoted
+from .table import clean, quoted
 from .targets import (
     database_of,
     in_use,
@@ -137,7 +137,8 @@ def prune(args: argparse.Namespace, store: AnyStore, age: timedelta) -> int:
     }
     out: list[str] = []
     for info in candidates:
-        out.append(f"  {info.session_id}  {short(info.updated_at)}  {info.title or ''}")
+        title = clean(info.title or "")
+        out.append(f"  {info.session_id}  {short(info.updated_at)}  {title}")
     for info in busy:
         out.append(f"  {info.session_id}  in use: skipped")
     if not args.json:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from session.terminal_text import inert
+
 from .doctor_database import check_database
 from .output import plain_console, write_json
 from .running import OK, PROBLEM
@@ -332,7 +334,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         console = plain_console()
         for finding in report.findings:
             console.print(
-                f"{_MARKS[finding.level]} {finding.area}: {finding.message}",
+                inert(f"{_MARKS[finding.level]} {finding.area}: {finding.message}"),
                 markup=False,
                 style=_STYLES[finding.level],
             )

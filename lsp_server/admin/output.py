@@ -1,10 +1,16 @@
-"""What admin commands print: a plain console, JSON on stdout, times, a y/N question."""
+"""What admin commands print: a plain console, JSON on stdout, times, a y/N question.
+
+Stored text is printed inert (`session.terminal_text`): its control characters are shown,
+never obeyed by the terminal; JSON escapes them (C1 and separators too), keeping the value.
+"""
 
 from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+from session.terminal_text import inert_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -25,7 +31,7 @@ def write_json(value: Any) -> None:
     import orjson  # ~7 ms to load: only for a command that prints JSON
 
     options = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
-    data = orjson.dumps(value, default=str, option=options) + b"\n"
+    data = inert_json(orjson.dumps(value, default=str, option=options)) + b"\n"
     out = sys.stdout
     buffer = getattr(out, "buffer", None)
     if buffer is None:  # a text-only stream (some test harnesses)

@@ -10,6 +10,8 @@ import argparse
 import sys
 from typing import Any
 
+from session.terminal_text import inert
+
 from .output import plain_console, write_json
 from .running import OK, PROBLEM, ProblemError, UsageError
 from .table import quoted
@@ -110,7 +112,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         ]
         if args.all_projects:
             cells.insert(0, row["project"])
-        table.add_row(*(Text(c) for c in cells))
+        table.add_row(*(Text(inert(c)) for c in cells))
     console.print(table)
     return OK
 

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from session.terminal_text import inert, inert_json
+
 from .dump import load_session, session_meta
 from .output import plain_console, write_json
 from .running import OK
@@ -24,7 +26,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         write_json({**meta, "items": dump.items})
         return OK
     console = plain_console()
-    console.print(f"Session {session_id}: {meta['title'] or '(untitled)'}", markup=False)
+    title = inert(meta["title"] or "(untitled)")
+    console.print(f"Session {session_id}: {title}", markup=False)
     console.print(
         f"created {meta['createdAt']} · updated {meta['updatedAt']} · {meta['turns']} turns · "
         f"{meta['events']} events",
@@ -33,11 +36,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     )
     if meta["parentSessionId"]:
         console.print(f"fork of {meta['parentSessionId']}", markup=False, style="dim")
-    console.print(f"log: {meta['log']}", markup=False, style="dim")
+    console.print(f"log: {inert(str(meta['log']))}", markup=False, style="dim")
     for problem in dump.problems:
-        console.print(f"⚠ {problem}", markup=False, style="yellow")
+        console.print(f"⚠ {inert(problem)}", markup=False, style="yellow")
     if dump.read_only:
-        console.print(f"⚠ read-only: {dump.read_only}", markup=False, style="yellow")
+        console.print(f"⚠ read-only: {inert(dump.read_only)}", markup=False, style="yellow")
     console.print()
     for item in dump.items:
         print_item(console, item)
@@ -57,7 +60,8 @@ def cmd_export(args: argparse.Namespace) -> int:
                 "transcript": dump.items,
                 "events": [event.model_dump(mode="json") for event in dump.events],
             }
-            text = json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n"
+            text = json.dumps(payload, indent=2, ensure_ascii=False, default=str)
+            text = inert_json(text.encode()).decode() + "\n"
     if args.output and args.output != "-":
         out = Path(args.output).expanduser()
         out.write_text(text, encoding="utf-8")

@@ -3,7 +3,8 @@
 `sessions list` prints one at every call; building it with rich cost ~35 ms of imports
 and layout, a third of the listing's time at 10,000 sessions. This prints what `git` or
 `gh` print: no borders, two spaces between columns, wide (CJK) characters counted as two
-cells, control characters shown as spaces (a title is the user's text), and on a terminal
+cells, newlines and tabs shown as spaces and other control characters visibly (`␛`: a title
+is the user's text, see `session.terminal_text`), and on a terminal
 the column named to shrink cut with `…` so that no line wraps. Piped, nothing is cut.
 """
 
@@ -14,6 +15,8 @@ import sys
 import unicodedata
 from collections.abc import Sequence
 
+from session.terminal_text import inert
+
 GAP = "  "
 ELLIPSIS = "…"
 MIN_SHRUNK = 8  # the shrinking column keeps at least this many cells
@@ -21,9 +24,10 @@ QUOTED_CELLS = 60  # the most of a user's text that a one-line message repeats
 
 
 def clean(text: str) -> str:
-    """Return `text` with control characters (newlines, escapes) replaced by spaces."""
+    """Return `text` on one line: newlines and tabs as spaces, escapes shown (`␛`)."""
     if text.isprintable():
         return text
+    text = inert(text.replace("\n", " ").replace("\t", " "))
     return "".join(c if c.isprintable() else " " for c in text)
 
 

@@ -1,8 +1,14 @@
-"""A session's transcript rendered: on the console, and as a Markdown document."""
+"""A session's transcript rendered: on the console, and as a Markdown document.
+
+Both are inert (`session.terminal_text`): a Markdown file `cat`-ed later must not drive the
+terminal either, so its control characters are shown too (the JSON export keeps them).
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from session.terminal_text import inert
 
 from .dump import SessionDump, session_meta
 
@@ -14,7 +20,7 @@ if TYPE_CHECKING:
 
 def print_item(console: Console, item: dict[str, Any]) -> None:
     """Print one transcript item as plain text."""
-    role, text, turn = item["role"], item["text"], item.get("turn")
+    role, text, turn = item["role"], inert(item["text"]), item.get("turn")
     if role == "user":
         console.print(f"You (turn {turn}): {text}", markup=False, style="bold")
     elif role == "assistant":
@@ -22,9 +28,10 @@ def print_item(console: Console, item: dict[str, Any]) -> None:
             console.print(f"Assistant: {text}", markup=False)
         reason = item.get("endReason")
         if reason and reason != "completed":
-            console.print(f"  [turn {turn} {reason}]", markup=False, style="yellow")
+            console.print(f"  [turn {turn} {inert(reason)}]", markup=False, style="yellow")
     elif role == "tool":
-        console.print(f"  tool {text} ({item.get('status')})", markup=False, style="dim")
+        status = inert(str(item.get("status")))
+        console.print(f"  tool {text} ({status})", markup=False, style="dim")
     else:
         console.print(f"  {text}", markup=False, style="dim")
 
@@ -63,4 +70,4 @@ def transcript_markdown(dump: SessionDump, manager: AnyStore) -> str:
             lines += ["", f"> tool `{text}` ({item.get('status')})"]
         else:
             lines += ["", f"_{text}_"]
-    return "\n".join(lines) + "\n"
+    return inert("\n".join(lines)) + "\n"

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from session.terminal_text import inert
+
 from .. import protocol as proto
 from ..client import PROGRESS, SHOW_MESSAGE, LspClient, LspError, PendingRequest, ServerExitedError
 from .commands import COMMANDS
@@ -64,10 +66,10 @@ class ChatApp:
     # -- printing -----------------------------------------------------------------------
 
     def say(self, text: str, style: str | None = None) -> None:
-        """Print plain text (never interpreted as markup)."""
+        """Print plain text (never markup; control characters shown, not obeyed)."""
         from rich.text import Text
 
-        self.console.print(Text(text, style=style or ""))
+        self.console.print(Text(inert(text), style=style or ""))
 
     def error(self, text: str) -> None:
         """Print an error line."""
@@ -78,7 +80,7 @@ class ChatApp:
         self.say(f"⚠ {text}", "yellow")
 
     def _server_log(self, line: str) -> None:
-        sys.stderr.write(f"[server] {line}\n")
+        sys.stderr.write(f"[server] {inert(line)}\n")
 
     # -- server events --------------------------------------------------------------------
 
@@ -149,7 +151,7 @@ class ChatApp:
     async def read(self, prompt: str) -> str:
         """Read a line; then take SIGINT back (prompt-toolkit replaces its handler)."""
         try:
-            return await self.reader.read(prompt)
+            return await self.reader.read(inert(prompt))
         finally:
             self._install_signals()
 

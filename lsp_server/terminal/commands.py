@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import protocol as proto
 from ..admin.table import quoted
 from ..client import LspError
-from .render import short_time, table
+from .render import markdown, short_time, table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -239,8 +239,6 @@ async def open_session(chat: Chat, rest: str) -> None:
 
 async def history(chat: Chat, rest: str) -> None:
     """/history: the transcript of the current session."""
-    from rich.markdown import Markdown
-
     result = await chat.request(proto.HISTORY)
     items = result.get("items") or []
     if not items:
@@ -253,7 +251,7 @@ async def history(chat: Chat, rest: str) -> None:
             chat.say(f"You (turn {item.get('turn')}): {item.get('text')}", "bold")
         elif role == "assistant":
             if item.get("text"):
-                chat.console.print(Markdown(item["text"]))
+                chat.console.print(markdown(item["text"]))
             if item.get("partial"):
                 chat.say(f"  [turn {item.get('turn')} {reason or 'open'}: incomplete]", "yellow")
             elif reason and reason != "completed":

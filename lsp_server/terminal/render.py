@@ -1,9 +1,15 @@
-"""Drawing the chat: the streamed reply (spinner, then live Markdown) and plain-text tables."""
+"""Drawing the chat: the streamed reply (spinner, then live Markdown) and plain-text tables.
+
+What the model or the store wrote is made inert first (`session.terminal_text`): its
+control characters are shown, never obeyed, and a Markdown link shows its target.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
+
+from session.terminal_text import inert
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
@@ -18,6 +24,13 @@ def args_summary(args: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def markdown(text: str) -> RenderableType:
+    """Return Markdown of model text: escapes shown, links as `text (url)`, never OSC 8."""
+    from rich.markdown import Markdown
+
+    return Markdown(inert(text), hyperlinks=False)
+
+
 class StreamedMarkdown:
     """Markdown of text that keeps growing; parsed only when the screen is refreshed."""
 
@@ -25,9 +38,7 @@ class StreamedMarkdown:
         self.text = ""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        from rich.markdown import Markdown
-
-        yield Markdown(self.text)
+        yield markdown(self.text)
 
 
 class ReplyView:
@@ -96,11 +107,11 @@ def table(title: str, columns: list[str], rows: list[list[str]]) -> RenderableTy
     from rich.table import Table
     from rich.text import Text
 
-    grid = Table(title=Text(title))
+    grid = Table(title=Text(inert(title)))
     for column in columns:
         grid.add_column(column, overflow="fold")
     for row in rows:
-        grid.add_row(*(Text(cell) for cell in row))
+        grid.add_row(*(Text(inert(cell)) for cell in row))
     return grid
 
 
