@@ -8,15 +8,13 @@ workspace a project's sessions recorded, and lists the `active_<instance>.json` 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .events import SessionStartEvent
-from .log.reader import parse_event_line
 from .paths import is_valid_instance_id
 from .storage import read_json_file
 from .store.manager import POINTER_PREFIX, POINTER_SUFFIX, SessionManager
+from .store.projects import workspace_in_log
 
 _SNAPSHOT_LIMIT = 16 * 1024 * 1024
 
@@ -86,7 +84,7 @@ def recorded_workspace_root(manager: SessionManager) -> str | None:
     """Return the workspace root recorded in a project's logs or snapshots."""
     for session_id in sorted(manager.session_ids()):
         log = manager.log_path(session_id)
-        if not log.is_symlink() and (root := _root_in_log(log)):
+        if not log.is_symlink() and (root := workspace_in_log(log)):
             return root
         snapshot = manager.snapshot_path(session_id)
         if snapshot.is_symlink():
@@ -129,19 +127,3 @@ def _manager_at(home: Path, project_dir: Path, workspace_root: Path) -> SessionM
         manager.checkpoints_dir = project_dir / "checkpoints"
         manager.blobs_dir = project_dir / "blobs"
     return manager
-
-
-def _root_in_log(path: Path) -> str | None:
-    """Return the workspace root of a log's `session/start` (its first line)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            event = parse_event_line(fh.readline())
-    except (ValueError, OSError):
-        return None
-    if isinstance(event, SessionStartEvent) and event.data.workspace_root:
-        return event.data.workspace_root
-    return None

@@ -9,6 +9,7 @@ nothing behind (as a local one leaves no file).
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -31,13 +32,15 @@ from ..store.backend import StoreKind
 from ..store.listing import SessionInfo
 from ..store.listing_files import ListedRow, listed_row
 from ..store.session import Session, boundary_state, write_session_start
-from ..workspace.identity import project_identity
+from ..workspace.identity import ProjectIdentity, claimed_remote, project_identity
 from .checkpoints import PgCheckpointStore
 from .log import PgEventLog, replay_spool
 from .opening import open_from_rows
 from .spool import Spool, adopt_legacy_spool, spool_dir, spooled_sessions
 from .store import PgStore
 from .writer import SessionWriter, held_sessions
+
+logger = logging.getLogger(__name__)
 
 
 class PgSessionStore:
@@ -46,9 +49,9 @@ class PgSessionStore:
     def __init__(self, pg: PgStore, workspace_root: Path, *, home: Path | None = None) -> None:
         self.pg = pg
         self.workspace_root = workspace_root.resolve()
-        # The project's portable identity: a clone elsewhere, on another machine, is the same.
+        # The project's proved identity: a clone elsewhere, on another machine, is the same.
         self.identity = project_identity(self.workspace_root)
-        self.project = self.identity.key
+        self.project = choose_project(pg, self.identity, str(self.workspace_root))
         # Events the database could not take wait here (`pg/spool.py`).
         root = home if home is not None else storage_root()
         self.home = root
@@ -128,8 +131,11 @@ class PgSessionStore:
                 return candidate
 
     def exists(self, session_id: str) -> bool:
-        """Return True if this role has the session."""
-        return is_valid_session_id(session_id) and self.pg.session(session_id) is not None
+        """Return True if this project has the session (another project's is not seen)."""
+        if not is_valid_session_id(session_id):
+            return False
+        row = self.pg.session(session_id)
+        return row is not None and row.project == self.project
 
     def _missing(self, session_id: str) -> SessionNotFoundError:
         return SessionNotFoundError(f"no session {session_id} in the PostgreSQL store")
@@ -151,7 +157,7 @@ class PgSessionStore:
         session_id = session_id or self.new_session_id()
         redactor = (redactor or Redactor()).with_mode(persistence == "metadata")
         writer = self.pg.acquire_writer(session_id, redactor)
-        if self.exists(session_id):
+        if self.pg.session(session_id) is not None:  # in any project of this role
             writer.release()
             raise SessionError(f"session {session_id} already exists in the PostgreSQL store")
 
@@ -412,6 +418,28 @@ class PgSessionStore:
     def close(self) -> None:
         """Close the pool."""
         self.pg.close()
+
+
+def choose_project(pg: PgStore, identity: ProjectIdentity, workspace_root: str) -> str:
+    """Return the `project` this workspace's sessions are kept under (`docs/storage.md`).
+
+    The identity's key, unless an origin remote is claimed without that key's proof and this
+    very workspace recorded sessions under the claim: rows recorded before the root commit was
+    required (`remote:<location>`) take the proved key now; without a proof (no commit yet, a
+    shallow clone) the project this workspace used is kept. A remote URL alone joins nothing.
+    """
+    claim = identity.remote
+    if claim is None:
+        return identity.key
+    used = [p for p in pg.projects_at(workspace_root) if claimed_remote(p) == claim]
+    if identity.kind == "path":
+        return used[0] if used else identity.key
+    if claim in used:
+        if pg.read_only_reason is not None:
+            return claim  # read as it is; moved by the next start that may write
+        moved = pg.rename_project(claim, identity.key)
+        logger.info("%d sessions of %s moved to the proved project %s", moved, claim, identity.key)
+    return identity.key
 
 
 def _warn(warnings: list[str] | None, message: str) -> None:

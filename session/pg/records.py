@@ -138,6 +138,39 @@ def list_sessions_page(
     return [], int(found[0]) if found else 0
 
 
+def projects_at(conn: Conn, schema: str, workspace_root: str) -> list[str]:
+    """Return the projects whose sessions recorded this workspace, the most recent first."""
+    rows = conn.execute(
+        q(
+            schema,
+            "SELECT project FROM {s}.sessions WHERE owner = {me} AND workspace_root = %s"
+            " GROUP BY project ORDER BY max(updated_at) DESC, project",
+        ),
+        (text_value(workspace_root),),
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def rename_project(conn: Conn, schema: str, old: str, new: str) -> int:
+    """Move this role's sessions and pointers from project `old` to `new`; return how many."""
+    with conn.transaction():
+        done = conn.execute(
+            q(schema, "UPDATE {s}.sessions SET project = %s WHERE owner = {me} AND project = %s"),
+            (text_value(new), text_value(old)),
+        )
+        conn.execute(
+            q(
+                schema,
+                "UPDATE {s}.pointers p SET project = %(new)s"
+                " WHERE p.owner = {me} AND p.project = %(old)s AND NOT EXISTS ("
+                " SELECT 1 FROM {s}.pointers o WHERE o.owner = p.owner"
+                " AND o.project = %(new)s AND o.instance_id = p.instance_id)",
+            ),
+            {"new": text_value(new), "old": text_value(old)},
+        )
+    return done.rowcount
+
+
 def delete_session(conn: Conn, schema: str, session_id: str) -> bool:
     """Delete a session with its events, pointers and checkpoints (not its blobs)."""
     cur = conn.execute(

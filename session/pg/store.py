@@ -199,6 +199,14 @@ class PgStore:
         """Return the session's row, or None."""
         return self._run(records.get_session, session_id)
 
+    def projects_at(self, workspace_root: str) -> list[str]:
+        """Return the projects whose sessions recorded this workspace, the most recent first."""
+        return self._run(records.projects_at, workspace_root)
+
+    def rename_project(self, old: str, new: str) -> int:
+        """Move this role's sessions and pointers of project `old` to `new`."""
+        return self._write(records.rename_project, old, new)
+
     def list_sessions(self, project: str | None = None) -> list[SessionRow]:
         """Return this role's sessions, the most recently updated first."""
         return self._run(records.list_sessions, project)

@@ -50,6 +50,7 @@ class ProjectLayout:
         self.home = home if home is not None else storage_root()
         self.identity = project_identity(self.workspace_root)
         self.adopt = True  # record the identity in the project directory at the first write
+        self._marked = False
         self.project_dir = find_project_dir(
             self.home / "projects", self.workspace_root, self.identity
         )
@@ -61,8 +62,8 @@ class ProjectLayout:
         """Create the project directories (0700), refusing symlinks; record the identity."""
         for directory in (self.home, self.home / "projects", self.project_dir, self.sessions_dir):
             ensure_private_dir(directory)
-        if self.adopt:
-            mark(self.project_dir, self.identity)
+        if self.adopt and not self._marked:
+            self._marked = mark(self.project_dir, self.identity, self.workspace_root)
 
     def check_store_dirs(self) -> None:
         """Raise StorageError if a store directory is a symlink: nothing is read through it."""

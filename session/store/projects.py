@@ -1,18 +1,24 @@
-"""Which directory under `projects/` holds a project: found by its portable identity.
+"""Which directory under `projects/` holds a project: found by its proved identity.
 
-A project is named by its identity (`workspace/identity.py`: the origin remote, else the
-root commit, else the absolute path). Each project directory keeps that identity in
-`project.json` (`{key, kind, how, name}`), written with its first session. Opening a
-workspace looks, in order, for
+A project is named by its identity (`workspace/identity.py`: the origin remote with the root
+commit, else the root commit, else the absolute path). Each project directory keeps that
+identity in `project.json` (`{key, kind, how, name, remote, folders}`), written with its first
+session; `folders` are the workspaces that have used it. Opening a workspace looks, in order,
+for
 
 1. a directory whose `project.json` names the same key: the project moved, was renamed, or
    is another clone of the same repository (its sessions are shared; each editor instance
    keeps its own session and lock);
-2. the directory named as before identities, `<name>_<hash8>` of the absolute path: it is
+2. a directory that claims the same origin remote without this key's proof (recorded before
+   the root commit was required, or while it could not be read) and whose `folders` (or,
+   recorded before them, its sessions' `session/start`) name this very workspace: it is kept,
+   and its `project.json` takes the proved key at the next write;
+3. the directory named as before identities, `<name>_<hash8>` of the absolute path: it is
    adopted (its `project.json` written at the next write), never moved or renamed;
-3. else a new one: `<name>_<digest of the key>` for a repository, `<name>_<hash8>` of the
+4. else a new one: `<name>_<digest of the key>` for a repository, `<name>_<hash8>` of the
    path otherwise (as before).
 
+A remote URL alone never joins two folders: anyone can write it into a `.git/config`.
 Directories are read without following symlinks; a damaged `project.json` is ignored.
 """
 
@@ -21,20 +27,30 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from ..events import SessionStartEvent
+from ..log.reader import parse_event_line
 from ..paths import project_dir_name
 from ..storage import StorageError, atomic_write_json, read_json_file
-from ..workspace.identity import ProjectIdentity
+from ..workspace.identity import ProjectIdentity, claimed_remote
 
 logger = logging.getLogger(__name__)
 
 MARKER = "project.json"
-_MARKER_BYTES = 64 * 1024
+_MARKER_BYTES = 256 * 1024
+_MAX_FOLDERS = 256  # the newest kept: a marker stays small whatever moves
 
 
 def read_marker(project_dir: Path) -> str | None:
     """Return the identity key a project directory's `project.json` names, or None."""
+    marker = _read(project_dir)
+    return marker["key"] if marker is not None else None
+
+
+def _read(project_dir: Path) -> dict[str, Any] | None:
     try:
         raw = read_json_file(project_dir / MARKER, max_bytes=_MARKER_BYTES)
     except FileNotFoundError:
@@ -42,8 +58,22 @@ def read_marker(project_dir: Path) -> str | None:
     except ValueError as exc:
         logger.warning("%s: ignored (%s)", project_dir / MARKER, exc)
         return None
-    key = raw.get("key") if isinstance(raw, dict) else None
-    return key if isinstance(key, str) and key else None
+    if not isinstance(raw, dict) or not isinstance(raw.get("key"), str) or not raw["key"]:
+        return None
+    return raw
+
+
+def _claim(marker: dict[str, Any]) -> str | None:
+    """Return the origin remote a marker claims: its `remote`, or that of a `remote:` key."""
+    remote = marker.get("remote")
+    return remote if isinstance(remote, str) else claimed_remote(marker["key"])
+
+
+def _proved(marker: dict[str, Any]) -> bool:
+    """Return True if the marker's key is proved (a root commit), not a remote or path alone."""
+    key = marker["key"]
+    assert isinstance(key, str)
+    return key.startswith("commit:") or (key.startswith("remote:") and claimed_remote(key) != key)
 
 
 def new_dir_name(workspace_root: Path, identity: ProjectIdentity) -> str:
@@ -57,43 +87,122 @@ def new_dir_name(workspace_root: Path, identity: ProjectIdentity) -> str:
 def find_project_dir(projects: Path, workspace_root: Path, identity: ProjectIdentity) -> Path:
     """Return the directory of the project at `workspace_root` (existing or to be made)."""
     legacy = projects / project_dir_name(workspace_root)
-    matches: list[Path] = []
-    try:
-        entries = sorted(os.scandir(projects), key=lambda entry: entry.name)
-    except OSError:
-        entries = []
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False) and read_marker(Path(entry.path)) == identity.key:
-            matches.append(Path(entry.path))
-    if matches:
-        # this very path's directory first, if it is one of them; else the oldest name
-        return legacy if legacy in matches else matches[0]
+    markers = sorted(_markers(projects), key=lambda item: (item[0] != legacy, item[0].name))
+    for path, marker in markers:  # this very path's directory first; else the oldest name
+        if marker["key"] == identity.key:
+            return path
+    if identity.remote is not None:
+        proved = identity.kind != "path"
+        for path, marker in markers:
+            if _claim(marker) != identity.remote or (proved and _proved(marker)):
+                continue
+            if used_by(path, marker, workspace_root):
+                return path
     if _is_plain_dir(legacy):
         return legacy
     return projects / new_dir_name(workspace_root, identity)
 
 
-def mark(project_dir: Path, identity: ProjectIdentity) -> None:
-    """Record the identity in `project.json` unless the directory already names one.
-
-    Best effort: a store that refuses it (a full disk) costs nothing but the record, which
-    the next write tries again; the project is still found by its path meanwhile.
-    """
-    marker = project_dir / MARKER
-    if marker.exists() or marker.is_symlink():
-        return
+def _markers(projects: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
     try:
-        atomic_write_json(
-            marker,
-            {
-                "key": identity.key,
-                "kind": identity.kind,
-                "how": identity.how,
-                "name": identity.name,
-            },
+        entries = list(os.scandir(projects))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False) and (marker := _read(Path(entry.path))):
+            yield Path(entry.path), marker
+
+
+def used_by(project_dir: Path, marker: dict[str, Any], workspace_root: Path) -> bool:
+    """Return True if the project recorded `workspace_root` as one of its folders."""
+    root = str(workspace_root)
+    folders = marker.get("folders")
+    if isinstance(folders, list) and root in folders:
+        return True
+    return root in recorded_folders(project_dir)
+
+
+def recorded_folders(project_dir: Path) -> Iterator[str]:
+    """Yield the workspace each session's `session/start` recorded (a log's first line)."""
+    sessions = project_dir / "sessions"
+    try:
+        names = sorted(os.listdir(sessions))
+    except OSError:
+        return
+    for name in names:
+        if name.endswith(".events.jsonl") and (root := workspace_in_log(sessions / name)):
+            yield root
+
+
+def workspace_in_log(path: Path) -> str | None:
+    """Return the workspace root of a log's `session/start` (its first line)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            event = parse_event_line(fh.readline())
+    except (ValueError, OSError):
+        return None
+    if isinstance(event, SessionStartEvent) and event.data.workspace_root:
+        return event.data.workspace_root
+    return None
+
+
+def mark(project_dir: Path, identity: ProjectIdentity, workspace_root: Path) -> bool:
+    """Record the identity in `project.json`, and `workspace_root` among its folders.
+
+    A directory that already names a key keeps it, unless that key was never proved (an
+    origin remote alone, or a path) and this workspace, one of its folders, proves the same
+    remote by its root commit: then the proved key replaces it. Best effort: a store that
+    refuses it (a full disk) costs nothing but the record, which the next start tries again.
+    Return True once the record is as it should be.
+    """
+    path = project_dir / MARKER
+    if path.is_symlink():
+        return True
+    root = str(workspace_root)
+    marker = _read(project_dir) if path.exists() else None
+    if marker is None and path.exists():
+        return True  # damaged: left for a person to look at, as before
+    if marker is None:
+        record = _identity_record(identity, [root])
+    else:
+        folders = marker.get("folders")
+        listed = isinstance(folders, list)
+        if not isinstance(folders, list):  # recorded before folders: its sessions say which
+            folders = list(dict.fromkeys(recorded_folders(project_dir)))
+        folders = [folder for folder in folders if isinstance(folder, str)]
+        upgrade = (
+            identity.remote is not None
+            and identity.kind != "path"
+            and not _proved(marker)
+            and _claim(marker) == identity.remote
         )
+        if listed and root in folders and not upgrade:
+            return True
+        kept = [*[f for f in folders if f != root][-_MAX_FOLDERS + 1 :], root]
+        record = _identity_record(identity, kept) if upgrade else {**marker, "folders": kept}
+    try:
+        atomic_write_json(path, record)
     except StorageError as exc:
-        logger.warning("%s: the project's identity is not recorded yet (%s)", marker, exc)
+        logger.warning("%s: the project's identity is not recorded yet (%s)", path, exc)
+        return False
+    return True
+
+
+def _identity_record(identity: ProjectIdentity, folders: list[str]) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "key": identity.key,
+        "kind": identity.kind,
+        "how": identity.how,
+        "name": identity.name,
+    }
+    if identity.remote is not None:
+        record["remote"] = identity.remote
+    record["folders"] = folders
+    return record
 
 
 def _is_plain_dir(path: Path) -> bool:

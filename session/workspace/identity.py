@@ -1,16 +1,23 @@
-"""The portable project identity: the origin remote, else the root commit, else the path.
+"""The portable project identity: the origin remote with the root commit, else the path.
 
 Nothing the repository configures runs: its own `.git/config` alone is parsed here (never an
 `[include]`/`[includeIf]`, global or system file; `url.<base>.insteadOf` from it applies), and
-the root commit comes from one `git rev-list` with a locked-down environment and a timeout.
-Keys, with `::<posix path>` appended for a workspace below its repository's top:
-- `remote:<host>[:<port>]/<path>`: origin's first `url` (what `git fetch` uses) less scheme,
-  user, password, query and default port; host lowercased, `%xx` decoded, empty segments and one
-  `.git` dropped; the path's case kept but on hosts known to ignore it (`CASELESS_HOSTS`);
-- `remote:<absolute real path>`: a local-path origin, relative to the worktree top (the git dir
-  when bare); `repo` reads as `repo.git` when only that exists, as in `git clone`;
-- `commit:<sha>`: the parentless commit reachable from HEAD, the smallest if several (never for
-  a shallow clone); `path:<absolute resolved path>`: no repository, no commit or no git.
+the root commit comes from locked-down `git rev-list` and `git cat-file` runs with a timeout.
+A remote URL is only text anyone can write into `.git/config`, so it never names a project
+alone: the root commit proves it, and that commit's object is hashed here, so a loose object
+planted under a known id proves nothing. Keys, with `::<posix path>` appended for a workspace
+below its repository's top:
+- `remote:<host>[:<port>]/<path>+commit:<sha>`: origin's first `url` (what `git fetch` uses)
+  less scheme, user, password, query and default port; host lowercased, `%xx` decoded, empty
+  segments and one `.git` dropped; the path's case kept but on hosts known to ignore it
+  (`CASELESS_HOSTS`); then the root commit;
+- `remote:<absolute real path>+commit:<sha>`: a local-path origin, relative to the worktree top
+  (the git dir when bare); `repo` reads as `repo.git` when only that exists, as in `git clone`;
+- `commit:<sha>`: no origin; the parentless commit reachable from HEAD, the smallest if
+  several (never for a shallow clone);
+- `path:<absolute resolved path>`: no repository, no commit or no git; with an origin remote
+  but no root commit to prove it, `remote` holds `remote:<location>`, which the stores accept
+  only for a folder that project recorded (`store/projects.py`).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ _DEFAULT_PORTS = {"ssh": 22, "git+ssh": 22, "ssh+git": 22, "git": 9418, "http": 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _HOSTPORT = re.compile(r"(\[[^\]]*\]|[^:]*)(?::([0-9]{0,5}))?")
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_PROOF = re.compile(r"\+commit:(?:[0-9a-f]{64}|[0-9a-f]{40})(?=::|$)")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _KEYCHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
 _ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "\\": "\\", '"': '"'}
@@ -54,6 +62,9 @@ class ProjectIdentity:
     kind: IdentityKind
     how: str
     name: str
+    # `remote:<location>[::<inside>]`, the origin remote's part of the key (how projects were
+    # named before the root commit was required): a claim, never a proof
+    remote: str | None = None
     digest: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -74,7 +85,12 @@ class GitConfigError(ValueError):
     """A config file git itself would refuse; the message names the line."""
 
 
-class _UnusableError(Exception): ...  # why one rule cannot be used: its text goes into `how`
+class _UnusableError(Exception):
+    """Why one rule cannot be used: its text goes into `how`; `remote`, an unproved claim."""
+
+    def __init__(self, why: str, remote: str | None = None) -> None:
+        super().__init__(why)
+        self.remote = remote
 
 
 @dataclass(frozen=True)
@@ -93,7 +109,7 @@ def project_identity(root: Path, *, git_timeout: float = GIT_TIMEOUT) -> Project
     try:
         return _repository_identity(root, git_timeout)
     except _UnusableError as exc:
-        return _path_identity(root, [str(exc)])
+        return _path_identity(root, [str(exc)], exc.remote)
     except (OSError, ValueError) as exc:  # too broken to read (permissions, NUL bytes): no raise
         return _path_identity(root, [f"the repository is unreadable: {_shown(str(exc))}"])
 
@@ -109,22 +125,42 @@ def _repository_identity(root: Path, git_timeout: float) -> ProjectIdentity:
     except GitConfigError as exc:
         entries, reasons = [], [f"{_shown(str(repo.common_dir / 'config'))}: {exc}"]
     remote = _origin(entries, repo, reasons)
-    if remote is not None:
-        name = root.name if inside else remote.name
-        how = f"origin remote {_shown(remote.display)}{where}"
-        return ProjectIdentity(f"remote:{remote.location}{suffix}", "remote", how, name)
+    claim = f"remote:{remote.location}{suffix}" if remote is not None else None
     try:
         sha = _root_commit(repo, git_timeout)
     except _UnusableError as exc:
+        if remote is not None:  # the URL alone proves nothing: anyone can write it
+            why = f"origin remote {_shown(remote.display)} not proved by a root commit: {exc}"
+            raise _UnusableError("; ".join([*reasons, why]), claim) from None
         raise _UnusableError("; ".join([*reasons, str(exc)])) from None
+    if remote is not None:
+        name = root.name if inside else remote.name
+        how = f"origin remote {_shown(remote.display)}, root commit {sha[:7]}{where}"
+        key = f"remote:{remote.location}+commit:{sha}{suffix}"
+        return ProjectIdentity(key, "remote", how, name, claim)
     name = root.name if inside else (repo.top or repo.git_dir).name.removesuffix(".git")
     how = f"root commit {sha[:7]} ({'; '.join(reasons)}){where}"
     return ProjectIdentity(f"commit:{sha}{suffix}", "root-commit", how, name or "project")
 
 
-def _path_identity(root: Path, reasons: list[str]) -> ProjectIdentity:
+def claimed_remote(key: str) -> str | None:
+    """Return the `remote:` claim of a stored key, less its root commit; None for another kind.
+
+    `remote:<loc>+commit:<sha>[::<in>]` claims `remote:<loc>[::<in>]`; a key recorded before the
+    root commit was required, `remote:<loc>[::<in>]`, is its own claim (and proves nothing).
+    """
+    if not key.startswith("remote:"):
+        return None
+    found = list(_PROOF.finditer(key))
+    if not found:
+        return key
+    last = found[-1]  # a local path may hold the text too; the proof is the last one
+    return key[: last.start()] + key[last.end() :]
+
+
+def _path_identity(root: Path, reasons: list[str], remote: str | None = None) -> ProjectIdentity:
     how, name = f"absolute path ({'; '.join(reasons)})", root.name or str(root)
-    return ProjectIdentity(f"path:{root}", "path", how, name)
+    return ProjectIdentity(f"path:{root}", "path", how, name, remote)
 
 
 def _shown(text: str, limit: int = 200) -> str:
@@ -285,36 +321,46 @@ def _read_config(repo: _Repo) -> list[ConfigEntry]:
 
 
 def _root_commit(repo: _Repo, timeout: float) -> str:
-    """Return the smallest root commit reachable from HEAD, from one locked-down git run."""
+    """Return the smallest root commit reachable from HEAD whose object hashes to its id."""
     if (repo.common_dir / "shallow").exists():
         raise _UnusableError("a shallow clone, whose first commit is not the repository's")
     git = shutil.which("git")
     if git is None:
         raise _UnusableError("git not found")
-    command = [git, "--no-pager", f"--git-dir={repo.git_dir}", *_GIT_OVERRIDES]
-    command += ["rev-list", "--max-parents=0", "HEAD", "--"]
     with tempfile.TemporaryDirectory(prefix="agent-assist-git-") as home:
-        env = {k: os.environ[k] for k in ("PATH", "SYSTEMROOT") if k in os.environ}
-        env.update(HOME=home, XDG_CONFIG_HOME=home, LC_ALL="C", PAGER="cat", GIT_PAGER="cat")
-        env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0")
-        env.update(GIT_OPTIONAL_LOCKS="0", GIT_NO_LAZY_FETCH="1", GIT_NO_REPLACE_OBJECTS="1")
-        try:  # a fixed argv, no shell, a scrubbed env; stdin is never the server's
-            done = subprocess.run(  # noqa: S603
-                command, env=env, cwd=home, input=b"", capture_output=True, timeout=timeout
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise _UnusableError(f"git rev-list took over {timeout:g}s") from exc
-        except OSError as exc:
-            raise _UnusableError(f"git could not start: {exc.strerror}") from exc
+        listed = _run_git(git, repo, home, timeout, "rev-list", "--max-parents=0", "HEAD", "--")
+        roots = sorted(s for s in listed.decode("ascii", "replace").split() if _SHA.fullmatch(s))
+        if not roots:
+            raise _UnusableError("git rev-list found no root commit")
+        # git trusts an object's file name: the bytes must hash to the id, or it is planted
+        body = _run_git(git, repo, home, timeout, "cat-file", "commit", roots[0])
+    algorithm = hashlib.sha1 if len(roots[0]) == 40 else hashlib.sha256
+    if algorithm(b"commit %d\0" % len(body) + body).hexdigest() != roots[0]:
+        raise _UnusableError(f"the object of root commit {roots[0][:7]} does not hash to its id")
+    return roots[0]
+
+
+def _run_git(git: str, repo: _Repo, home: str, timeout: float, *args: str) -> bytes:
+    """Run one git command on the repository, locked down; return its output or raise why not."""
+    command = [git, "--no-pager", f"--git-dir={repo.git_dir}", *_GIT_OVERRIDES, *args]
+    env = {k: os.environ[k] for k in ("PATH", "SYSTEMROOT") if k in os.environ}
+    env.update(HOME=home, XDG_CONFIG_HOME=home, LC_ALL="C", PAGER="cat", GIT_PAGER="cat")
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_TERMINAL_PROMPT="0")
+    env.update(GIT_OPTIONAL_LOCKS="0", GIT_NO_LAZY_FETCH="1", GIT_NO_REPLACE_OBJECTS="1")
+    try:  # a fixed argv, no shell, a scrubbed env; stdin is never the server's
+        done = subprocess.run(  # noqa: S603
+            command, env=env, cwd=home, input=b"", capture_output=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise _UnusableError(f"git {args[0]} took over {timeout:g}s") from exc
+    except OSError as exc:
+        raise _UnusableError(f"git could not start: {exc.strerror}") from exc
     error = done.stderr.decode("utf-8", "replace").strip().partition("\n")[0]
     if done.returncode != 0 and "bad revision 'HEAD'" in error:
         raise _UnusableError("HEAD names no commit yet")
     if done.returncode != 0:
-        raise _UnusableError(f"git rev-list failed: {_shown(error)}")
-    roots = sorted(s for s in done.stdout.decode("ascii", "replace").split() if _SHA.fullmatch(s))
-    if not roots:
-        raise _UnusableError("git rev-list found no root commit")
-    return roots[0]
+        raise _UnusableError(f"git {args[0]} failed: {_shown(error)}")
+    return done.stdout
 
 
 def parse_git_config(text: str) -> list[ConfigEntry]:

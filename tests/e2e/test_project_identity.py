@@ -51,6 +51,10 @@ def repository(tmp_path: Path, name: str = "project", origin: str | None = ORIGI
     return root
 
 
+def root_commit(root: Path) -> str:
+    return git(root, "rev-list", "--max-parents=0", "HEAD").strip()
+
+
 def editor_at(make_editor: MakeEditor, root: Path, **kwargs: Any) -> Editor:
     editor = make_editor(**kwargs)
     editor.workspace = root
@@ -68,7 +72,8 @@ async def test_a_moved_project_is_offered_its_previous_session(
     session_id = (await first.ready())["sessionId"]
     await first.request("agentAssist/chat", {"text": "remember the kestrel plan"})
     status = await first.request("agentAssist/status")
-    assert status["project"]["key"] == "remote:github.com/example-org/kestrel"
+    key = f"remote:github.com/example-org/kestrel+commit:{root_commit(root)}"
+    assert status["project"]["key"] == key  # the remote and the root commit that proves it
     assert status["project"]["kind"] == "remote" and "origin remote" in status["project"]["how"]
     await first.stop()
     moved = root.rename(root.with_name("myproj2"))  # mv myproj myproj2
@@ -110,7 +115,7 @@ async def test_two_clones_share_the_sessions_but_each_window_keeps_its_own(
     assert {hit["sessionId"] for hit in found["results"]} == {a_id}
     key = (await a.request("agentAssist/status"))["project"]["key"]
     assert key == (await b.request("agentAssist/status"))["project"]["key"]
-    assert key == f"remote:{bare.resolve()}"
+    assert key == f"remote:{bare.resolve()}+commit:{root_commit(source)}"
     await a.stop()
     await b.stop()
 
@@ -139,7 +144,8 @@ async def test_a_directory_named_by_the_old_path_hash_is_adopted_never_moved(
     await again.stop()
     assert [p.name for p in (home / "projects").iterdir()] == [old.name]  # not moved
     marker = orjson.loads((old / "project.json").read_bytes())
-    assert marker["key"] == "remote:github.com/example-org/kestrel"
+    assert marker["key"] == f"remote:github.com/example-org/kestrel+commit:{root_commit(root)}"
+    assert marker["folders"] == [str(root.resolve())]
     moved = root.rename(root.with_name("legacy-renamed"))
     third = editor_at(make_editor, moved)
     await third.start()

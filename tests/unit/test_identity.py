@@ -62,7 +62,7 @@ def root_of(repo: Path) -> str:
     return git(repo, "rev-list", "--max-parents=0", "HEAD")
 
 
-def with_origin(path: Path, url: str, commits: int = 0) -> Path:
+def with_origin(path: Path, url: str, commits: int = 1) -> Path:
     repo = new_repo(path, commits)
     git(repo, "remote", "add", "origin", url)
     return repo
@@ -94,8 +94,10 @@ ONE_REPOSITORY = [
 
 @pytest.mark.parametrize("url", ONE_REPOSITORY)
 def test_every_form_of_one_remote_is_one_key(tmp_path: Path, url: str) -> None:
-    identity = project_identity(with_origin(tmp_path / "work", url))
-    assert identity.key == EXAMPLE_KEY
+    repo = with_origin(tmp_path / "work", url)
+    identity = project_identity(repo)
+    assert identity.key == f"{EXAMPLE_KEY}+commit:{root_of(repo)}"
+    assert identity.remote == EXAMPLE_KEY
     assert identity.kind == "remote"
     assert identity.name == "repo"
     assert identity.how.startswith("origin remote ")
@@ -106,24 +108,24 @@ def test_every_form_of_one_remote_is_one_key(tmp_path: Path, url: str) -> None:
 def test_the_how_names_the_remote_as_written_without_its_user(tmp_path: Path) -> None:
     ssh = project_identity(with_origin(tmp_path / "a", "git@github.com:org/repo.git"))
     https = project_identity(with_origin(tmp_path / "b", "https://bob@github.com/org/repo"))
-    assert ssh.how == "origin remote github.com:org/repo.git"
-    assert https.how == "origin remote https://github.com/org/repo"
+    assert ssh.how.startswith("origin remote github.com:org/repo.git, root commit ")
+    assert https.how.startswith("origin remote https://github.com/org/repo, root commit ")
 
 
 def test_the_path_keeps_its_case_except_on_hosts_that_ignore_it(tmp_path: Path) -> None:
     upper = project_identity(with_origin(tmp_path / "a", "https://github.com/Org/Repo"))
     lower = project_identity(with_origin(tmp_path / "b", "git@github.com:org/repo.git"))
-    assert upper.key == lower.key == "remote:github.com/org/repo"
+    assert upper.remote == lower.remote == "remote:github.com/org/repo"
     assert upper.name == "Repo"
     elsewhere = project_identity(with_origin(tmp_path / "c", "https://git.example.com/Org/Repo"))
-    assert elsewhere.key == "remote:git.example.com/Org/Repo"
+    assert elsewhere.remote == "remote:git.example.com/Org/Repo"
 
 
 def test_a_port_other_than_the_default_is_part_of_the_key(tmp_path: Path) -> None:
     identity = project_identity(
         with_origin(tmp_path / "a", "ssh://git@git.example.com:2222/org/repo")
     )
-    assert identity.key == "remote:git.example.com:2222/org/repo"
+    assert identity.remote == "remote:git.example.com:2222/org/repo"
 
 
 LEAKY = [
@@ -156,7 +158,7 @@ def test_the_first_origin_url_is_the_one_fetched(tmp_path: Path) -> None:
     git(repo, "remote", "set-url", "--add", "origin", "https://mirror.example.com/org/repo")
     git(repo, "config", "--add", "remote.origin.url", "")
     assert git(repo, "remote", "get-url", "origin") == "https://git.example.com/org/repo"
-    assert project_identity(repo).key == EXAMPLE_KEY
+    assert project_identity(repo).remote == EXAMPLE_KEY
 
 
 def test_only_the_origin_remote_names_the_project(tmp_path: Path) -> None:
@@ -165,7 +167,7 @@ def test_only_the_origin_remote_names_the_project(tmp_path: Path) -> None:
     git(repo, "config", "remote.Origin.url", "https://git.example.com/org/repo")
     assert project_identity(repo).kind == "root-commit"
     git(repo, "config", "remote.origin.url", "https://git.example.com/org/repo")
-    assert project_identity(repo).key == EXAMPLE_KEY
+    assert project_identity(repo).key == f"{EXAMPLE_KEY}+commit:{root_of(repo)}"
 
 
 def test_an_insteadof_rewrite_from_the_repository_config_applies(tmp_path: Path) -> None:
@@ -173,7 +175,7 @@ def test_an_insteadof_rewrite_from_the_repository_config_applies(tmp_path: Path)
     git(repo, "config", "url.https://oauth2:s3cr3t@git.example.com/.insteadOf", "ex:")
     git(repo, "config", "url.https://wrong.example.com/.insteadOf", "e")
     identity = project_identity(repo)
-    assert identity.key == EXAMPLE_KEY
+    assert identity.remote == EXAMPLE_KEY
     assert "insteadOf" in identity.how and "s3cr3t" not in identity.how
 
 
@@ -195,9 +197,9 @@ def test_a_local_path_remote_is_its_absolute_real_path(tmp_path: Path) -> None:
     for url in forms:
         git(repo, "remote", "set-url", "origin", url)
         identity = project_identity(repo)
-        assert identity.key == f"remote:{bare.resolve().as_posix()}", url
+        assert identity.remote == f"remote:{bare.resolve().as_posix()}", url
         assert identity.name == "origin"
-        assert identity.how.endswith("(a local path)")
+        assert "(a local path), root commit" in identity.how
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -231,7 +233,7 @@ def test_two_clones_of_one_bare_origin_are_one_project(tmp_path: Path) -> None:
     git(tmp_path, "clone", "-q", str(bare), str(first))
     git(tmp_path, "clone", "-q", str(bare), str(second))
     a, b = project_identity(first), project_identity(second)
-    assert a.key == b.key == f"remote:{bare.resolve().as_posix()}"
+    assert a.key == b.key == f"remote:{bare.resolve().as_posix()}+commit:{root_of(source)}"
     assert a.digest == b.digest and a.kind == "remote" and a.name == "proj"
 
     git(first, "remote", "remove", "origin")
@@ -269,7 +271,9 @@ def test_no_commit_yet_is_the_path(tmp_path: Path) -> None:
     assert identity.kind == "path" and identity.name == "fresh"
     assert "no origin remote" in identity.how and "no commit yet" in identity.how
     git(repo, "remote", "add", "origin", "https://git.example.com/org/repo")
-    assert project_identity(repo).key == EXAMPLE_KEY  # nothing is cached
+    claimed = project_identity(repo)  # nothing is cached; a remote alone proves nothing
+    assert (claimed.key, claimed.kind, claimed.remote) == (identity.key, "path", EXAMPLE_KEY)
+    assert "not proved by a root commit: HEAD names no commit yet" in claimed.how
 
 
 def test_not_a_repository_is_the_path_as_today(tmp_path: Path) -> None:
@@ -288,7 +292,8 @@ def test_a_folder_inside_a_repository_is_named_by_its_place_in_it(tmp_path: Path
     repo = with_origin(tmp_path / "mono", "https://git.example.com/org/repo", commits=1)
     (repo / "pkg" / "api").mkdir(parents=True)
     identity = project_identity(repo / "pkg" / "api")
-    assert identity.key == f"{EXAMPLE_KEY}::pkg/api"
+    assert identity.key == f"{EXAMPLE_KEY}+commit:{root_of(repo)}::pkg/api"
+    assert identity.remote == f"{EXAMPLE_KEY}::pkg/api"
     assert identity.name == "api" and "pkg/api" in identity.how
     git(repo, "remote", "remove", "origin")
     assert project_identity(repo / "pkg" / "api").key == f"commit:{root_of(repo)}::pkg/api"
@@ -298,13 +303,14 @@ def test_a_shallow_clone_without_origin_is_the_path(tmp_path: Path) -> None:
     source = new_repo(tmp_path / "source", commits=3)
     shallow = tmp_path / "shallow"
     git(tmp_path, "clone", "-q", "--depth", "1", f"file://{source}", str(shallow))
-    assert project_identity(shallow).key == f"remote:{source.resolve().as_posix()}"
+    identity = project_identity(shallow)  # its root commit is not the repository's
+    assert identity.kind == "path" and identity.remote == f"remote:{source.resolve().as_posix()}"
     git(shallow, "remote", "remove", "origin")
     identity = project_identity(shallow)
     assert identity.kind == "path" and "shallow" in identity.how
 
 
-def test_without_git_a_remote_still_works_and_a_root_commit_does_not(
+def test_without_git_neither_a_remote_nor_a_root_commit_names_the_project(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     remote = with_origin(tmp_path / "a", "https://git.example.com/org/repo", commits=1)
@@ -312,7 +318,9 @@ def test_without_git_a_remote_still_works_and_a_root_commit_does_not(
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    assert project_identity(remote).key == EXAMPLE_KEY
+    claimed = project_identity(remote)  # nothing proves the remote: a claim only
+    assert claimed.kind == "path" and claimed.remote == EXAMPLE_KEY
+    assert "not proved by a root commit: git not found" in claimed.how
     identity = project_identity(local)
     assert identity.kind == "path" and "git not found" in identity.how
 
@@ -322,7 +330,7 @@ def test_a_slow_git_falls_back_to_the_path(tmp_path: Path) -> None:
     assert identity.kind == "path" and "took over" in identity.how
 
 
-def test_at_most_one_locked_down_git_process(
+def test_at_most_two_locked_down_git_processes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[list[str], dict[str, object]]] = []
@@ -335,19 +343,23 @@ def test_at_most_one_locked_down_git_process(
     remote = with_origin(tmp_path / "a", "https://git.example.com/org/repo", commits=1)
     local = new_repo(tmp_path / "b")
     fresh = new_repo(tmp_path / "c", commits=0)
-    expected = f"commit:{root_of(local)}"
+    expected, proved = f"commit:{root_of(local)}", f"{EXAMPLE_KEY}+commit:{root_of(remote)}"
+    local_root = root_of(local)
     monkeypatch.setattr(subprocess, "run", recording_run)
     monkeypatch.setenv("GIT_DIR", str(remote / ".git"))  # inherited git settings never reach git
     monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'core.hookspath'='/tmp/evil'")
-    assert project_identity(remote).key == EXAMPLE_KEY
-    assert calls == []
+    assert project_identity(remote).key == proved
+    assert len(calls) == 2  # the root commit found, then its object read to check its id
     assert project_identity(local).key == expected
+    assert len(calls) == 4
     assert project_identity(fresh).kind == "path"
-    assert len(calls) == 2
-    command, options = calls[0]
-    assert command[1:3] == ["--no-pager", f"--git-dir={(local / '.git').resolve()}"]
-    assert "core.fsmonitor=false" in command and f"core.hooksPath={os.devnull}" in command
-    assert command[-4:] == ["rev-list", "--max-parents=0", "HEAD", "--"]
+    assert len(calls) == 5
+    (listing, options), (reading, _) = calls[2:4]
+    for command in (listing, reading):
+        assert command[1:3] == ["--no-pager", f"--git-dir={(local / '.git').resolve()}"]
+        assert "core.fsmonitor=false" in command and f"core.hooksPath={os.devnull}" in command
+    assert listing[-4:] == ["rev-list", "--max-parents=0", "HEAD", "--"]
+    assert reading[-3:] == ["cat-file", "commit", local_root]
     env = options["env"]
     assert isinstance(env, dict) and not {"GIT_DIR", "GIT_CONFIG_PARAMETERS"} & set(env)
     assert env["GIT_CONFIG_NOSYSTEM"] == "1" and env["GIT_CONFIG_GLOBAL"] == os.devnull
@@ -363,7 +375,8 @@ def test_a_worktree_is_its_main_repository(tmp_path: Path) -> None:
     worktree = tmp_path / "elsewhere" / "wt"
     git(main, "worktree", "add", "-q", "-b", "feature", str(worktree))
     assert (worktree / ".git").is_file()
-    assert project_identity(worktree).key == project_identity(main).key == EXAMPLE_KEY
+    proved = f"{EXAMPLE_KEY}+commit:{root_of(main)}"
+    assert project_identity(worktree).key == project_identity(main).key == proved
     git(main, "remote", "remove", "origin")
     assert project_identity(worktree).key == project_identity(main).key == f"commit:{root_of(main)}"
 
@@ -374,7 +387,7 @@ def test_a_worktree_config_is_read_when_enabled(tmp_path: Path) -> None:
     git(main, "worktree", "add", "-q", "--detach", str(worktree))
     git(main, "config", "extensions.worktreeConfig", "true")
     git(worktree, "config", "--worktree", "remote.origin.url", "https://git.example.com/org/repo")
-    assert project_identity(worktree).key == EXAMPLE_KEY
+    assert project_identity(worktree).key == f"{EXAMPLE_KEY}+commit:{root_of(main)}"
     assert project_identity(main).kind == "root-commit"
 
 
@@ -394,17 +407,20 @@ def test_a_submodule_is_its_own_project(tmp_path: Path) -> None:
     )
     assert (app / "vendor" / "lib" / ".git").is_file()
     identity = project_identity(app / "vendor" / "lib")
-    assert identity.key == f"remote:{library.resolve().as_posix()}"
+    library_root = root_of(tmp_path / "lib-src")
+    assert identity.key == f"remote:{library.resolve().as_posix()}+commit:{library_root}"
     assert identity.name == "lib"
-    assert project_identity(app).key == "remote:git.example.com/org/app"
-    assert project_identity(app / "vendor").key == "remote:git.example.com/org/app::vendor"
+    app_key = f"remote:git.example.com/org/app+commit:{root_of(app)}"
+    assert project_identity(app).key == app_key
+    assert project_identity(app / "vendor").key == f"{app_key}::vendor"
 
 
 def test_a_bare_repository_is_its_own_identity(tmp_path: Path) -> None:
     source = new_repo(tmp_path / "source", commits=2)
     cloned = tmp_path / "cloned.git"
     git(tmp_path, "clone", "-q", "--bare", str(source), str(cloned))
-    assert project_identity(cloned).key == f"remote:{source.resolve().as_posix()}"
+    proved = f"remote:{source.resolve().as_posix()}+commit:{root_of(source)}"
+    assert project_identity(cloned).key == proved
     pushed = tmp_path / "pushed.git"
     pushed.mkdir()
     git(pushed, "init", "-q", "--bare", "-b", "main")
@@ -480,7 +496,7 @@ def test_a_hostile_config_runs_nothing_and_includes_nothing(
     assert [marker for marker in markers if marker.exists()] == []
     assert "evil" not in repr(identity)
     if own_origin:
-        assert identity.key == "remote:git.example.com/own/repo"
+        assert identity.key == f"remote:git.example.com/own/repo+commit:{root_of(repo)}"
     else:
         assert identity.key == f"commit:{root_of(repo)}"  # git ran, locked down
 
