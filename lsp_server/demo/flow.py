@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from session.terminal_text import inert
+
 from .. import protocol as proto
 from ..client import SHOW_MESSAGE, LspClient, LspError, ServerExitedError
 from .narration import Narrator
@@ -57,13 +59,14 @@ class Demo:
     # -- server ---------------------------------------------------------------------------
 
     def _server_log(self, line: str) -> None:
-        sys.stderr.write(f"[server] {line}\n")
+        sys.stderr.write(f"[server] {inert(line)}\n")
 
     def _on_delta(self, params: dict[str, Any]) -> None:
         if not self._streaming:
             self._streaming = True
             self.console.print("  assistant: ", end="", style="bold", highlight=False)
-        self.console.print(params.get("delta", ""), end="", markup=False, highlight=False)
+        delta = inert(str(params.get("delta", "")))  # per delta: each character on its own
+        self.console.print(delta, end="", markup=False, highlight=False)
         self.console.file.flush()
 
     def _on_tool(self, params: dict[str, Any]) -> None:

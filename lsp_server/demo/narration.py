@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from session.terminal_text import inert
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -26,8 +28,8 @@ class Narrator:
         self.console.print(Rule(f"Step {self.step} · {title}", align="left", style="cyan"))
 
     def say(self, text: str, style: str | None = None) -> None:
-        """Print plain text (no markup)."""
-        self.console.print(text, markup=False, style=style or "", highlight=False)
+        """Print plain text (no markup; control characters shown, not obeyed)."""
+        self.console.print(inert(text), markup=False, style=style or "", highlight=False)
 
     def disk(self, text: str) -> None:
         """Print what happened on disk."""

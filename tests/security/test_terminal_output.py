@@ -229,3 +229,19 @@ def test_every_obeyed_character_has_a_visible_form() -> None:
     assert set(LINE_TABLE) == OBEYED
     assert inert("\x1b") == "␛" and inert("\r") == "␍" and inert("\x9b") == "\\u009b"
     assert inert("a\n\tb") == "a\n\tb" and inert_line("a\n\tb") == "a␊␉b"
+
+
+def test_demo_with_a_hostile_configured_model_prints_it_inert(tmp_path: Path) -> None:
+    from lsp_server.demo.script import demo_script
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    script = demo_script()
+    for reply in script:  # every text the model streams carries the escapes
+        if isinstance(reply, dict) and "text" in reply:
+            reply["text"] = f"{reply['text']}\n\n{HOSTILE}"
+    with FakeOpenAI(script, label="hostile") as model:
+        env = clean_env(tmp_path / "real-store", {"TMPDIR": str(scratch), **model_env(model)})
+        result = run_cli("demo", env=env)
+    assert "Model: agent-assist-hostile" in result.stdout, result.stderr
+    assert_inert(result.stdout.encode())
