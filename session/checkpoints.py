@@ -28,6 +28,8 @@ from .workspace.safe_paths import is_safe_relative_path
 _SHA_HEX = frozenset("0123456789abcdef")
 SECRET_WITHHELD = "not kept: contains a secret"  # noqa: S105 - a reason, not a secret
 BLOB_GRACE_SECONDS = 5.0  # a blob this young may belong to a record being written
+MODE_BITS = 0o777  # what a checkpoint keeps of a file's mode: never setuid, setgid, sticky
+UNKNOWN_MODE = 0o600  # a file restored from a record that has no mode for it
 
 
 class CheckpointRecord(BaseModel):
@@ -43,6 +45,8 @@ class CheckpointRecord(BaseModel):
     auto: bool = False
     # Tracked files whose copy was not kept, with why (e.g. they contain a secret).
     withheld: dict[str, str] = Field(default_factory=dict)
+    # The permission bits of each kept file (absent in records written before modes were).
+    modes: dict[str, int] = Field(default_factory=dict)
 
 
 @dataclass
@@ -55,6 +59,8 @@ class RestorePlan:
     created_after: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     withheld: dict[str, str] = field(default_factory=dict)  # path -> why it is not restored
+    # The mode each written file gets (none: a file that exists keeps its own).
+    modes: dict[str, int] = field(default_factory=dict)
 
 
 class CheckpointStore:
@@ -152,14 +158,19 @@ class CheckpointStore:
         root = self.workspace_root
         kept: dict[str, str] = {}
         withheld: dict[str, str] = {}
+        modes: dict[str, int] = {}
         for relative, digest in files.items():
             why = self.store_blob(root, relative, digest, redactor)
             if why is None:
                 kept[relative] = digest
+                mode = file_mode(root, relative)
+                if mode is not None:
+                    modes[relative] = mode
             elif why == SECRET_WITHHELD:
                 withheld[relative] = why
         record = CheckpointRecord(
             withheld=withheld,
+            modes=modes,
             number=number,
             session_id=session_id,
             turn=turn,
@@ -235,6 +246,11 @@ class CheckpointStore:
                 plan.skipped.append(relative)
                 continue
             plan.writes.append((relative, data))
+            mode = record.modes.get(relative)
+            if mode is not None:
+                plan.modes[relative] = mode & MODE_BITS
+            elif not os.path.lexists(root / relative):
+                plan.modes[relative] = UNKNOWN_MODE
         plan.withheld = dict(record.withheld)
         plan.created_after = sorted(
             p for p in current_files if p not in record.files and p not in record.withheld
@@ -247,6 +263,30 @@ def _is_symlink(path: Path) -> bool:
         return stat.S_ISLNK(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def file_mode(root: Path, relative: str) -> int | None:
+    """Return a regular workspace file's permission bits (`MODE_BITS`), or None."""
+    try:
+        st = os.lstat(root / relative)
+    except OSError:
+        return None
+    return st.st_mode & MODE_BITS if stat.S_ISREG(st.st_mode) else None
+
+
+def set_file_mode(root: Path, relative: str, mode: int | None) -> None:
+    """Give a regular workspace file `mode` (`MODE_BITS` of it); never through a symlink."""
+    if mode is None or not is_safe_relative_path(root, relative):
+        return
+    try:
+        fd = os.open(root / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.fchmod(fd, mode & MODE_BITS)
+    finally:
+        os.close(fd)
 
 
 def read_workspace_file(root: Path, relative: str) -> bytes | None:
@@ -263,8 +303,12 @@ def read_workspace_file(root: Path, relative: str) -> bytes | None:
         return fh.read()
 
 
-def write_workspace_file(root: Path, relative: str, data: bytes) -> None:
-    """Write a workspace file in place: never through a symlink, never outside the root."""
+def write_workspace_file(root: Path, relative: str, data: bytes, mode: int | None = None) -> None:
+    """Write a workspace file in place: never through a symlink, never outside the root.
+
+    `mode` (its `MODE_BITS`) is the file's afterwards; None: it keeps its own, or a new
+    one gets 0644 less the umask.
+    """
     if not is_safe_relative_path(root, relative):
         raise StorageError(f"refusing to write {relative!r}: outside the workspace")
     target = root / relative
@@ -275,11 +319,13 @@ def write_workspace_file(root: Path, relative: str, data: bytes) -> None:
     unlink_if_hard_linked(target)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(target, flags, 0o644)
+        fd = os.open(target, flags, 0o644 if mode is None else mode & MODE_BITS)
+        with os.fdopen(fd, "wb") as fh:
+            if mode is not None:  # set exactly: the umask and an existing file's mode aside
+                os.fchmod(fh.fileno(), mode & MODE_BITS)
+            fh.write(data)
     except OSError as exc:
         raise StorageError(f"cannot write {relative}: {exc.strerror}") from None
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
 
 
 def unlink_if_hard_linked(target: Path) -> None:

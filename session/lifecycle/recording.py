@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import replace
 from typing import Any
 
-from ..checkpoints import CheckpointRecord, RestorePlan, write_workspace_file
+from ..checkpoints import CheckpointRecord, RestorePlan, set_file_mode, write_workspace_file
 from ..compaction import CompactionPlan, CompactionSummary, history_tokens, plan_compaction
 from ..context import build_resume_context, remembered
 from ..errors import SessionError
@@ -45,12 +45,13 @@ class SessionLifecycle(LifecycleTransitions):
             )
         number = session.state.turns + 1
         session.append("turn/start", {"input": text}, turn=number)
-        return TurnRecorder(
+        self._open_turn = TurnRecorder(
             lambda: self.current,
             number,
             headers_sent=self._headers_sent,
             on_completed=self._turn_completed,
         )
+        return self._open_turn
 
     def _turn_completed(self) -> None:
         # The first successful reply after a reset re-enables autosave.
@@ -247,8 +248,11 @@ class SessionLifecycle(LifecycleTransitions):
         self._checkpoint(auto=True, title=f"Before restoring checkpoint {plan.record.number}")
         restored = []
         for relative, data in plan.writes:
+            mode = plan.modes.get(relative)
             if applied is None or relative not in applied:
-                write_workspace_file(self.workspace_root, relative, data)
+                write_workspace_file(self.workspace_root, relative, data, mode)
+            else:  # the editor wrote it: its mode is the checkpoint's all the same
+                set_file_mode(self.workspace_root, relative, mode)
             self.note_assistant_write(relative, data)
             restored.append(relative)
         self._turn_wrote = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from lsp_server.model import tools
 from lsp_server.model.tools import ToolDeps, ToolError, read_file, read_limit
 from session.store.manager import SessionManager
+from session.workspace.protected import in_git_directory, protection, shown_path
 
 from .conftest import make_lifecycle
 
@@ -115,3 +117,106 @@ async def test_a_path_the_file_system_refuses_is_a_tool_error(
     with pytest.raises(ToolError, match="notes.md/inside.md.* Not a directory"):
         await tools.write_file(deps, "notes.md/inside.md", "{}")
     assert (workspace / "notes.md").read_text() == "buy milk\n"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".git/config",
+        ".git",  # a worktree's .git file
+        ".GIT/config",
+        ".Git/hooks/x",
+        "sub/.git/config",
+        ".git./config",  # NTFS drops trailing dots
+        "GIT~1/config",  # the 8.3 short name
+        ".g\u200cit/config",  # HFS+ drops zero-width characters
+        "vendor/lib/HEAD",
+        ".hg/hgrc",
+        ".svn/entries",
+        ".vscode/tasks.json",
+        ".vscode/settings.json",
+        "project.code-workspace",
+        ".husky/pre-push",
+        ".envrc",
+        "sub/.envrc",
+        ".github/workflows/ci.yml",
+        ".pre-commit-config.yaml",
+        ".gitmodules",
+        ".nvim.lua",
+    ],
+)
+def test_built_in_protected_paths(path: str) -> None:
+    assert protection(path) is not None
+
+
+@pytest.mark.parametrize(
+    "path", ["src/main.py", ".gitignore", "githooks/x", "docs/git/config.md", ".vscode/x.md"]
+)
+def test_ordinary_paths_are_not_protected(path: str) -> None:
+    assert protection(path) is None
+
+
+def test_the_users_globs_are_added_and_matched_in_any_case() -> None:
+    assert protection("Deploy/Prod.env", ["deploy/**"]) == (
+        "it matches your protected path 'deploy/**'"
+    )
+    assert protection("src/deploy/x", ["deploy/**"]) is None  # anchored at the root
+    assert protection(".git/config", ["deploy/**"]) is not None  # never replacing the built-in
+
+
+def test_a_bare_repository_inside_the_workspace_is_gits(workspace: Path) -> None:
+    bare = workspace / "vendor" / "lib"
+    (bare / "objects").mkdir(parents=True)
+    (bare / "refs").mkdir()
+    assert in_git_directory(workspace, "vendor/lib/config") is None  # no HEAD yet
+    (bare / "HEAD").write_text("ref: refs/heads/main\n")
+    assert "vendor/lib/ is a git repository" in (
+        in_git_directory(workspace, "vendor/lib/config") or ""
+    )
+    assert in_git_directory(workspace, "vendor/lib/hooks/post-checkout") is not None
+    assert in_git_directory(workspace, "vendor/other.txt") is None
+
+
+def test_a_shown_path_has_no_control_characters() -> None:
+    assert shown_path("a\x1b]52;c;Y3VybA==\x07\u2028b\u202e") == (
+        "a\\x1b]52;c;Y3VybA==\\x07\\u2028b\\u202e"
+    )
+
+
+class AskingEditor(NoEditor):
+    def __init__(self, answer: bool) -> None:
+        self.answer = answer
+        self.asked: list[tuple[str, str]] = []
+
+    async def confirm(self, relative: str, reason: str) -> bool:
+        self.asked.append((relative, reason))
+        return self.answer
+
+
+async def test_write_file_asks_for_a_protected_path(
+    manager: SessionManager, workspace: Path
+) -> None:
+    deps = deps_for(manager, 4096)
+    editor = deps.host = AskingEditor(False)
+    with pytest.raises(ToolError, match="protected path .*core.fsmonitor"):
+        await tools.write_file(deps, "./.git/config", "[core]\n")
+    assert not (workspace / ".git").exists()
+    editor.answer = True
+    assert "written" in await tools.write_file(deps, "./.git/config", "[core]\n")
+    assert (workspace / ".git" / "config").read_text() == "[core]\n"
+    assert [r for r, _ in editor.asked] == [".git/config", ".git/config"]
+
+
+async def test_an_executable_keeps_its_bits_only_with_a_yes(
+    manager: SessionManager, workspace: Path
+) -> None:
+    script = workspace / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o6755)
+    deps = deps_for(manager, 4096)
+    result = await tools.write_file(deps, "run.sh", "#!/bin/sh\necho\n")
+    assert "no longer executable" in result and stat.S_IMODE(script.stat().st_mode) == 0o644
+    script.chmod(0o755)
+    deps.host = AskingEditor(True)
+    assert "executable" not in await tools.write_file(deps, "run.sh", "#!/bin/sh\n")
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755
