@@ -33,6 +33,7 @@ NO_MODEL = (
 RESUME_QUESTION = "Resume previous session?"
 RESUME, NEW_SESSION = "Resume", "New session"
 DELETE_FILES, KEEP_FILES, CANCEL = "Delete files", "Keep files", "Cancel"
+ALLOW_WRITE, REFUSE_WRITE = "Allow write", "Refuse"  # a protected write (`lsp_server/edits.py`)
 
 
 class ChatApp:
@@ -167,6 +168,15 @@ class ChatApp:
                 return False
             self.say("Please answer y or n.", "dim")
 
+    async def confirm_write(self, message: str) -> str:
+        """Ask whether the model may write a protected path; only a typed yes allows it."""
+        if not self.reader.interactive:
+            self.warn(f"{message} Refused: input is not a terminal, so no one can say yes.")
+            return REFUSE_WRITE
+        self.warn(message)
+        allowed = await self.confirm("Allow this write? [y/N] ", default=False)
+        return ALLOW_WRITE if allowed else REFUSE_WRITE
+
     async def ask(self, message: str, actions: list[str]) -> str | None:
         """Answer `window/showMessageRequest` in the terminal."""
         try:
@@ -174,6 +184,8 @@ class ChatApp:
                 self.say(message.split("\n", 1)[0], "bold")
                 resume = await self.confirm(f"{RESUME_QUESTION} [Y/n] ", default=True)
                 return RESUME if resume else NEW_SESSION
+            if ALLOW_WRITE in actions and REFUSE_WRITE in actions:
+                return await self.confirm_write(message)
             if DELETE_FILES in actions and KEEP_FILES in actions:
                 delete = await self.confirm(f"{message} [y/N] ", default=False)
                 return DELETE_FILES if delete else KEEP_FILES

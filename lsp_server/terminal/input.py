@@ -11,6 +11,8 @@ from typing import Protocol
 class LineReader(Protocol):
     """Reads one line of user input; raises EOFError (Ctrl+D) or KeyboardInterrupt (Ctrl+C)."""
 
+    interactive: bool  # a person at a terminal answers (not lines from a pipe or file)
+
     async def read(self, prompt: str) -> str:
         """Show `prompt` and return the line typed."""
         ...
@@ -18,6 +20,8 @@ class LineReader(Protocol):
 
 class PromptReader:
     """prompt-toolkit input with in-memory history (nothing is written outside the store)."""
+
+    interactive = True
 
     def __init__(self) -> None:
         from prompt_toolkit import PromptSession
@@ -35,6 +39,8 @@ class PromptReader:
 
 class PlainReader:
     """Line input from a pipe or file (no terminal): a daemon thread feeds a queue."""
+
+    interactive = False
 
     def __init__(self) -> None:
         self._queue: asyncio.Queue[str | None] | None = None
