@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..context import build_resume_context, remembered
 from ..derive.messages import Message
@@ -29,6 +30,9 @@ from ..workspace.patterns import TrackedPatterns
 from ..workspace.spec_files import agent_spec_path, delete_reset_targets, reset_targets
 from ..workspace.tracker import WorkspaceTracker
 from .values import LifecycleConfig, PreviousSession, ResetResult, StoreState
+
+if TYPE_CHECKING:
+    from .turns import TurnRecorder
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +69,7 @@ class LifecycleTransitions:
         self._pointer_current = False
         self._headers_sent: set[str] = set()
         self._turn_wrote = False
+        self._open_turn: TurnRecorder | None = None  # its held streamed text is kept on close
         self.checkpoints = store.checkpoint_store()
         # Set while the store refuses writes (read-only, permissions): the session is open
         # read-only and `ensure_writable` takes it back for writing once the store allows it.
@@ -403,6 +408,9 @@ class LifecycleTransitions:
         session = self.session
         try:
             if session.open_turn is not None and not session.read_only:
+                turn, self._open_turn = self._open_turn, None
+                if turn is not None and not turn.closed:
+                    turn.flush()  # the streamed text it held back (redacted) is kept
                 # The process is stopping mid-turn: say so now rather than on the next start.
                 session.append("turn/end", {"reason": "interrupted"}, turn=session.open_turn)
             if autosave:

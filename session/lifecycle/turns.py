@@ -9,6 +9,7 @@ from typing import Any
 from ..derive.messages import Message
 from ..errors import SessionError
 from ..events import EndReason, Event
+from ..redaction import StreamScrubber
 from ..store.session import Session
 
 
@@ -31,12 +32,19 @@ class TurnRecorder:
         self.closed = False
         self.attempt = 1  # of the current model request
         self.resending = False
+        # The step's streamed text is redacted as a whole: a chunk is written once the text
+        # around it cannot be part of a secret still arriving (its tail is held until then).
+        self._stream: StreamScrubber | None = None
 
     @property
     def _session(self) -> Session:
         return self._current()
 
     def _append(self, type_: str, data: dict[str, Any]) -> Event:
+        self.flush()
+        return self._write(type_, data)
+
+    def _write(self, type_: str, data: dict[str, Any]) -> Event:
         return self._session.append(type_, data, turn=self.number, step=self.step or None)
 
     def start_step(self, messages: list[Message]) -> Event:
@@ -45,6 +53,7 @@ class TurnRecorder:
         After `retry_step` the first step resends the request already in the history, so
         it records no new messages.
         """
+        self.flush()  # the previous step's held text belongs to that step
         self.step += 1
         if self.resending:
             self.resending = False
@@ -81,9 +90,18 @@ class TurnRecorder:
             seen.add(digest)
         return self._append("request/header", data)
 
-    def chunk(self, delta: str) -> Event:
-        """Record a streamed text delta."""
-        return self._append("assistant/chunk", {"delta": delta})
+    def chunk(self, delta: str) -> Event | None:
+        """Record a streamed text delta, up to where it is known to hold no secret."""
+        if self._stream is None:
+            self._stream = StreamScrubber(self._session.log.redactor)
+        safe = self._stream.feed(delta)
+        return self._write("assistant/chunk", {"delta": safe}) if safe else None
+
+    def flush(self) -> Event | None:
+        """Record the streamed text held back (the step ended, or the turn stops here)."""
+        stream, self._stream = self._stream, None
+        rest = stream.flush() if stream is not None else ""
+        return self._write("assistant/chunk", {"delta": rest}) if rest else None
 
     def assistant_message(self, message: Message) -> Event:
         """Record the complete model response (even if empty)."""
@@ -111,6 +129,7 @@ class TurnRecorder:
         if self.closed:
             raise SessionError(f"turn {self.number} is already closed")
         try:
+            self.flush()
             event = self._session.append(
                 "turn/end", {"reason": reason, "error": error}, turn=self.number
             )

@@ -17,6 +17,9 @@ from session.redaction import (
     content_placeholder,
     is_secret_file_name,
 )
+from session.store.manager import SessionManager
+
+from .conftest import make_lifecycle, request, response
 
 
 @pytest.mark.parametrize(
@@ -293,3 +296,63 @@ def test_any_split_of_a_secret_joins_redacted(index: int, prefix: str, cuts: lis
     joined = "".join(stream(r, pieces))
     assert joined == r.scrub_text(text)
     assert secret not in joined
+
+
+# -- the turn's recorder: what reaches the log ----------------------------------------------
+
+
+def stored_chunks(manager: SessionManager, session_id: str) -> list[str]:
+    events = manager.read_events(session_id).events
+    return [e.data.delta for e in events if e.type == "assistant/chunk"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("size", [1, 3, 8])
+def test_a_turn_s_chunks_join_to_its_text_redacted(manager: SessionManager, size: int) -> None:
+    lc = make_lifecycle(manager, secrets=("configured-key-0042",))
+    turn = lc.begin_turn("quote my .env")
+    turn.start_step([request("quote my .env")])
+    for i in range(0, len(STREAM_TEXT), size):
+        turn.chunk(STREAM_TEXT[i : i + size])
+    turn.assistant_message(response(STREAM_TEXT))
+    turn.end_step({})
+    turn.end("completed")
+    joined = "".join(stored_chunks(manager, lc.session_id))
+    assert joined == Redactor(["configured-key-0042"]).scrub_text(STREAM_TEXT)
+    assert "configured-key-0042" not in joined and "MIIEowIBAAKCAQEA" not in joined
+    for _, secret in SECRET_FORMS:
+        assert secret not in joined
+    lc.close()
+
+
+def test_the_held_tail_is_written_at_a_retry_an_abort_and_a_close(
+    manager: SessionManager,
+) -> None:
+    lc = make_lifecycle(manager)
+    turn = lc.begin_turn("q")
+    turn.start_step([request("q")])
+    turn.chunk("first try sk-proj-Q2x8vLm4Tz7Rk1Wp9Ys3")
+    turn.retry_step("cut", "incomplete", 0.1, streamed=True)  # the tail goes before it
+    turn.start_step([])
+    turn.chunk("second try sk-proj-Q2x8vLm4Tz7Rk1Wp9Ys3")
+    turn.end("aborted")
+    turn = lc.begin_turn("again")
+    turn.start_step([request("again")])
+    turn.chunk("third try sk-proj-Q2x8vLm4Tz7Rk1Wp9Ys3")
+    sid = lc.session_id
+    lc.close()  # the process stops mid-turn
+    events = manager.read_events(sid).events
+    types = [e.type for e in events if e.type in {"assistant/chunk", "step/retry", "turn/end"}]
+    assert types == [
+        "assistant/chunk",  # "first try "
+        "assistant/chunk",  # the held tail
+        "step/retry",
+        "assistant/chunk",
+        "assistant/chunk",
+        "turn/end",
+        "assistant/chunk",
+        "assistant/chunk",
+        "turn/end",
+    ]
+    assert "".join(stored_chunks(manager, sid)) == (
+        f"first try {REDACTED}second try {REDACTED}third try {REDACTED}"
+    )
