@@ -1097,3 +1097,27 @@ def test_header_lines_from_resume_results(formatting: dict[str, Any]) -> None:
         "2026-03-31 14:22 UTC",
     ]
     assert formatting["bad_times"] == ["nil", "nil"]
+
+
+# -- scenario: a protected write asks through vim.ui.select -----------------------------------
+
+
+def test_a_protected_write_asks_and_only_allow_writes(
+    tmp_path_factory: pytest.TempPathFactory, nvim: str
+) -> None:
+    hook = "#!/bin/sh\nid > /tmp/pwned\n"
+    call = {"name": "write_file", "arguments": {"path": ".git/hooks/pre-commit", "content": hook}}
+    with FakeOpenAI() as server:
+        server.add({"tool_calls": [call]}, "Not written.", {"tool_calls": [call]}, "Written.")
+        project = make_project(tmp_path_factory.mktemp("nvim-protected"), server, nvim)
+        (project.root / ".git" / "hooks").mkdir(parents=True)
+        observed = project.launch("protected_spec")
+        refused = json.dumps([m for m in server.messages(1) if m.get("role") == "tool"])
+    asked = [s for s in observed["selects"] if "Allow write" in s["items"]]
+    assert [s["choice"] for s in asked] == ["Refuse", "Allow write"]
+    for question in asked:
+        assert ".git/hooks/pre-commit" in question["prompt"]
+        assert "git runs commands" in question["prompt"]
+    assert observed["exists_after_refuse"] is False
+    assert "protected path" in refused
+    assert (project.root / ".git" / "hooks" / "pre-commit").read_text() == hook
