@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..terminal_text import has_controls
 from .manifest import Manifest
 from .patterns import TrackedPatterns
 from .prefetch import Prefetch
@@ -57,7 +58,7 @@ def _report(
     report = DriftReport()
     for path in paths:
         before, now = old.get(path), digest(path)
-        if before == now:
+        if before == now or has_controls(path):  # a stored name the scanner now refuses
             continue
         if before is None:
             if patterns.matches(path):

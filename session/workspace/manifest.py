@@ -54,6 +54,8 @@ class Manifest:
         # Which directory each file was found in; with `orphans`, every file exactly once.
         self.listing = listing
         self.orphans = orphans  # the files of no walked directory
+        # Names met and not tracked: they hold characters a terminal obeys (see scanner).
+        self.refused: frozenset[str] = frozenset()
 
     def layer_over(
         self,

@@ -2,6 +2,9 @@
 
 Symlinks are never followed. A scan lists only directories that changed since the
 previous manifest and re-hashes only files whose stat (or ctime, with `find`) moved.
+A name holding a control, line-separator or bidi character (CR, LF, ESC, NEL, U+2028…) is
+never tracked: it would reach the resume block, the drift message and a terminal. How
+many were skipped is logged once, the names escaped.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ..terminal_text import has_controls, inert_line
 from .find import _NANOS, FIND_MIN_FILES, _find_changes, split_subtrees
 from .manifest import Listing, Manifest, StatKey, children_index, is_utf8, sha256_file
 from .packed import PackedStats
@@ -85,7 +89,9 @@ class _Scanner:
         self.dropped: set[str] = set()
         self.hashed = 0
         self.to_hash: list[str] = []
+        self.refused: set[str] = set()
         prev = previous or Manifest()
+        self.prev_refused = prev.refused
         self.prev_files, self.prev_stats = prev.share()
         self.prev_dirs = prev.dirs
         # A file (or directory) modified in the same second its stat was recorded may change
@@ -295,6 +301,9 @@ class _Scanner:
                             )
                             continue
                         name = f"{relative}/{entry.name}" if relative else entry.name
+                        if has_controls(entry.name):
+                            self.refused.add(name)
+                            continue
                         if entry.is_dir(follow_symlinks=False):
                             if entry.name not in SKIPPED_DIRS:
                                 found_dirs.append(name)
@@ -323,6 +332,9 @@ class _Scanner:
     def add_exact(self, relative: str) -> None:
         """Take a single named file (an exact pattern or a file the assistant touched)."""
         if self.has_stat(relative) or not is_safe_relative_path(self.root, relative):
+            return
+        if has_controls(relative):
+            self.refused.add(relative)
             return
         try:
             st = os.lstat(self.root / relative)
@@ -370,10 +382,25 @@ class _Scanner:
         )
         if self.layered:
             manifest.layer_over(self.prev_files, self.prev_stats, self.dropped)
+        manifest.refused = self.prev_refused | self.refused
+        self._report_refused()
         listed = sum(len(files) for files, _ in listing.values())
         if listed + len(self.orphans) != manifest.file_count():  # never, but then: recount
             manifest.forget_listing()
         return manifest
+
+    def _report_refused(self) -> None:
+        new = sorted(self.refused - self.prev_refused)
+        if new:
+            shown = ", ".join(f"'{inert_line(name)}'" for name in new[:5])
+            more = f" and {len(new) - 5} more" if len(new) > 5 else ""
+            logger.warning(
+                "%d file name(s) with control or line-separator characters skipped, not "
+                "tracked: %s%s",
+                len(new),
+                shown,
+                more,
+            )
 
 
 def build_file_manifest(
