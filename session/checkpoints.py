@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from .events import utcnow
 from .paths import is_valid_session_id
-from .redaction import Redactor
+from .redaction import Redactor, is_secret_file_name
 from .storage import (
     StorageError,
     atomic_write_bytes,
@@ -27,9 +27,20 @@ from .workspace.safe_paths import is_safe_relative_path
 
 _SHA_HEX = frozenset("0123456789abcdef")
 SECRET_WITHHELD = "not kept: contains a secret"  # noqa: S105 - a reason, not a secret
+SECRET_FILE_WITHHELD = "not kept: its name marks a file of secrets"  # noqa: S105 - a reason
+WITHHELD_REASONS = (SECRET_WITHHELD, SECRET_FILE_WITHHELD)
 BLOB_GRACE_SECONDS = 5.0  # a blob this young may belong to a record being written
 MODE_BITS = 0o777  # what a checkpoint keeps of a file's mode: never setuid, setgid, sticky
 UNKNOWN_MODE = 0o600  # a file restored from a record that has no mode for it
+
+
+def withhold_reason(relative: str, data: bytes, redactor: Redactor | None) -> str | None:
+    """Why a workspace file is never copied into a blob (its name, a secret in it), or None."""
+    if is_secret_file_name(relative):
+        return SECRET_FILE_WITHHELD
+    if redactor is not None and redactor.contains_secret(data):
+        return SECRET_WITHHELD
+    return None
 
 
 class CheckpointRecord(BaseModel):
@@ -94,8 +105,9 @@ class CheckpointStore:
         data = read_workspace_file(root, relative)
         if data is None or hashlib.sha256(data).hexdigest() != digest:
             return "not kept: unreadable or changed while it was copied"
-        if redactor is not None and redactor.contains_secret(data):
-            return SECRET_WITHHELD
+        why = withhold_reason(relative, data, redactor)
+        if why is not None:
+            return why
         if target.exists():
             return None
         ensure_private_dir(self.blobs)
@@ -166,7 +178,7 @@ class CheckpointStore:
                 mode = file_mode(root, relative)
                 if mode is not None:
                     modes[relative] = mode
-            elif why == SECRET_WITHHELD:
+            elif why in WITHHELD_REASONS:
                 withheld[relative] = why
         record = CheckpointRecord(
             withheld=withheld,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from ..checkpoints import (
     BLOB_GRACE_SECONDS,
-    SECRET_WITHHELD,
     CheckpointRecord,
     CheckpointStore,
     read_workspace_file,
+    withhold_reason,
 )
 from ..errors import SessionError
 from ..redaction import Redactor
@@ -36,8 +36,9 @@ class PgCheckpointStore(CheckpointStore):
         data = read_workspace_file(root, relative)
         if data is None or hashlib.sha256(data).hexdigest() != digest:
             return "not kept: unreadable or changed while it was copied"
-        if redactor is not None and redactor.contains_secret(data):
-            return SECRET_WITHHELD
+        why = withhold_reason(relative, data, redactor)
+        if why is not None:
+            return why
         self.pg.put_blob(data)
         return None
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from session.checkpoints import SECRET_FILE_WITHHELD
 from session.redaction import (
     HINT_WORDS,
     REDACTED,
@@ -19,7 +21,7 @@ from session.redaction import (
 )
 from session.store.manager import SessionManager
 
-from .conftest import make_lifecycle, request, response
+from .conftest import make_lifecycle, request, response, run_turn
 
 
 @pytest.mark.parametrize(
@@ -356,3 +358,25 @@ def test_the_held_tail_is_written_at_a_retry_an_abort_and_a_close(
     assert "".join(stored_chunks(manager, sid)) == (
         f"first try {REDACTED}second try {REDACTED}third try {REDACTED}"
     )
+
+
+def test_files_named_as_secret_are_never_copied_into_a_checkpoint(
+    manager: SessionManager, workspace: Path, home: Path
+) -> None:
+    # Contents the patterns would not catch: the name alone withholds them.
+    names = {"templates/.env": b"DB_HOST=db\nDB_PW=plainword\n", "templates/id_ed25519": b"k"}
+    names |= {"templates/tls.pem": b"opaque-pem-body", "templates/.env.local": b"X=opaque-env"}
+    for name, data in names.items():
+        (workspace / name).write_bytes(data)
+    (workspace / "templates" / "notes.md").write_text("kept\n")
+    lc = make_lifecycle(manager)
+    run_turn(lc, "one", "first")
+    saved = lc.explicit_save()
+    plan = lc.plan_restore(saved.checkpoint, {})
+    assert plan.withheld == dict.fromkeys(names, SECRET_FILE_WITHHELD)
+    lc.restore(plan)
+    assert all((workspace / name).read_bytes() == data for name, data in names.items())
+    lc.close()
+    stored = [p.read_bytes() for p in home.rglob("*") if p.is_file()]
+    for data in (b"plainword", b"opaque-pem-body", b"opaque-env"):
+        assert not any(data in blob for blob in stored)
