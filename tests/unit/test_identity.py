@@ -8,16 +8,20 @@ import os
 import pty
 import stat
 import subprocess
+import zlib
 from pathlib import Path
 from urllib.parse import quote
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from session.store.manager import SessionManager
 from session.workspace.identity import (
     GitConfigError,
     ProjectIdentity,
+    claimed_remote,
     normalise_remote_url,
     parse_git_config,
     project_identity,
@@ -638,3 +642,97 @@ def test_the_parser_reads_any_value_git_writes(tmp_path: Path, value: str) -> No
     path.unlink(missing_ok=True)
     git(tmp_path, "config", "--file", str(path), "remote.origin.url", value)
     assert our_list(path.read_text()) == [("remote.origin.url", value)]
+
+
+# --- what proves a remote ----------------------------------------------------------------------
+
+
+def plant(repo: Path, sha: str) -> None:
+    """File a made-up commit under `sha` and point HEAD at it: git trusts the file name."""
+    body = b"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor x <x> 0 +0000\n"
+    body += b"committer x <x> 0 +0000\n\nplanted\n"
+    objects = repo / ".git" / "objects" / sha[:2]
+    objects.mkdir(parents=True, exist_ok=True)
+    (objects / sha[2:]).write_bytes(zlib.compress(b"commit %d\0" % len(body) + body))
+    (repo / ".git" / "refs" / "heads" / "main").write_text(sha + "\n")
+
+
+def test_a_root_commit_planted_under_a_known_id_proves_nothing(tmp_path: Path) -> None:
+    victim = with_origin(tmp_path / "victim", "https://git.example.com/org/repo")
+    hostile = with_origin(tmp_path / "hostile", "https://git.example.com/org/repo", commits=0)
+    plant(hostile, root_of(victim))
+    assert root_of(hostile) == root_of(victim)  # git itself is fooled
+    identity = project_identity(hostile)
+    assert identity.kind == "path" and identity.key == f"path:{hostile.resolve()}"
+    assert identity.remote == EXAMPLE_KEY and "does not hash to its id" in identity.how
+    git(hostile, "remote", "remove", "origin")
+    assert project_identity(hostile).kind == "path"  # nor without a remote
+
+
+def test_a_remote_with_another_history_is_another_project(tmp_path: Path) -> None:
+    a = with_origin(tmp_path / "a", "https://git.example.com/org/repo")
+    b = with_origin(tmp_path / "b", "https://git.example.com/org/repo")
+    assert project_identity(a).remote == project_identity(b).remote == EXAMPLE_KEY
+    assert project_identity(a).key != project_identity(b).key
+
+
+@pytest.mark.parametrize(
+    ("key", "claim"),
+    [
+        (f"remote:h/o/r+commit:{'a' * 40}", "remote:h/o/r"),
+        (f"remote:h/o/r+commit:{'b' * 64}::pkg/api", "remote:h/o/r::pkg/api"),
+        ("remote:h/o/r", "remote:h/o/r"),  # recorded before the proof: a claim only
+        ("remote:h/o/r::pkg", "remote:h/o/r::pkg"),
+        (f"remote:/srv/x+commit:{'a' * 39}", f"remote:/srv/x+commit:{'a' * 39}"),
+        (f"commit:{'a' * 40}", None),
+        ("path:/home/me/x", None),
+    ],
+)
+def test_the_remote_a_stored_key_claims(key: str, claim: str | None) -> None:
+    assert claimed_remote(key) == claim
+
+
+# --- which project directory a folder gets (the local store) -----------------------------------
+
+
+def one_session(root: Path, home: Path) -> SessionManager:
+    manager = SessionManager(root, home=home)
+    manager.create_session(instance_id="w").close()
+    return manager
+
+
+def test_a_directory_recorded_under_the_remote_alone_is_kept_only_by_its_folders(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "store"
+    own = with_origin(tmp_path / "own", "https://git.example.com/org/repo")
+    first = one_session(own, home)
+    marker = first.project_dir / "project.json"
+    record = orjson.loads(marker.read_bytes())
+    assert record["key"] == project_identity(own).key and record["folders"] == [str(own)]
+    marker.write_bytes(orjson.dumps({"key": EXAMPLE_KEY, "kind": "remote", "how": "", "name": ""}))
+    hostile = with_origin(tmp_path / "hostile", "https://git.example.com/org/repo", commits=0)
+    assert SessionManager(hostile, home=home).project_dir != first.project_dir
+    other = with_origin(tmp_path / "other", "https://git.example.com/org/repo")
+    assert SessionManager(other, home=home).project_dir != first.project_dir
+    again = one_session(own, home)  # its sessions' `session/start` name this folder
+    assert again.project_dir == first.project_dir
+    record = orjson.loads(marker.read_bytes())
+    assert record["key"] == project_identity(own).key and record["folders"] == [str(own)]
+
+
+def test_a_folder_that_cannot_prove_its_remote_keeps_the_project_it_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "store"
+    own = with_origin(tmp_path / "own", "https://git.example.com/org/repo")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(own), str(clone))
+    git(clone, "remote", "set-url", "origin", "https://git.example.com/org/repo")
+    used = one_session(own, home).project_dir
+    assert SessionManager(clone, home=home).project_dir == used  # proved by the root commit
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))  # no git: no proof
+    assert SessionManager(own, home=home).project_dir == used  # a folder the project recorded
+    assert SessionManager(clone, home=home).project_dir != used  # never recorded there
