@@ -80,7 +80,7 @@ def protection(relative: str, extra_globs: Sequence[str] = ()) -> str | None:
 def in_git_directory(root: Path, relative: str) -> str | None:
     """Return why a path inside a bare git repository (HEAD, objects/, refs/) is git's."""
     parts = relative.split("/")[:-1]
-    for depth in range(len(parts), 0, -1):
+    for depth in range(len(parts), -1, -1):  # the workspace root last
         directory = root.joinpath(*parts[:depth])
         try:
             head = (directory / "HEAD").lstat()
@@ -92,7 +92,7 @@ def in_git_directory(root: Path, relative: str) -> str | None:
             and stat.S_ISDIR(objects.st_mode)
             and stat.S_ISDIR(refs.st_mode)
         ):
-            shown = shown_path("/".join(parts[:depth]))
+            shown = shown_path("/".join(parts[:depth])) or "."
             return f"{shown}/ is a git repository (HEAD, objects/, refs/): {_GIT}"
     return None
 

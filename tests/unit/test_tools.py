@@ -175,6 +175,10 @@ def test_a_bare_repository_inside_the_workspace_is_gits(workspace: Path) -> None
     )
     assert in_git_directory(workspace, "vendor/lib/hooks/post-checkout") is not None
     assert in_git_directory(workspace, "vendor/other.txt") is None
+    for name in ("objects", "refs"):
+        (workspace / name).mkdir()
+    (workspace / "HEAD").write_text("ref: refs/heads/main\n")
+    assert "./ is a git repository" in (in_git_directory(workspace, "config") or "")
 
 
 def test_a_shown_path_has_no_control_characters() -> None:
