@@ -58,12 +58,16 @@ class ClientLogHandler(logging.Handler):
 
 def serve(args: argparse.Namespace) -> int:
     """Run the language server on stdio (default) or TCP."""
+    from session.redaction import RedactingLogFilter
+
     from .features import setup_features
     from .server import AgentAssistServer
 
     server = AgentAssistServer()
     setup_features(server)
-    logging.getLogger().addHandler(ClientLogHandler(server))
+    client_log = ClientLogHandler(server)
+    client_log.addFilter(RedactingLogFilter())
+    logging.getLogger().addHandler(client_log)
     # What is loaded by now lives as long as the process: out of the collector's sight, a
     # resume's burst of new objects (a 20,000-entry manifest) does not make it walk the
     # whole import graph again (~35 ms of the first resume of such a project).
@@ -112,10 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     """Run the agent-assist command line."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    from session.redaction import RedactingLogFilter
+
     from .stderr_log import BoundedStderrHandler
 
     stderr = BoundedStderrHandler()
     stderr.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    stderr.addFilter(RedactingLogFilter())  # a URL's password, a token: never in a log
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[stderr])
     if not args.verbose:  # pygls logs every message at INFO
         for noisy in ("pygls", "httpx", "httpx2", "openai"):

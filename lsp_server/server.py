@@ -19,6 +19,7 @@ from pygls.uris import to_fs_path
 
 from session.errors import SessionError
 from session.lifecycle import LifecycleConfig, SessionLifecycle
+from session.redaction import url_credential
 from session.search import SearchIndex
 from session.store.backend import SessionStore
 from session.store.choose import FALLBACK_HINT, open_store, store_kind
@@ -175,7 +176,8 @@ class AgentAssistServer(LanguageServer):
         return warnings
 
     def _use_store(self, store: SessionStore) -> None:
-        secrets = (self.config.model.api_key,) if self.config.model.api_key else ()
+        model = self.config.model
+        secrets = tuple(s for s in (model.api_key, url_credential(model.base_url)) if s)
         self.lifecycle = SessionLifecycle(
             store,
             self.config.instance_id,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import logging
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -309,3 +310,43 @@ def is_secret_file_name(path: str) -> bool:
     """Return True if the file's name (its last path part) marks it as holding secrets."""
     name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in _SECRET_FILE_NAMES)
+
+
+def url_without_userinfo(url: str) -> str:
+    """Return `url` without its `user:password@` part, for messages (`model.baseUrl`)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
+
+
+def url_credential(url: str | None) -> str | None:
+    """Return the password of a URL's userinfo (or the user alone, a token), if any."""
+    if not url or "://" not in url:
+        return None
+    authority = url.partition("://")[2].partition("/")[0]
+    userinfo, at, _ = authority.rpartition("@")
+    if not at or not userinfo:
+        return None
+    user, colon, password = userinfo.partition(":")
+    return password if colon else user
+
+
+class RedactingLogFilter(logging.Filter):
+    """Scrubs a log record's text (and its traceback) before any handler writes it."""
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        super().__init__()
+        self.redactor = redactor or Redactor()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Replace the record's message by its redacted text; always let it through."""
+        scrub = self.redactor.scrub_text
+        message = record.getMessage()
+        record.msg, record.args = scrub(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = scrub(record.exc_text)
+        return True

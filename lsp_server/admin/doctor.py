@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from session.redaction import url_without_userinfo
 from session.terminal_text import inert
 
 from .doctor_database import check_database
@@ -233,7 +234,7 @@ def check_model(report: DoctorReport, round_trip: bool, timeout: float) -> None:
     model = config.model
     report.model = {
         "name": model.name,
-        "baseUrl": model.base_url,
+        "baseUrl": model.base_url and url_without_userinfo(model.base_url),
         "apiKey": "set" if model.api_key else "unset",
         "configured": model.configured,
     }
@@ -246,9 +247,8 @@ def check_model(report: DoctorReport, round_trip: bool, timeout: float) -> None:
         )
         return
     key = "set" if model.api_key else "unset"
-    report.add(
-        "ok", "model", f"{model.name} at {model.base_url or 'the default endpoint'} (key {key})"
-    )
+    where = url_without_userinfo(model.base_url or "the default endpoint")
+    report.add("ok", "model", f"{model.name} at {where} (key {key})")
     if not round_trip:
         return
     import openai

@@ -9,6 +9,7 @@ from typing import Any
 
 from session.errors import ReadOnlySessionError, SessionError
 from session.lifecycle import TurnRecorder
+from session.redaction import url_without_userinfo
 from session.storage import explain_write_error
 
 from .. import protocol as proto
@@ -176,7 +177,7 @@ def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int, reads
         )
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     if fault.kind == "unreachable":
-        where = ls.config.model.base_url or "api.openai.com"
+        where = url_without_userinfo(ls.config.model.base_url or "api.openai.com")
         return (
             f"{_sentence(fault.message)}{tries}: is the server at {where} running, and is "
             "model.baseUrl right?"

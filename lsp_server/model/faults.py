@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from session.redaction import Redactor
+
 FaultKind = Literal[
     "rate-limit",
     "server",
@@ -211,6 +213,9 @@ def summary_failure(exc: BaseException) -> str:
     return classify(exc).message
 
 
+_SCRUB = Redactor()
+
+
 def classify(exc: BaseException) -> ModelFault:
     """Classify what a model request raised; a server's `x-should-retry` has the last word.
 
@@ -218,6 +223,11 @@ def classify(exc: BaseException) -> ModelFault:
     the same request may succeed again, whatever the status: it is followed.
     """
     fault = _classify(exc)
+    # Its words reach the log, the editor and stderr: a URL's password, a token a 401 body
+    # quotes, never do.
+    fault = replace(
+        fault, message=_SCRUB.scrub_text(fault.message), detail=_SCRUB.scrub_text(fault.detail)
+    )
     headers = getattr(exc, "headers", None)
     said = headers.get("x-should-retry", "").strip().lower() if isinstance(headers, dict) else ""
     if said == "false" and fault.retryable:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from pathlib import Path
@@ -14,10 +15,13 @@ from session.checkpoints import SECRET_FILE_WITHHELD
 from session.redaction import (
     HINT_WORDS,
     REDACTED,
+    RedactingLogFilter,
     Redactor,
     StreamScrubber,
     content_placeholder,
     is_secret_file_name,
+    url_credential,
+    url_without_userinfo,
 )
 from session.store.manager import SessionManager
 
@@ -380,3 +384,35 @@ def test_files_named_as_secret_are_never_copied_into_a_checkpoint(
     stored = [p.read_bytes() for p in home.rglob("*") if p.is_file()]
     for data in (b"plainword", b"opaque-pem-body", b"opaque-env"):
         assert not any(data in blob for blob in stored)
+
+
+# -- messages: a base URL's credentials, an error body's token --------------------------------
+
+
+def test_a_base_url_is_named_without_its_userinfo() -> None:
+    assert url_without_userinfo("http://alice:pw-77@host:8080/v1") == "http://host:8080/v1"
+    assert url_without_userinfo("https://tok@host/v1") == "https://host/v1"
+    assert url_without_userinfo("https://host/v1@x") == "https://host/v1@x"
+    assert url_credential("http://alice:pw-77@host/v1") == "pw-77"
+    assert url_credential("https://tok123@host") == "tok123"
+    assert url_credential("https://host/v1") is None
+
+
+def test_an_error_body_s_token_and_a_url_s_password_leave_the_fault() -> None:
+    from pydantic_ai.exceptions import ModelHTTPError
+
+    from lsp_server.model.faults import classify
+
+    body = {"error": {"message": "Bad credentials: ghp_R4nd0mT0k3nV4lu3F0rT3st1ngAbCdEf12"}}
+    fault = classify(ModelHTTPError(status_code=401, model_name="m", body=body))
+    assert "ghp_R4nd0m" not in fault.message + fault.detail and REDACTED in fault.message
+    fault = classify(RuntimeError("cannot reach http://alice:pw-secret-7@10.0.0.1/v1"))
+    assert "pw-secret-7" not in fault.message and "10.0.0.1" in fault.message
+
+
+def test_log_records_are_scrubbed_before_a_handler_writes_them() -> None:
+    record = logging.LogRecord(
+        "x", logging.WARNING, __file__, 1, "failed at %s", ("http://a:pw-log-1@h/v1",), None
+    )
+    assert RedactingLogFilter().filter(record)
+    assert record.getMessage() == f"failed at http://a:{REDACTED}@h/v1"
