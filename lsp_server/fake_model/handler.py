@@ -14,7 +14,7 @@ import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .replies import FAULTS, Reply, null_content_at, prompt_tokens, split_text
+from .replies import FAULTS, FLOODS, Reply, null_content_at, prompt_tokens, split_text
 from .script import SILENT_STYLES, ClientGoneError, ModelScript
 
 log = logging.getLogger(__name__)
@@ -290,6 +290,9 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
             )
         if reply.text or not calls:
             send({"role": "assistant", "content": ""})
+        if reply.kind in FLOODS:
+            self._flood(reply, send)
+            return
         if reply.kind == "hang":
             send({"content": reply.text})
             self._hang()
@@ -334,12 +337,29 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
         elif reply.kind == "corrupt":
-            self.wfile.write(b'data: {"id": "chatcmpl-broken", "choices": [{"delta": {"cont\n\n')
+            bad = reply.bad.encode() or b'{"id": "chatcmpl-broken", "choices": [{"delta": {"cont'
+            self.wfile.write(b"data: " + bad + b"\n\n")
             self.wfile.flush()
+            for _ in range(reply.rest):  # a client still reading gets them all
+                self._pause(reply.delay)
+                choice = {"index": 0, "delta": {"content": " more"}, "finish_reason": None}
+                self._event(self._envelope("chat.completion.chunk", body, number, [choice]))
             choice = {"index": 0, "delta": {"content": " and more"}, "finish_reason": "stop"}
             self._event(self._envelope("chat.completion.chunk", body, number, [choice]))
             self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()  # "cut": the handler returns and the connection closes cleanly
+
+    def _flood(self, reply: Reply, send: Any) -> None:
+        """Send without end until the client leaves (BrokenPipeError ends the request)."""
+        if reply.kind == "flood":
+            piece = (reply.text * (reply.chunk // len(reply.text) + 1))[: reply.chunk]
+            while True:
+                send({"content": piece})
+        self.wfile.write(b'data: {"choices": [{"index": 0, "delta": {"content": "')
+        block = (reply.text * (65536 // len(reply.text) + 1))[:65536].encode()
+        while True:
+            self.wfile.write(block)
+            self.wfile.flush()
 
     def _event(self, payload: dict[str, Any]) -> None:
         self.wfile.write(b"data: " + json.dumps(payload).encode() + b"\n\n")

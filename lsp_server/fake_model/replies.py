@@ -21,6 +21,13 @@ Faults real servers produce (each streams its text first, then fails):
     {"stall": "partial", "seconds": 5}   # nothing for `seconds`, then the stream ends
     {"error": 429, "retry_after": 2}     # any error can carry a Retry-After header
     {"error": 400, "code": "context_length_exceeded", "message": "..."}
+    {"corrupt": "partial", "bad": "{}"}  # the corrupt event's data: here JSON with no choices
+    {"corrupt": "partial", "rest": 500}  # ... then 500 more text chunks (`delay` apart): a
+                                         # client that stops reading at the corrupt chunk
+                                         # leaves before they are sent
+    {"flood": "piece", "chunk": 4096}    # `piece` repeated as text deltas of `chunk`
+                                         # characters, forever (until the client leaves)
+    {"flood_line": "x"}                  # one SSE `data:` line that never ends
     {"text": "...", "first_delay": 3}    # headers at once, the first chunk later
     {"text": "...", "usage": False}      # no usage in the stream (llama.cpp's servers)
     {"text": "...", "reasoning": "..."}  # a reasoning model's thinking first, streamed as
@@ -46,8 +53,11 @@ _KINDS = (
     "drop",
     "corrupt",
     "stall",
+    "flood",
+    "flood_line",
 )
 FAULTS = ("cut", "drop", "corrupt", "stall")
+FLOODS = ("flood", "flood_line")
 _OPTIONS = {
     "chunk",
     "delay",
@@ -62,6 +72,8 @@ _OPTIONS = {
     "usage",
     "reasoning",
     "reasoning_field",
+    "rest",
+    "bad",
 }
 SUMMARY_MARKER = "You keep the running summary"
 
@@ -86,6 +98,8 @@ class Reply:
     usage: bool = True
     reasoning: str = ""  # streamed before the text, in `reasoning_field`
     reasoning_field: str = "reasoning_content"
+    rest: int = 0  # text chunks sent after a corrupt one
+    bad: str = ""  # the corrupt event's data (else JSON cut short)
 
 
 def parse_reply(spec: str | dict[str, Any] | Reply) -> Reply:
@@ -106,9 +120,11 @@ def parse_reply(spec: str | dict[str, Any] | Reply) -> Reply:
     reply.usage = bool(spec.get("usage", True))
     reply.reasoning = str(spec.get("reasoning", ""))
     reply.reasoning_field = str(spec.get("reasoning_field", reply.reasoning_field))
-    if kind in FAULTS:
-        reply.text = str(spec[kind])
+    if kind in FAULTS or kind in FLOODS:
+        reply.text = str(spec[kind]) or "x"
         reply.seconds = float(spec.get("seconds", 0))
+        reply.rest = int(spec.get("rest", 0))
+        reply.bad = str(spec.get("bad", ""))
     if kind == "tool_calls":
         for call in spec["tool_calls"]:
             args = call.get("arguments", {})

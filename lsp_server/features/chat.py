@@ -15,6 +15,7 @@ from session.storage import explain_write_error
 from .. import protocol as proto
 from ..config import HOW_TO_CONFIGURE_MODEL
 from ..model.faults import RETRY_AFTER_CAP, ModelFault, backoff, classify
+from ..model.limits import CallBudget
 from ..model.runner import ChatRunner, TurnResult
 from ..model.tools import ToolDeps, read_limit
 from ..server import AgentAssistServer, RequestFailedError
@@ -51,7 +52,12 @@ async def run_attempts(
     assert ls.runner is not None
     runner = ls.runner
     lifecycle = ls.session
-    deps = ToolDeps(lifecycle, ls.edits, read_limit(ls.config.context_window))
+    deps = ToolDeps(
+        lifecycle,
+        ls.edits,
+        read_limit(ls.config.context_window),
+        budget=CallBudget(ls.config.tools),
+    )
     runner.result_limit = deps.read_limit  # earlier results are sent cut to the same
     retries = 0
     healed = False
@@ -302,7 +308,9 @@ class Chat(Feature):
         finally:
             sink.thoughts.end()  # a reply of thinking only, or a turn that ended while thinking
         recorder.end("completed")  # fsynced: the turn is durable before its result is sent
-        if result.finish_reason in CUT_ANSWERS:
+        if result.note:
+            ls.show(f"{_sentence(result.note)}. The reply is kept as far as it came.")
+        elif result.finish_reason in CUT_ANSWERS:
             ls.show(CUT_ANSWERS[result.finish_reason])
         task = asyncio.current_task()
         if task is None:

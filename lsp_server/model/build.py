@@ -16,6 +16,7 @@ from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 from session.compaction import SUMMARY_INSTRUCTIONS, CompactionSummary  # noqa: E402
 
 from ..config import ModelConfig  # noqa: E402
+from .limits import with_note  # noqa: E402
 from .quirks import ServerQuirks, loose_json  # noqa: E402
 from .tools import (  # noqa: E402
     BASE_INSTRUCTIONS,
@@ -41,7 +42,9 @@ def _model(config: ModelConfig, quirks: ServerQuirks | None) -> OpenAIChatModel:
     client = AsyncOpenAI(
         base_url=config.base_url,
         api_key=config.api_key or "none",
-        http_client=build_http_client(config.stream_timeout, config.first_token_timeout, quirks),
+        http_client=build_http_client(
+            config.stream_timeout, config.first_token_timeout, quirks, config.max_reply_bytes
+        ),
         max_retries=0,
     )
     return OpenAIChatModel(config.name or "", provider=OpenAIProvider(openai_client=client))
@@ -62,6 +65,43 @@ class LooseOutput(AbstractCapability[Any]):
         if isinstance(output, str) and not ctx.partial_output:
             return loose_json(output) or output
         return output
+
+
+class ToolLimits(AbstractCapability[ToolDeps]):
+    """Answers the calls `limits.CallBudget.review` refused, without running them."""
+
+    async def wrap_tool_validate(
+        self,
+        ctx: RunContext[ToolDeps],
+        *,
+        call: Any,
+        tool_def: Any,
+        args: Any,
+        handler: Any,
+    ) -> Any:
+        """Skip validating a refused call's arguments (they were replaced by a note)."""
+        budget = ctx.deps.budget
+        if budget is not None and call.tool_call_id in budget.refused:
+            return {}
+        return await handler(args)
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[ToolDeps],
+        *,
+        call: Any,
+        tool_def: Any,
+        args: Any,
+        handler: Any,
+    ) -> Any:
+        """Answer a refused call with its refusal; add the budget's note to a result."""
+        budget = ctx.deps.budget
+        if budget is None:
+            return await handler(args)
+        note = budget.notes.get(call.tool_call_id)
+        refusal = budget.refused.get(call.tool_call_id)
+        result = refusal if refusal is not None else await handler(args)
+        return with_note(result, note) if note else result
 
 
 def build_summarizer(
@@ -104,6 +144,7 @@ def build_agent(
         output_type=str,
         instructions=instructions,
         retries=TOOL_RETRIES,
+        capabilities=[ToolLimits()],
     )
     if not tools:
         return agent

@@ -243,7 +243,7 @@ def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision ta
     from pydantic_ai import exceptions as pe
 
     # The HTTP client (~3 MB) is loaded with the model, at the first chat, not at start-up.
-    from .transport import EmptyStreamError, StreamCutError, StreamStallError
+    from .transport import CorruptChunkError, EmptyStreamError, StreamCutError, StreamStallError
     from .truncation import PromptCutError
 
     chain = _chain(exc)
@@ -254,6 +254,8 @@ def _classify(exc: BaseException) -> ModelFault:  # noqa: C901 - one decision ta
             return ModelFault("truncated", str(item), False, window=item.counted, detail=str(item))
         if isinstance(item, StreamStallError):
             return ModelFault("stall", str(item), True)
+        if isinstance(item, CorruptChunkError):
+            return ModelFault("corrupt", str(item), True)
         if isinstance(item, EmptyStreamError):
             return ModelFault("empty", "the model's stream ended without sending anything", True)
         if isinstance(item, StreamCutError):

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pydantic_ai.settings import ModelSettings
 
     from .props import ServerProps
+    from .transport import ReplyTooLargeError
 
 SUMMARY_RETRY_AFTER = 600.0  # seconds before a model that failed to summarise is asked again
 
@@ -37,6 +38,7 @@ class TurnResult:
     text: str
     usage: dict[str, Any]
     finish_reason: str | None = None  # of the last answer: "length" when the server cut it
+    note: str | None = None  # why the reply was stopped here (`model.maxReplyBytes`)
 
 
 class TurnSink(Protocol):
@@ -57,6 +59,39 @@ class TurnSink(Protocol):
     def thinking(self) -> None:
         """Show that the model is thinking (a reasoning model, before its answer)."""
         ...
+
+
+def _content_bytes(event: Any) -> int:
+    """Return the bytes of content a stream event adds: text, thinking or tool-call arguments."""
+    part = getattr(event, "part", None)
+    delta = getattr(event, "delta", None)
+    if part is not None:
+        value = getattr(part, "content", None) or getattr(part, "args", None)
+    elif delta is not None:
+        value = (
+            getattr(delta, "content_delta", None)
+            or getattr(delta, "args_delta", None)
+            or getattr(delta, "tool_name_delta", None)
+        )
+    else:
+        return 0
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    return len(repr(value)) if value else 0
+
+
+def _too_large(exc: BaseException) -> ReplyTooLargeError | None:
+    """Return the `ReplyTooLargeError` behind what a model request raised, if one is."""
+    from .transport import ReplyTooLargeError
+
+    current: BaseException | None = exc
+    for _ in range(12):
+        if current is None:
+            return None
+        if isinstance(current, ReplyTooLargeError):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _dump(message: Any) -> dict[str, Any]:
@@ -254,6 +289,7 @@ class ChatRunner:
 
         from .build import REQUEST_LIMIT
         from .faults import RunawayTurnError
+        from .transport import ReplyTooLargeError
 
         agent = self.agent
         text_parts: list[str] = []
@@ -288,6 +324,8 @@ class ChatRunner:
             recorder.request_header(model_name, settings_recorded, instructions)
 
         in_one_piece = not stream
+        cap = self.model.max_reply_bytes
+        step_text: list[str] = []  # this request's streamed text, kept if the reply is stopped
         called: dict[str, int] = {}  # tool name -> calls in this attempt
         unanswered: Any = None  # a request asked in one piece, not yet answered
         try:
@@ -305,7 +343,12 @@ class ChatRunner:
                             continue
                         async with node.stream(run.ctx) as model_stream:
                             record_request(node.request)  # prepared now: instructions set
+                            step_text = []
+                            size = 0
                             async for event in model_stream:
+                                size += _content_bytes(event)
+                                if size > cap:  # the rest is not read: the stream is closed
+                                    raise ReplyTooLargeError(cap)
                                 delta = ""
                                 if isinstance(event, PartStartEvent) and isinstance(
                                     event.part, TextPart
@@ -324,6 +367,7 @@ class ChatRunner:
                                 ):
                                     sink.thinking()
                                 if delta:
+                                    step_text.append(delta)
                                     recorder.chunk(delta)
                                     sink.delta(delta)
                     elif Agent.is_call_tools_node(node):
@@ -332,6 +376,10 @@ class ChatRunner:
                         # before_tool_validate hook, which runs after the message below is
                         # recorded (the log would keep the arguments no parser reads).
                         loosen_tool_args(response.parts)
+                        if deps.budget is not None:  # before anything runs or is recorded
+                            parts = list(response.parts)
+                            deps.budget.review(parts)
+                            response.parts = parts
                         dumped = _dump(response)
                         text_parts = [p.content for p in response.parts if isinstance(p, TextPart)]
                         finish = response.finish_reason
@@ -381,10 +429,26 @@ class ChatRunner:
                         recorder.end_step(step_usage)  # a step brackets its tool calls and results
         except UsageLimitExceeded as exc:  # checked before a request is sent: none was
             raise RunawayTurnError(REQUEST_LIMIT, called) from exc
-        except BaseException:
+        except BaseException as exc:
             if unanswered is not None:  # it failed: the log still says what was sent
                 record_request(unanswered.request)
-            raise
+            stopped = _too_large(exc)
+            if stopped is None:
+                raise
+            # Kept as far as it came, as a reply the server cut at its length limit.
+            from pydantic_ai.messages import ModelResponse
+
+            text = "".join(step_text) if not in_one_piece else ""
+            response = ModelResponse(
+                parts=[TextPart(content=text)] if text else [],
+                model_name=model_name,
+                finish_reason="length",
+            )
+            dumped = _dump(response)
+            step_usage = tally.add(None, functools.partial(sum_tokens, sent_tokens), dumped)
+            recorder.assistant_message(dumped)
+            recorder.end_step(step_usage)
+            return TurnResult(text, tally.result(), "length", note=str(stopped))
         return TurnResult("".join(text_parts), tally.result(), finish)
 
 

@@ -14,6 +14,8 @@ from session.workspace.patterns import SKIPPED_DIRS
 from session.workspace.protected import in_git_directory, protection
 from session.workspace.safe_paths import is_safe_relative_path
 
+from .limits import CallBudget
+
 BASE_INSTRUCTIONS = (
     "You are Agent Assist, an AI assistant working inside the user's code editor on the "
     "project in the current workspace. Use the tools to read, list and write workspace "
@@ -86,6 +88,7 @@ class ToolDeps:
     read_limit: int = MAX_READ_BYTES  # bytes one read_file call returns (`read_limit()`)
     # (tool, arguments) -> times called in this turn since the last write (`repeat_note`)
     calls: dict[tuple[str, ...], int] = field(default_factory=dict)
+    budget: CallBudget | None = None  # the turn's tool-call limits (`limits.CallBudget`)
 
     @property
     def root(self) -> Path:

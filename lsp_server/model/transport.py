@@ -11,6 +11,14 @@ answer; here it raises `StreamCutError`, so the turn can be retried instead of r
 half an answer as complete. A stream that ends before sending anything at all (what
 llama-cpp-python's server sends for a prompt over its window) raises `EmptyStreamError`.
 
+Each event of a stream must be a JSON object a chat completion chunk can be (`choices`, or an
+`error`): a malformed one raises `CorruptChunkError` at once, so the stream is closed there and
+not read to its end (the SDK would skip a well-formed JSON object without `choices` in
+silence). A reply is bounded (`model.maxReplyBytes`): a body larger than
+`RAW_FACTOR` × the cap, or one event line larger than `LINE_FACTOR` × the cap, raises
+`ReplyTooLargeError` (an endless stream, or one line that never ends, would otherwise grow
+the server until the machine runs out of memory).
+
 Requests are changed for what the server turned out to refuse (`quirks.ServerQuirks`).
 """
 
@@ -21,12 +29,18 @@ import re
 from collections.abc import AsyncIterator, Callable
 
 import httpx2
+import orjson
 
 from .quirks import ServerQuirks, blank_tool_text
 
 CONNECT_TIMEOUT = 10.0
 _FINISHED = re.compile(rb'"finish_reason"\s*:\s*"|^data:\s*\[DONE\]', re.MULTILINE)
 _TAIL = 64  # bytes of the previous chunk kept, so a marker split across chunks is seen
+# A reply's wire bytes per byte of its content: a streamed delta of one token carries ~150
+# bytes of JSON around it. The content itself is counted against the cap by the runner.
+RAW_FACTOR = 64
+LINE_FACTOR = 2  # one event carries at most (about) the whole reply, JSON-escaped
+LINE_SLACK = 64 << 10
 
 
 class StreamCutError(httpx2.RemoteProtocolError):
@@ -41,15 +55,82 @@ class StreamStallError(httpx2.ReadTimeout):
     """The model's stream began, then sent nothing for `stream_timeout` seconds."""
 
 
+class CorruptChunkError(httpx2.RemoteProtocolError):
+    """An event of the model's stream is not a chat completion chunk (not JSON, no choices)."""
+
+
+class ReplyTooLargeError(Exception):
+    """The model's reply passed `model.maxReplyBytes` (its content, or its bytes on the wire)."""
+
+    def __init__(self, limit: int, what: str = "reply") -> None:
+        self.limit = limit
+        super().__init__(
+            f"the model's {what} passed {limit:,} bytes (model.maxReplyBytes): it was stopped there"
+        )
+
+
+def check_event_line(line: bytes) -> None:
+    """Raise `CorruptChunkError` unless an SSE line is harmless or a well-formed chunk event."""
+    if not line.startswith(b"data:"):
+        return  # a comment, `event:`, `id:`, `retry:` or a blank line: SSE framing
+    data = line[5:].strip()
+    if not data or data == b"[DONE]":
+        return
+    try:
+        event = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptChunkError(f"the model sent a malformed chunk (not JSON: {exc})") from None
+    if not isinstance(event, dict):
+        raise CorruptChunkError("the model sent a malformed chunk (not a JSON object)")
+    choices = event.get("choices")
+    if "error" in event or (
+        isinstance(choices, list)
+        and all(isinstance(c, dict) and isinstance(c.get("delta") or {}, dict) for c in choices)
+    ):
+        return
+    keys = ", ".join(sorted(map(str, event))[:6]) or "none"
+    raise CorruptChunkError(
+        f"the model sent a malformed chunk (no list of choices; its keys: {keys})"
+    )
+
+
+class _LineChecker:
+    """Splits a streamed body into SSE lines and checks each (`check_event_line`), bounded."""
+
+    def __init__(self, max_reply: int) -> None:
+        self.max_reply = max_reply
+        self.max_line = max_reply * LINE_FACTOR + LINE_SLACK
+        self.pending = b""
+
+    def feed(self, chunk: bytes) -> None:
+        """Check the lines `chunk` completes; raise if the unfinished one is too long."""
+        *lines, self.pending = (self.pending + chunk).split(b"\n")
+        for line in lines:
+            check_event_line(line.rstrip(b"\r"))
+        if len(self.pending) > self.max_line:
+            raise ReplyTooLargeError(self.max_reply, "stream (one event larger than the reply cap)")
+
+
 class _CheckedStream(httpx2.AsyncByteStream):
-    """Passes an SSE body through: a stall between chunks raises, so does an unfinished end."""
+    """Passes an SSE body through: a stall between chunks raises, so does an unfinished end.
+
+    So does a malformed event (`CorruptChunkError`) and a body past its size cap
+    (`ReplyTooLargeError`).
+    """
 
     def __init__(
-        self, inner: httpx2.AsyncByteStream, on_broken: Callable[[], None], gap: float | None
+        self,
+        inner: httpx2.AsyncByteStream,
+        on_broken: Callable[[], None],
+        gap: float | None,
+        max_reply: int | None = None,
     ) -> None:
         self.inner = inner
         self.on_broken = on_broken
         self.gap = gap  # seconds allowed between chunks once the first came (None: no limit)
+        self.max_reply = max_reply
+        self.max_raw = None if max_reply is None else max_reply * RAW_FACTOR
+        self.lines = None if max_reply is None else _LineChecker(max_reply)
 
     async def _chunks(self) -> AsyncIterator[bytes]:
         chunks = aiter(self.inner)
@@ -76,6 +157,15 @@ class _CheckedStream(httpx2.AsyncByteStream):
         tail = b""
         async for chunk in self._chunks():
             received += len(chunk)
+            try:
+                if self.lines is not None:
+                    self.lines.feed(chunk)
+                if self.max_raw is not None and received > self.max_raw:
+                    raise ReplyTooLargeError(self.max_raw // RAW_FACTOR)
+            except (CorruptChunkError, ReplyTooLargeError):
+                self.on_broken()
+                await self.inner.aclose()  # stop reading now: the server sees us leave
+                raise
             if not finished:
                 finished = _FINISHED.search(tail + chunk) is not None
                 tail = chunk[-_TAIL:]
@@ -110,10 +200,12 @@ class CompletionCheckTransport(httpx2.AsyncBaseTransport):
         inner: httpx2.AsyncBaseTransport,
         quirks: ServerQuirks | None = None,
         stream_timeout: float | None = None,
+        max_reply: int | None = None,
     ) -> None:
         self.inner = inner
         self.quirks = quirks or ServerQuirks()
         self.stream_timeout = stream_timeout
+        self.max_reply = max_reply
         self.suspect = False  # a stream broke: its connection may be dead
 
     def _broken(self) -> None:
@@ -132,14 +224,39 @@ class CompletionCheckTransport(httpx2.AsyncBaseTransport):
             response = await self.inner.handle_async_request(request)
         self.quirks.server = response.headers.get("server", "")
         content_type = response.headers.get("content-type", "")
+        stream = response.stream
+        assert isinstance(stream, httpx2.AsyncByteStream)
         if response.status_code == 200 and content_type.startswith("text/event-stream"):
-            stream = response.stream
-            assert isinstance(stream, httpx2.AsyncByteStream)
-            response.stream = _CheckedStream(stream, self._broken, self.stream_timeout)
+            response.stream = _CheckedStream(
+                stream, self._broken, self.stream_timeout, self.max_reply
+            )
+        elif self.max_reply is not None:  # an answer in one piece, or an error's body
+            response.stream = _SizedBody(stream, self.max_reply * RAW_FACTOR)
         return response
 
     async def aclose(self) -> None:
         """Close the wrapped transport."""
+        await self.inner.aclose()
+
+
+class _SizedBody(httpx2.AsyncByteStream):
+    """Passes a body through; past `limit` bytes raises `ReplyTooLargeError`."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int) -> None:
+        self.inner = inner
+        self.limit = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        received = 0
+        async for chunk in self.inner:
+            received += len(chunk)
+            if received > self.limit:
+                await self.inner.aclose()
+                raise ReplyTooLargeError(self.limit // RAW_FACTOR)
+            yield chunk
+
+    async def aclose(self) -> None:
+        """Close the wrapped stream."""
         await self.inner.aclose()
 
 
@@ -155,10 +272,15 @@ def _changed(request: httpx2.Request, body: bytes | None) -> httpx2.Request:
 
 
 def build_http_client(
-    stream_timeout: float, first_token_timeout: float, quirks: ServerQuirks | None = None
+    stream_timeout: float,
+    first_token_timeout: float,
+    quirks: ServerQuirks | None = None,
+    max_reply: int | None = None,
 ) -> httpx2.AsyncClient:
-    """Return the client for model requests (the timeouts: see the module docstring)."""
+    """Return the client for model requests (the timeouts and caps: the module docstring)."""
     first = max(first_token_timeout, stream_timeout)
     timeout = httpx2.Timeout(first, connect=min(CONNECT_TIMEOUT, stream_timeout))
-    transport = CompletionCheckTransport(httpx2.AsyncHTTPTransport(), quirks, stream_timeout)
+    transport = CompletionCheckTransport(
+        httpx2.AsyncHTTPTransport(), quirks, stream_timeout, max_reply
+    )
     return httpx2.AsyncClient(transport=transport, timeout=timeout)

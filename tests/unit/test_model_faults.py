@@ -15,10 +15,14 @@ from lsp_server.config import parse_initialization_options
 from lsp_server.model.faults import backoff, classify, overflow_window, summary_failure
 from lsp_server.model.quirks import ServerQuirks, blank_tool_text, loosen_tool_args
 from lsp_server.model.transport import (
+    RAW_FACTOR,
     CompletionCheckTransport,
+    CorruptChunkError,
     EmptyStreamError,
+    ReplyTooLargeError,
     StreamCutError,
     StreamStallError,
+    check_event_line,
 )
 from session.derive.history import build_history
 from session.derive.transcript import transcript
@@ -248,9 +252,11 @@ class Canned(httpx2.AsyncBaseTransport):
         )
 
 
-def read(chunks: list[bytes], content_type: str = "text/event-stream") -> bytes:
+def read(
+    chunks: list[bytes], content_type: str = "text/event-stream", max_reply: int | None = None
+) -> bytes:
     async def go() -> bytes:
-        transport = CompletionCheckTransport(Canned(chunks, content_type))
+        transport = CompletionCheckTransport(Canned(chunks, content_type), max_reply=max_reply)
         async with httpx2.AsyncClient(transport=transport) as client:
             response = await client.get("http://model.test/v1")
             return await response.aread()
@@ -275,6 +281,39 @@ def test_a_stream_that_stops_short_raises() -> None:
     with pytest.raises(EmptyStreamError):
         read([])
     assert read([b"not a stream"], content_type="application/json") == b"not a stream"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'data: {"id": "chatcmpl-broken", "choices": [{"delta": {"cont',  # cut JSON
+        b"data: not json at all",
+        b'data: ["a", "list"]',
+        b'data: {"garbage": true}',  # JSON the SDK would skip in silence: no choices
+        b'data: {"choices": "none"}',
+        b'data: {"choices": [{"delta": "text"}]}',
+    ],
+)
+def test_a_malformed_event_ends_the_stream_there(line: bytes) -> None:
+    with pytest.raises(CorruptChunkError):
+        read([CHUNK, line + b"\n\n", CHUNK, FINISH], max_reply=1 << 20)
+    check_event_line(b": a comment")  # SSE framing and the usual events pass
+    check_event_line(b"event: completion")
+    check_event_line(b'data: {"choices": [], "usage": {"prompt_tokens": 3}}')
+    check_event_line(b'data: {"error": {"message": "overloaded"}}')  # the SDK raises it
+    check_event_line(b'data: {"choices": [{"delta": null, "finish_reason": "stop"}]}')
+
+
+def test_a_reply_past_its_cap_raises_and_stops_reading() -> None:
+    cap = 1024
+    with pytest.raises(ReplyTooLargeError, match="model.maxReplyBytes"):
+        read([CHUNK] * (cap * RAW_FACTOR // len(CHUNK) + 2), max_reply=cap)
+    line = b'data: {"choices": [{"delta": {"content": "' + b"x" * 200_000
+    with pytest.raises(ReplyTooLargeError):  # one line that never ends
+        read([line[i : i + 4096] for i in range(0, len(line), 4096)], max_reply=cap)
+    with pytest.raises(ReplyTooLargeError):  # an answer in one piece
+        read([b"x" * 4096] * (cap * RAW_FACTOR // 4096 + 1), "application/json", max_reply=cap)
+    assert read([CHUNK, FINISH], max_reply=cap) == CHUNK + FINISH
 
 
 # -- retries in the log ------------------------------------------------------------------
