@@ -137,9 +137,7 @@ async def test_a_turn_runs_at_most_max_calls_per_turn(
     await editor.ready()
     reply = await editor.request("agentAssist/chat", {"text": "look everywhere"})
     assert reply["text"] == "Stopped."
-    results = [
-        e for e in events_of(workspace, home, reply["sessionId"]) if e.type == "tool/result"
-    ]
+    results = [e for e in events_of(workspace, home, reply["sessionId"]) if e.type == "tool/result"]
     assert len(results) == 6
     refused = [r for r in results if "tools.maxCallsPerTurn" in json.dumps(r.data.content)]
     assert len(refused) == 3  # the first three ran (each a missing directory), then refusals
@@ -151,13 +149,8 @@ async def test_arguments_past_the_cap_are_neither_run_nor_stored(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:
     big = "A" * 200_000
-    fake.add(
-        {
-            "tool_calls": [{"name": "write_file", "arguments": {"path": "big.txt", "content": big}}],
-            "chunk": 65_536,
-        },
-        "I could not write it.",
-    )
+    write = {"name": "write_file", "arguments": {"path": "big.txt", "content": big}}
+    fake.add({"tool_calls": [write], "chunk": 65_536}, "I could not write it.")
     editor: Editor = make_editor(options=options(tools={"maxArgumentBytes": 4096}))
     await editor.start()
     await editor.ready()
