@@ -171,7 +171,8 @@ def test_the_spool_is_one_directory_whatever_the_projects_key(
     workspace = tmp_path / "hostile"
     workspace.mkdir()
     hostile = "https://example.com/a/../../../../../../tmp/escaped"
-    for args in (["init", "-q"], ["remote", "add", "origin", hostile]):
+    commit = ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "--allow-empty", "-mx"]
+    for args in (["init", "-q"], ["remote", "add", "origin", hostile], commit):  # proved: a root
         subprocess.run(["git", *args], cwd=workspace, check=True, capture_output=True)
     home = tmp_path / "home"
     store = PgSessionStore.open(pg_dsn, workspace, home=home, schema=schema)
