@@ -1,7 +1,8 @@
 """The PostgreSQL store behind the one interface (`session/store/backend.py`).
 
-`PgSessionStore` is one project's view of a `PgStore` (rows whose `project` is the local
-`<name>_<hash8>`). An open session is a `Session` like a local one; its log is a
+`PgSessionStore` is one project's view of a `PgStore` (rows whose `project` is the key
+`choose_project` settles on: the workspace's proved identity; another project's session is
+not seen, even by its id). An open session is a `Session` like a local one; its log is a
 `PgEventLog` (`pg/log.py`), which holds the advisory lock on a connection of its own. A
 session's row is made with its first event, so a session nothing was recorded in leaves
 nothing behind (as a local one leaves no file).
