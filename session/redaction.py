@@ -47,8 +47,8 @@ class _Pattern:
 _PATTERNS = (
     # PEM private keys, whole block (to the end of the text if never closed).
     _Pattern(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----(?s:.*?)"
-        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)",
+        r"-----BEGIN [A-Z0-9 ]{0,64}PRIVATE KEY[A-Z ]{0,32}-----(?s:.*?)"
+        r"(?:-----END [A-Z0-9 ]{0,64}PRIVATE KEY[A-Z ]{0,32}-----|\Z)",
         gate="private key",
     ),
     # Vendor formats: OpenAI (sk-, sk-proj-) and Anthropic (sk-ant-), Stripe, AWS access key
@@ -203,14 +203,14 @@ def content_placeholder(text: str) -> str:
 # in `bearer`, or in part of a PEM header. Bounded like the patterns, so the last
 # `_CONTEXT_SPAN` characters of a line decide.
 _CONTINUES = re.compile(
-    r"(?:-----BEGIN[A-Z0-9 ]*|(?i:bearer)[ \t]*"
+    r"(?:-----BEGIN[A-Z0-9 ]{0,120}|(?i:bearer)[ \t]*"
     r"|(?:" + _KEY + r"|(?i:\baws[A-Za-z0-9_.-]{0,40}))"
     r"[\"']?[ \t]{0,16}(?:[:=][ \t]{0,16}(?:\"[^\"\n]{0,256}|'[^'\n]{0,256})?)?)\Z"
 )
 _CONTEXT_SPAN = 600
-_CONTEXT_HINTS = ("-----begin", "bearer", "pass", "secret", "token", "key", "aws")
-_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----")
-_PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----")
+_CONTEXT_GATE = re.compile("-----begin|bearer|passw|secret|token|key|aws")  # case-folded
+_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,64}PRIVATE KEY[A-Z ]{0,32}-----")
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,64}PRIVATE KEY[A-Z ]{0,32}-----")
 
 
 class StreamScrubber:
@@ -221,8 +221,11 @@ class StreamScrubber:
     until more text shows it safe, or until `flush`.
     """
 
-    def __init__(self, redactor: Redactor) -> None:
+    def __init__(self, redactor: Redactor, *, redact: bool = True) -> None:
         self._redactor = redactor
+        # False: the pieces come back as they were given, cut only where it is safe, for a
+        # caller that redacts each piece itself (the log does: nothing is scrubbed twice).
+        self._redact = redact
         self._held = ""
         # Configured secrets with whitespace in them could be cut there: such a cut waits.
         self._spaced = [s for s in redactor.secrets if any(c.isspace() for c in s)]
@@ -240,12 +243,12 @@ class StreamScrubber:
         if cut <= 0:
             return ""
         out, self._held = self._held[:cut], self._held[cut:]
-        return self._redactor.scrub_text(out)
+        return self._redactor.scrub_text(out) if self._redact else out
 
     def flush(self) -> str:
         """Return the held text, redacted: the stream ended (or stops here)."""
         out, self._held = self._held, ""
-        return self._redactor.scrub_text(out) if out else ""
+        return self._redactor.scrub_text(out) if out and self._redact else out
 
     def _safe_cut(self, start: int) -> int:
         # Only cuts in the new piece can be new: one refused before stays refused (what
@@ -264,8 +267,7 @@ class StreamScrubber:
     def _cut_ok(self, p: int) -> bool:
         held = self._held
         line = held[max(held.rfind("\n", 0, p) + 1, p - _CONTEXT_SPAN) : p]
-        folded = line.casefold()
-        if any(word in folded for word in _CONTEXT_HINTS) and _CONTINUES.search(line):
+        if _CONTEXT_GATE.search(line.casefold()) and _CONTINUES.search(line):
             return False
         if held.rfind("-----BEGIN ", 0, p) >= 0:
             last = None

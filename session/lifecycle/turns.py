@@ -93,7 +93,8 @@ class TurnRecorder:
     def chunk(self, delta: str) -> Event | None:
         """Record a streamed text delta, up to where it is known to hold no secret."""
         if self._stream is None:
-            self._stream = StreamScrubber(self._session.log.redactor)
+            # Cut where it is safe; the log redacts each piece as it writes it.
+            self._stream = StreamScrubber(self._session.log.redactor, redact=False)
         safe = self._stream.feed(delta)
         return self._write("assistant/chunk", {"delta": safe}) if safe else None
 
