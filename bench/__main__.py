@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
-from . import append, compaction, drift, resume, search, server, sessions
+from . import append, bounded, compaction, drift, resume, search, server, sessions
 from .common import Mode, Result, fmt_s
 from .plot import write_plot
 
@@ -37,6 +37,7 @@ BENCHMARKS: dict[str, Callable[[Mode], Result]] = {
     "server": server.run,
     "search": search.run,
     "sessions": sessions.run,
+    "bounded": bounded.run,
 }
 # name -> module with `run(mode, dsn)`, imported only when named (they need psycopg and a server)
 DATABASE_BENCHMARKS = {
