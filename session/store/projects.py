@@ -31,8 +31,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..events import SessionStartEvent
-from ..log.reader import parse_event_line
+import orjson
+
 from ..paths import project_dir_name
 from ..storage import StorageError, atomic_write_json, read_json_file
 from ..workspace.identity import ProjectIdentity, claimed_remote
@@ -135,19 +135,24 @@ def recorded_folders(project_dir: Path) -> Iterator[str]:
 
 
 def workspace_in_log(path: Path) -> str | None:
-    """Return the workspace root of a log's `session/start` (its first line)."""
+    """Return the workspace root of a log's `session/start` (its first line).
+
+    Read as plain JSON: the admin commands' listing must not load the event models.
+    """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None
     try:
         with os.fdopen(fd, "rb") as fh:
-            event = parse_event_line(fh.readline())
+            event = orjson.loads(fh.readline(1 << 20))
     except (ValueError, OSError):
         return None
-    if isinstance(event, SessionStartEvent) and event.data.workspace_root:
-        return event.data.workspace_root
-    return None
+    data = event.get("data") if isinstance(event, dict) else None
+    if not isinstance(data, dict) or event.get("type") != "session/start":
+        return None
+    root = data.get("workspace_root")
+    return root if isinstance(root, str) and root else None
 
 
 def mark(project_dir: Path, identity: ProjectIdentity, workspace_root: Path) -> bool:
