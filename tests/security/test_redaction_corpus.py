@@ -19,8 +19,14 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from lsp_server.fake_model import FakeOpenAI
-from tests.e2e.harness import REPO, Editor, server_env, shown
+from session.redaction import Redactor
+from session.store.choose import SCHEMA_ENV, STORE_ENV
+from tests.e2e import harness
+from tests.e2e.conftest import store_kind  # local, and PostgreSQL with AGENT_ASSIST_TEST_PG
+from tests.e2e.harness import REPO, Editor, server_env, shown, stored
 from tests.unit.test_redaction import SECRET_FORMS
+
+__all__ = ["store_kind"]
 
 API_KEY = "sk-test-KEY-0123456789abcdef"  # the key `make_editor` configures
 OPAQUE = b"opaque-pem-body-5521"  # a `.pem` whose content no pattern catches
@@ -61,6 +67,37 @@ def store_leaks(home: Path, secrets: list[str]) -> dict[str, list[str]]:
     for path in sorted(home.rglob("*")):
         if path.is_file() and (found := leaks(path.read_bytes(), secrets)):
             out[str(path.relative_to(home))] = found
+    return out
+
+
+def pg_rows() -> dict[str, str]:
+    """The rows (every column, as JSON text) of each table of the PostgreSQL store's schema."""
+    if STORE_ENV not in harness.STORE_ENV:
+        return {}
+    import psycopg
+    from psycopg import sql
+
+    schema = harness.STORE_ENV[SCHEMA_ENV]
+    out = {}
+    with psycopg.connect(harness.STORE_ENV[STORE_ENV]) as conn:
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,)
+        ).fetchall()
+        for (table,) in tables:
+            query = sql.SQL("SELECT row_to_json(t)::text FROM {}.{} t").format(
+                sql.Identifier(schema), sql.Identifier(table)
+            )
+            out[table] = "\n".join(row[0] for row in conn.execute(query).fetchall())
+    return out
+
+
+def pg_leaks(rows: dict[str, str], secrets: list[str]) -> dict[str, list[str]]:
+    """The tables whose rows hold a secret (as text, or in hex: a bytea column's blob)."""
+    out = {}
+    for table, text in rows.items():
+        found = leaks(text, secrets) + [s for s in secrets if s.encode().hex() in text]
+        if found:
+            out[table] = found
     return out
 
 
@@ -115,11 +152,11 @@ async def test_every_secret_form_is_kept_off_the_store_exports_and_search(
     for out in exports:
         assert not leaks(out, [*SECRETS, "typed-pw-8812"])
     assert store_leaks(home, [*SECRETS, "typed-pw-8812", OPAQUE.decode()]) == {}
+    rows = pg_rows()
+    assert pg_leaks(rows, [*SECRETS, "typed-pw-8812", OPAQUE.decode()]) == {}
+    assert not rows or "DB_PASSWORD=[REDACTED]" in rows["events"]  # the rows were read
     # The joined chunks of each turn are its text redacted, as `assistant/message` is.
-    from session.redaction import Redactor
-    from session.store.manager import SessionManager
-
-    events = SessionManager(workspace, home=home).read_events(session_id).events
+    events = stored(workspace, home).read_events(session_id).events
     redacted = Redactor([API_KEY]).scrub_text(QUOTED)
     for turn in range(1, 5):
         chunks = [e for e in events if e.turn == turn and e.type == "assistant/chunk"]
@@ -152,5 +189,6 @@ async def test_a_base_url_password_is_never_shown_logged_or_stored(
     await editor.stop()
     assert not leaks("\n".join(said), [password])
     assert store_leaks(home, [password]) == {}
+    assert pg_leaks(pg_rows(), [password]) == {}
     out = cli(home, workspace, "sessions", "export", status["sessionId"], "--format", "json")
     assert "could not connect" in out.stdout.lower() and password not in out.stdout
