@@ -19,6 +19,8 @@ from ..config import ToolsConfig
 if TYPE_CHECKING:
     from collections.abc import MutableSequence
 
+    from .transport import ReplyTooLargeError
+
 
 @dataclass
 class CallBudget:
@@ -84,3 +86,36 @@ def with_note(result: Any, note: str) -> Any:
     if isinstance(result, str):
         return f"{result}\n{note}"
     return f"{result}\n{note}"
+
+
+def content_bytes(event: Any) -> int:
+    """Return the bytes of content a stream event adds: text, thinking or tool-call arguments."""
+    part = getattr(event, "part", None)
+    delta = getattr(event, "delta", None)
+    if part is not None:
+        value = getattr(part, "content", None) or getattr(part, "args", None)
+    elif delta is not None:
+        value = (
+            getattr(delta, "content_delta", None)
+            or getattr(delta, "args_delta", None)
+            or getattr(delta, "tool_name_delta", None)
+        )
+    else:
+        return 0
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    return len(repr(value)) if value else 0
+
+
+def reply_too_large(exc: BaseException) -> ReplyTooLargeError | None:
+    """Return the `ReplyTooLargeError` behind what a model request raised, if one is."""
+    from .transport import ReplyTooLargeError
+
+    current: BaseException | None = exc
+    for _ in range(12):
+        if current is None:
+            return None
+        if isinstance(current, ReplyTooLargeError):
+            return current
+        current = current.__cause__ or current.__context__
+    return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,16 +17,17 @@ from session.derive.model_messages import ModelMessageCache
 from session.lifecycle import TurnRecorder
 
 from ..config import ModelConfig
+from .limits import content_bytes, reply_too_large
 from .quirks import ServerQuirks, loosen_tool_args
 from .tools import ToolDeps
 from .truncation import CutWatch
+from .usage import UsageTally
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
     from pydantic_ai.settings import ModelSettings
 
     from .props import ServerProps
-    from .transport import ReplyTooLargeError
 
 SUMMARY_RETRY_AFTER = 600.0  # seconds before a model that failed to summarise is asked again
 
@@ -61,89 +62,11 @@ class TurnSink(Protocol):
         ...
 
 
-def _content_bytes(event: Any) -> int:
-    """Return the bytes of content a stream event adds: text, thinking or tool-call arguments."""
-    part = getattr(event, "part", None)
-    delta = getattr(event, "delta", None)
-    if part is not None:
-        value = getattr(part, "content", None) or getattr(part, "args", None)
-    elif delta is not None:
-        value = (
-            getattr(delta, "content_delta", None)
-            or getattr(delta, "args_delta", None)
-            or getattr(delta, "tool_name_delta", None)
-        )
-    else:
-        return 0
-    if isinstance(value, str):
-        return len(value.encode("utf-8", "surrogatepass"))
-    return len(repr(value)) if value else 0
-
-
-def _too_large(exc: BaseException) -> ReplyTooLargeError | None:
-    """Return the `ReplyTooLargeError` behind what a model request raised, if one is."""
-    from .transport import ReplyTooLargeError
-
-    current: BaseException | None = exc
-    for _ in range(12):
-        if current is None:
-            return None
-        if isinstance(current, ReplyTooLargeError):
-            return current
-        current = current.__cause__ or current.__context__
-    return None
-
-
 def _dump(message: Any) -> dict[str, Any]:
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
     dumped: list[dict[str, Any]] = ModelMessagesTypeAdapter.dump_python([message], mode="json")
     return dumped[0]
-
-
-@dataclass
-class UsageTally:
-    """Token usage over a turn's model calls; estimated where the server sent none."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    requests: int = 0
-    estimated: bool = False
-
-    def add(
-        self, usage: Any, prompt_estimate: Callable[[], int], response: dict[str, Any]
-    ) -> dict[str, Any]:
-        """Count one model call; return its usage as recorded in `step/end`.
-
-        `prompt_estimate` is only called when the server sent no usage (it walks the history).
-        """
-        step: dict[str, Any] = {
-            "input_tokens": int(getattr(usage, "input_tokens", 0) or 0),
-            "output_tokens": int(getattr(usage, "output_tokens", 0) or 0),
-        }
-        if not step["input_tokens"] and not step["output_tokens"]:
-            # llama.cpp's servers (and some proxies) send no usage in a stream.
-            step = {
-                "input_tokens": prompt_estimate(),
-                "output_tokens": estimate_tokens(response),
-                "estimated": True,
-            }
-            self.estimated = True
-        self.input_tokens += step["input_tokens"]
-        self.output_tokens += step["output_tokens"]
-        self.requests += 1
-        return step
-
-    def result(self) -> dict[str, Any]:
-        """Return the usage of a `ChatResult`."""
-        out: dict[str, Any] = {
-            "inputTokens": self.input_tokens,
-            "outputTokens": self.output_tokens,
-            "requests": self.requests,
-        }
-        if self.estimated:
-            out["estimated"] = True
-        return out
 
 
 class ChatRunner:
@@ -346,7 +269,7 @@ class ChatRunner:
                             step_text = []
                             size = 0
                             async for event in model_stream:
-                                size += _content_bytes(event)
+                                size += content_bytes(event)
                                 if size > cap:  # the rest is not read: the stream is closed
                                     raise ReplyTooLargeError(cap)
                                 delta = ""
@@ -432,7 +355,7 @@ class ChatRunner:
         except BaseException as exc:
             if unanswered is not None:  # it failed: the log still says what was sent
                 record_request(unanswered.request)
-            stopped = _too_large(exc)
+            stopped = reply_too_large(exc)
             if stopped is None:
                 raise
             # Kept as far as it came, as a reply the server cut at its length limit.
