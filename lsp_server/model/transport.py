@@ -101,14 +101,27 @@ class _LineChecker:
         self.max_reply = max_reply
         self.max_line = max_reply * LINE_FACTOR + LINE_SLACK
         self.pending = b""
+        self.error: CorruptChunkError | None = None  # the malformed event `feed` found
 
-    def feed(self, chunk: bytes) -> None:
-        """Check the lines `chunk` completes; raise if the unfinished one is too long."""
+    def feed(self, chunk: bytes) -> int | None:
+        """Check the lines `chunk` completes; raise if the unfinished one is too long.
+
+        Return None if they are all well formed, else how many bytes of `chunk` come before
+        the first malformed one (the events before it are passed on; then the stream ends).
+        """
+        held = len(self.pending)
         *lines, self.pending = (self.pending + chunk).split(b"\n")
+        offset = 0
         for line in lines:
-            check_event_line(line.rstrip(b"\r"))
+            try:
+                check_event_line(line.rstrip(b"\r"))
+            except CorruptChunkError as exc:
+                self.error = exc
+                return max(0, offset - held)
+            offset += len(line) + 1
         if len(self.pending) > self.max_line:
             raise ReplyTooLargeError(self.max_reply, "stream (one event larger than the reply cap)")
+        return None
 
 
 class _CheckedStream(httpx2.AsyncByteStream):
@@ -158,8 +171,11 @@ class _CheckedStream(httpx2.AsyncByteStream):
         async for chunk in self._chunks():
             received += len(chunk)
             try:
-                if self.lines is not None:
-                    self.lines.feed(chunk)
+                good = None if self.lines is None else self.lines.feed(chunk)
+                if good is not None and self.lines is not None and self.lines.error is not None:
+                    if good:
+                        yield chunk[:good]  # the events before the malformed one count
+                    raise self.lines.error
                 if self.max_raw is not None and received > self.max_raw:
                     raise ReplyTooLargeError(self.max_raw // RAW_FACTOR)
             except (CorruptChunkError, ReplyTooLargeError):

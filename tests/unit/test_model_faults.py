@@ -297,6 +297,21 @@ def test_a_stream_that_stops_short_raises() -> None:
 def test_a_malformed_event_ends_the_stream_there(line: bytes) -> None:
     with pytest.raises(CorruptChunkError):
         read([CHUNK, line + b"\n\n", CHUNK, FINISH], max_reply=1 << 20)
+    # What came before the malformed event is passed on (the client has shown it), then it ends.
+    seen: list[bytes] = []
+
+    async def partial() -> None:
+        transport = CompletionCheckTransport(
+            Canned([CHUNK + line + b"\n\n" + CHUNK]), max_reply=1 << 20
+        )
+        async with httpx2.AsyncClient(transport=transport) as client:
+            async with client.stream("GET", "http://model.test/v1") as response:
+                async for piece in response.aiter_raw():
+                    seen.append(piece)
+
+    with pytest.raises(CorruptChunkError):
+        asyncio.run(partial())
+    assert b"".join(seen) == CHUNK
     check_event_line(b": a comment")  # SSE framing and the usual events pass
     check_event_line(b"event: completion")
     check_event_line(b'data: {"choices": [], "usage": {"prompt_tokens": 3}}')
