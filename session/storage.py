@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno as _errno
+import logging
 import os
 import stat
 from pathlib import Path
@@ -13,6 +14,8 @@ import orjson
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 MAX_JSON_BYTES = 64 * 1024 * 1024
+
+logger = logging.getLogger(__name__)
 
 
 class StorageError(Exception):
@@ -61,6 +64,23 @@ def ensure_private_dir(path: Path) -> None:
         ) from None
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise StorageError(f"{path} is not a plain directory; refusing to use it")
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        # Another account could read the sessions, or plant files for us to read and write.
+        raise StorageError(
+            f"{path} belongs to another account (uid {st.st_uid}); refusing to keep sessions "
+            "there: set AGENT_ASSIST_HOME to a directory of your own"
+        )
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        try:
+            os.chmod(path, DIR_MODE, follow_symlinks=False)
+        except OSError as exc:
+            logger.warning("%s is open to other accounts and cannot be made private: %s", path, exc)
+        else:
+            logger.warning(
+                "%s was open to other accounts (mode %o): made private (0700)",
+                path,
+                stat.S_IMODE(st.st_mode),
+            )
 
 
 def fsync_dir(path: Path) -> None:

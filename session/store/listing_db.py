@@ -18,6 +18,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..storage import FILE_MODE
 from .listing_files import Row
 
 if TYPE_CHECKING:
@@ -140,6 +141,14 @@ class ListingFile:
             return None
         if st is None and not os.access(self.path.parent, os.W_OK):
             return None  # a read-only store: computed without a cache
+        if st is None:  # made 0600 first: SQLite gives its journals the database's mode
+            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            try:
+                os.close(os.open(self.path, flags, FILE_MODE))
+            except FileExistsError:
+                pass
+            except OSError:
+                return None
         try:
             return sqlite3.connect(self.path, timeout=_BUSY_S, isolation_level=None)
         except sqlite3.Error:
