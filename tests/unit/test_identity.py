@@ -18,12 +18,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from session.store.manager import SessionManager
+from session.workspace.git_repository import GitConfigError, parse_git_config
 from session.workspace.identity import (
-    GitConfigError,
     ProjectIdentity,
     claimed_remote,
     normalise_remote_url,
-    parse_git_config,
     project_identity,
 )
 
