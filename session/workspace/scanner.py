@@ -2,14 +2,11 @@
 
 Symlinks are never followed. A scan lists only directories that changed since the
 previous manifest and re-hashes only files whose stat (or ctime, with `find`) moved.
-A name holding a control, line-separator or bidi character (CR, LF, ESC, NEL, U+2028…) is
-never tracked: it would reach the resume block, the drift message and a terminal. How
-many were skipped is logged once, the names escaped.
+Which names are never tracked (not UTF-8, or holding a control character): `refused_names`.
 """
 
 from __future__ import annotations
 
-import logging
 import operator
 import os
 import stat
@@ -17,17 +14,15 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..terminal_text import has_controls, inert_line
 from .find import _NANOS, FIND_MIN_FILES, _find_changes, split_subtrees
-from .manifest import Listing, Manifest, StatKey, children_index, is_utf8, sha256_file
+from .manifest import Listing, Manifest, StatKey, children_index, sha256_file
 from .packed import PackedStats
 from .patterns import SKIPPED_DIRS, TrackedPatterns
 from .prefetch import Prefetch
+from .refused_names import RefusedNames
 from .safe_paths import is_safe_relative_path
 
 _FIND_MIN_FILES = FIND_MIN_FILES
-
-logger = logging.getLogger(__name__)
 
 _MTIME = operator.itemgetter(1)
 
@@ -89,9 +84,8 @@ class _Scanner:
         self.dropped: set[str] = set()
         self.hashed = 0
         self.to_hash: list[str] = []
-        self.refused: set[str] = set()
         prev = previous or Manifest()
-        self.prev_refused = prev.refused
+        self.refused = RefusedNames(prev.refused)
         self.prev_files, self.prev_stats = prev.share()
         self.prev_dirs = prev.dirs
         # A file (or directory) modified in the same second its stat was recorded may change
@@ -223,6 +217,7 @@ class _Scanner:
             printed = by_find.files
             printed_by_dir = _by_directory(printed)
         listing_out = self.listing
+        refuses_entry = self.refused.refuses_entry
         stats_out = self.stats
         prev_files = self.prev_files
         prev_stats = self.prev_stats
@@ -291,19 +286,9 @@ class _Scanner:
                 self.release(relative)
                 with os.scandir(fd) as entries:
                     for entry in entries:
-                        if entry.is_symlink():
-                            continue
-                        if not is_utf8(entry.name):
-                            # Not representable in the JSON manifest: skipped, said once.
-                            logger.warning(
-                                "%r: file name is not UTF-8; not tracked",
-                                os.path.join(relative, entry.name),
-                            )
+                        if entry.is_symlink() or refuses_entry(relative, entry.name):
                             continue
                         name = f"{relative}/{entry.name}" if relative else entry.name
-                        if has_controls(entry.name):
-                            self.refused.add(name)
-                            continue
                         if entry.is_dir(follow_symlinks=False):
                             if entry.name not in SKIPPED_DIRS:
                                 found_dirs.append(name)
@@ -333,8 +318,7 @@ class _Scanner:
         """Take a single named file (an exact pattern or a file the assistant touched)."""
         if self.has_stat(relative) or not is_safe_relative_path(self.root, relative):
             return
-        if has_controls(relative):
-            self.refused.add(relative)
+        if self.refused.refuses_path(relative):
             return
         try:
             st = os.lstat(self.root / relative)
@@ -382,25 +366,12 @@ class _Scanner:
         )
         if self.layered:
             manifest.layer_over(self.prev_files, self.prev_stats, self.dropped)
-        manifest.refused = self.prev_refused | self.refused
-        self._report_refused()
+        manifest.refused = self.refused.all()
+        self.refused.report_new()
         listed = sum(len(files) for files, _ in listing.values())
         if listed + len(self.orphans) != manifest.file_count():  # never, but then: recount
             manifest.forget_listing()
         return manifest
-
-    def _report_refused(self) -> None:
-        new = sorted(self.refused - self.prev_refused)
-        if new:
-            shown = ", ".join(f"'{inert_line(name)}'" for name in new[:5])
-            more = f" and {len(new) - 5} more" if len(new) > 5 else ""
-            logger.warning(
-                "%d file name(s) with control or line-separator characters skipped, not "
-                "tracked: %s%s",
-                len(new),
-                shown,
-                more,
-            )
 
 
 def build_file_manifest(
