@@ -211,6 +211,13 @@ _CONTEXT_SPAN = 600
 _CONTEXT_GATE = re.compile("-----begin|bearer|passw|secret|token|key|aws")  # case-folded
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,64}PRIVATE KEY[A-Z ]{0,32}-----")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,64}PRIVATE KEY[A-Z ]{0,32}-----")
+# A text with no safe cut (no whitespace: a minified line, a base64 blob) is not held past
+# `HOLD_LIMIT` characters: holding it all made every piece cost a copy of it (a quadratic
+# stream). It is cut after the last character no secret's token holds, at least `HOLD_TAIL`
+# characters before its end (longer than any real secret: a PEM RSA-4096 key is ~3.3 KB).
+HOLD_LIMIT = 64 * 1024
+HOLD_TAIL = 16 * 1024
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=.:~-")
 
 
 class StreamScrubber:
@@ -240,6 +247,8 @@ class StreamScrubber:
         start = len(self._held)
         self._held += delta
         cut = self._safe_cut(start)
+        if cut <= 0 and len(self._held) > HOLD_LIMIT:
+            cut = _forced_cut(self._held)
         if cut <= 0:
             return ""
         out, self._held = self._held[:cut], self._held[cut:]
@@ -280,6 +289,15 @@ class StreamScrubber:
             for secret in self._spaced
             for k in range(1, len(secret))
         )
+
+
+def _forced_cut(held: str) -> int:
+    """Where to cut a text held too long: after a character no token holds, if one is near."""
+    end = len(held) - HOLD_TAIL
+    for i in range(end, max(0, end - HOLD_LIMIT), -1):
+        if held[i - 1] not in _TOKEN_CHARS:
+            return i
+    return end
 
 
 def _after_last_space(text: str, lo: int, end: int) -> int:

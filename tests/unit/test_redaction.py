@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from session.checkpoints import SECRET_FILE_WITHHELD
 from session.redaction import (
     HINT_WORDS,
+    HOLD_LIMIT,
     REDACTED,
     RedactingLogFilter,
     Redactor,
@@ -416,3 +417,19 @@ def test_log_records_are_scrubbed_before_a_handler_writes_them() -> None:
     )
     assert RedactingLogFilter().filter(record)
     assert record.getMessage() == f"failed at http://a:{REDACTED}@h/v1"
+
+
+def test_a_long_text_without_a_safe_cut_is_not_held_whole_and_its_secrets_still_go() -> None:
+    key = "sk-proj-" + "Q7x" * 20
+    blob = ("a" * 50_000 + "," + key + ",") * 6 + "a" * 70_000
+    scrubber = StreamScrubber(Redactor())
+    out = []
+    most_held = 0
+    for i in range(0, len(blob), 7):
+        out.append(scrubber.feed(blob[i : i + 7]))
+        most_held = max(most_held, len(scrubber.held))
+    out.append(scrubber.flush())
+    joined = "".join(out)
+    assert key not in joined and joined.count(REDACTED) == 6
+    assert most_held <= HOLD_LIMIT + 7  # held text stays bounded: each piece costs little
+    assert joined.replace(REDACTED, key) == blob
