@@ -29,6 +29,7 @@ from ..workspace.drift import DriftReport
 from ..workspace.patterns import TrackedPatterns
 from ..workspace.spec_files import agent_spec_path, delete_reset_targets, reset_targets
 from ..workspace.tracker import WorkspaceTracker
+from .previous import find_previous_session
 from .values import LifecycleConfig, PreviousSession, ResetResult, StoreState
 
 if TYPE_CHECKING:
@@ -119,32 +120,8 @@ class LifecycleTransitions:
     # -- launch ------------------------------------------------------------------------
 
     def find_previous(self) -> PreviousSession | None:
-        """Return this instance's previous session if its pointer names a loadable one.
-
-        With a shared store, an instance with no session of its own is offered the project's
-        latest session, wherever it was written (the prompt names the machine).
-        """
-        session_id = self.store.read_pointer(self.instance_id, self.warnings)
-        if session_id is None:
-            latest = self.store.latest_elsewhere()
-            if latest is None:
-                return None
-            session_id = latest[0]
-        # The finds of the resume start now and walk the tree while the snapshot is read.
-        self.tracker.prefetch()
-        host = self.store.session_host(session_id)
-        if host == host_name():
-            host = None  # the prompt names the machine only when it is another one
-        state, _ = self.store.read_snapshot(session_id, self.warnings, keep=True)
-        last_active = self.store.last_event_time(session_id)
-        if state is None:
-            scan = self.store.read_events(session_id)
-            if not scan.events:
-                return None
-            return PreviousSession(session_id, last_active or scan.events[-1].ts, 0, None, host)
-        return PreviousSession(
-            session_id, last_active or state.updated_at, state.turns, state.title, host
-        )
+        """Return this instance's previous session, or a shared store's latest (`previous.py`)."""
+        return find_previous_session(self.store, self.instance_id, self.tracker, self.warnings)
 
     def start_fresh(self) -> Session:
         """Start a new session with a random id (its files appear at the first event)."""

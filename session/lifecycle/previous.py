@@ -1,0 +1,39 @@
+"""The session offered for resume: this instance's last one, or a shared store's latest."""
+
+from __future__ import annotations
+
+from ..paths import host_name
+from ..store.backend import SessionStore
+from ..workspace.tracker import WorkspaceTracker
+from .values import PreviousSession
+
+
+def find_previous_session(
+    store: SessionStore, instance_id: str, tracker: WorkspaceTracker, warnings: list[str]
+) -> PreviousSession | None:
+    """Return this instance's previous session if its pointer names a loadable one.
+
+    With a shared store, an instance with no session of its own is offered the project's
+    latest session, wherever it was written (the prompt names the machine).
+    """
+    session_id = store.read_pointer(instance_id, warnings)
+    if session_id is None:
+        latest = store.latest_elsewhere()
+        if latest is None:
+            return None
+        session_id = latest[0]
+    # The finds of the resume start now and walk the tree while the snapshot is read.
+    tracker.prefetch()
+    host = store.session_host(session_id)
+    if host == host_name():
+        host = None  # the prompt names the machine only when it is another one
+    state, _ = store.read_snapshot(session_id, warnings, keep=True)
+    last_active = store.last_event_time(session_id)
+    if state is None:
+        scan = store.read_events(session_id)
+        if not scan.events:
+            return None
+        return PreviousSession(session_id, last_active or scan.events[-1].ts, 0, None, host)
+    return PreviousSession(
+        session_id, last_active or state.updated_at, state.turns, state.title, host
+    )
