@@ -10,14 +10,11 @@ nothing behind (as a local one leaves no file).
 
 from __future__ import annotations
 
-import logging
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-from pydantic import ValidationError
 
 from ..checkpoints import CheckpointRecord, CheckpointStore
 from ..derive.history import HistoryBuilder
@@ -28,20 +25,20 @@ from ..log.writer import LogError
 from ..paths import host_name, is_valid_session_id, storage_root
 from ..redaction import Redactor
 from ..search.query import SearchHit
-from ..snapshot import FutureSchemaError, SessionState, migrate_snapshot
+from ..snapshot import SessionState
 from ..store.backend import StoreKind
 from ..store.listing import SessionInfo
 from ..store.listing_files import ListedRow, listed_row
 from ..store.session import Session, boundary_state, write_session_start
-from ..workspace.identity import ProjectIdentity, claimed_remote, project_identity
+from ..workspace.identity import project_identity
 from .checkpoints import PgCheckpointStore
 from .log import PgEventLog, replay_spool
 from .opening import open_from_rows
+from .project import choose_project
+from .snapshots import parse_snapshot
 from .spool import Spool, adopt_legacy_spool, spool_dir, spooled_sessions
 from .store import PgStore
 from .writer import SessionWriter, held_sessions
-
-logger = logging.getLogger(__name__)
 
 
 class PgSessionStore:
@@ -250,24 +247,7 @@ class PgSessionStore:
         raw = self.pg.snapshot(session_id) if is_valid_session_id(session_id) else None
         if raw is None:
             return None, None
-        read_only: str | None = None
-        try:
-            data, _version = migrate_snapshot(raw)
-        except FutureSchemaError as exc:
-            data, read_only = raw, str(exc)
-        except ValueError as exc:
-            _warn(warnings, f"session {session_id}: snapshot ignored ({exc})")
-            return None, None
-        try:
-            state = SessionState.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0]["msg"] if exc.errors() else exc
-            _warn(warnings, f"session {session_id}: snapshot ignored ({first})")
-            return None, read_only
-        if state.session_id != session_id:
-            _warn(warnings, f"session {session_id}: snapshot ignored (it names another)")
-            return None, read_only
-        return state, read_only
+        return parse_snapshot(raw, session_id, warnings)
 
     def write_snapshot(self, session: Session) -> str:
         """Store the snapshot at the last turn boundary, after what it covers is durable."""
@@ -316,7 +296,10 @@ class PgSessionStore:
         """Return the session this editor instance last used, if it still exists."""
         session_id = self.pg.pointer(self.project, instance_id)
         if session_id is not None and not self.exists(session_id):
-            _warn(warnings, f"instance {instance_id}: its session {session_id} no longer exists")
+            if warnings is not None:
+                warnings.append(
+                    f"instance {instance_id}: its session {session_id} no longer exists"
+                )
             return None
         return session_id
 
@@ -419,30 +402,3 @@ class PgSessionStore:
     def close(self) -> None:
         """Close the pool."""
         self.pg.close()
-
-
-def choose_project(pg: PgStore, identity: ProjectIdentity, workspace_root: str) -> str:
-    """Return the `project` this workspace's sessions are kept under (`docs/storage.md`).
-
-    The identity's key, unless an origin remote is claimed without that key's proof and this
-    very workspace recorded sessions under the claim: rows recorded before the root commit was
-    required (`remote:<location>`) take the proved key now; without a proof (no commit yet, a
-    shallow clone) the project this workspace used is kept. A remote URL alone joins nothing.
-    """
-    claim = identity.remote
-    if claim is None:
-        return identity.key
-    used = [p for p in pg.projects_at(workspace_root) if claimed_remote(p) == claim]
-    if identity.kind == "path":
-        return used[0] if used else identity.key
-    if claim in used:
-        if pg.read_only_reason is not None:
-            return claim  # read as it is; moved by the next start that may write
-        moved = pg.rename_project(claim, identity.key)
-        logger.info("%d sessions of %s moved to the proved project %s", moved, claim, identity.key)
-    return identity.key
-
-
-def _warn(warnings: list[str] | None, message: str) -> None:
-    if warnings is not None:
-        warnings.append(message)
