@@ -3,6 +3,7 @@
 - `values`: the settings the lifecycle is given and the results it returns;
 - `transitions`: which session the instance holds (fresh, resume, decline, adopt, new,
   reset, save on exit) and a store that refuses writes;
+- `previous`: which session an instance is offered to resume;
 - `recording`: `SessionLifecycle`, those transitions plus what is recorded into the
   current session (turns, decisions, drift, checkpoints, compaction, summaries);
 - `turns`: `TurnRecorder`, the events of one turn as they happen.
