@@ -791,6 +791,67 @@ def test_config_store_not_a_string_falls_back_with_a_warning(config_store: dict[
     assert "store must be a string" in note["msg"] and "db.example.com" not in note["msg"]
 
 
+def test_config_reply_and_tool_limits_are_sent_when_set(config_store: dict[str, Any]) -> None:
+    limits = config_store["limits_set"]
+    assert limits["init"]["model"] == {"maxReplyBytes": 1048576}
+    assert limits["init"]["tools"] == {
+        "protectedPaths": ["secrets/**", "deploy/*.sh"],
+        "maxCallsPerResponse": 8,
+        "maxCallsPerTurn": 100,
+        "maxArgumentBytes": 65536,
+    }
+    assert not limits["notes"]
+    bounds = config_store["limits_bounds"]
+    assert bounds["init"]["model"] == {"maxReplyBytes": 268435456}
+    assert bounds["init"]["tools"] == {
+        "maxCallsPerResponse": 1,
+        "maxCallsPerTurn": 10000,
+        "maxArgumentBytes": 1024,
+    }
+    assert not bounds["notes"]
+    assert config_store["limits_one"]["init"]["tools"] == {"maxCallsPerTurn": 5}
+
+
+def test_config_reply_and_tool_limits_unset_are_left_to_the_server(
+    config_store: dict[str, Any],
+) -> None:
+    # an empty protected_paths adds nothing: only the server's built-in list applies
+    for case in ("store_unset", "limits_empty_paths"):
+        init = config_store[case]["init"]
+        assert "tools" not in init and "model" not in init, case
+        assert not config_store[case]["notes"], case
+
+
+LIMIT_KEYS = (
+    "model.max_reply_bytes",
+    "tools.protected_paths",
+    "tools.max_calls_per_response",
+    "tools.max_calls_per_turn",
+    "tools.max_argument_bytes",
+)
+
+
+def test_config_invalid_reply_and_tool_limits_fall_back_with_a_warning(
+    config_store: dict[str, Any],
+) -> None:
+    for case in ("limits_below", "limits_above"):
+        invalid = config_store[case]
+        assert "tools" not in invalid["init"] and "model" not in invalid["init"], case
+        [note] = invalid["notes"]
+        assert note["level"] == WARN
+        for key in LIMIT_KEYS:
+            assert f"{key} must be" in note["msg"], (case, key, note["msg"])
+    not_whole = config_store["limits_not_whole"]
+    assert "tools" not in not_whole["init"] and "model" not in not_whole["init"]
+    [note] = not_whole["notes"]
+    for key in (k for k in LIMIT_KEYS if k != "tools.protected_paths"):
+        assert f"{key} must be" in note["msg"], (key, note["msg"])
+    not_a_table = config_store["tools_not_a_table"]
+    assert "tools" not in not_a_table["init"]
+    [note] = not_a_table["notes"]
+    assert note["level"] == WARN and "tools must be a table" in note["msg"]
+
+
 # -- scenario 3: model faults: retried attempts, replies cut short, the retry options ---------
 
 
@@ -870,6 +931,13 @@ def test_retry_and_window_options_reach_the_server(retry: dict[str, Any]) -> Non
         "maxRetries": 1,
         "streamTimeout": 20,
         "firstTokenTimeout": 600,
+        "maxReplyBytes": 1048576,
+    }
+    assert retry["init"]["tools"] == {
+        "protectedPaths": ["secrets/**"],
+        "maxCallsPerResponse": 8,
+        "maxCallsPerTurn": 100,
+        "maxArgumentBytes": 65536,
     }
     assert retry["init"]["contextWindow"] == 64000 and retry["init"]["compactAt"] == 0.7
     assert retry["init"]["driftMessages"] is False  # the plugin shows agentAssist/drift itself
@@ -877,7 +945,9 @@ def test_retry_and_window_options_reach_the_server(retry: dict[str, Any]) -> Non
     assert "after 2 attempts" in retry["chat_after_failure"][-2]
     assert "context window 64000 tokens" in retry["status_note"]
     warnings = notes(retry, WARN)
-    assert not [w for w in warnings if "maxRetries" in w or "Timeout" in w], warnings
+    assert not [w for w in warnings if re.search(r"maxRetries|Timeout|maxReplyBytes|tools", w)], (
+        warnings
+    )
 
 
 def test_invalid_retry_and_window_options_fall_back(retry: dict[str, Any]) -> None:

@@ -7,6 +7,14 @@
 ---@field max_retries? integer     retries of a failed model request, 0-10; server: $AGENT_ASSIST_LLM_MAX_RETRIES, else 2
 ---@field stream_timeout? number   seconds without stream data before an attempt is retried, 1-3600; server: $AGENT_ASSIST_LLM_STREAM_TIMEOUT, else 60
 ---@field first_token_timeout? number seconds to an answer's first data (a local server reads the prompt first), 1-3600; server: $AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT, else 300
+---@field max_reply_bytes? integer bytes of one streamed reply (text and tool-call arguments), 65536-268435456; server default 4194304
+
+--- setup()'s `tools` (snake_case): what the model's tools may do; sent as agent_assist.ToolsOptions.
+---@class agent_assist.ToolsConfig
+---@field protected_paths? string[]       globs the model's file tools write only after you confirm, added to the server's built-in ones
+---@field max_calls_per_response? integer tool calls one model response may ask for, 1-1000; server default 64
+---@field max_calls_per_turn? integer     tool calls in one turn, 1-10000; server default 256
+---@field max_argument_bytes? integer     bytes of one tool call's arguments, 1024-67108864; server default 1048576
 
 ---@class agent_assist.Keymaps
 ---@field prompt string|false  chat buffer, normal mode: open the input prompt
@@ -26,6 +34,7 @@
 ---@field instance_id? string            default: stable per project root
 ---@field auto_resume "ask"|"always"|"never"
 ---@field model agent_assist.ModelConfig the API key is never set here: the server reads it from the environment
+---@field tools agent_assist.ToolsConfig  limits of the model's tools; unset fields: the server's defaults
 ---@field persistence "full"|"metadata"
 ---@field store? string                  "local" or a PostgreSQL connection string; empty: the server decides
 ---@field tracked_files? string[]        globs whose drift is watched; default the server's
@@ -45,6 +54,7 @@ M.defaults = {
   instance_id = nil,
   auto_resume = "ask",
   model = {},
+  tools = {},
   persistence = "full",
   store = nil,
   tracked_files = nil,
@@ -120,6 +130,19 @@ local function number_in(min, max, integer)
   end
 end
 
+--- A list of non-blank strings, possibly empty.
+local function is_glob_list(value)
+  if type(value) ~= "table" or not is_list(value) then
+    return false
+  end
+  for _, item in ipairs(value) do
+    if type(item) ~= "string" or vim.trim(item) == "" then
+      return false
+    end
+  end
+  return true
+end
+
 local function one_of(...)
   local allowed = { ... }
   return function(value)
@@ -131,6 +154,17 @@ local MODEL_CHECKS = {
   max_retries = { number_in(0, 10, true), "a whole number, 0-10" },
   stream_timeout = { number_in(1, 3600, false), "a number of seconds, 1-3600" },
   first_token_timeout = { number_in(1, 3600, false), "a number of seconds, 1-3600" },
+  max_reply_bytes = {
+    number_in(65536, 268435456, true),
+    "a whole number of bytes, 65536-268435456",
+  },
+}
+
+local TOOLS_CHECKS = {
+  protected_paths = { is_glob_list, "a list of glob strings" },
+  max_calls_per_response = { number_in(1, 1000, true), "a whole number, 1-1000" },
+  max_calls_per_turn = { number_in(1, 10000, true), "a whole number, 1-10000" },
+  max_argument_bytes = { number_in(1024, 67108864, true), "a whole number of bytes, 1024-67108864" },
 }
 
 local CHECKS = {
@@ -168,6 +202,17 @@ function M.valid_instance_id(id)
   return type(id) == "string" and #id <= 64 and id:match(M.INSTANCE_ID_PATTERN) ~= nil
 end
 
+--- Drop each field of `tbl` that fails its check, noting it under `prefix`.
+local function check_fields(tbl, prefix, checks, problems)
+  for key, check in pairs(checks) do
+    local value = tbl[key]
+    if value ~= nil and not check[1](value) then
+      table.insert(problems, ("%s.%s must be %s; using the server's"):format(prefix, key, check[2]))
+      tbl[key] = nil
+    end
+  end
+end
+
 --- Merge user options over the defaults; an invalid option falls back with a warning.
 ---@param opts? table
 ---@return agent_assist.Options
@@ -185,18 +230,21 @@ function M.setup(opts)
   if type(merged.model) ~= "table" then
     table.insert(
       problems,
-      "model must be a table { name, base_url, max_retries, stream_timeout, first_token_timeout }; "
-        .. "using the environment"
+      "model must be a table { name, base_url, max_retries, stream_timeout, first_token_timeout, "
+        .. "max_reply_bytes }; using the environment"
     )
     merged.model = {}
   end
-  for key, check in pairs(MODEL_CHECKS) do
-    local value = merged.model[key]
-    if value ~= nil and not check[1](value) then
-      table.insert(problems, ("model.%s must be %s; using the server's"):format(key, check[2]))
-      merged.model[key] = nil
-    end
+  check_fields(merged.model, "model", MODEL_CHECKS, problems)
+  if type(merged.tools) ~= "table" then
+    table.insert(
+      problems,
+      "tools must be a table { protected_paths, max_calls_per_response, max_calls_per_turn, "
+        .. "max_argument_bytes }; using the server's defaults"
+    )
+    merged.tools = {}
   end
+  check_fields(merged.tools, "tools", TOOLS_CHECKS, problems)
   for _, secret in ipairs({ "api_key", "apiKey", "key" }) do
     if merged.model[secret] ~= nil then
       merged.model[secret] = nil
@@ -278,8 +326,23 @@ function M.init_options(root)
   model.maxRetries = options.model.max_retries
   model.streamTimeout = options.model.stream_timeout
   model.firstTokenTimeout = options.model.first_token_timeout
+  model.maxReplyBytes = options.model.max_reply_bytes
   if next(model) then
     init.model = model
+  end
+  local tools_opts = options.tools
+  ---@type agent_assist.ToolsOptions
+  local tools = {
+    maxCallsPerResponse = tools_opts.max_calls_per_response,
+    maxCallsPerTurn = tools_opts.max_calls_per_turn,
+    maxArgumentBytes = tools_opts.max_argument_bytes,
+  }
+  -- empty: only the server's built-in protected paths
+  if tools_opts.protected_paths and #tools_opts.protected_paths > 0 then
+    tools.protectedPaths = vim.deepcopy(tools_opts.protected_paths)
+  end
+  if next(tools) then
+    init.tools = tools
   end
   return init
 end

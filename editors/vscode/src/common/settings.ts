@@ -1,6 +1,6 @@
 /** Settings (package.json `contributes.configuration`) parsed into typed objects; no vscode runtime import. */
 import * as path from "node:path";
-import type { AutoResume, InitializationOptions, ModelOptions, Persistence } from "./protocol";
+import type { AutoResume, InitializationOptions, ModelOptions, Persistence, ToolsOptions } from "./protocol";
 
 export const SECTION = "agentAssist";
 
@@ -17,6 +17,12 @@ export interface Settings {
   modelMaxRetries: number | undefined;
   modelStreamTimeout: number | undefined;
   modelFirstTokenTimeout: number | undefined;
+  modelMaxReplyBytes: number | undefined;
+  /** Added to the server's built-in protected paths; empty: only those. */
+  toolsProtectedPaths: string[];
+  toolsMaxCallsPerResponse: number | undefined;
+  toolsMaxCallsPerTurn: number | undefined;
+  toolsMaxArgumentBytes: number | undefined;
   contextWindow: number | undefined;
   compactAt: number | undefined;
   autoResume: AutoResume;
@@ -33,6 +39,11 @@ export const DEFAULT_SETTINGS: Settings = {
   modelMaxRetries: undefined,
   modelStreamTimeout: undefined,
   modelFirstTokenTimeout: undefined,
+  modelMaxReplyBytes: undefined,
+  toolsProtectedPaths: [],
+  toolsMaxCallsPerResponse: undefined,
+  toolsMaxCallsPerTurn: undefined,
+  toolsMaxArgumentBytes: undefined,
   contextWindow: undefined,
   compactAt: undefined,
   autoResume: "ask",
@@ -80,6 +91,11 @@ export function readSettings(config: ConfigurationReader): Settings {
     modelMaxRetries: numberIn(config.get("model.maxRetries"), 0, 10, true),
     modelStreamTimeout: numberIn(config.get("model.streamTimeout"), 1, 3600, false),
     modelFirstTokenTimeout: numberIn(config.get("model.firstTokenTimeout"), 1, 3600, false),
+    modelMaxReplyBytes: numberIn(config.get("model.maxReplyBytes"), 65_536, 268_435_456, true),
+    toolsProtectedPaths: stringList(config.get("tools.protectedPaths"), DEFAULT_SETTINGS.toolsProtectedPaths),
+    toolsMaxCallsPerResponse: numberIn(config.get("tools.maxCallsPerResponse"), 1, 1000, true),
+    toolsMaxCallsPerTurn: numberIn(config.get("tools.maxCallsPerTurn"), 1, 10_000, true),
+    toolsMaxArgumentBytes: numberIn(config.get("tools.maxArgumentBytes"), 1024, 67_108_864, true),
     contextWindow: numberIn(config.get("contextWindow"), 1000, 10_000_000, true),
     compactAt: numberIn(config.get("compactAt"), 0.1, 0.95, false),
     autoResume: oneOf(config.get("autoResume"), AUTO_RESUME, DEFAULT_SETTINGS.autoResume),
@@ -104,6 +120,15 @@ export function toInitializationOptions(
     ...(settings.modelFirstTokenTimeout === undefined
       ? {}
       : { firstTokenTimeout: settings.modelFirstTokenTimeout }),
+    ...(settings.modelMaxReplyBytes === undefined ? {} : { maxReplyBytes: settings.modelMaxReplyBytes }),
+  };
+  const tools: ToolsOptions = {
+    ...(settings.toolsProtectedPaths.length > 0 ? { protectedPaths: settings.toolsProtectedPaths } : {}),
+    ...(settings.toolsMaxCallsPerResponse === undefined
+      ? {}
+      : { maxCallsPerResponse: settings.toolsMaxCallsPerResponse }),
+    ...(settings.toolsMaxCallsPerTurn === undefined ? {} : { maxCallsPerTurn: settings.toolsMaxCallsPerTurn }),
+    ...(settings.toolsMaxArgumentBytes === undefined ? {} : { maxArgumentBytes: settings.toolsMaxArgumentBytes }),
   };
   return {
     instanceId,
@@ -115,6 +140,7 @@ export function toInitializationOptions(
     ...(settings.contextWindow === undefined ? {} : { contextWindow: settings.contextWindow }),
     ...(settings.compactAt === undefined ? {} : { compactAt: settings.compactAt }),
     ...(Object.keys(model).length > 0 ? { model } : {}),
+    ...(Object.keys(tools).length > 0 ? { tools } : {}),
   };
 }
 

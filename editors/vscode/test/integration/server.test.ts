@@ -154,6 +154,11 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
         modelStreamTimeout: 20,
         contextWindow: 64_000,
         compactAt: 0.7,
+        modelMaxReplyBytes: 1_048_576,
+        toolsProtectedPaths: ["secrets/**"],
+        toolsMaxCallsPerResponse: 8,
+        toolsMaxCallsPerTurn: 100,
+        toolsMaxArgumentBytes: 65_536,
       };
       const session = ServerSession.start(project, path.join(dir, "home"), () => ({ title: "New session" }));
       sessions.push(session);
@@ -195,7 +200,7 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
       const status = await session.request(STATUS, {});
       expect(status.contextWindow).toBe(64_000);
       const warnings = session.notifications.filter((n) => n.method === "window/showMessage").map((n) => n.params.message);
-      expect(warnings.filter((m: string) => /maxRetries|streamTimeout|contextWindow|compactAt/.test(m))).toEqual([]);
+      expect(warnings.filter((m: string) => /maxRetries|streamTimeout|contextWindow|compactAt|maxReplyBytes|tools/.test(m))).toEqual([]);
       await session.shutdown();
     } finally {
       faulty.stop();

@@ -30,6 +30,11 @@ describe("readSettings", () => {
         "model.maxRetries": 0,
         "model.streamTimeout": 12.5,
         "model.firstTokenTimeout": 600,
+        "model.maxReplyBytes": 1_048_576,
+        "tools.protectedPaths": ["secrets/**", " ", 7],
+        "tools.maxCallsPerResponse": 8,
+        "tools.maxCallsPerTurn": 100,
+        "tools.maxArgumentBytes": 65_536,
         contextWindow: 32_768,
         compactAt: 0.8,
         autoResume: "always",
@@ -45,6 +50,11 @@ describe("readSettings", () => {
       modelMaxRetries: 0,
       modelStreamTimeout: 12.5,
       modelFirstTokenTimeout: 600,
+      modelMaxReplyBytes: 1_048_576,
+      toolsProtectedPaths: ["secrets/**"],
+      toolsMaxCallsPerResponse: 8,
+      toolsMaxCallsPerTurn: 100,
+      toolsMaxArgumentBytes: 65_536,
       contextWindow: 32_768,
       compactAt: 0.8,
       autoResume: "always",
@@ -80,6 +90,54 @@ describe("readSettings", () => {
     expect(readSettings(reader({ "model.maxRetries": 2.5, "model.streamTimeout": null })).modelMaxRetries).toBeUndefined();
   });
 
+  it("leaves out-of-range or non-numeric reply and tool limits to the server", () => {
+    const below = readSettings(
+      reader({
+        "model.maxReplyBytes": 65_535,
+        "tools.maxCallsPerResponse": 0,
+        "tools.maxCallsPerTurn": 0,
+        "tools.maxArgumentBytes": 1023,
+      }),
+    );
+    const above = readSettings(
+      reader({
+        "model.maxReplyBytes": 268_435_457,
+        "tools.maxCallsPerResponse": 1001,
+        "tools.maxCallsPerTurn": 10_001,
+        "tools.maxArgumentBytes": 67_108_865,
+      }),
+    );
+    const notWhole = readSettings(
+      reader({
+        "model.maxReplyBytes": 100_000.5,
+        "tools.maxCallsPerResponse": "8",
+        "tools.maxCallsPerTurn": 2.5,
+        "tools.maxArgumentBytes": null,
+      }),
+    );
+    for (const settings of [below, above, notWhole]) {
+      expect(settings.modelMaxReplyBytes).toBeUndefined();
+      expect(settings.toolsMaxCallsPerResponse).toBeUndefined();
+      expect(settings.toolsMaxCallsPerTurn).toBeUndefined();
+      expect(settings.toolsMaxArgumentBytes).toBeUndefined();
+    }
+    const bounds = readSettings(
+      reader({
+        "model.maxReplyBytes": 268_435_456,
+        "tools.maxCallsPerResponse": 1,
+        "tools.maxCallsPerTurn": 10_000,
+        "tools.maxArgumentBytes": 1024,
+      }),
+    );
+    expect(bounds).toMatchObject({
+      modelMaxReplyBytes: 268_435_456,
+      toolsMaxCallsPerResponse: 1,
+      toolsMaxCallsPerTurn: 10_000,
+      toolsMaxArgumentBytes: 1024,
+    });
+    expect(readSettings(reader({ "tools.protectedPaths": "secrets/**" })).toolsProtectedPaths).toEqual([]);
+  });
+
   it("splits a command given as one string", () => {
     expect(readSettings(reader({ "server.command": "agent-assist  serve" })).serverCommand).toEqual([
       "agent-assist",
@@ -98,6 +156,38 @@ describe("package.json contributes.configuration", () => {
     expect(properties["agentAssist.model.firstTokenTimeout"]).toMatchObject({ default: null, minimum: 1, maximum: 3600 });
     expect(properties["agentAssist.contextWindow"]).toMatchObject({ default: null, minimum: 1000, maximum: 10_000_000 });
     expect(properties["agentAssist.compactAt"]).toMatchObject({ default: null, minimum: 0.1, maximum: 0.95 });
+  });
+
+  it("declares the reply and tool limits with the server's ranges, unset by default", () => {
+    expect(properties["agentAssist.model.maxReplyBytes"]).toMatchObject({
+      type: ["integer", "null"],
+      default: null,
+      minimum: 65_536,
+      maximum: 268_435_456,
+    });
+    expect(properties["agentAssist.tools.maxCallsPerResponse"]).toMatchObject({
+      type: ["integer", "null"],
+      default: null,
+      minimum: 1,
+      maximum: 1000,
+    });
+    expect(properties["agentAssist.tools.maxCallsPerTurn"]).toMatchObject({
+      type: ["integer", "null"],
+      default: null,
+      minimum: 1,
+      maximum: 10_000,
+    });
+    expect(properties["agentAssist.tools.maxArgumentBytes"]).toMatchObject({
+      type: ["integer", "null"],
+      default: null,
+      minimum: 1024,
+      maximum: 67_108_864,
+    });
+    expect(properties["agentAssist.tools.protectedPaths"]).toMatchObject({
+      type: "array",
+      items: { type: "string" },
+      default: [],
+    });
   });
 
   it("declares the store as a string, empty (the server decides) by default", () => {
@@ -151,6 +241,32 @@ describe("toInitializationOptions", () => {
     const unset = toInitializationOptions(DEFAULT_SETTINGS, "i", undefined);
     expect(unset).not.toHaveProperty("contextWindow");
     expect(unset).not.toHaveProperty("compactAt");
+  });
+
+  it("passes the reply limit in model and the tool limits in tools, each only when set", () => {
+    const settings = {
+      ...DEFAULT_SETTINGS,
+      modelMaxReplyBytes: 1_048_576,
+      toolsProtectedPaths: ["secrets/**", "deploy/*.sh"],
+      toolsMaxCallsPerResponse: 8,
+      toolsMaxCallsPerTurn: 100,
+      toolsMaxArgumentBytes: 65_536,
+    };
+    const options = toInitializationOptions(settings, "i", undefined);
+    expect(options.model).toEqual({ maxReplyBytes: 1_048_576 });
+    expect(options.tools).toEqual({
+      protectedPaths: ["secrets/**", "deploy/*.sh"],
+      maxCallsPerResponse: 8,
+      maxCallsPerTurn: 100,
+      maxArgumentBytes: 65_536,
+    });
+    expect(toInitializationOptions({ ...DEFAULT_SETTINGS, toolsMaxCallsPerTurn: 5 }, "i", undefined).tools).toEqual({
+      maxCallsPerTurn: 5,
+    });
+    // nothing set (protectedPaths empty): the server's built-in list and defaults apply
+    const unset = toInitializationOptions(DEFAULT_SETTINGS, "i", undefined);
+    expect(unset).not.toHaveProperty("tools");
+    expect(unset).not.toHaveProperty("model");
   });
 
   it("sends the store only when it is set", () => {

@@ -1,5 +1,5 @@
 -- Model faults: a retried attempt's streamed text is dropped (agentAssist/chatRetry), a reply
--- cut short comes back marked incomplete, and the retry/window options reach the server.
+-- cut short comes back marked incomplete, and the retry/window/limit options reach the server.
 local H = dofile(vim.env.AGENT_ASSIST_TEST_HELPERS)
 
 H.run(function(out)
@@ -15,7 +15,18 @@ H.run(function(out)
 
   local opts = {
     stop_timeout = 10000,
-    model = { max_retries = 1, stream_timeout = 20, first_token_timeout = 600 },
+    model = {
+      max_retries = 1,
+      stream_timeout = 20,
+      first_token_timeout = 600,
+      max_reply_bytes = 1048576,
+    },
+    tools = {
+      protected_paths = { "secrets/**" },
+      max_calls_per_response = 8,
+      max_calls_per_turn = 100,
+      max_argument_bytes = 65536,
+    },
     context_window = 64000,
     compact_at = 0.7,
   }
