@@ -16,7 +16,6 @@ same measure on the same server when nothing is streamed (idle, or a turn just b
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -28,7 +27,14 @@ from lsp_server.config import DEFAULT_MAX_REPLY_BYTES
 from lsp_server.fake_model import FakeOpenAI
 
 from .common import Mode, Result, Row, fmt_bytes, fmt_s, median, ratio_row, scratch_dir
-from .server_process import PYCACHE, BenchClient, make_workspace, rss_bytes, server_env
+from .server_process import (
+    PYCACHE,
+    BenchClient,
+    bench_bytecode,
+    make_workspace,
+    rss_bytes,
+    server_env,
+)
 
 STREAMED: dict[Mode, int] = {"smoke": 100_000, "default": 1_000_000, "long": 3_000_000}
 REPEATS: dict[Mode, int] = {"smoke": 1, "default": 3, "long": 5}
@@ -139,13 +145,8 @@ async def measure(mode: Mode, tmp: Path) -> dict[str, list[float]]:
 def run(mode: Mode) -> Result:
     """Run the benchmark and return its rows."""
     result = Result("bounded")
-    saved = sys.pycache_prefix, sys.dont_write_bytecode
-    sys.pycache_prefix, sys.dont_write_bytecode = str(PYCACHE), False
-    try:
-        with scratch_dir("bounded") as tmp:
-            m = asyncio.run(measure(mode, tmp))
-    finally:
-        sys.pycache_prefix, sys.dont_write_bytecode = saved
+    with bench_bytecode(), scratch_dir("bounded") as tmp:
+        m = asyncio.run(measure(mode, tmp))
     streamed = fmt_bytes(STREAMED[mode])
 
     def at(key: str) -> float:

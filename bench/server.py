@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from .server_process import (
     PYCACHE,
     BenchClient,
     bare_rss,
+    bench_bytecode,
     cold_start,
     make_workspace,
     pydantic_ai_at_startup,
@@ -272,12 +272,7 @@ async def measure(mode: Mode, tmp: Path) -> Measured:
 def run(mode: Mode) -> Result:
     """Run the server benchmark and return its rows."""
     result = Result("server")
-    saved = sys.pycache_prefix, sys.dont_write_bytecode
-    sys.pycache_prefix, sys.dont_write_bytecode = str(PYCACHE), False
-    try:
-        with scratch_dir("server") as tmp:
-            measured = asyncio.run(measure(mode, tmp))
-    finally:
-        sys.pycache_prefix, sys.dont_write_bytecode = saved
+    with bench_bytecode(), scratch_dir("server") as tmp:
+        measured = asyncio.run(measure(mode, tmp))
     add_rows(result, measured)
     return result

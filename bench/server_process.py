@@ -11,7 +11,8 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,6 +28,17 @@ TIMEOUT = 120.0
 # directory, never to the source tree or the venv; it is kept between runs (.pyc files are
 # validated against their sources' mtime and size, so a stale one is simply recompiled).
 PYCACHE = Path(tempfile.gettempdir()) / f"agent-assist-bench-pycache-{os.getuid()}"
+
+
+@contextmanager
+def bench_bytecode() -> Iterator[None]:
+    """Compile this process's imports into `PYCACHE` (as the servers do), then restore."""
+    saved = sys.pycache_prefix, sys.dont_write_bytecode
+    sys.pycache_prefix, sys.dont_write_bytecode = str(PYCACHE), False
+    try:
+        yield
+    finally:
+        sys.pycache_prefix, sys.dont_write_bytecode = saved
 
 
 def server_env(home: Path, pycache: Path | None) -> dict[str, str]:
