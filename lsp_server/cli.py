@@ -66,8 +66,12 @@ def serve(args: argparse.Namespace) -> int:
     server = AgentAssistServer()
     setup_features(server)
     client_log = ClientLogHandler(server)
-    client_log.addFilter(RedactingLogFilter())
+    client_log.addFilter(RedactingLogFilter(server.log_redactor))
     logging.getLogger().addHandler(client_log)
+    for handler in logging.getLogger().handlers:  # stderr's: the configured key too
+        for found in handler.filters:
+            if isinstance(found, RedactingLogFilter):
+                found.redactor = server.log_redactor
     # What is loaded by now lives as long as the process: out of the collector's sight, a
     # resume's burst of new objects (a 20,000-entry manifest) does not make it walk the
     # whole import graph again (~35 ms of the first resume of such a project).

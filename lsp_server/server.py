@@ -19,7 +19,7 @@ from pygls.uris import to_fs_path
 
 from session.errors import SessionError
 from session.lifecycle import LifecycleConfig, SessionLifecycle
-from session.redaction import url_credential
+from session.redaction import Redactor, url_credential
 from session.search import SearchIndex
 from session.store.backend import SessionStore
 from session.store.choose import FALLBACK_HINT, open_store, store_kind
@@ -96,6 +96,8 @@ class AgentAssistServer(LanguageServer):
         self.finishing = False
         self.features: dict[type[Any], Any] = {}  # installed by features.install, in order
         self.edits = WorkspaceEdits(self)
+        # What the log filters scrub (`cli`): taught the configured key and URL password too.
+        self.log_redactor = Redactor()
 
     def _start_io_async(
         self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
@@ -178,6 +180,8 @@ class AgentAssistServer(LanguageServer):
     def _use_store(self, store: SessionStore) -> None:
         model = self.config.model
         secrets = tuple(s for s in (model.api_key, url_credential(model.base_url)) if s)
+        for secret in secrets:  # never in a log record either (stderr, window/logMessage)
+            self.log_redactor.add_secret(secret)
         self.lifecycle = SessionLifecycle(
             store,
             self.config.instance_id,

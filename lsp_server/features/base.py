@@ -142,14 +142,20 @@ def _request_handler(
             if ready:
                 await ls.ready.wait()
             return (await bound(params)).wire()
-        except (asyncio.CancelledError, JsonRpcException):
+        except asyncio.CancelledError:
+            raise
+        except JsonRpcException as exc:  # its message may quote a server's error: scrubbed
+            exc.message = ls.log_redactor.scrub_text(exc.message)
+            exc.args = (exc.message,)
             raise
         except (SessionError, StorageError) as exc:
-            raise RequestFailedError(explain_write_error(str(exc), exc.errno)) from None
+            message = explain_write_error(str(exc), exc.errno)
+            raise RequestFailedError(ls.log_redactor.scrub_text(message)) from None
         except Exception as exc:
             logger.exception("%s failed", method)
             ls.save_after_error()
-            raise JsonRpcInternalError(f"{method}: internal error: {exc}") from None
+            message = ls.log_redactor.scrub_text(f"{method}: internal error: {exc}")
+            raise JsonRpcInternalError(message) from None
 
     return handle
 

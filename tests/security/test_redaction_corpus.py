@@ -192,3 +192,24 @@ async def test_a_base_url_password_is_never_shown_logged_or_stored(
     assert pg_leaks(pg_rows(), [password]) == {}
     out = cli(home, workspace, "sessions", "export", status["sessionId"], "--format", "json")
     assert "could not connect" in out.stdout.lower() and password not in out.stdout
+
+
+async def test_the_configured_key_is_scrubbed_from_every_log_record(
+    make_editor: Any, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    # A key of no known vendor form: only the server's knowledge of it can scrub it.
+    key = "plain-Key-7741-qwerty"
+    fake.add({"error": 401, "message": f"Incorrect API key provided: {key}.", "retry": False})
+    model = {"name": "test-model", "baseUrl": fake.base_url, "apiKey": key, "maxRetries": 0}
+    editor: Editor = make_editor(options={"instanceId": "w", "model": model})
+    await editor.start()
+    await editor.ready()
+    with pytest.raises(JsonRpcException) as info:
+        await editor.request("agentAssist/chat", {"text": "hello"})
+    assert "Incorrect API key" in str(info.value) and key not in str(info.value)
+    logged = [m.message for m in editor.client.log_messages]
+    await editor.stop()
+    stderr = await editor.process.stderr.read() if editor.process.stderr else b""
+    assert any("Incorrect API key" in m for m in logged)  # the record was there, scrubbed
+    assert key not in "\n".join(logged) and key.encode() not in stderr
+    assert store_leaks(home, [key]) == {}
