@@ -61,6 +61,7 @@ def serve(args: argparse.Namespace) -> int:
     from session.redaction import RedactingLogFilter
 
     from .features import setup_features
+    from .lifetime import ENDING_SIGNALS
     from .server import AgentAssistServer
 
     server = AgentAssistServer()
@@ -80,8 +81,8 @@ def serve(args: argparse.Namespace) -> int:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         server.finish_soon(signal.Signals(signum).name, 0)
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    for signum in ENDING_SIGNALS:
+        signal.signal(signum, on_signal)
     try:
         if args.tcp:
             host, _, port = args.tcp.rpartition(":")

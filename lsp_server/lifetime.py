@@ -1,12 +1,12 @@
 """How the server process ends: one way out, prompt in every state.
 
 Every ending (`exit`, end of input, a broken stdout, the editor process gone, SIGTERM,
-SIGINT) goes through `AgentAssistServer.finish`: output to the client stops, in-flight
-requests are cancelled and given a moment to record how their turn ended, the session is
-autosaved, and the process exits with `os._exit` (never `sys.exit` inside a callback, which
-unwinds into the event loop while other tasks keep running). A watchdog thread ends the
-process regardless once the deadline passes, so a wedged loop, a thread stuck in a tool or
-a slow disk cannot keep it alive.
+SIGINT, SIGHUP) goes through `AgentAssistServer.finish`: output to the client stops,
+in-flight requests are cancelled and given a moment to record how their turn ended, the
+session is autosaved, and the process exits with `os._exit` (never `sys.exit` inside a
+callback, which unwinds into the event loop while other tasks keep running). A watchdog
+thread ends the process regardless once the deadline passes, so a wedged loop, a thread
+stuck in a tool or a slow disk cannot keep it alive.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import select
+import signal
 import stat
 import sys
 import threading
@@ -28,6 +29,11 @@ logger = logging.getLogger(__name__)
 GRACE_SECONDS = 0.5  # what in-flight work gets to record its end
 DEADLINE_SECONDS = 1.5  # from the ending to a hard exit, whatever is still running
 WATCH_INTERVAL = 0.25  # how often the client's liveness is checked
+# The signals that end the server through `finish`. SIGHUP is what an editor quitting
+# without `shutdown` (Emacs) and a closed terminal send; Windows has none.
+ENDING_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name)
+)
 
 
 def hard_exit(code: int) -> None:

@@ -31,6 +31,8 @@ CAPABILITIES: dict[str, Any] = {
     "window": {"workDoneProgress": True},
 }
 STATES = ("idle", "streaming", "stalled", "tool", "prompt")
+# States in which a session has been written to: the way out must leave it saved.
+SAVED_STATES = ("answered", "streaming", "stalled")
 
 
 class LspProcess:
@@ -203,6 +205,8 @@ class LspProcess:
 
 def script_for(state: str) -> list[Any]:
     """The model replies that bring a server into `state` (for the fake model)."""
+    if state == "answered":
+        return ["an answer"]
     if state == "streaming":
         return [{"text": "a long and slowly streamed answer " * 40, "chunk": 4, "delay": 0.05}]
     if state == "stalled":
@@ -228,6 +232,8 @@ def bring_into(client: LspProcess, state: str) -> None:
         client.wait_method("agentAssist/chatDelta")
     elif state == "tool":
         client.wait_method("workspace/applyEdit")
+    elif state == "answered":  # idle again after a whole turn
+        client.wait_response("chat-1")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,10 +1,12 @@
 """Every way a server can be told to end, in every state it can be in: it ends promptly.
 
 For each ending (shutdown+exit, exit alone, end of stdin, a broken stdout, SIGTERM, SIGINT,
-the editor killed with SIGKILL) and each state (idle, streaming, a stalled stream, a tool
-waiting on the editor, the resume prompt open): the process is gone within 2 s, stderr stays
-small, no session appears on the way out, the turn in flight is recorded as ended, and
-nothing reaches stdout after `exit`.
+SIGHUP, the editor killed with SIGKILL) and each state (idle, streaming, a stalled stream, a
+tool waiting on the editor, the resume prompt open): the process is gone within 2 s, stderr
+stays small, no session appears on the way out, the turn in flight is recorded as ended, and
+nothing reaches stdout after `exit`. A signal in a state with a session written to leaves
+it saved: autosaved, its snapshot current, its lock gone, no SQLite journal beside the
+search index or the session list.
 """
 
 from __future__ import annotations
@@ -19,17 +21,20 @@ import pytest
 
 from lsp_server.fake_model import FakeOpenAI
 from session.lifecycle import SessionLifecycle
+from session.search import INDEX_FILE
 from session.store.manager import SessionManager
 from tests.e2e.harness import REPO, server_env
 from tests.unit.conftest import run_turn
 
 from .conftest import EXIT_SECONDS
-from .driver import STATES, LspProcess, bring_into, script_for
+from .driver import SAVED_STATES, STATES, LspProcess, bring_into, script_for
 
-ENDINGS = ("shutdown+exit", "exit", "eof", "stdout-closed", "sigterm", "sigint")
+SIGNALS = {"sigterm": signal.SIGTERM, "sigint": signal.SIGINT, "sighup": signal.SIGHUP}
+ENDINGS = ("shutdown+exit", "exit", "eof", "stdout-closed", *SIGNALS)
 EXIT_DEADLINE = 2.0  # seconds, from the ending to the process being gone
 STDERR_LIMIT = 32 * 1024
 INSTANCE = "proc"
+JOURNALS = ("-wal", "-shm", "-journal")  # what SQLite leaves beside a database not closed
 
 
 def previous_session(workspace: Path, home: Path) -> str:
@@ -64,7 +69,7 @@ def end_server(client: LspProcess, ending: str) -> float:
         client.close_stdout()
     else:
         moment = time.monotonic()
-        client.proc.send_signal(signal.SIGTERM if ending == "sigterm" else signal.SIGINT)
+        client.proc.send_signal(SIGNALS[ending])
     return moment
 
 
@@ -125,6 +130,35 @@ def test_every_ending_in_every_state_is_prompt(
     finally:
         client.stop()
     assert_ended_cleanly(workspace, home, state, before, session_id, stderr)
+
+
+@pytest.mark.parametrize("state", SAVED_STATES)
+@pytest.mark.parametrize("ending", SIGNALS)
+def test_a_signal_leaves_the_session_saved(
+    workspace: Path, home: Path, fake: FakeOpenAI, tmp_path: Path, ending: str, state: str
+) -> None:
+    fake.add(*script_for(state))
+    options = {"instanceId": INSTANCE, "model": {"name": "m", "baseUrl": fake.base_url}}
+    stderr = tmp_path / "stderr.log"
+    client = LspProcess(workspace, home, options, stderr)
+    try:
+        client.initialize()
+        bring_into(client, state)
+        session_id = client.wait_method("agentAssist/sessionChanged")["params"]["sessionId"]
+        end_server(client, ending)
+        client.proc.wait(timeout=30)  # a guard against a hang; the time is the test above's
+    finally:
+        client.stop()
+    manager = SessionManager(workspace, home=home)
+    events = manager.read_events(session_id).events
+    assert f"autosave on {SIGNALS[ending].name}: written" in stderr.read_text()
+    snapshot, _ = manager.read_snapshot(session_id)
+    assert snapshot is not None and snapshot.last_seq == events[-1].seq
+    assert not manager.lock_path(session_id).exists()
+    if state == "answered":
+        assert (manager.project_dir / INDEX_FILE).exists()  # the turn was indexed
+    journals = [p.name for p in manager.project_dir.iterdir() if p.name.endswith(JOURNALS)]
+    assert journals == [], f"left beside the databases after {ending} in {state}: {journals}"
 
 
 @pytest.mark.parametrize("state", STATES)
