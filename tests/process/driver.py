@@ -32,7 +32,7 @@ CAPABILITIES: dict[str, Any] = {
 }
 STATES = ("idle", "streaming", "stalled", "tool", "prompt")
 # States in which a session has been written to: the way out must leave it saved.
-SAVED_STATES = ("answered", "streaming", "stalled")
+SAVED_STATES = ("answered", "streaming", "stalled", "tool")
 
 
 class LspProcess:

@@ -4,13 +4,14 @@ For each ending (shutdown+exit, exit alone, end of stdin, a broken stdout, SIGTE
 SIGHUP, the editor killed with SIGKILL) and each state (idle, streaming, a stalled stream, a
 tool waiting on the editor, the resume prompt open): the process is gone within 2 s, stderr
 stays small, no session appears on the way out, the turn in flight is recorded as ended, and
-nothing reaches stdout after `exit`. A signal in a state with a session written to leaves
-it saved: autosaved, its snapshot current, its lock gone, no SQLite journal beside the
+nothing reaches stdout after `exit`. Every ending in a state with a session written to
+leaves it saved: autosaved, its snapshot current, its lock gone, no SQLite journal beside the
 search index or the session list.
 """
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -133,8 +134,8 @@ def test_every_ending_in_every_state_is_prompt(
 
 
 @pytest.mark.parametrize("state", SAVED_STATES)
-@pytest.mark.parametrize("ending", SIGNALS)
-def test_a_signal_leaves_the_session_saved(
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_every_ending_leaves_the_session_saved(
     workspace: Path, home: Path, fake: FakeOpenAI, tmp_path: Path, ending: str, state: str
 ) -> None:
     fake.add(*script_for(state))
@@ -151,7 +152,7 @@ def test_a_signal_leaves_the_session_saved(
         client.stop()
     manager = SessionManager(workspace, home=home)
     events = manager.read_events(session_id).events
-    assert f"autosave on {SIGNALS[ending].name}: written" in stderr.read_text()
+    assert re.search(r"autosave on [^\n]*: written", stderr.read_text())
     snapshot, _ = manager.read_snapshot(session_id)
     assert snapshot is not None and snapshot.last_seq == events[-1].seq
     assert not manager.lock_path(session_id).exists()
