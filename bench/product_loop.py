@@ -66,6 +66,10 @@ class NoEditor:
         """None beyond the built-in ones."""
         return ()
 
+    def document_text(self, relative: str) -> str | None:
+        """No open documents: every file is read from disk."""
+        return None
+
 
 @dataclass
 class LoopTurn:

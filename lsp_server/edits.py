@@ -6,7 +6,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.uris import from_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 
 from session.workspace.protected import shown_path
 
@@ -42,6 +42,17 @@ class WorkspaceEdits:
     def protected_globs(self) -> tuple[str, ...]:
         """Return the user's `tools.protectedPaths`."""
         return self.ls.config.tools.protected_paths
+
+    def document_text(self, relative: str) -> str | None:
+        """Return the text the editor has for `relative` (didOpen/didChange), None if not open."""
+        path = self.ls.root / relative
+        documents = self.ls.workspace.text_documents
+        document = documents.get(from_fs_path(str(path)) or "")
+        if document is None:  # the client may spell the URI otherwise (escapes, case)
+            document = next(
+                (d for uri, d in documents.items() if to_fs_path(uri) == str(path)), None
+            )
+        return None if document is None else document.source
 
     async def confirm(self, relative: str, reason: str) -> bool:
         """Ask with `window/showMessageRequest`; False if refused, dismissed or not askable."""

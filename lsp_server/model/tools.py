@@ -78,6 +78,13 @@ class EditorHost(Protocol):
         """Return the user's protected-path globs (added to the built-in ones)."""
         ...
 
+    def document_text(self, relative: str) -> str | None:
+        """Return the text of `relative` open in the editor, unsaved changes and all.
+
+        None when the editor does not have it open: then disk holds what the user sees.
+        """
+        ...
+
 
 @dataclass
 class ToolDeps:
@@ -124,6 +131,19 @@ def read_file(deps: ToolDeps, path: str, start_line: int = 1) -> str:
     if start_line < 1:
         raise ToolError(f"start_line must be 1 or more, not {start_line}")
     target = _checked_path(deps, path)
+    unsaved = deps.host.document_text(path.strip().removeprefix("./"))
+    if unsaved is not None:  # open in the editor: what the user sees, saved or not
+        data = unsaved.encode("utf-8")[: MAX_SCAN_BYTES + 1]
+    else:
+        data = _read_disk(target, path)
+    deps.lifecycle.note_assistant_file(path)
+    text = _part(data, start_line, deps.read_limit)
+    note = repeat_note(deps, "read_file", path, str(start_line))
+    return f"{text}\n{note}" if note else text
+
+
+def _read_disk(target: Path, path: str) -> bytes:
+    """Return up to `MAX_SCAN_BYTES` + 1 bytes of a regular file (never through a symlink)."""
     try:
         fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -133,11 +153,7 @@ def read_file(deps: ToolDeps, path: str, start_line: int = 1) -> str:
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise ToolError(f"{path} is not a regular file")
-        data = fh.read(MAX_SCAN_BYTES + 1)
-    deps.lifecycle.note_assistant_file(path)
-    text = _part(data, start_line, deps.read_limit)
-    note = repeat_note(deps, "read_file", path, str(start_line))
-    return f"{text}\n{note}" if note else text
+        return fh.read(MAX_SCAN_BYTES + 1)
 
 
 def _part(data: bytes, start_line: int, limit: int) -> str:

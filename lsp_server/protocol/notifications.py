@@ -74,6 +74,11 @@ class DriftParams(Notification):
     deleted: list[str]
     created: list[str]
     unchanged: int
+    after_assistant_edit: list[str] = Field(
+        default_factory=list,
+        description="Of `modified`: files the assistant wrote that the user changed before "
+        "saving (what reached disk is not what the assistant wrote).",
+    )
 
     @classmethod
     def of(
@@ -88,6 +93,7 @@ class DriftParams(Notification):
             deleted=drift.deleted,
             created=drift.created,
             unchanged=drift.unchanged,
+            after_assistant_edit=drift.after_assistant_edit,
         )
 
 

@@ -25,6 +25,8 @@ class DriftReport:
     created: list[str] = field(default_factory=list)
     unchanged: int = 0
     unsafe: list[str] = field(default_factory=list)
+    # of `modified`: files the assistant wrote that reached disk with the user's changes
+    after_assistant_edit: list[str] = field(default_factory=list)
 
     @property
     def has_drift(self) -> bool:

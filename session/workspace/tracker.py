@@ -34,6 +34,8 @@ class WorkspaceTracker:
         self._recorded: Iterable[str] = ()  # a resumed manifest's paths (_sort_out_recorded)
         self.manifest: Manifest | None = None
         self.pending_drift: list[DriftReport] = []
+        # path -> digests of what the assistant wrote there that disk has not shown yet
+        self._written: dict[str, list[str]] = {}
 
     @property
     def assistant_paths(self) -> set[str]:
@@ -122,7 +124,8 @@ class WorkspaceTracker:
         self.assistant_paths.add(relative)
         manifest = self.manifest if self.manifest is not None else Manifest()
         manifest.forget_listing()
-        manifest.files[relative] = hashlib.sha256(content).hexdigest()
+        digest = manifest.files[relative] = hashlib.sha256(content).hexdigest()
+        self._written.setdefault(relative, []).append(digest)
         manifest.stats.pop(relative, None)  # no stat shortcut: the next check hashes it
         self.manifest = manifest
         return True
@@ -135,6 +138,8 @@ class WorkspaceTracker:
         for report in self.pending_drift:
             for path in report.modified:
                 modified[path] = "modified"
+            for path in report.after_assistant_edit:
+                modified[path] = "changed by the user after your edit"
             for path in report.deleted:
                 modified[path] = "deleted"
             for path in report.created:
@@ -170,7 +175,32 @@ class WorkspaceTracker:
         base.files.update(fresh.files)
         base.stats.update(fresh.stats)
         self.manifest = base
+        self._sort_out_written(report, relevant, fresh)
         if not report.has_drift:
             return None
         report.unchanged = len(base.files) - len(report.modified) - len(report.created)
         return report
+
+    def _sort_out_written(self, report: DriftReport, paths: list[str], fresh: Manifest) -> None:
+        """Take the assistant's writes that reached disk out of `report`; name the user's.
+
+        The baseline may hold what disk had before an unsaved write (a checkpoint hashes
+        disk), so a save of the assistant's content would otherwise look like drift.
+        """
+        for path in paths:
+            written = self._written.get(path)
+            if written is None:
+                continue
+            now = fresh.files.get(path)
+            if now is not None and now in written:  # the assistant's content is on disk
+                del written[: written.index(now) + 1]
+                if not written:
+                    del self._written[path]
+                if path in report.modified:
+                    report.modified.remove(path)
+                if path in report.created:
+                    report.created.remove(path)
+            elif path in report.modified or path in report.created or path in report.deleted:
+                del self._written[path]
+                if path in report.modified:
+                    report.after_assistant_edit.append(path)

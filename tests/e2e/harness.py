@@ -104,6 +104,7 @@ class Editor:
         answers: Callable[[types.ShowMessageRequestParams], str | None] | None = None,
         can_ask: bool = True,
         env: dict[str, str] | None = None,
+        buffered: bool = False,
     ) -> None:
         self.workspace = workspace
         self.home = home
@@ -115,6 +116,10 @@ class Editor:
         self.answers = answers  # answers the questions other than resume (else reset_answer)
         self.can_ask = can_ask  # False: no window.showMessage capability
         self.env = env or {}
+        # True: applied edits stay unsaved in `buffers` (didOpen/didChange) until `save`.
+        self.buffered = buffered
+        self.buffers: dict[str, str] = {}  # open documents by URI
+        self.versions: dict[str, int] = {}
         self.notifications: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.questions: list[types.ShowMessageRequestParams] = []
         self.registrations: list[types.RegistrationParams] = []
@@ -172,9 +177,75 @@ class Editor:
             return types.ApplyWorkspaceEditResult(applied=True)
 
     def _apply_full(self, uri: str, edits: Any) -> None:
-        # The server only sends whole-file replacements; the "editor" saves at once.
+        # The server only sends whole-file replacements; the "editor" saves at once
+        # unless it keeps them in a buffer, as editors do.
         path = Path(to_fs_path(uri) or "")
-        path.write_text(edits[-1].new_text, encoding="utf-8")
+        if not self.buffered:
+            path.write_text(edits[-1].new_text, encoding="utf-8")
+            return
+        text = self.buffers.get(uri)
+        if text is None:
+            text = self.open(path.relative_to(self.workspace).as_posix())
+        lines = text.split("\n")
+        end = types.Position(line=len(lines) - 1, character=len(lines[-1]))
+        self._change(uri, types.Range(types.Position(0, 0), end), edits[-1].new_text)
+
+    # -- open documents (with `buffered`) ------------------------------------------------------
+
+    def open(self, relative: str) -> str:
+        """Open a workspace file as a document (`didOpen` with its disk text); return it."""
+        path = self.workspace / relative
+        uri = from_fs_path(str(path)) or ""
+        text = path.read_text(encoding="utf-8")
+        self.buffers[uri], self.versions[uri] = text, 1
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(uri=uri, language_id="plaintext", version=1, text=text)
+            )
+        )
+        return text
+
+    def _change(self, uri: str, where: types.Range, text: str) -> None:
+        """Apply an incremental change to an open document and send `didChange`."""
+        lines = self.buffers[uri].split("\n")
+        head = "\n".join(
+            lines[: where.start.line] + [lines[where.start.line][: where.start.character]]
+        )
+        tail = "\n".join(
+            [lines[where.end.line][where.end.character :]] + lines[where.end.line + 1 :]
+        )
+        self.buffers[uri] = head + text + tail
+        self.versions[uri] += 1
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=uri, version=self.versions[uri]
+                ),
+                content_changes=[types.TextDocumentContentChangePartial(range=where, text=text)],
+            )
+        )
+
+    def type_line(self, relative: str, line: int, text: str) -> None:
+        """Replace line `line` (0-based) of an open document, as the user typing."""
+        uri = from_fs_path(str(self.workspace / relative)) or ""
+        old = self.buffers[uri].split("\n")[line]
+        self._change(
+            uri, types.Range(types.Position(line, 0), types.Position(line, len(old))), text
+        )
+
+    def save(self, relative: str) -> None:
+        """Save an open document: write it, send `didSave` and the watcher's `Changed`."""
+        path = self.workspace / relative
+        uri = from_fs_path(str(path)) or ""
+        path.write_text(self.buffers[uri], encoding="utf-8")
+        self.client.text_document_did_save(
+            types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=uri))
+        )
+        self.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                [types.FileEvent(uri=uri, type=types.FileChangeType.Changed)]
+            )
+        )
 
     # -- driving ---------------------------------------------------------------------------
 

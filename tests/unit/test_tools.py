@@ -25,6 +25,9 @@ class NoEditor:
     def protected_globs(self) -> tuple[str, ...]:
         return ()
 
+    def document_text(self, relative: str) -> str | None:
+        return None
+
 
 def deps_for(manager: SessionManager, limit: int) -> ToolDeps:
     lifecycle = make_lifecycle(manager)

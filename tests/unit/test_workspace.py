@@ -24,6 +24,7 @@ from session.workspace.patterns import TrackedPatterns, glob_to_regex
 from session.workspace.prefetch import Prefetch, scan_hint
 from session.workspace.safe_paths import is_safe_relative_path
 from session.workspace.scanner import build_file_manifest
+from session.workspace.tracker import WorkspaceTracker
 
 
 @pytest.mark.parametrize(
@@ -168,6 +169,37 @@ def test_extra_paths_join_the_manifest(workspace: Path) -> None:
         workspace, TrackedPatterns(("agent_spec.md",)), extra=["src/main.py"]
     )
     assert set(manifest.files) == {"agent_spec.md", "src/main.py"}
+
+
+def test_the_assistants_unsaved_write_is_not_drift_once_saved(workspace: Path) -> None:
+    tracker = WorkspaceTracker(workspace, TrackedPatterns(("agent_spec.md", "templates/**")))
+    tracker.baseline()
+    reply = workspace / "templates" / "reply.txt"
+    assert tracker.note_write("templates/reply.txt", b"first\n")
+    assert tracker.note_write("templates/reply.txt", b"second\n")  # both unsaved
+    tracker.refresh(())  # a checkpoint hashes disk: the old content is the baseline again
+    assert tracker.check(["templates/reply.txt"]) is None  # nothing saved: no change
+    reply.write_text("first\n")  # an earlier write saved: still the assistant's
+    assert tracker.check(["templates/reply.txt"]) is None
+    reply.write_text("second\n")
+    assert tracker.check(["templates/reply.txt"]) is None
+    reply.write_text("the user's\n")  # nothing of the assistant's pending: plain drift
+    report = tracker.check(["templates/reply.txt"])
+    assert report is not None and report.modified == ["templates/reply.txt"]
+    assert report.after_assistant_edit == []
+
+
+def test_a_user_change_to_the_assistants_write_is_named(workspace: Path) -> None:
+    tracker = WorkspaceTracker(workspace, TrackedPatterns(("agent_spec.md", "templates/**")))
+    tracker.baseline()
+    assert tracker.note_write("templates/reply.txt", b"the assistant's\n")
+    (workspace / "templates" / "reply.txt").write_text("the assistant's, and mine\n")
+    report = tracker.check(["templates/reply.txt"])
+    assert report is not None and report.modified == ["templates/reply.txt"]
+    assert report.after_assistant_edit == ["templates/reply.txt"]
+    tracker.pending_drift.append(report)
+    note = tracker.take_drift_note()
+    assert note is not None and "templates/reply.txt: changed by the user after your edit" in note
 
 
 # -- the find(1) fast path -------------------------------------------------------------------

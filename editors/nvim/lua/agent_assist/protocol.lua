@@ -115,6 +115,7 @@ M.errors = {
 ---@field deleted string[]
 ---@field created string[]
 ---@field unchanged integer
+---@field afterAssistantEdit string[] Of `modified`: files the assistant wrote that the user changed before saving (what reached disk is not what the assistant wrote).
 
 ---@alias agent_assist.DriftSource "resume"|"watcher" What found the drift: the resume check, or the live file watcher.
 

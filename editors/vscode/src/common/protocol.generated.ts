@@ -152,6 +152,8 @@ export interface DriftParams {
   deleted: string[];
   created: string[];
   unchanged: number;
+  /** Of `modified`: files the assistant wrote that the user changed before saving (what reached disk is not what the assistant wrote). */
+  afterAssistantEdit: string[];
 }
 
 /** What found the drift: the resume check, or the live file watcher. */

@@ -12,7 +12,9 @@ export function describeTurns(turns: number, phase?: Phase | null): string {
 /** The drift report as one line per file: `path (modified)`. */
 export function describeDrift(params: DriftParams): string[] {
   return [
-    ...params.modified.map((p) => `${p} (modified)`),
+    ...params.modified.map((p) =>
+      params.afterAssistantEdit.includes(p) ? `${p} (changed after the assistant's edit)` : `${p} (modified)`,
+    ),
     ...params.deleted.map((p) => `${p} (deleted)`),
     ...params.created.map((p) => `${p} (created)`),
   ];

@@ -365,7 +365,10 @@ describe("status and drift text", () => {
 
   it("lists drifted files", () => {
     expect(
-      describeDrift({ sessionId: "s", source: "resume", messageShown: false, modified: ["a.md"], deleted: ["b"], created: [], unchanged: 1 }),
+      describeDrift({ sessionId: "s", source: "resume", messageShown: false, modified: ["a.md"], deleted: ["b"], created: [], unchanged: 1, afterAssistantEdit: [] }),
     ).toEqual(["a.md (modified)", "b (deleted)"]);
+    expect(
+      describeDrift({ sessionId: "s", source: "watcher", messageShown: false, modified: ["a.md"], deleted: [], created: [], unchanged: 1, afterAssistantEdit: ["a.md"] }),
+    ).toEqual(["a.md (changed after the assistant's edit)"]);
   });
 });

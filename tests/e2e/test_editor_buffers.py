@@ -1,0 +1,84 @@
+"""The editor's buffers: the model reads unsaved text, and its own saved edits are not drift."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from lsp_server.fake_model import FakeOpenAI
+
+from .harness import Editor
+
+REPLY = "templates/reply.txt"
+WRITTEN = "Dear {name},\nThank you for writing.\n"
+
+
+def write_reply(fake: FakeOpenAI) -> None:
+    """Script a turn in which the model writes `REPLY`."""
+    fake.add(
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": REPLY, "content": WRITTEN}}]},
+        "written",
+    )
+
+
+def tool_results(messages: list[dict[str, Any]]) -> list[str]:
+    """Return the contents of the tool messages of a model request."""
+    return [str(m.get("content")) for m in messages if m.get("role") == "tool"]
+
+
+async def wrote_unsaved(make_editor: Any, fake: FakeOpenAI, workspace: Path) -> Editor:
+    """Start a buffering editor and have the model write `REPLY`; the edit stays unsaved."""
+    write_reply(fake)
+    editor: Editor = make_editor(buffered=True)
+    await editor.start()
+    await editor.ready()
+    await editor.request("agentAssist/chat", {"text": "thank them"})
+    assert (workspace / REPLY).read_text() == "Dear {name},\n"  # not saved yet
+    return editor
+
+
+async def test_the_next_turn_reads_the_unsaved_text(
+    make_editor: Any, fake: FakeOpenAI, workspace: Path
+) -> None:
+    editor = await wrote_unsaved(make_editor, fake, workspace)
+    assert editor.result is not None
+    sync = editor.result.capabilities.text_document_sync
+    kind = sync.change if isinstance(sync, types.TextDocumentSyncOptions) else sync
+    assert kind == types.TextDocumentSyncKind.Incremental
+    fake.add({"tool_calls": [{"name": "read_file", "arguments": {"path": REPLY}}]}, "read")
+    await editor.request("agentAssist/chat", {"text": "show it"})
+    assert tool_results(fake.messages(-1))[-1] == WRITTEN  # after the write's result
+
+
+async def test_saving_the_assistants_edit_is_not_drift(
+    make_editor: Any, fake: FakeOpenAI, workspace: Path
+) -> None:
+    editor = await wrote_unsaved(make_editor, fake, workspace)
+    editor.save(REPLY)
+    status = await editor.request("agentAssist/status")  # after the watcher's event
+    assert status["drift"] == 0
+    assert editor.notifications["agentAssist/drift"] == []
+    fake.add("fine")
+    await editor.request("agentAssist/chat", {"text": "anything new?"})
+    assert "[workspace notice]" not in json.dumps(fake.messages(-1))
+    assert editor.notifications["agentAssist/drift"] == []
+
+
+async def test_a_user_change_before_the_save_is_named_as_such(
+    make_editor: Any, fake: FakeOpenAI, workspace: Path
+) -> None:
+    editor = await wrote_unsaved(make_editor, fake, workspace)
+    editor.type_line(REPLY, 1, "Thanks a lot for writing.")
+    editor.save(REPLY)
+    drift = await editor.wait_for("agentAssist/drift")
+    assert drift["source"] == "watcher" and drift["modified"] == [REPLY]
+    assert drift["afterAssistantEdit"] == [REPLY]
+    assert (await editor.request("agentAssist/status"))["drift"] == 1
+    fake.add("noted")
+    await editor.request("agentAssist/chat", {"text": "anything new?"})
+    sent = json.dumps(fake.messages(-1))
+    assert "[workspace notice]" in sent
+    assert f"{REPLY}: changed by the user after your edit" in sent
