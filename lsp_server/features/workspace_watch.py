@@ -1,4 +1,4 @@
-"""Live drift: watched-file events for tracked files the assistant did not change."""
+"""Live drift from watched-file events; tracked files opened with unsaved changes."""
 
 from __future__ import annotations
 
@@ -44,6 +44,16 @@ class WorkspaceWatch(Feature):
         if ls.lifecycle is None:
             return
         self.report_drift(relative_paths(ls.root, [change.uri for change in params.changes]))
+
+    @lsp(types.TEXT_DOCUMENT_DID_OPEN, ready=True)
+    async def opened(self, params: types.DidOpenTextDocumentParams) -> None:
+        """Note a tracked file opened with unsaved changes (after a resume, say) for the model."""
+        ls = self.server
+        if ls.lifecycle is None:
+            return
+        document = params.text_document
+        for relative in relative_paths(ls.root, [document.uri]):
+            ls.session.note_open_document(relative, document.text.encode("utf-8"))
 
     async def session_started(self) -> None:
         """Ask the client to watch the workspace, when it allows dynamic registration."""

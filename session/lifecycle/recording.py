@@ -86,6 +86,10 @@ class SessionLifecycle(LifecycleTransitions):
         if self.tracker.note_write(relative, content):
             self._turn_wrote = True
 
+    def note_open_document(self, relative: str, content: bytes) -> None:
+        """Note a tracked file the editor opened with unsaved changes: told to the model once."""
+        self.tracker.note_open_document(relative, content)
+
     def take_drift_note(self) -> str | None:
         """Return (once) a note for the model about files changed outside the assistant."""
         return self.tracker.take_drift_note()

@@ -36,6 +36,7 @@ class WorkspaceTracker:
         self.pending_drift: list[DriftReport] = []
         # path -> digests of what the assistant wrote there that disk has not shown yet
         self._written: dict[str, list[str]] = {}
+        self.unsaved: set[str] = set()  # tracked files opened with text not on disk, untold
 
     @property
     def assistant_paths(self) -> set[str]:
@@ -130,10 +131,32 @@ class WorkspaceTracker:
         self.manifest = manifest
         return True
 
+    def note_open_document(self, relative: str, content: bytes) -> bool:
+        """Note a tracked file the editor opened with text that is not on disk; True if so.
+
+        Not the assistant's own unsaved write: the model knows what it wrote.
+        """
+        if not is_safe_relative_path(self.root, relative):
+            return False
+        base = self.manifest if self.manifest is not None else Manifest()
+        if not (
+            relative in base.files
+            or relative in self.assistant_paths
+            or self.patterns.matches(relative)
+        ):
+            return False
+        digest = hashlib.sha256(content).hexdigest()
+        disk = build_file_manifest(self.root, TrackedPatterns(()), extra=[relative])
+        if disk.files.get(relative) == digest or digest in self._written.get(relative, ()):
+            return False
+        self.unsaved.add(relative)
+        return True
+
     def take_drift_note(self) -> str | None:
         """Return (once) a note for the model about files changed outside the assistant."""
+        unsaved = self._take_unsaved_note()
         if not self.pending_drift:
-            return None
+            return unsaved
         modified: dict[str, str] = {}
         for report in self.pending_drift:
             for path in report.modified:
@@ -146,10 +169,23 @@ class WorkspaceTracker:
                 modified[path] = "created"
         self.pending_drift = []
         lines = [f"- {path}: {what}" for path, what in sorted(modified.items())]
-        return (
+        changed = (
             "[workspace notice] These files were changed outside the assistant since your "
             "last reply:\n" + "\n".join(lines) + "\nEarlier tool results for these files "
             "are stale; read them again before relying on their content."
+        )
+        return changed if unsaved is None else f"{changed}\n\n{unsaved}"
+
+    def _take_unsaved_note(self) -> str | None:
+        """Return (once) the note naming tracked files open with unsaved changes."""
+        if not self.unsaved:
+            return None
+        lines = [f"- {path}" for path in sorted(self.unsaved)]
+        self.unsaved = set()
+        return (
+            "[workspace notice] These files are open in the editor with unsaved changes:\n"
+            + "\n".join(lines)
+            + "\nread_file returns the editor's text; the file on disk is older."
         )
 
     def check(self, paths: list[str]) -> DriftReport | None:

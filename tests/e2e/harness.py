@@ -192,11 +192,11 @@ class Editor:
 
     # -- open documents (with `buffered`) ------------------------------------------------------
 
-    def open(self, relative: str) -> str:
-        """Open a workspace file as a document (`didOpen` with its disk text); return it."""
+    def open(self, relative: str, text: str | None = None) -> str:
+        """Open a workspace file as a document (`didOpen`, its disk text unless `text`)."""
         path = self.workspace / relative
         uri = from_fs_path(str(path)) or ""
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if text is None else text
         self.buffers[uri], self.versions[uri] = text, 1
         self.client.text_document_did_open(
             types.DidOpenTextDocumentParams(

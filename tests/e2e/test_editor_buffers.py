@@ -82,3 +82,28 @@ async def test_a_user_change_before_the_save_is_named_as_such(
     sent = json.dumps(fake.messages(-1))
     assert "[workspace notice]" in sent
     assert f"{REPLY}: changed by the user after your edit" in sent
+
+
+async def test_a_tracked_file_open_with_unsaved_changes_is_told_after_resume(
+    make_editor: Any, fake: FakeOpenAI, workspace: Path
+) -> None:
+    fake.add("first")
+    first: Editor = make_editor()
+    await first.start()
+    await first.ready()
+    await first.request("agentAssist/chat", {"text": "hello"})
+    await first.stop()
+    editor: Editor = make_editor(buffered=True)
+    await editor.start()
+    await editor.ready()
+    editor.open("agent_spec.md")  # as on disk: nothing to say
+    editor.open(REPLY, "Dear {name},\nkept unsaved across the restart\n")
+    fake.add({"tool_calls": [{"name": "read_file", "arguments": {"path": REPLY}}]}, "seen")
+    await editor.request("agentAssist/chat", {"text": "go on"})
+    first_request = json.dumps(fake.messages(-2))
+    assert "open in the editor with unsaved changes:\\n- templates/reply.txt\\n" in first_request
+    assert "agent_spec.md" not in first_request.split("unsaved changes")[1]
+    assert "kept unsaved" in tool_results(fake.messages(-1))[-1]
+    fake.add("again")
+    await editor.request("agentAssist/chat", {"text": "and now?"})
+    assert "unsaved changes" not in json.dumps(fake.messages(-1)[-1])  # told once

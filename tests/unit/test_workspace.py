@@ -202,6 +202,20 @@ def test_a_user_change_to_the_assistants_write_is_named(workspace: Path) -> None
     assert note is not None and "templates/reply.txt: changed by the user after your edit" in note
 
 
+def test_a_tracked_file_opened_unsaved_is_told_once(workspace: Path) -> None:
+    tracker = WorkspaceTracker(workspace, TrackedPatterns(("agent_spec.md", "templates/**")))
+    tracker.baseline()
+    spec = (workspace / "agent_spec.md").read_bytes()
+    assert not tracker.note_open_document("agent_spec.md", spec)  # as on disk
+    assert not tracker.note_open_document("notes.txt", b"untracked\n")
+    assert tracker.note_write("templates/reply.txt", b"the assistant's\n")
+    assert not tracker.note_open_document("templates/reply.txt", b"the assistant's\n")
+    assert tracker.note_open_document("agent_spec.md", spec + b"typed, not saved\n")
+    note = tracker.take_drift_note()
+    assert note is not None and "unsaved changes:\n- agent_spec.md\n" in note
+    assert tracker.take_drift_note() is None
+
+
 # -- the find(1) fast path -------------------------------------------------------------------
 
 PATTERNS = TrackedPatterns(("agent_spec.md", "templates/**"))
