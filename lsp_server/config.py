@@ -78,6 +78,9 @@ class ServerConfig:
     drift_messages: bool = True  # also show resume drift as window/showMessage
     store: str = "local"  # or a PostgreSQL connection string (never logged: it may hold a password)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    # No instanceId was given: the instance is derived from the client (`derived_instance_id`),
+    # and one with no session of its own is offered the project's newest one not in use.
+    instance_derived: bool = False
 
     @property
     def compact_threshold(self) -> int:
@@ -141,8 +144,20 @@ def _bounded(
     return default
 
 
+def derived_instance_id(client_name: str | None, process_id: int | None) -> str:
+    """Return the instance of a client that sends no instanceId: its name and process."""
+    name = client_name or "default"
+    if process_id is None:
+        return sanitize_instance_id(name)
+    suffix = f"-{process_id}"
+    return sanitize_instance_id(name)[: 64 - len(suffix)].rstrip("-.") + suffix
+
+
 def parse_initialization_options(
-    raw: object, client_name: str | None, env: Mapping[str, str]
+    raw: object,
+    client_name: str | None,
+    env: Mapping[str, str],
+    process_id: int | None = None,
 ) -> tuple[ServerConfig, list[str]]:
     """Parse options; each invalid one falls back to its default with a warning."""
     warnings: list[str] = []
@@ -150,7 +165,7 @@ def parse_initialization_options(
     if raw is not None and not isinstance(raw, Mapping):
         warnings.append("initializationOptions must be an object; using defaults")
 
-    default_instance = sanitize_instance_id(client_name or "default")
+    default_instance = derived_instance_id(client_name, process_id)
     instance = options.get("instanceId")
     if instance is None:
         instance_id = default_instance
@@ -282,6 +297,7 @@ def parse_initialization_options(
         drift_messages,
         store,
         _tools(options.get("tools"), warnings),
+        instance_derived=instance_id == default_instance and instance != default_instance,
     )
     return config, warnings
 

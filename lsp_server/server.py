@@ -161,7 +161,7 @@ class AgentAssistServer(LanguageServer):
         """Parse init options and pick the project root; return user-facing warnings."""
         client = params.client_info.name if params.client_info else None
         self.config, warnings = parse_initialization_options(
-            params.initialization_options, client, os.environ
+            params.initialization_options, client, os.environ, params.process_id
         )
         root: str | None = None
         if params.workspace_folders:
@@ -190,6 +190,7 @@ class AgentAssistServer(LanguageServer):
                 persistence=self.config.persistence,
                 secrets=secrets,
                 history_tokens=self.config.history_budget,
+                offer_unheld=self.config.instance_derived,
             ),
         )
 

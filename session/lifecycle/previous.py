@@ -7,16 +7,35 @@ from ..store.backend import SessionStore
 from ..workspace.tracker import WorkspaceTracker
 from .values import PreviousSession
 
+UNHELD_LOOKED_AT = 50  # newest sessions looked at for one no process holds
+
+
+def newest_unheld_session(store: SessionStore) -> str | None:
+    """Return the project's most recently active session that no process holds now."""
+    rows, _ = store.list_sessions_page(0, UNHELD_LOOKED_AT)
+    held = store.held_locks(row.session_id for row in rows)
+    return next((row.session_id for row in rows if row.session_id not in held), None)
+
 
 def find_previous_session(
-    store: SessionStore, instance_id: str, tracker: WorkspaceTracker, warnings: list[str]
+    store: SessionStore,
+    instance_id: str,
+    tracker: WorkspaceTracker,
+    warnings: list[str],
+    *,
+    offer_unheld: bool = False,
 ) -> PreviousSession | None:
     """Return this instance's previous session if its pointer names a loadable one.
 
-    With a shared store, an instance with no session of its own is offered the project's
-    latest session, wherever it was written (the prompt names the machine).
+    With `offer_unheld` (an instance named after the editor's process, new at each start),
+    an instance with no session of its own is offered the project's newest session that
+    no live editor holds. With a shared store, an instance with no session of its own is
+    offered the project's latest session, wherever it was written (the prompt names the
+    machine).
     """
     session_id = store.read_pointer(instance_id, warnings)
+    if session_id is None and offer_unheld:
+        session_id = newest_unheld_session(store)
     if session_id is None:
         latest = store.latest_elsewhere()
         if latest is None:

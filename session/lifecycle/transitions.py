@@ -121,7 +121,13 @@ class LifecycleTransitions:
 
     def find_previous(self) -> PreviousSession | None:
         """Return this instance's previous session, or a shared store's latest (`previous.py`)."""
-        return find_previous_session(self.store, self.instance_id, self.tracker, self.warnings)
+        return find_previous_session(
+            self.store,
+            self.instance_id,
+            self.tracker,
+            self.warnings,
+            offer_unheld=self.config.offer_unheld,
+        )
 
     def start_fresh(self) -> Session:
         """Start a new session with a random id (its files appear at the first event)."""

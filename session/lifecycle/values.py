@@ -19,6 +19,9 @@ class LifecycleConfig:
     persistence: Persistence = "full"
     secrets: tuple[str, ...] = ()
     history_tokens: int = DEFAULT_HISTORY_TOKENS
+    # An instance named after a process that changes at each start: with no session of
+    # its own, it is offered the project's newest session no process holds.
+    offer_unheld: bool = False
 
 
 @dataclass(frozen=True)

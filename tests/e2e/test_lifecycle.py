@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -574,8 +575,9 @@ async def test_invalid_options_warn_and_fall_back_to_defaults(
     stored = [p.relative_to(home).as_posix() for p in home.rglob("*")]
     assert not any("bad" in p for p in stored), stored
     assert not (home.parent / "bad").exists()
-    # the default instance id (from clientInfo) holds the pointer
-    assert any(p.endswith("sessions/active_Test-Editor.json") for p in stored), stored
+    # the instance derived from clientInfo and processId (pytest-lsp's own pid) holds the pointer
+    pointer = f"sessions/active_Test-Editor-{os.getpid()}.json"
+    assert any(p.endswith(pointer) for p in stored), stored
 
     again = make_editor(options=dict(bad))
     changed = await started(again)

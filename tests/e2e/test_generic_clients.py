@@ -1,0 +1,108 @@
+"""What a client nobody here wrote meets: settings changed live, no instanceId of its own."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from lsp_server.fake_model import FakeOpenAI
+from lsp_server.fake_model.replies import is_summary_request
+
+from .harness import Editor, shown
+
+MakeEditor = Callable[..., Editor]
+VSCODE_ONLY = pytest.mark.parametrize("client_name", ["vscode"])
+SECOND_KEY = "sk-second-KEY-fedcba9876543210"
+
+
+def initialize_as(editor: Editor, *, process_id: int | None = None, pull: bool = True) -> None:
+    """Make the editor's `initialize` name another editor process, or not offer pulls."""
+    original = editor.client.initialize_session
+
+    async def initialize(params: types.InitializeParams) -> types.InitializeResult:
+        if process_id is not None:
+            params.process_id = process_id
+        if not pull and params.capabilities.workspace is not None:
+            params.capabilities.workspace.configuration = None
+        return await original(params)
+
+    setattr(editor.client, "initialize_session", initialize)  # noqa: B010
+
+
+def chat_requests(fake: FakeOpenAI) -> list[Any]:
+    """The model requests of turns (the running summary's left out)."""
+    return [r for r in fake.requests if not is_summary_request(r.body)]
+
+
+async def status_model(editor: Editor, name: str, timeout: float = 10) -> None:
+    """Wait until `agentAssist/status` names the model `name`."""
+
+    async def poll() -> None:
+        while (await editor.request("agentAssist/status"))["model"] != name:
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+@pytest.fixture
+async def editor_processes() -> AsyncIterator[Callable[[], Any]]:
+    """Start stand-ins for editor processes (their pids are what `initialize` names)."""
+    started: list[asyncio.subprocess.Process] = []
+
+    async def spawn() -> int:
+        process = await asyncio.create_subprocess_exec("sleep", "600")
+        started.append(process)
+        return process.pid
+
+    yield spawn
+    for process in started:
+        process.kill()
+        await process.wait()
+
+
+async def launch(make_editor: MakeEditor, process_id: int) -> tuple[Editor, dict[str, Any]]:
+    """Start an editor that sends no instanceId, as process `process_id`."""
+    editor = make_editor(options={})
+    initialize_as(editor, process_id=process_id)
+    await editor.start()
+    return editor, await editor.ready()
+
+
+async def test_editors_without_instance_ids_get_a_session_each_and_find_them_again(
+    make_editor: MakeEditor, fake: FakeOpenAI, editor_processes: Callable[[], Any]
+) -> None:
+    first_a, first_b = await editor_processes(), await editor_processes()
+    a, a_changed = await launch(make_editor, first_a)
+    b, b_changed = await launch(make_editor, first_b)
+    a_id, b_id = a_changed["sessionId"], b_changed["sessionId"]
+    assert a_id != b_id
+    assert (a_changed["reason"], b_changed["reason"]) == ("new", "new")
+    assert not [t for t in shown(b) if "in use" in t], shown(b)
+    for editor, text in ((a, "from A"), (b, "from B")):
+        fake.add(f"reply to {text}")
+        reply = await editor.request("agentAssist/chat", {"text": text})
+        assert reply["endReason"] == "completed"
+    await a.stop()
+    await b.stop()
+
+    # The server restarted in the same editors: each resumes its own session.
+    a, a_changed = await launch(make_editor, first_a)
+    b, b_changed = await launch(make_editor, first_b)
+    assert (a_changed["sessionId"], a_changed["reason"]) == (a_id, "resumed")
+    assert (b_changed["sessionId"], b_changed["reason"]) == (b_id, "resumed")
+    await a.stop()
+    await b.stop()
+
+    # Both editors restarted (new processes): each is offered a session nobody holds.
+    a, a_changed = await launch(make_editor, await editor_processes())
+    b, b_changed = await launch(make_editor, await editor_processes())
+    assert (a_changed["reason"], b_changed["reason"]) == ("resumed", "resumed")
+    assert {a_changed["sessionId"], b_changed["sessionId"]} == {a_id, b_id}
+    assert [len(a.questions), len(b.questions)] == [1, 1]
+    assert not [t for t in shown(a) + shown(b) if "in use" in t]
+    await a.stop()
+    await b.stop()
