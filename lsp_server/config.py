@@ -153,6 +153,28 @@ def derived_instance_id(client_name: str | None, process_id: int | None) -> str:
     return sanitize_instance_id(name)[: 64 - len(suffix)].rstrip("-.") + suffix
 
 
+def settings_section(settings: object) -> Mapping[str, Any] | None:
+    """Return our options in settings a client sent: `agentAssist`, or the object itself."""
+    if not isinstance(settings, Mapping):
+        return None
+    section = settings.get("agentAssist")
+    if isinstance(section, Mapping):
+        return section
+    return None if "agentAssist" in settings else settings
+
+
+def overlay_options(base: object, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Return `base` with `changes` laid over it, objects merged key by key."""
+    merged = dict(base) if isinstance(base, Mapping) else {}
+    for key, value in changes.items():
+        below = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(below, Mapping):
+            merged[key] = overlay_options(below, value)
+        else:
+            merged[key] = value
+    return merged
+
+
 def parse_initialization_options(
     raw: object,
     client_name: str | None,

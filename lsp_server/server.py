@@ -73,6 +73,7 @@ class AgentAssistServer(LanguageServer):
             protocol_cls=AgentAssistProtocol,
         )
         self.config = ServerConfig()
+        self.initialize_params: types.InitializeParams | None = None
         self.root: Path = Path.cwd()
         self.lifecycle: SessionLifecycle | None = None
         self.runner: ChatRunner | None = None
@@ -159,6 +160,7 @@ class AgentAssistServer(LanguageServer):
 
     def configure(self, params: types.InitializeParams) -> list[str]:
         """Parse init options and pick the project root; return user-facing warnings."""
+        self.initialize_params = params
         client = params.client_info.name if params.client_info else None
         self.config, warnings = parse_initialization_options(
             params.initialization_options, client, os.environ, params.process_id

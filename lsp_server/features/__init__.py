@@ -8,12 +8,14 @@ from .chat import Chat
 from .history import History
 from .lifecycle import Lifecycle
 from .session_commands import SessionCommands
+from .settings import LiveSettings
 from .store_watch import StoreWatch
 from .summaries import RunningSummary
 from .workspace_watch import WorkspaceWatch
 
 FEATURES: list[type[Feature]] = [
     Lifecycle,
+    LiveSettings,
     RunningSummary,
     History,
     Chat,

@@ -48,6 +48,61 @@ async def status_model(editor: Editor, name: str, timeout: float = 10) -> None:
     await asyncio.wait_for(poll(), timeout)
 
 
+@pytest.mark.parametrize("pull", [True, False], ids=["pulled", "sent"])
+async def test_changed_settings_switch_the_model_for_the_next_turn(
+    make_editor: MakeEditor, fake: FakeOpenAI, pull: bool
+) -> None:
+    editor = make_editor()
+    initialize_as(editor, pull=pull)
+    await editor.start()
+    await editor.ready()
+    fake.add("first answer")
+    await editor.request("agentAssist/chat", {"text": "first"})
+    assert chat_requests(fake)[-1].body["model"] == "test-model"
+
+    changes = {"model": {"name": "second-model", "apiKey": SECOND_KEY}, "compactAt": 5}
+    if pull:  # the notification carries nothing: only what the server asks for is used
+        editor.client.set_configuration(changes, section="agentAssist")
+        sent: Any = None
+    else:
+        sent = {"agentAssist": changes}
+    editor.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings=sent)
+    )
+    await status_model(editor, "second-model")
+
+    fake.add("second answer")
+    reply = await editor.request("agentAssist/chat", {"text": "second"})
+    assert reply["endReason"] == "completed" and reply["turn"] == 2
+    request = chat_requests(fake)[-1]
+    assert request.body["model"] == "second-model"
+    # the base URL and other options stay as initialize gave them; the key is the new one
+    assert SECOND_KEY in request.headers.get("authorization", "")
+    assert any("compactAt 5 is invalid" in t for t in shown(editor)), shown(editor)
+    logged = [m.message for m in editor.client.log_messages]
+    assert not [m for m in logged if "unknown method" in m.lower()], logged
+    await editor.stop()
+
+
+@VSCODE_ONLY
+async def test_instance_and_store_do_not_change_live(
+    make_editor: MakeEditor, fake: FakeOpenAI
+) -> None:
+    editor = make_editor()
+    initialize_as(editor, pull=False)
+    await editor.start()
+    first = await editor.ready()
+    settings = {"instanceId": "another-window", "model": {"name": "second-model"}}
+    editor.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings=settings)
+    )
+    await status_model(editor, "second-model")
+    assert any("instanceId changed" in t and "restarted" in t for t in shown(editor))
+    status = await editor.request("agentAssist/status")
+    assert status["sessionId"] == first["sessionId"]
+    await editor.stop()
+
+
 @pytest.fixture
 async def editor_processes() -> AsyncIterator[Callable[[], Any]]:
     """Start stand-ins for editor processes (their pids are what `initialize` names)."""
