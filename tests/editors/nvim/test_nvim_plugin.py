@@ -1191,3 +1191,41 @@ def test_a_protected_write_asks_and_only_allow_writes(
     assert observed["exists_after_refuse"] is False
     assert "protected path" in refused
     assert (project.root / ".git" / "hooks" / "pre-commit").read_text() == hook
+
+
+# -- scenario: saving the assistant's edit is not drift ---------------------------------------
+
+
+def test_saving_the_assistants_edit_is_no_drift_but_a_users_change_is(
+    tmp_path_factory: pytest.TempPathFactory, nvim: str
+) -> None:
+    calls = [
+        {"name": "write_file", "arguments": {"path": "agent_spec.md", "content": SPEC_V2}},
+        {
+            "name": "write_file",
+            "arguments": {"path": "templates/a.md", "content": "Dear {name},\n"},
+        },
+    ]
+    with FakeOpenAI() as server:
+        server.add({"tool_calls": calls}, "Both updated.")
+        project = make_project(tmp_path_factory.mktemp("nvim-save-edit"), server, nvim)
+        (project.root / "templates").mkdir()
+        (project.root / "templates" / "a.md").write_text("Hello {name},\n")
+        observed = project.launch("save_edit_spec")
+    assert observed["spec_buffer"] == SPEC_V2.splitlines()
+    assert observed["template_buffer"] == ["Dear {name},"]
+    assert observed["spec_disk"] == SPEC_V2.splitlines()  # the assistant's edit was saved
+    assert observed["status_after_save"]["drift"] == 0
+    # the events arrive in order: the spec's save, had it been drift, would come first
+    [drift] = observed["events"]["drifts"]
+    assert drift["source"] == "watcher"
+    assert drift["modified"] == ["templates/a.md"]
+    assert drift["afterAssistantEdit"] == ["templates/a.md"]
+    assert observed["status_after_user_edit"]["drift"] == 1
+    warnings = notes(observed, WARN)
+    assert any(
+        "files changed outside the assistant" in w
+        and "templates/a.md (changed after the assistant's edit)" in w
+        for w in warnings
+    ), observed["notifications"]
+    assert not [n for n in notes(observed) if "agent_spec.md" in n]

@@ -105,9 +105,17 @@ end
 ---@return string
 function M.describe_drift(params)
   local lines = {}
+  local after_edit = {}
+  for _, path in ipairs(params.afterAssistantEdit or {}) do
+    after_edit[path] = true
+  end
   for _, kind in ipairs({ "modified", "deleted", "created" }) do
     for _, path in ipairs(params[kind] or {}) do
-      table.insert(lines, ("  %s (%s)"):format(path, kind))
+      local what = kind
+      if kind == "modified" and after_edit[path] then
+        what = "changed after the assistant's edit"
+      end
+      table.insert(lines, ("  %s (%s)"):format(path, what))
     end
   end
   local head = params.source == "resume" and "files changed since the last session:"
