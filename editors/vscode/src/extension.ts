@@ -13,7 +13,7 @@ import { ViewNavigation } from "./common/navigation";
 import { ResumeBanner } from "./common/resume";
 import { ApiKeyStore } from "./common/secrets";
 import { AgentServer } from "./common/server";
-import { SECTION } from "./common/settings";
+import { changedRestartSettings } from "./common/settings";
 import { StatusBar } from "./common/status";
 import { ChatViewProvider, VIEW_ID } from "./common/webview";
 
@@ -123,10 +123,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
     vscode.commands.registerCommand("agentAssist.restartServer", () => agent.restart()),
+    // the other settings reach the running server through workspace/didChangeConfiguration
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration(SECTION)) {
+      const changed = changedRestartSettings((section) => e.affectsConfiguration(section));
+      if (changed.length > 0) {
         void vscode.window
-          .showInformationMessage("Agent Assist: settings changed. Restart the server to apply them?", "Restart")
+          .showInformationMessage(
+            `Agent Assist: ${changed.map((key) => `agentAssist.${key}`).join(", ")} changed. Restart the server to apply the change?`,
+            "Restart",
+          )
           .then((choice) => (choice === "Restart" ? agent.restart() : undefined));
       }
     }),

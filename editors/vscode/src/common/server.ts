@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import * as vscode from "vscode";
 import {
   type CancellationToken,
+  DidChangeConfigurationNotification,
   LanguageClient,
   type LanguageClientOptions,
   MessageType,
@@ -28,7 +29,14 @@ import {
   type ToolCallParams,
 } from "./protocol";
 import type { ApiKeyStore } from "./secrets";
-import { readSettings, resolveServerCommand, SECTION, toInitializationOptions } from "./settings";
+import type { InitializationOptions } from "./protocol";
+import {
+  configurationAnswers,
+  readSettings,
+  resolveServerCommand,
+  SECTION,
+  toInitializationOptions,
+} from "./settings";
 
 function isExecutable(file: string): boolean {
   try {
@@ -101,10 +109,29 @@ export class AgentServer implements vscode.Disposable {
         env: { ...process.env, PYDANTIC_AI_NO_BANNER: "1" },
       },
     };
+    // No `synchronize.configurationSection`: the server registers for
+    // workspace/didChangeConfiguration (section agentAssist) itself, then pulls
+    // workspace/configuration; both carry what initializationOptions carries, key included.
     const clientOptions: LanguageClientOptions = {
       documentSelector: [],
       outputChannel: this.log,
       initializationOptions: toInitializationOptions(settings, this.instanceId, apiKey),
+      middleware: {
+        workspace: {
+          configuration: async (params, token, next) => {
+            const others = await next(params, token);
+            return configurationAnswers(
+              params.items.map((item) => item.section),
+              await this.currentOptions(),
+              Array.isArray(others) ? others : [],
+            );
+          },
+          didChangeConfiguration: async () => {
+            const settings = { [SECTION]: await this.currentOptions() };
+            await client.sendNotification(DidChangeConfigurationNotification.type, { settings });
+          },
+        },
+      },
     };
     this.log.info(`starting ${resolved.command} ${resolved.args.join(" ")} (instance ${this.instanceId})`);
     const client = new LanguageClient("agentAssist", "Agent Assist", serverOptions, clientOptions);
@@ -122,6 +149,12 @@ export class AgentServer implements vscode.Disposable {
       this.log.error(`the server did not start: ${errorText(error)}`);
       void vscode.window.showErrorMessage(`Agent Assist: the server did not start: ${errorText(error)}`);
     }
+  }
+
+  /** The settings as the server takes them, read now. */
+  private async currentOptions(): Promise<InitializationOptions> {
+    const settings = readSettings(vscode.workspace.getConfiguration(SECTION));
+    return toInitializationOptions(settings, this.instanceId, await this.apiKeys.get());
   }
 
   private showMessage(type: MessageType, message: string): void {

@@ -144,6 +144,29 @@ export function toInitializationOptions(
   };
 }
 
+/**
+ * Settings the running server cannot take (it reads them once, at start); every other
+ * setting reaches it live through `workspace/didChangeConfiguration`.
+ */
+export const RESTART_SETTINGS = ["server.command", "store", "persistence", "trackedFiles"] as const;
+
+/** The restart-only settings `affects` says changed (`affects` is `ConfigurationChangeEvent.affectsConfiguration`). */
+export function changedRestartSettings(affects: (section: string) => boolean): string[] {
+  return RESTART_SETTINGS.filter((key) => affects(`${SECTION}.${key}`));
+}
+
+/**
+ * The answer to `workspace/configuration`: our section gets `options` (the shape of
+ * `initializationOptions`, not VS Code's raw settings tree); other items keep `others`.
+ */
+export function configurationAnswers(
+  sections: readonly (string | null | undefined)[],
+  options: InitializationOptions,
+  others: readonly unknown[],
+): unknown[] {
+  return sections.map((section, i) => (section === SECTION ? options : (others[i] ?? null)));
+}
+
 /** A valid `instanceId` (`^[A-Za-z0-9_.-]{1,64}$`) from random hex. */
 export function makeInstanceId(randomHex: string): string {
   return `vscode-${randomHex.replace(/[^A-Za-z0-9]/g, "").slice(0, 16)}`;

@@ -3,6 +3,8 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { describeDrift, describeTurns } from "../../src/common/protocol";
 import {
+  changedRestartSettings,
+  configurationAnswers,
   DEFAULT_SETTINGS,
   isValidInstanceId,
   makeInstanceId,
@@ -370,5 +372,39 @@ describe("status and drift text", () => {
     expect(
       describeDrift({ sessionId: "s", source: "watcher", messageShown: false, modified: ["a.md"], deleted: [], created: [], unchanged: 1, afterAssistantEdit: ["a.md"] }),
     ).toEqual(["a.md (changed after the assistant's edit)"]);
+  });
+});
+
+describe("settings changed while the server runs", () => {
+  it("asks for a restart only for what the server reads at start", () => {
+    const changed = (...keys: string[]) => (section: string) => keys.some((k) => section === `agentAssist.${k}`);
+    expect(changedRestartSettings(changed("model.name", "model.baseUrl", "tools.protectedPaths", "contextWindow"))).toEqual([]);
+    expect(changedRestartSettings(changed("compactAt", "autoResume", "model.maxRetries"))).toEqual([]);
+    expect(changedRestartSettings(changed("store", "contextWindow"))).toEqual(["store"]);
+    expect(changedRestartSettings(changed("persistence", "trackedFiles", "server.command"))).toEqual([
+      "server.command",
+      "persistence",
+      "trackedFiles",
+    ]);
+  });
+
+  it("answers workspace/configuration for agentAssist with the initialization options, key included", () => {
+    const options = toInitializationOptions(
+      readSettings(reader({ "model.name": "gpt-live", contextWindow: 32_768 })),
+      "vscode-abc",
+      "sk-secret",
+    );
+    const answers = configurationAnswers(["agentAssist", "editor", undefined], options, [{ raw: true }, { tabSize: 2 }, {}]);
+    expect(answers[0]).toEqual({
+      instanceId: "vscode-abc",
+      autoResume: "ask",
+      persistence: "full",
+      trackedFiles: ["agent_spec.md", "templates/**"],
+      driftMessages: false,
+      contextWindow: 32_768,
+      model: { name: "gpt-live", apiKey: "sk-secret" },
+    });
+    expect(answers.slice(1)).toEqual([{ tabSize: 2 }, {}]);
+    expect(configurationAnswers(["agentAssist", "other"], options, [])).toEqual([options, null]);
   });
 });
