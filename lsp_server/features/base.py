@@ -18,6 +18,7 @@ import inspect
 import logging
 import typing
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar
 
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
@@ -34,6 +35,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 FeatureT = TypeVar("FeatureT", bound="Feature")
 
 _MARK = "_agent_assist_handler"
+
+# True while a request runs as `workspace/executeCommand` (its own task, so its own value).
+THROUGH_COMMAND: ContextVar[bool] = ContextVar("through_command", default=False)
 
 
 class Feature:
@@ -119,6 +123,7 @@ def _register(server: AgentAssistServer, spec: tuple[str, str, bool], bound: Any
     server.feature(method)(handle)
 
     async def command(ls: AgentAssistServer, *args: Any) -> Any:
+        THROUGH_COMMAND.set(True)
         return await handle(ls, list(args))
 
     server.command(proto.command_name(method))(command)

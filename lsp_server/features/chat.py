@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from session.errors import ReadOnlySessionError, SessionError
 from session.lifecycle import TurnRecorder
@@ -19,9 +19,9 @@ from ..model.limits import CallBudget
 from ..model.runner import ChatRunner, TurnResult
 from ..model.tools import ToolDeps, read_limit
 from ..server import AgentAssistServer, RequestFailedError
-from .base import Feature, request
+from .base import THROUGH_COMMAND, Feature, request
 from .history import History
-from .sink import NotifyingSink
+from .sink import NotifyingSink, ReplyProgress, reply_tail
 from .summaries import RunningSummary
 
 logger = logging.getLogger(__name__)
@@ -245,25 +245,127 @@ class Chat(Feature):
         self.waiting = 0  # chats queued behind it (status.waiting)
 
     @request(proto.CHAT)
-    async def chat(self, params: proto.ChatParams) -> proto.ChatResult:
-        """Run one turn (queued behind the running one) and answer once it is durable."""
+    async def chat(self, params: proto.ChatParams) -> proto.ChatResult | proto.ChatStarted:
+        """Run one turn (queued behind the running one); answer once it is durable.
+
+        `async`: answer once the turn began (or at once if it is queued); its end comes as
+        `agentAssist/turnEnded`. The reply is also reported as `$/progress` on the
+        client's token, or on one of the server's through `workspace/executeCommand`.
+        """
         ls = self.server
         if ls.runner is None or not ls.config.model.configured:
             raise RequestFailedError(HOW_TO_CONFIGURE_MODEL)
-        with self.need(RunningSummary).giving_way():  # the model server may have one slot
-            self.waiting += 1
-            try:
-                await ls.turn_lock.acquire()
-            finally:
-                self.waiting -= 1
-            try:
-                self.running = True
-                return await self._turn(params.text)
-            finally:
-                self.running = False
-                ls.turn_lock.release()
+        create = THROUGH_COMMAND.get()
+        progress = await ReplyProgress.open(ls, params.work_done_token, create=create)
+        queued = ls.turn_lock.locked() or self.waiting > 0
+        if progress is not None:
+            progress.begin(queued)
+        if not params.async_:
+            return await self._queued(params.text, progress)
+        began: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.waiting += 1  # counted from now: a chat arriving next queues behind it
+        task = ls.spawn(self._in_background(params.text, progress, began), "async chat turn")
+        if queued:
+            return proto.ChatStarted(session_id=ls.session.session_id, turn=None, status="queued")
+        await asyncio.wait({began, task}, return_when=asyncio.FIRST_COMPLETED)
+        if not began.done():  # it failed before it began (turnEnded says so too)
+            raise RequestFailedError(task.result() or "the turn did not start")
+        return proto.ChatStarted(
+            session_id=ls.session.session_id, turn=began.result(), status="started"
+        )
 
-    async def _turn(self, text: str) -> proto.ChatResult:
+    async def _queued(
+        self,
+        text: str,
+        progress: ReplyProgress | None,
+        began: asyncio.Future[int] | None = None,
+        *,
+        counted: bool = False,
+    ) -> proto.ChatResult:
+        """Wait for the turn lock (`counted`: already in `waiting`), then run the turn."""
+        ls = self.server
+        if progress is not None:
+            progress.cancel_with(asyncio.current_task())
+        summary = "failed"
+        try:
+            with self.need(RunningSummary).giving_way():  # the model server may have one slot
+                if not counted:
+                    self.waiting += 1
+                try:
+                    await ls.turn_lock.acquire()
+                finally:
+                    self.waiting -= 1
+                try:
+                    self.running = True
+                    result = await self._turn(text, progress, began)
+                finally:
+                    self.running = False
+                    ls.turn_lock.release()
+            words = len(result.text.split())
+            summary = f"turn {result.turn} done ({words} word{'s' * (words != 1)})"
+            return result
+        except asyncio.CancelledError:
+            summary = "stopped"
+            raise
+        except RequestFailedError as exc:
+            summary = f"failed: {reply_tail(exc.message)}"
+            raise
+        finally:
+            if progress is not None:
+                progress.end(summary)
+
+    async def _in_background(
+        self, text: str, progress: ReplyProgress | None, began: asyncio.Future[int]
+    ) -> str | None:
+        """Run an `async` chat's turn; say how it ended (`agentAssist/turnEnded`).
+
+        Return the error message if it failed, else None.
+        """
+        ls = self.server
+
+        def ended(reason: Literal["error", "aborted"], error: str | None = None) -> None:
+            turn = began.result() if began.done() else None
+            params = proto.TurnEndedParams(
+                session_id=ls.session.session_id,
+                turn=turn,
+                text="",
+                end_reason=reason,
+                usage=None,
+                error=error,
+            )
+            with contextlib.suppress(Exception):  # the client may be gone (the process ends)
+                ls.notify(params)
+
+        try:
+            result = await self._queued(text, progress, began, counted=True)
+        except asyncio.CancelledError:
+            ended("aborted")
+            raise
+        except RequestFailedError as exc:
+            message = ls.log_redactor.scrub_text(exc.message)
+            ended("error", message)
+            return message
+        except Exception as exc:
+            logger.exception("%s failed", proto.CHAT)
+            ls.save_after_error()
+            message = ls.log_redactor.scrub_text(f"{proto.CHAT}: internal error: {exc}")
+            ended("error", message)
+            return message
+        ls.notify(
+            proto.TurnEndedParams(
+                session_id=result.session_id,
+                turn=result.turn,
+                text=result.text,
+                end_reason="completed",
+                usage=result.usage,
+                error=None,
+            )
+        )
+        return None
+
+    async def _turn(
+        self, text: str, progress: ReplyProgress | None, began: asyncio.Future[int] | None
+    ) -> proto.ChatResult:
         ls = self.server
         history_ops = self.need(History)
         lifecycle = ls.session
@@ -283,10 +385,14 @@ class Chat(Feature):
                 session_id=lifecycle.session_id, turn=recorder.number, text=text
             )
         )
+        if began is not None:
+            began.set_result(recorder.number)
+        if progress is not None:
+            progress.report(f"turn {recorder.number}: waiting for the model")
         note = lifecycle.take_drift_note()
         prompt: str | list[str] = [note, text] if note else text
         session_id = lifecycle.session_id
-        sink = NotifyingSink(ls, session_id, recorder.number)
+        sink = NotifyingSink(ls, session_id, recorder.number, progress)
         try:
             result = await run_attempts(ls, history_ops, recorder, prompt, history, sink)
         except asyncio.CancelledError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 import uuid
 from typing import Any
@@ -10,6 +12,10 @@ from lsprotocol import types
 
 from .. import protocol as proto
 from ..server import AgentAssistServer
+
+logger = logging.getLogger(__name__)
+
+REPLY_TAIL = 160  # characters of the reply a progress report shows (a status line's worth)
 
 
 class ThinkingProgress:
@@ -58,11 +64,91 @@ class ThinkingProgress:
             self.ls.work_done_progress.end(self.token, end)
 
 
+def reply_tail(text: str, limit: int = REPLY_TAIL) -> str:
+    """Return the reply's last non-empty line, its end only if longer than `limit`."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    return last if len(last) <= limit else "…" + last[-(limit - 1) :]
+
+
+class ReplyProgress:
+    """A chat's reply as standard `$/progress`, for clients that show nothing else of it.
+
+    Begun when the chat arrives (title "Agent Assist"), reported as the reply streams
+    (its last line, bounded), ended with a short summary; cancellable from the client,
+    which cancels the turn as `$/cancelRequest` does.
+    """
+
+    def __init__(self, ls: AgentAssistServer, token: int | str) -> None:
+        self.ls = ls
+        self.token = token
+        self.text = ""
+        self.ended = False
+
+    @classmethod
+    async def open(
+        cls, ls: AgentAssistServer, token: int | str | None, *, create: bool
+    ) -> ReplyProgress | None:
+        """Return the progress on the client's token (or a new one if `create`), if it can."""
+        window = ls.client_capabilities.window
+        if window is None or not window.work_done_progress:
+            return None
+        if token is None:
+            if not create:
+                return None
+            token = str(uuid.uuid4())
+            try:
+                await ls.work_done_progress.create_async(token)
+            except Exception as exc:  # the chat goes on without it
+                logger.warning("the client refused a progress token: %s", exc)
+                return None
+        return cls(ls, token)
+
+    def begin(self, queued: bool) -> None:
+        """Send the begin report."""
+        message = "waiting for the running turn" if queued else "waiting for the model"
+        value = types.WorkDoneProgressBegin(title="Agent Assist", message=message, cancellable=True)
+        self.ls.work_done_progress.begin(self.token, value)
+
+    def cancel_with(self, task: asyncio.Task[Any] | None) -> None:
+        """Cancel `task` (the turn) when the client cancels this progress."""
+        future = self.ls.work_done_progress.tokens.get(self.token)
+        if task is None or future is None or future.done():  # a reused token's old future
+            return
+        future.add_done_callback(lambda f: task.cancel() if f.cancelled() else None)
+
+    def report(self, message: str) -> None:
+        """Send a report, unless the progress ended."""
+        if not self.ended:
+            value = types.WorkDoneProgressReport(message=message)
+            self.ls.work_done_progress.report(self.token, value)
+
+    def delta(self, text: str) -> None:
+        """Report the reply's last line."""
+        self.text += text
+        self.report(reply_tail(self.text))
+
+    def end(self, message: str) -> None:
+        """Send the end report (once)."""
+        if self.ended:
+            return
+        self.ended = True
+        value = types.WorkDoneProgressEnd(message=message)
+        self.ls.work_done_progress.end(self.token, value)
+
+
 class NotifyingSink:
     """Streams a turn's activity to the client as notifications."""
 
-    def __init__(self, ls: AgentAssistServer, session_id: str, turn: int) -> None:
+    def __init__(
+        self,
+        ls: AgentAssistServer,
+        session_id: str,
+        turn: int,
+        progress: ReplyProgress | None = None,
+    ) -> None:
         self.ls = ls
+        self.progress = progress
         self.session_id = session_id
         self.turn = turn
         self.streamed = False  # text of the current attempt reached the client
@@ -76,6 +162,8 @@ class NotifyingSink:
         """Send `agentAssist/chatDelta`."""
         self.thoughts.end()
         self.streamed = True
+        if self.progress is not None:
+            self.progress.delta(text)
         self.ls.notify(
             proto.ChatDeltaParams(session_id=self.session_id, turn=self.turn, delta=text)
         )
@@ -84,6 +172,9 @@ class NotifyingSink:
         """Send `agentAssist/chatRetry`: the partial reply shown is dropped, deltas restart."""
         self.thoughts.end()
         self.streamed = False
+        if self.progress is not None:
+            self.progress.text = ""
+            self.progress.report(f"retrying (attempt {attempt}): {reason}")
         self.ls.notify(
             proto.ChatRetryParams(
                 session_id=self.session_id, turn=self.turn, attempt=attempt, reason=reason
@@ -93,6 +184,8 @@ class NotifyingSink:
     def tool(self, name: str, args: Any, status: str, call_id: str) -> None:
         """Send `agentAssist/toolCall`."""
         self.thoughts.end()
+        if self.progress is not None and status == "started":
+            self.progress.report(f"{name}…")
         self.ls.notify(
             proto.ToolCallParams(
                 session_id=self.session_id,

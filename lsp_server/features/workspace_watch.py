@@ -9,6 +9,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from session.workspace.drift import DriftReport
 from session.workspace.patterns import SKIPPED_DIRS
 
 from .. import protocol as proto
@@ -30,6 +31,19 @@ def relative_paths(root: Path, uris: list[str]) -> list[str]:
         except (ValueError, OSError):
             continue
     return out
+
+
+def live_drift_message(drift: DriftReport) -> str:
+    """Return the warning for files changed outside the assistant while the session is open."""
+    edited = set(drift.after_assistant_edit)
+    parts = [
+        f"{p}: modified" + (" after the assistant's edit" if p in edited else "")
+        for p in drift.modified
+    ]
+    parts += [f"{p}: deleted" for p in drift.deleted]
+    parts += [f"{p}: created" for p in drift.created]
+    more = f" (+{len(parts) - 10} more)" if len(parts) > 10 else ""
+    return f"Files changed outside the assistant: {', '.join(parts[:10])}{more}"
 
 
 class WorkspaceWatch(Feature):
@@ -113,4 +127,9 @@ class WorkspaceWatch(Feature):
         report = ls.session.check_live_drift(paths)
         if report is not None:
             ls.drift_count += len(report.modified) + len(report.deleted) + len(report.created)
-            ls.notify(proto.DriftParams.of(ls.session.session_id, "watcher", report))
+            shown = ls.config.drift_messages  # a generic client shows only the message
+            if shown:
+                ls.show(live_drift_message(report))
+            ls.notify(
+                proto.DriftParams.of(ls.session.session_id, "watcher", report, message_shown=shown)
+            )

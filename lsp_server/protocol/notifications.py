@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from .types import DriftSource, SessionChangeReason, ToolStatus
+from .types import DriftSource, SessionChangeReason, ToolStatus, Usage
 from .wire import Notification
 
 if TYPE_CHECKING:
@@ -18,6 +18,7 @@ CHAT_RETRY = "agentAssist/chatRetry"
 TOOL_CALL = "agentAssist/toolCall"
 DRIFT = "agentAssist/drift"
 SESSION_CHANGED = "agentAssist/sessionChanged"
+TURN_ENDED = "agentAssist/turnEnded"
 
 
 class TurnStartedParams(Notification):
@@ -48,6 +49,18 @@ class ChatRetryParams(Notification):
     reason: str
 
 
+class TurnEndedParams(Notification):
+    """An `async` chat's turn ended: its reply, or why it failed."""
+
+    METHOD: ClassVar[str] = TURN_ENDED
+    session_id: str
+    turn: int | None = Field(description="Null if the turn failed before it began.")
+    text: str = Field(description="The reply; empty unless the turn completed.")
+    end_reason: Literal["completed", "error", "aborted"]
+    usage: Usage | None = Field(description="Null unless the turn completed.")
+    error: str | None = Field(description="Why the turn failed; null unless it did.")
+
+
 class ToolCallParams(Notification):
     """Tool activity of a turn."""
 
@@ -68,7 +81,7 @@ class DriftParams(Notification):
     source: DriftSource
     message_shown: bool = Field(
         description="The server also showed it as a `window/showMessage` warning "
-        "(resume drift, unless `driftMessages: false`)."
+        "(resume and live drift, unless `driftMessages: false`)."
     )
     modified: list[str]
     deleted: list[str]
@@ -107,6 +120,7 @@ class SessionChangedParams(Notification):
 
 NOTIFICATIONS: tuple[type[Notification], ...] = (
     TurnStartedParams,
+    TurnEndedParams,
     ChatDeltaParams,
     ChatRetryParams,
     ToolCallParams,

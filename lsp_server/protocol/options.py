@@ -108,5 +108,6 @@ class InitializationOptions(Params):
     )
     drift_messages: bool | None = Field(
         default=None,
-        description="False: resume drift is not repeated as `window/showMessage` (default true).",
+        description="False: drift (at resume and live) is not repeated as `window/showMessage` "
+        "(default true).",
     )

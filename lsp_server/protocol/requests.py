@@ -43,6 +43,25 @@ class ChatParams(Params):
     """`agentAssist/chat`: one user message."""
 
     text: str = Field(min_length=1, max_length=1_000_000)
+    async_: bool = Field(
+        default=False,
+        alias="async",
+        description="Answer at once (`ChatStarted`); the reply comes as `$/progress` and "
+        "`agentAssist/turnEnded` (for clients whose requests time out, e.g. eglot's 10 s).",
+    )
+    work_done_token: int | str | None = Field(
+        default=None,
+        description="The client's progress token: the reply is reported on it as `$/progress` "
+        "(the server creates one when the chat comes as `workspace/executeCommand`).",
+    )
+
+
+class ChatStarted(Wire):
+    """An `async` chat's answer: its turn began, or waits behind the running one."""
+
+    session_id: str
+    turn: int | None = Field(description="The turn's number; null while it is queued.")
+    status: Literal["started", "queued"]
 
 
 class ChatResult(Wire):
@@ -275,7 +294,7 @@ class Request:
 
 
 REQUESTS: tuple[Request, ...] = (
-    Request(CHAT, ChatParams, ChatResult),
+    Request(CHAT, ChatParams, ChatResult | ChatStarted),
     Request(SAVE, EmptyParams, SaveResult),
     Request(RESET, ResetParams, ResetResult),
     Request(NEW, EmptyParams, NewResult),

@@ -25,6 +25,7 @@ from session.store.manager import SessionManager
 REPO = Path(__file__).resolve().parents[2]
 NOTIFICATIONS = (
     "agentAssist/turnStarted",
+    "agentAssist/turnEnded",
     "agentAssist/chatDelta",
     "agentAssist/chatRetry",
     "agentAssist/toolCall",

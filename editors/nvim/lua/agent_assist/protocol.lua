@@ -19,6 +19,7 @@ M.methods = {
   history = "agentAssist/history",
   status = "agentAssist/status",
   turn_started = "agentAssist/turnStarted",
+  turn_ended = "agentAssist/turnEnded",
   chat_delta = "agentAssist/chatDelta",
   chat_retry = "agentAssist/chatRetry",
   tool_call = "agentAssist/toolCall",
@@ -48,6 +49,8 @@ M.errors = {
 
 ---@class agent_assist.ChatParams `agentAssist/chat`: one user message.
 ---@field text string
+---@field async? boolean Answer at once (`ChatStarted`); the reply comes as `$/progress` and `agentAssist/turnEnded` (for clients whose requests time out, e.g. eglot's 10 s).
+---@field workDoneToken? integer|string The client's progress token: the reply is reported on it as `$/progress` (the server creates one when the chat comes as `workspace/executeCommand`).
 
 ---@class agent_assist.ChatResult A completed turn (durable before it is answered).
 ---@field sessionId string
@@ -62,6 +65,11 @@ M.errors = {
 ---@field turn integer
 ---@field attempt integer The attempt about to start (2 for the first retry).
 ---@field reason string
+
+---@class agent_assist.ChatStarted An `async` chat's answer: its turn began, or waits behind the running one.
+---@field sessionId string
+---@field turn integer? The turn's number; null while it is queued.
+---@field status "started"|"queued"
 
 ---@class agent_assist.CheckpointFileParams `agentAssist/checkpointFile`: a checkpoint's copy of a workspace file.
 ---@field path string
@@ -110,7 +118,7 @@ M.errors = {
 ---@class agent_assist.DriftParams Tracked files changed outside the assistant.
 ---@field sessionId string
 ---@field source agent_assist.DriftSource
----@field messageShown boolean The server also showed it as a `window/showMessage` warning (resume drift, unless `driftMessages: false`).
+---@field messageShown boolean The server also showed it as a `window/showMessage` warning (resume and live drift, unless `driftMessages: false`).
 ---@field modified string[]
 ---@field deleted string[]
 ---@field created string[]
@@ -150,7 +158,7 @@ M.errors = {
 ---@field contextWindow? integer Tokens (default 128000). Range 1000..10000000.
 ---@field compactAt? number Fraction of the window at which older turns are compacted (default 0.6). Range 0.1..0.95.
 ---@field store? string Where sessions are kept: `local` (the default: files under the store root) or a PostgreSQL connection string (`postgresql://role@host/db`; the password from it, PGPASSWORD or ~/.pgpass). Else AGENT_ASSIST_STORE.
----@field driftMessages? boolean False: resume drift is not repeated as `window/showMessage` (default true).
+---@field driftMessages? boolean False: drift (at resume and live) is not repeated as `window/showMessage` (default true).
 
 ---@class agent_assist.ModelOptions An OpenAI-compatible chat model (else the environment's).
 ---@field name? string
@@ -292,6 +300,14 @@ M.errors = {
 ---@field partial? boolean An answer cut short (stopped, failed, interrupted): only what was streamed of it.
 
 ---@alias agent_assist.TranscriptRole "user"|"assistant"|"tool"|"notice" Who a transcript item is from; `notice` is the server's (e.g. a compaction).
+
+---@class agent_assist.TurnEndedParams An `async` chat's turn ended: its reply, or why it failed.
+---@field sessionId string
+---@field turn integer? Null if the turn failed before it began.
+---@field text string The reply; empty unless the turn completed.
+---@field endReason "completed"|"error"|"aborted"
+---@field usage agent_assist.Usage? Null unless the turn completed.
+---@field error string? Why the turn failed; null unless it did.
 
 ---@class agent_assist.TurnStartedParams A chat's turn began (it waited its turn in the queue until now): its number.
 ---@field sessionId string

@@ -3,7 +3,7 @@ import * as vscode from "vscode";
 import { isRecord } from "./guards";
 import { errorText } from "./logging";
 import { describeToolArgs, type HostMessage } from "./messages";
-import { CHAT, HISTORY, REQUEST_CANCELLED, STATUS } from "./protocol";
+import { CHAT, completedTurn, HISTORY, REQUEST_CANCELLED, STATUS } from "./protocol";
 import type { AgentServer } from "./server";
 import type { StatusBar } from "./status";
 
@@ -82,7 +82,7 @@ export class ChatController implements vscode.Disposable {
     }
     this.setRunning();
     try {
-      const result = await this.server.request(CHAT, { text }, chat.source.token);
+      const result = completedTurn(await this.server.request(CHAT, { text }, chat.source.token));
       this.sessionId = result.sessionId;
       this.post({ type: "turnEnd", turn: result.turn, text: result.text, endReason: result.endReason });
     } catch (error) {

@@ -18,6 +18,7 @@ export const STATUS = "agentAssist/status";
 
 // Notifications (server → client)
 export const TURN_STARTED = "agentAssist/turnStarted";
+export const TURN_ENDED = "agentAssist/turnEnded";
 export const CHAT_DELTA = "agentAssist/chatDelta";
 export const CHAT_RETRY = "agentAssist/chatRetry";
 export const TOOL_CALL = "agentAssist/toolCall";
@@ -51,6 +52,10 @@ export interface ChatDeltaParams {
 /** `agentAssist/chat`: one user message. */
 export interface ChatParams {
   text: string;
+  /** Answer at once (`ChatStarted`); the reply comes as `$/progress` and `agentAssist/turnEnded` (for clients whose requests time out, e.g. eglot's 10 s). */
+  async?: boolean;
+  /** The client's progress token: the reply is reported on it as `$/progress` (the server creates one when the chat comes as `workspace/executeCommand`). */
+  workDoneToken?: number | string | null;
 }
 
 /** A completed turn (durable before it is answered). */
@@ -71,6 +76,14 @@ export interface ChatRetryParams {
   /** The attempt about to start (2 for the first retry). */
   attempt: number;
   reason: string;
+}
+
+/** An `async` chat's answer: its turn began, or waits behind the running one. */
+export interface ChatStarted {
+  sessionId: string;
+  /** The turn's number; null while it is queued. */
+  turn: number | null;
+  status: "started" | "queued";
 }
 
 /** `agentAssist/checkpointFile`: a checkpoint's copy of a workspace file. */
@@ -146,7 +159,7 @@ export interface CompactResult {
 export interface DriftParams {
   sessionId: string;
   source: DriftSource;
-  /** The server also showed it as a `window/showMessage` warning (resume drift, unless `driftMessages: false`). */
+  /** The server also showed it as a `window/showMessage` warning (resume and live drift, unless `driftMessages: false`). */
   messageShown: boolean;
   modified: string[];
   deleted: string[];
@@ -209,7 +222,7 @@ export interface InitializationOptions {
   compactAt?: number | null;
   /** Where sessions are kept: `local` (the default: files under the store root) or a PostgreSQL connection string (`postgresql://role@host/db`; the password from it, PGPASSWORD or ~/.pgpass). Else AGENT_ASSIST_STORE. */
   store?: string | null;
-  /** False: resume drift is not repeated as `window/showMessage` (default true). */
+  /** False: drift (at resume and live) is not repeated as `window/showMessage` (default true). */
   driftMessages?: boolean | null;
 }
 
@@ -442,6 +455,20 @@ export interface TranscriptItem {
 /** Who a transcript item is from; `notice` is the server's (e.g. a compaction). */
 export type TranscriptRole = "user" | "assistant" | "tool" | "notice";
 
+/** An `async` chat's turn ended: its reply, or why it failed. */
+export interface TurnEndedParams {
+  sessionId: string;
+  /** Null if the turn failed before it began. */
+  turn: number | null;
+  /** The reply; empty unless the turn completed. */
+  text: string;
+  endReason: "completed" | "error" | "aborted";
+  /** Null unless the turn completed. */
+  usage: Usage | null;
+  /** Why the turn failed; null unless it did. */
+  error: string | null;
+}
+
 /** A chat's turn began (it waited its turn in the queue until now): its number. */
 export interface TurnStartedParams {
   sessionId: string;
@@ -461,7 +488,7 @@ export interface Usage {
 
 /** Each request's params and result, by method. */
 export interface Requests {
-  "agentAssist/chat": { params: ChatParams; result: ChatResult };
+  "agentAssist/chat": { params: ChatParams; result: ChatResult | ChatStarted };
   "agentAssist/save": { params: EmptyParams; result: SaveResult };
   "agentAssist/reset": { params: ResetParams; result: ResetResult };
   "agentAssist/new": { params: EmptyParams; result: NewResult };
@@ -480,6 +507,7 @@ export interface Requests {
 /** Each notification's params, by method. */
 export interface Notifications {
   "agentAssist/turnStarted": TurnStartedParams;
+  "agentAssist/turnEnded": TurnEndedParams;
   "agentAssist/chatDelta": ChatDeltaParams;
   "agentAssist/chatRetry": ChatRetryParams;
   "agentAssist/toolCall": ToolCallParams;

@@ -1,5 +1,5 @@
 /** The wire contract: the generated module (lsp_server/protocol/) and a few helpers of this client. */
-import type { DriftParams, Phase } from "./protocol.generated";
+import type { ChatResult, ChatStarted, DriftParams, Phase } from "./protocol.generated";
 
 export * from "./protocol.generated";
 
@@ -18,4 +18,10 @@ export function describeDrift(params: DriftParams): string[] {
     ...params.deleted.map((p) => `${p} (deleted)`),
     ...params.created.map((p) => `${p} (created)`),
   ];
+}
+
+/** A chat's result; this client never sends `async`, so the server never answers `ChatStarted`. */
+export function completedTurn(result: ChatResult | ChatStarted): ChatResult {
+  if (!("text" in result)) throw new Error("the server answered a chat sent without async as async");
+  return result;
 }

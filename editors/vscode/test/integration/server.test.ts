@@ -8,6 +8,7 @@ import { cancelledByUser } from "../../src/common/commands";
 import type { HostMessage } from "../../src/common/messages";
 import {
   CHAT,
+  completedTurn,
   CHAT_DELTA,
   CHAT_RETRY,
   DRIFT,
@@ -67,7 +68,7 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
     const started = await first.waitFor(SESSION_CHANGED);
     expect(started.params.reason).toBe("new");
 
-    const result = await first.request(CHAT, { text: "first question about apples" });
+    const result = completedTurn(await first.request(CHAT, { text: "first question about apples" }));
     const deltas = first.notifications.filter((n) => n.method === CHAT_DELTA).map((n) => n.params);
     expect(deltas.length).toBeGreaterThan(3);
     expect(deltas.map((d) => d.delta).join("")).toBe(FIRST_REPLY);
@@ -127,7 +128,7 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
 
     // -- the next reply is aware of the earlier turn: the model receives it
     const before = model.requests().length;
-    const next = await second.request(CHAT, { text: "what did I ask first?" });
+    const next = completedTurn(await second.request(CHAT, { text: "what did I ask first?" }));
     expect(next.text).toBe("Echo: what did I ask first?");
     expect(next.turn).toBeGreaterThan(result.turn);
     await expect.poll(() => model.requests().length, { timeout: 5000 }).toBeGreaterThan(before);
@@ -165,7 +166,7 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
       await session.initialize(project, toInitializationOptions(settings, "vscode-retry", "sk-test-key"));
       await session.waitFor(SESSION_CHANGED);
 
-      const result = await session.request(CHAT, { text: "explain it" });
+      const result = completedTurn(await session.request(CHAT, { text: "explain it" }));
       expect(result.text).toBe("The whole answer.");
       expect(result.attempts).toBe(2);
       // what ChatController posts to the view, in the order the server sent it
@@ -192,7 +193,7 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
       const history = await session.request(HISTORY, {});
       expect(JSON.stringify(history.items)).not.toContain("Half an answer");
 
-      const estimated = await session.request(CHAT, { text: "and usage?" });
+      const estimated = completedTurn(await session.request(CHAT, { text: "and usage?" }));
       expect(estimated.text).toBe("No usage sent.");
       expect(estimated.usage.estimated).toBe(true);
       expect(result.usage.estimated).toBeFalsy();
@@ -221,7 +222,7 @@ describe.skipIf(!fs.existsSync(SERVER))("the extension's client against `agent-a
       sessions.push(session);
       await session.initialize(project, toInitializationOptions(settings, "vscode-new", "sk-test-key"));
       await session.waitFor(SESSION_CHANGED);
-      const turn = await session.request(CHAT, { text: "kiwi question" });
+      const turn = completedTurn(await session.request(CHAT, { text: "kiwi question" }));
       const old = turn.sessionId;
       const projects = path.join(store, "projects");
       const [log] = fs

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HostMessage } from "../../src/common/messages";
 import {
   CHAT,
+  completedTurn,
   CHECKPOINT,
   CHECKPOINT_FILE,
   describeTurns,
@@ -75,7 +76,7 @@ describe.skipIf(!fs.existsSync(SERVER))("the view's data from `agent-assist serv
     await first.waitFor(SESSION_CHANGED);
     const fresh = await first.request(RESUME, {});
     expect(fresh.origin).toBeNull();
-    const turn1 = await first.request(CHAT, { text: "first question about pears" });
+    const turn1 = completedTurn(await first.request(CHAT, { text: "first question about pears" }));
     const saved = await first.request(SAVE, {});
     await first.request(CHAT, { text: "second question" });
     await first.shutdown();
