@@ -167,6 +167,10 @@ async def test_exit_on_a_full_disk_then_resume(small_fs: Path, workspace: Path) 
         await editor.request("agentAssist/save")
         before = snapshot_bytes(home)
         filler = fill(small_fs)
+        # A reply longer than a page: tmpfs takes small appends into the log's last page,
+        # partly filled, without a new block, so a short turn could fit (when the running
+        # summary was written first, it did).
+        fake.add({"text": "a reply that cannot be stored " * 300, "chunk": 40})
         await expect_fault(editor, "agentAssist/chat", {"text": "lost to the full disk"})
         await editor.stop()  # the exit autosave fails: logged, the process still exits
         assert await editor.process.wait() == 0
@@ -182,7 +186,8 @@ async def test_exit_on_a_full_disk_then_resume(small_fs: Path, workspace: Path) 
             users = [i["text"] for i in history["items"] if i["role"] == "user"]
             assert users[0] == "remember the number 42"
             reply = await again.request("agentAssist/chat", {"text": "what was the number?"})
-            assert reply["endReason"] == "completed" and reply["turn"] == 3
+            # Turn 2 is numbered if its start fit in the log's last page, else not recorded.
+            assert reply["endReason"] == "completed" and reply["turn"] in (2, 3)
         finally:
             await again.stop()
     check_store(workspace, home, session_id, ["remember the number 42", "what was the number?"])
