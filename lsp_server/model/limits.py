@@ -83,8 +83,6 @@ def with_note(result: Any, note: str) -> Any:
     """Return a tool's result with `note` added (as a last item of a list result)."""
     if isinstance(result, list):
         return [*result, note]
-    if isinstance(result, str):
-        return f"{result}\n{note}"
     return f"{result}\n{note}"
 
 
