@@ -11,7 +11,7 @@ import { createLog } from "./common/logging";
 import type { HostMessage, WebviewMessage } from "./common/messages";
 import { ViewNavigation } from "./common/navigation";
 import { ResumeBanner } from "./common/resume";
-import { ApiKeyStore } from "./common/secrets";
+import { ApiKeyStore, applyKeyChange } from "./common/secrets";
 import { AgentServer } from "./common/server";
 import { changedRestartSettings } from "./common/settings";
 import { StatusBar } from "./common/status";
@@ -118,12 +118,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       vscode.commands.registerCommand(id, SessionCommands.guarded(handler)),
     ),
     vscode.commands.registerCommand("agentAssist.setApiKey", async () => {
-      if ((await apiKeys.prompt()) && agent.running) {
-        await agent.restart();
+      if (await apiKeys.prompt()) {
+        // live when the server takes settings live (its next model request uses the key)
+        const applied = await applyKeyChange(agent, (message) => log.warn(message));
+        log.info(`API key changed: ${applied === "live" ? "sent to the running server" : applied}`);
       }
     }),
     vscode.commands.registerCommand("agentAssist.restartServer", () => agent.restart()),
-    // the other settings reach the running server through workspace/didChangeConfiguration
+    // The other settings reach the running server through workspace/didChangeConfiguration.
+    // Those it reads at start are sent as it started (liveOptions), so this is the one message.
     vscode.workspace.onDidChangeConfiguration((e) => {
       const changed = changedRestartSettings((section) => e.affectsConfiguration(section));
       if (changed.length > 0) {

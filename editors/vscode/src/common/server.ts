@@ -32,6 +32,7 @@ import type { ApiKeyStore } from "./secrets";
 import type { InitializationOptions } from "./protocol";
 import {
   configurationAnswers,
+  liveOptions,
   readSettings,
   resolveServerCommand,
   SECTION,
@@ -58,6 +59,10 @@ function relay<M extends keyof Notifications>(
 
 export class AgentServer implements vscode.Disposable {
   private client: LanguageClient | undefined;
+  /** The options the running server started with: those it reads only at start stay so in what it is sent. */
+  private started: InitializationOptions | undefined;
+  /** The running server registered for workspace/didChangeConfiguration: it applies settings live. */
+  private registeredSettings = false;
   readonly onChatDelta = new vscode.EventEmitter<ChatDeltaParams>();
   readonly onChatRetry = new vscode.EventEmitter<ChatRetryParams>();
   readonly onToolCall = new vscode.EventEmitter<ToolCallParams>();
@@ -73,6 +78,21 @@ export class AgentServer implements vscode.Disposable {
 
   get running(): boolean {
     return this.client?.state === State.Running;
+  }
+
+  /** The running server applies changed settings (the key included) without a restart. */
+  get takesSettingsLive(): boolean {
+    return this.running && this.registeredSettings;
+  }
+
+  /** Send the settings now, for a change VS Code's configuration does not see (the key). */
+  async sendSettings(): Promise<void> {
+    const client = this.client;
+    if (!client) {
+      throw new Error("the server is not running");
+    }
+    const settings = { [SECTION]: await this.currentOptions() };
+    await client.sendNotification(DidChangeConfigurationNotification.type, { settings });
   }
 
   async start(): Promise<void> {
@@ -100,6 +120,9 @@ export class AgentServer implements vscode.Disposable {
       return;
     }
     const apiKey = await this.apiKeys.get();
+    const started = toInitializationOptions(settings, this.instanceId, apiKey);
+    this.started = started;
+    this.registeredSettings = false;
     const serverOptions: ServerOptions = {
       command: resolved.command,
       args: resolved.args,
@@ -115,7 +138,7 @@ export class AgentServer implements vscode.Disposable {
     const clientOptions: LanguageClientOptions = {
       documentSelector: [],
       outputChannel: this.log,
-      initializationOptions: toInitializationOptions(settings, this.instanceId, apiKey),
+      initializationOptions: started,
       middleware: {
         workspace: {
           configuration: async (params, token, next) => {
@@ -126,7 +149,9 @@ export class AgentServer implements vscode.Disposable {
               Array.isArray(others) ? others : [],
             );
           },
+          // called first when the server registers for the notification, then on each change
           didChangeConfiguration: async () => {
+            this.registeredSettings = true;
             const settings = { [SECTION]: await this.currentOptions() };
             await client.sendNotification(DidChangeConfigurationNotification.type, { settings });
           },
@@ -151,10 +176,11 @@ export class AgentServer implements vscode.Disposable {
     }
   }
 
-  /** The settings as the server takes them, read now. */
+  /** The settings as the running server takes them, read now (liveOptions). */
   private async currentOptions(): Promise<InitializationOptions> {
     const settings = readSettings(vscode.workspace.getConfiguration(SECTION));
-    return toInitializationOptions(settings, this.instanceId, await this.apiKeys.get());
+    const current = toInitializationOptions(settings, this.instanceId, await this.apiKeys.get());
+    return liveOptions(current, this.started ?? current);
   }
 
   private showMessage(type: MessageType, message: string): void {

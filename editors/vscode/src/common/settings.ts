@@ -150,6 +150,25 @@ export function toInitializationOptions(
  */
 export const RESTART_SETTINGS = ["server.command", "store", "persistence", "trackedFiles"] as const;
 
+/**
+ * The options to send the running server (`workspace/configuration`, `workspace/didChangeConfiguration`):
+ * `current`, with what it reads only at start kept as it started (`started`), so the server does not
+ * warn about those a second time (the extension offers the restart); and a cleared model name, base
+ * URL or key sent as null, so the server falls back to its environment as at start (an absent key
+ * would keep the value it had: the server lays the answer over its options).
+ */
+export function liveOptions(current: InitializationOptions, started: InitializationOptions): InitializationOptions {
+  // an undefined value is left out of the message (JSON), as it was left out at start
+  return {
+    ...current,
+    instanceId: started.instanceId,
+    persistence: started.persistence,
+    trackedFiles: started.trackedFiles,
+    store: started.store,
+    model: { name: null, baseUrl: null, apiKey: null, ...current.model },
+  };
+}
+
 /** The restart-only settings `affects` says changed (`affects` is `ConfigurationChangeEvent.affectsConfiguration`). */
 export function changedRestartSettings(affects: (section: string) => boolean): string[] {
   return RESTART_SETTINGS.filter((key) => affects(`${SECTION}.${key}`));

@@ -52,6 +52,12 @@ export interface Notification {
 export class ServerSession {
   readonly notifications: Notification[] = [];
   readonly messageRequests: any[] = [];
+  /** client/registerCapability registrations the server asked for. */
+  readonly registrations: { method: string; registerOptions?: any }[] = [];
+  /** workspace/configuration requests, each the sections it asked for. */
+  readonly configurationRequests: (string | undefined)[][] = [];
+  /** The answer to workspace/configuration, as the extension's middleware gives it; null for each item by default. */
+  configuration: (sections: (string | undefined)[]) => unknown[] = (sections) => sections.map(() => null);
   private waiters: { match: (n: Notification) => boolean; resolve: (n: Notification) => void }[] = [];
   private constructor(
     readonly proc: ChildProcess,
@@ -78,10 +84,17 @@ export class ServerSession {
       session.messageRequests.push(params);
       return answer(params);
     });
-    connection.onRequest("client/registerCapability", () => null);
+    connection.onRequest("client/registerCapability", (p: any) => {
+      session.registrations.push(...p.registrations);
+      return null;
+    });
     connection.onRequest("client/unregisterCapability", () => null);
     connection.onRequest("window/workDoneProgress/create", () => null);
-    connection.onRequest("workspace/configuration", (p: any) => p.items.map(() => null));
+    connection.onRequest("workspace/configuration", (p: any) => {
+      const sections = p.items.map((item: { section?: string }) => item.section);
+      session.configurationRequests.push(sections);
+      return session.configuration(sections);
+    });
     connection.onRequest("workspace/applyEdit", () => ({ applied: false }));
     connection.listen();
     return session;
@@ -126,7 +139,13 @@ export class ServerSession {
       rootUri: uri,
       workspaceFolders: [{ uri, name: path.basename(workspace) }],
       capabilities: {
-        workspace: { applyEdit: true, workspaceEdit: { documentChanges: true }, didChangeWatchedFiles: { dynamicRegistration: false } },
+        workspace: {
+          applyEdit: true,
+          workspaceEdit: { documentChanges: true },
+          didChangeWatchedFiles: { dynamicRegistration: false },
+          configuration: true,
+          didChangeConfiguration: { dynamicRegistration: true },
+        },
         window: { workDoneProgress: true, showMessage: { messageActionItem: { additionalPropertiesSupport: true } } },
       },
       initializationOptions: options,

@@ -7,6 +7,7 @@ import {
   configurationAnswers,
   DEFAULT_SETTINGS,
   isValidInstanceId,
+  liveOptions,
   makeInstanceId,
   readSettings,
   resolveServerCommand,
@@ -406,5 +407,52 @@ describe("settings changed while the server runs", () => {
     });
     expect(answers.slice(1)).toEqual([{ tabSize: 2 }, {}]);
     expect(configurationAnswers(["agentAssist", "other"], options, [])).toEqual([options, null]);
+  });
+
+  it("sends what the server reads at start as it started: the restart question is the one message", () => {
+    const started = toInitializationOptions(
+      readSettings(reader({ "model.name": "gpt-old", persistence: "metadata", trackedFiles: ["spec.md"] })),
+      "vscode-abc",
+      "sk-old",
+    );
+    const changed = toInitializationOptions(
+      readSettings(
+        reader({
+          "model.name": "gpt-new",
+          store: "postgresql://alice@db.example.com/aa",
+          persistence: "full",
+          trackedFiles: ["other/**"],
+          contextWindow: 32_768,
+        }),
+      ),
+      "vscode-abc",
+      "sk-new",
+    );
+    const live = liveOptions(changed, started);
+    expect(live).toEqual({
+      instanceId: "vscode-abc",
+      autoResume: "ask",
+      persistence: "metadata",
+      trackedFiles: ["spec.md"],
+      driftMessages: false,
+      contextWindow: 32_768,
+      model: { name: "gpt-new", baseUrl: null, apiKey: "sk-new" },
+    });
+    // the store set since the start is left out, as it was at start (JSON drops undefined)
+    expect(JSON.parse(JSON.stringify(live))).not.toHaveProperty("store");
+    const withStore = { ...started, store: "local" };
+    expect(liveOptions({ ...changed, store: "postgresql://x@y/z" }, withStore).store).toBe("local");
+    expect(liveOptions(changed, withStore).store).toBe("local");
+  });
+
+  it("sends a removed key, name or base URL as null: the server falls back to its environment", () => {
+    const started = toInitializationOptions(
+      readSettings(reader({ "model.name": "gpt", "model.baseUrl": "http://127.0.0.1:9/v1" })),
+      "vscode-abc",
+      "sk-old",
+    );
+    const cleared = toInitializationOptions(readSettings(reader({})), "vscode-abc", undefined);
+    expect(cleared.model).toBeUndefined();
+    expect(liveOptions(cleared, started).model).toEqual({ name: null, baseUrl: null, apiKey: null });
   });
 });
