@@ -122,6 +122,9 @@ class DriftData(_Data):
     deleted: list[str] = Field(default_factory=list)
     created: list[str] = Field(default_factory=list)
     unchanged: int = 0
+    # of `modified`: files the assistant wrote that reached disk with the user's changes
+    # (absent from events written before it was recorded)
+    after_assistant_edit: list[str] = Field(default_factory=list)
 
 
 class CompactData(_Data):

@@ -318,6 +318,7 @@ class LifecycleTransitions:
                 "deleted": drift.deleted,
                 "created": drift.created,
                 "unchanged": drift.unchanged,
+                "after_assistant_edit": drift.after_assistant_edit,
             },
         )
 

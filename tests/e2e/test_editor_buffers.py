@@ -6,11 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types
+from pygls.uris import from_fs_path
 
 from lsp_server.fake_model import FakeOpenAI
+from session.events import EVENT_ADAPTER, DriftEvent
 
-from .harness import Editor
+from .harness import Editor, stored
 
 REPLY = "templates/reply.txt"
 WRITTEN = "Dear {name},\nThank you for writing.\n"
@@ -68,7 +71,7 @@ async def test_saving_the_assistants_edit_is_not_drift(
 
 
 async def test_a_user_change_before_the_save_is_named_as_such(
-    make_editor: Any, fake: FakeOpenAI, workspace: Path
+    make_editor: Any, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:
     editor = await wrote_unsaved(make_editor, fake, workspace)
     editor.type_line(REPLY, 1, "Thanks a lot for writing.")
@@ -76,12 +79,59 @@ async def test_a_user_change_before_the_save_is_named_as_such(
     drift = await editor.wait_for("agentAssist/drift")
     assert drift["source"] == "watcher" and drift["modified"] == [REPLY]
     assert drift["afterAssistantEdit"] == [REPLY]
-    assert (await editor.request("agentAssist/status"))["drift"] == 1
+    status = await editor.request("agentAssist/status")
+    assert status["drift"] == 1
     fake.add("noted")
     await editor.request("agentAssist/chat", {"text": "anything new?"})
     sent = json.dumps(fake.messages(-1))
     assert "[workspace notice]" in sent
     assert f"{REPLY}: changed by the user after your edit" in sent
+    events = stored(workspace, home).read_events(status["sessionId"]).events
+    (logged,) = [e for e in events if isinstance(e, DriftEvent)]
+    assert logged.data.modified == logged.data.after_assistant_edit == [REPLY]
+
+
+def test_a_drift_event_logged_before_after_assistant_edit_still_reads() -> None:
+    old = {"seq": 3, "ts": "2026-01-01T00:00:00Z", "type": "workspace/drift"}
+    old["data"] = {"source": "watcher", "modified": ["a"], "deleted": [], "created": []}
+    event = EVENT_ADAPTER.validate_python(old)
+    assert isinstance(event, DriftEvent) and event.data.after_assistant_edit == []
+
+
+def deleted(editor: Editor, relative: str) -> None:
+    """Delete a workspace file and send the watcher's `Deleted`, as an editor does."""
+    path = editor.workspace / relative
+    path.unlink()
+    uri = from_fs_path(str(path)) or ""
+    editor.client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            [types.FileEvent(uri=uri, type=types.FileChangeType.Deleted)]
+        )
+    )
+
+
+@pytest.mark.parametrize("saved", [True, False], ids=["saved", "unsaved"])
+async def test_a_file_the_assistant_wrote_then_the_user_deleted_is_plainly_deleted(
+    make_editor: Any, fake: FakeOpenAI, workspace: Path, home: Path, saved: bool
+) -> None:
+    """Saved or not, the assistant's write does not make the user's deletion its "edit"."""
+    editor = await wrote_unsaved(make_editor, fake, workspace)
+    if saved:
+        editor.save(REPLY)
+        await editor.request("agentAssist/status")  # the save is no drift
+        assert editor.notifications["agentAssist/drift"] == []
+    deleted(editor, REPLY)
+    drift = await editor.wait_for("agentAssist/drift")
+    assert (drift["deleted"], drift["modified"], drift["afterAssistantEdit"]) == ([REPLY], [], [])
+    status = await editor.request("agentAssist/status")
+    assert status["drift"] == 1
+    fake.add("noted")
+    await editor.request("agentAssist/chat", {"text": "anything new?"})
+    sent = json.dumps(fake.messages(-1))
+    assert f"- {REPLY}: deleted" in sent and "after your edit" not in sent
+    events = stored(workspace, home).read_events(status["sessionId"]).events
+    (logged,) = [e for e in events if isinstance(e, DriftEvent)]
+    assert (logged.data.deleted, logged.data.after_assistant_edit) == ([REPLY], [])
 
 
 async def test_a_tracked_file_open_with_unsaved_changes_is_told_after_resume(
