@@ -35,6 +35,10 @@ class TurnRecorder:
         # The step's streamed text is redacted as a whole: a chunk is written once the text
         # around it cannot be part of a secret still arriving (its tail is held until then).
         self._stream: StreamScrubber | None = None
+        # The current step's streamed text as recorded (redacted), and the text of the
+        # turn's last whole answer: what a turn stopped or failed keeps of its reply.
+        self._partial = ""
+        self._answered = ""
 
     @property
     def _session(self) -> Session:
@@ -55,6 +59,7 @@ class TurnRecorder:
         """
         self.flush()  # the previous step's held text belongs to that step
         self.step += 1
+        self._partial = ""
         if self.resending:
             self.resending = False
             return self._append("step/start", {"messages": [], "attempt": self.attempt})
@@ -73,6 +78,7 @@ class TurnRecorder:
             },
         )
         self.attempt += 1
+        self._partial = ""  # the failed attempt's text is dropped
         self.resending = self.step > 0  # else nothing was sent: the prompt goes out afresh
         return event
 
@@ -96,17 +102,36 @@ class TurnRecorder:
             # Cut where it is safe; the log redacts each piece as it writes it.
             self._stream = StreamScrubber(self._session.log.redactor, redact=False)
         safe = self._stream.feed(delta)
-        return self._write("assistant/chunk", {"delta": safe}) if safe else None
+        return self._chunk(safe) if safe else None
 
     def flush(self) -> Event | None:
         """Record the streamed text held back (the step ended, or the turn stops here)."""
         stream, self._stream = self._stream, None
         rest = stream.flush() if stream is not None else ""
-        return self._write("assistant/chunk", {"delta": rest}) if rest else None
+        return self._chunk(rest) if rest else None
+
+    def _chunk(self, text: str) -> Event:
+        event = self._write("assistant/chunk", {"delta": text})
+        delta = getattr(event.data, "delta", text)
+        self._partial += delta if isinstance(delta, str) else text
+        return event
+
+    @property
+    def reply_so_far(self) -> str:
+        """Return the reply as the session keeps it for a turn that ends now, not completed.
+
+        The step's streamed text if it has any (kept as a partial answer), else the text of
+        the turn's last whole answer (one before a tool call): the transcript's last reply.
+        """
+        return self._partial or self._answered
 
     def assistant_message(self, message: Message) -> Event:
         """Record the complete model response (even if empty)."""
-        return self._append("assistant/message", {"message": message})
+        event = self._append("assistant/message", {"message": message})
+        self._partial = ""  # the step's answer is whole: nothing of it is partial
+        text = _response_text(getattr(event.data, "message", message))
+        self._answered = text or self._answered
+        return event
 
     def tool_call(self, tool_call_id: str, name: str, args: Any) -> Event:
         """Record a tool call."""
@@ -140,3 +165,15 @@ class TurnRecorder:
         if reason == "completed":
             self._on_completed()
         return event
+
+
+def _response_text(message: Any) -> str:
+    """Return the text parts of a model response (pydantic-ai's JSON), joined."""
+    parts = message.get("parts") if isinstance(message, dict) else None
+    return "".join(
+        p["content"]
+        for p in parts or ()
+        if isinstance(p, dict)
+        and p.get("part_kind") == "text"
+        and isinstance(p.get("content"), str)
+    )
