@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from session.errors import ReadOnlySessionError, SessionError
 from session.storage import explain_write_error
@@ -30,6 +31,13 @@ from .summaries import RunningSummary
 logger = logging.getLogger(__name__)
 
 
+@dataclass
+class Kept:
+    """What a turn that did not complete kept of its reply (set as it ends)."""
+
+    text: str = ""
+
+
 class Chat(Feature):
     """`agentAssist/chat`: turns queue behind one another; each is streamed and recorded."""
 
@@ -40,6 +48,7 @@ class Chat(Feature):
         super().__init__(server)
         self.running = False  # a turn is running (status.state)
         self.waiting = 0  # chats queued behind it (status.waiting)
+        self.current: tuple[int, asyncio.Task[Any]] | None = None  # the running turn's task
 
     @request(proto.CHAT)
     async def chat(self, params: proto.ChatParams) -> proto.ChatResult | proto.ChatStarted:
@@ -52,7 +61,8 @@ class Chat(Feature):
         ls = self.server
         if ls.runner is None or not ls.config.model.configured:
             raise RequestFailedError(HOW_TO_CONFIGURE_MODEL)
-        create = THROUGH_COMMAND.get()
+        # An async chat's reply shows (and is stopped) through progress on a token of ours.
+        create = THROUGH_COMMAND.get() or params.async_
         progress = await ReplyProgress.open(ls, params.work_done_token, create=create)
         queued = ls.turn_lock.locked() or self.waiting > 0
         if progress is not None:
@@ -71,6 +81,21 @@ class Chat(Feature):
             session_id=ls.session.session_id, turn=began.result(), status="started"
         )
 
+    @request(proto.CANCEL, ready=False)
+    async def cancel(self, params: proto.CancelParams) -> proto.CancelResult:
+        """Stop the running turn, as `$/cancelRequest` would; answer once it has ended.
+
+        For a client that cannot cancel a request or a progress (an `async` chat without
+        `window.workDoneProgress`). Chats queued behind it run as they would.
+        """
+        current = self.current
+        if current is None or params.turn not in (None, current[0]):
+            return proto.CancelResult(stopped=False, turn=None)
+        number, task = current
+        task.cancel()
+        await asyncio.wait({task})
+        return proto.CancelResult(stopped=True, turn=number)
+
     async def _queued(
         self,
         text: str,
@@ -78,6 +103,7 @@ class Chat(Feature):
         began: asyncio.Future[int] | None = None,
         *,
         counted: bool = False,
+        kept: Kept | None = None,
     ) -> proto.ChatResult:
         """Wait for the turn lock (`counted`: already in `waiting`), then run the turn."""
         ls = self.server
@@ -94,9 +120,10 @@ class Chat(Feature):
                     self.waiting -= 1
                 try:
                     self.running = True
-                    result = await self._turn(text, progress, began)
+                    result = await self._turn(text, progress, began, kept)
                 finally:
                     self.running = False
+                    self.current = None
                     ls.turn_lock.release()
             words = len(result.text.split())
             summary = f"turn {result.turn} done ({words} word{'s' * (words != 1)})"
@@ -119,13 +146,14 @@ class Chat(Feature):
         Return the error message if it failed, else None.
         """
         ls = self.server
+        kept = Kept()
 
         def ended(reason: Literal["error", "aborted"], error: str | None = None) -> None:
             turn = began.result() if began.done() else None
             params = proto.TurnEndedParams(
                 session_id=ls.session.session_id,
                 turn=turn,
-                text="",
+                text=kept.text,
                 end_reason=reason,
                 usage=None,
                 error=error,
@@ -134,7 +162,7 @@ class Chat(Feature):
                 ls.notify(params)
 
         try:
-            result = await self._queued(text, progress, began, counted=True)
+            result = await self._queued(text, progress, began, counted=True, kept=kept)
         except asyncio.CancelledError:
             ended("aborted")
             raise
@@ -161,7 +189,11 @@ class Chat(Feature):
         return None
 
     async def _turn(
-        self, text: str, progress: ReplyProgress | None, began: asyncio.Future[int] | None
+        self,
+        text: str,
+        progress: ReplyProgress | None,
+        began: asyncio.Future[int] | None,
+        kept: Kept | None = None,
     ) -> proto.ChatResult:
         ls = self.server
         history_ops = self.need(History)
@@ -182,6 +214,8 @@ class Chat(Feature):
                 session_id=lifecycle.session_id, turn=recorder.number, text=text
             )
         )
+        if (task := asyncio.current_task()) is not None:
+            self.current = (recorder.number, task)
         if began is not None:
             began.set_result(recorder.number)
         if progress is not None:
@@ -193,7 +227,9 @@ class Chat(Feature):
         try:
             result = await run_attempts(ls, history_ops, recorder, prompt, history, sink)
         except asyncio.CancelledError:
-            recorder.end("aborted")
+            recorder.end("aborted")  # with the streamed text it held back
+            if kept is not None:
+                kept.text = recorder.reply_so_far
             raise
         except SessionError as exc:  # the log refused a write (a full disk...): not the model
             message = explain_write_error(
@@ -202,11 +238,15 @@ class Chat(Feature):
             logger.warning("%s", message)
             with contextlib.suppress(SessionError):
                 recorder.end("error", error=message)
+            if kept is not None:
+                kept.text = recorder.reply_so_far
             raise RequestFailedError(message) from None
         except TurnFailedError as exc:
             message = str(exc)
             logger.warning("turn %d failed: %s", recorder.number, message)
             recorder.end("error", error=message)
+            if kept is not None:
+                kept.text = recorder.reply_so_far
             raise RequestFailedError(message) from None
         finally:
             sink.thoughts.end()  # a reply of thinking only, or a turn that ended while thinking

@@ -27,6 +27,7 @@ from .notifications import (
 from .options import InitializationOptions, ModelOptions, ToolsOptions
 from .requests import (
     BY_METHOD,
+    CANCEL,
     CHAT,
     CHECKPOINT,
     CHECKPOINT_FILE,
@@ -42,6 +43,8 @@ from .requests import (
     SEARCH,
     SESSIONS,
     STATUS,
+    CancelParams,
+    CancelResult,
     ChangedFile,
     ChatParams,
     ChatResult,
@@ -106,6 +109,7 @@ from .wire import (
 
 __all__ = [
     "BY_METHOD",
+    "CANCEL",
     "CHAT",
     "CHAT_DELTA",
     "CHAT_RETRY",
@@ -135,6 +139,8 @@ __all__ = [
     "TURN_ENDED",
     "TURN_STARTED",
     "AutoResume",
+    "CancelParams",
+    "CancelResult",
     "ChangedFile",
     "ChatDeltaParams",
     "ChatParams",

@@ -55,7 +55,10 @@ class TurnEndedParams(Notification):
     METHOD: ClassVar[str] = TURN_ENDED
     session_id: str
     turn: int | None = Field(description="Null if the turn failed before it began.")
-    text: str = Field(description="The reply; empty unless the turn completed.")
+    text: str = Field(
+        description="The reply; of a turn stopped or failed, what the session kept of it "
+        "(the text streamed of its last answer, as recorded), else empty."
+    )
     end_reason: Literal["completed", "error", "aborted"]
     usage: Usage | None = Field(description="Null unless the turn completed.")
     error: str | None = Field(description="Why the turn failed; null unless it did.")

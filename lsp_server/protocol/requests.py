@@ -37,6 +37,7 @@ FORK = "agentAssist/fork"
 SEARCH = "agentAssist/search"
 HISTORY = "agentAssist/history"
 STATUS = "agentAssist/status"
+CANCEL = "agentAssist/cancel"
 
 
 class ChatParams(Params):
@@ -73,6 +74,25 @@ class ChatResult(Wire):
     end_reason: Literal["completed"]
     usage: Usage
     attempts: int = Field(description="Model attempts the turn took (1 without retries).")
+
+
+class CancelParams(Params):
+    """`agentAssist/cancel`: stop the running turn (for clients without progress support)."""
+
+    turn: int | None = Field(
+        default=None,
+        ge=1,
+        description="Stop it only if it is this turn (else whichever turn is running).",
+    )
+
+
+class CancelResult(Wire):
+    """Whether a turn was stopped; answered once it ended (recorded as `aborted`)."""
+
+    stopped: bool
+    turn: int | None = Field(
+        description="The turn stopped; null if none was running (or not the one asked for)."
+    )
 
 
 class SaveResult(Wire):
@@ -308,6 +328,7 @@ REQUESTS: tuple[Request, ...] = (
     Request(SEARCH, SearchParams, SearchResult),
     Request(HISTORY, HistoryParams, HistoryResult),
     Request(STATUS, EmptyParams, StatusResult),
+    Request(CANCEL, CancelParams, CancelResult),
 )
 
 BY_METHOD: dict[str, Request] = {r.method: r for r in REQUESTS}

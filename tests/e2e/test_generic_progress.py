@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from lsp_server.fake_model import FakeOpenAI
 
@@ -133,3 +134,67 @@ async def test_live_drift_is_shown_as_a_message_unless_the_client_opts_out(
     told = [m for m in shown(editor) if "agent_spec.md: modified" in m]
     expected = ["Files changed outside the assistant: agent_spec.md: modified"]
     assert told == (expected if drift_messages else [])
+
+
+async def test_an_async_chat_without_a_token_reports_progress_whose_cancel_stops_it(
+    make_editor: Any, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.add(SLOW)
+    editor = await started(make_editor)
+    answer = await editor.request("agentAssist/chat", {"text": "go", "async": True})
+    (token,) = editor.client.progress_reports  # created with workDoneProgress/create
+    await editor.wait_for("agentAssist/chatDelta", count=3)
+    editor.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token))
+    ended = await editor.wait_for("agentAssist/turnEnded")
+    assert (ended["turn"], ended["endReason"], ended["error"]) == (answer["turn"], "aborted", None)
+    assert ended["text"] == editor.deltas() and 0 < len(ended["text"]) < len(SLOW["text"])
+    reports = editor.client.progress_reports[token]
+    assert isinstance(reports[-1], types.WorkDoneProgressEnd) and reports[-1].message == "stopped"
+    history = await editor.request("agentAssist/history")
+    last = history["items"][-1]
+    assert (last["text"], last["partial"], last["endReason"]) == (ended["text"], True, "aborted")
+    events = stored(workspace, home).read_events(answer["sessionId"]).events
+    assert [e.data.reason for e in events if e.type == "turn/end"] == ["aborted"]
+
+
+async def test_an_async_chat_that_fails_mid_reply_sends_what_was_kept_of_it(
+    make_editor: Any, fake: FakeOpenAI
+) -> None:
+    fake.add({"cut": "first try "}, {"cut": "second try "}, {"cut": "third try, also cut"})
+    editor = await started(make_editor)
+    await editor.request("agentAssist/chat", {"text": "go", "async": True})
+    ended = await editor.wait_for("agentAssist/turnEnded")
+    assert ended["endReason"] == "error" and "incomplete" in ended["error"]
+    assert ended["text"] == "third try, also cut"  # the retried attempts' text is dropped
+    last = (await editor.request("agentAssist/history"))["items"][-1]
+    assert (last["text"], last["partial"]) == (ended["text"], True)
+
+
+async def test_cancel_stops_the_running_turn_for_clients_without_progress(
+    make_editor: Any, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    fake.add(SLOW, SLOW, "third reply")
+    editor = await started(make_editor)
+    assert await editor.request("agentAssist/cancel") == {"stopped": False, "turn": None}
+    await editor.request("agentAssist/chat", {"text": "one", "async": True})
+    await editor.wait_for("agentAssist/chatDelta", count=2)
+    assert await editor.request("agentAssist/cancel", {"turn": 2}) == {
+        "stopped": False,
+        "turn": None,
+    }
+    assert await editor.request("agentAssist/cancel", {"turn": 1}) == {"stopped": True, "turn": 1}
+    (ended,) = editor.notifications["agentAssist/turnEnded"]  # sent before the answer
+    assert ended["endReason"] == "aborted" and ended["text"] == editor.deltas()
+    assert (await editor.request("agentAssist/status"))["state"] == "idle"
+    # A plain chat request is stopped too: it is answered RequestCancelled.
+    _, pending = editor.start_request("agentAssist/chat", {"text": "two"})
+    await editor.wait_for("agentAssist/turnStarted", count=2)
+    assert await editor.command("agentAssist.cancel", {}) == {"stopped": True, "turn": 2}
+    with pytest.raises(JsonRpcException) as info:
+        await pending
+    assert info.value.code == -32800
+    reply = await editor.request("agentAssist/chat", {"text": "three"})
+    assert reply["text"] == "third reply" and reply["turn"] == 3
+    events = stored(workspace, home).read_events(reply["sessionId"]).events
+    ends = [e.data.reason for e in events if e.type == "turn/end"]
+    assert ends == ["aborted", "aborted", "completed"]

@@ -18,6 +18,7 @@ M.methods = {
   search = "agentAssist/search",
   history = "agentAssist/history",
   status = "agentAssist/status",
+  cancel = "agentAssist/cancel",
   turn_started = "agentAssist/turnStarted",
   turn_ended = "agentAssist/turnEnded",
   chat_delta = "agentAssist/chatDelta",
@@ -36,6 +37,13 @@ M.errors = {
 }
 
 ---@alias agent_assist.AutoResume "ask"|"always"|"never" What to do with this instance's previous session at start.
+
+---@class agent_assist.CancelParams `agentAssist/cancel`: stop the running turn (for clients without progress support).
+---@field turn? integer Stop it only if it is this turn (else whichever turn is running). At least 1.
+
+---@class agent_assist.CancelResult Whether a turn was stopped; answered once it ended (recorded as `aborted`).
+---@field stopped boolean
+---@field turn integer? The turn stopped; null if none was running (or not the one asked for).
 
 ---@class agent_assist.ChangedFile A tracked file changed outside the assistant while the session was away.
 ---@field path string
@@ -304,7 +312,7 @@ M.errors = {
 ---@class agent_assist.TurnEndedParams An `async` chat's turn ended: its reply, or why it failed.
 ---@field sessionId string
 ---@field turn integer? Null if the turn failed before it began.
----@field text string The reply; empty unless the turn completed.
+---@field text string The reply; of a turn stopped or failed, what the session kept of it (the text streamed of its last answer, as recorded), else empty.
 ---@field endReason "completed"|"error"|"aborted"
 ---@field usage agent_assist.Usage? Null unless the turn completed.
 ---@field error string? Why the turn failed; null unless it did.

@@ -15,6 +15,7 @@ export const FORK = "agentAssist/fork";
 export const SEARCH = "agentAssist/search";
 export const HISTORY = "agentAssist/history";
 export const STATUS = "agentAssist/status";
+export const CANCEL = "agentAssist/cancel";
 
 // Notifications (server → client)
 export const TURN_STARTED = "agentAssist/turnStarted";
@@ -33,6 +34,19 @@ export const REQUEST_FAILED = -32803;
 
 /** What to do with this instance's previous session at start. */
 export type AutoResume = "ask" | "always" | "never";
+
+/** `agentAssist/cancel`: stop the running turn (for clients without progress support). */
+export interface CancelParams {
+  /** Stop it only if it is this turn (else whichever turn is running). At least 1. */
+  turn?: number | null;
+}
+
+/** Whether a turn was stopped; answered once it ended (recorded as `aborted`). */
+export interface CancelResult {
+  stopped: boolean;
+  /** The turn stopped; null if none was running (or not the one asked for). */
+  turn: number | null;
+}
 
 /** A tracked file changed outside the assistant while the session was away. */
 export interface ChangedFile {
@@ -460,7 +474,7 @@ export interface TurnEndedParams {
   sessionId: string;
   /** Null if the turn failed before it began. */
   turn: number | null;
-  /** The reply; empty unless the turn completed. */
+  /** The reply; of a turn stopped or failed, what the session kept of it (the text streamed of its last answer, as recorded), else empty. */
   text: string;
   endReason: "completed" | "error" | "aborted";
   /** Null unless the turn completed. */
@@ -502,6 +516,7 @@ export interface Requests {
   "agentAssist/search": { params: SearchParams; result: SearchResult };
   "agentAssist/history": { params: HistoryParams; result: HistoryResult };
   "agentAssist/status": { params: EmptyParams; result: StatusResult };
+  "agentAssist/cancel": { params: CancelParams; result: CancelResult };
 }
 
 /** Each notification's params, by method. */
