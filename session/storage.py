@@ -97,8 +97,11 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, payload: bytes) -> None:
-    """Write `payload` to `path` atomically: temp file, fsync, rename, fsync dir."""
+def atomic_write_bytes(path: Path, payload: bytes, *, durable: bool = True) -> None:
+    """Write `payload` to `path` atomically: temp file, fsync, rename, fsync dir.
+
+    `durable=False` (a derived cache, verified when read): no fsync.
+    """
     tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
@@ -109,7 +112,8 @@ def atomic_write_bytes(path: Path, payload: bytes) -> None:
         view = memoryview(payload)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
         os.close(fd)
         fd = -1
         os.replace(tmp, path)
@@ -121,7 +125,8 @@ def atomic_write_bytes(path: Path, payload: bytes) -> None:
         except OSError:
             pass
         raise StorageError(f"cannot write {path}: {exc.strerror or exc}", errno=exc.errno) from None
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def atomic_write_json(path: Path, value: Any) -> None:
@@ -129,8 +134,11 @@ def atomic_write_json(path: Path, value: Any) -> None:
     atomic_write_bytes(path, orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
 
 
-def read_json_file(path: Path, max_bytes: int = MAX_JSON_BYTES) -> Any:
-    """Read JSON without following a symlink; raise ValueError with a readable reason."""
+def read_file_bytes(path: Path, max_bytes: int = MAX_JSON_BYTES) -> tuple[bytes, os.stat_result]:
+    """Read a regular file without following a symlink: (its bytes, its stat).
+
+    Raise FileNotFoundError, or ValueError with a readable reason.
+    """
     try:
         # O_NONBLOCK: a FIFO planted in the store must not hang the reader (no effect on files)
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -144,11 +152,20 @@ def read_json_file(path: Path, max_bytes: int = MAX_JSON_BYTES) -> Any:
             raise ValueError("not a regular file")
         if st.st_size > max_bytes:
             raise ValueError(f"too large ({st.st_size} bytes, limit {max_bytes})")
-        data = fh.read(max_bytes + 1)
+        return fh.read(max_bytes + 1), st
+
+
+def parse_json(data: bytes) -> Any:
+    """Parse JSON; raise ValueError with a readable reason."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON ({exc})") from None
+
+
+def read_json_file(path: Path, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """Read JSON without following a symlink; raise ValueError with a readable reason."""
+    return parse_json(read_file_bytes(path, max_bytes)[0])
 
 
 def unlink_quiet(path: Path) -> bool:

@@ -18,18 +18,21 @@ def make_workspace(tmp_path: Path) -> Path:
 
 
 def stored_manifest(snapshot: dict[str, Any]) -> dict[str, str]:
-    """Return a snapshot's `file_manifest` as {path: sha256}, decoded from the JSON as stored.
+    """Return a snapshot's `file_manifest` as {path: sha256}, from the JSON as stored.
 
-    Since schema v4 it is packed: {"paths": [...], "sha256": "<64 hex digits per path>"}.
+    The seed's `{path: sha256}` (schema v3, what we write), or packed as schema v4 was:
+    {"paths": [...], "sha256": "<64 hex digits per path>"}.
     """
-    packed = snapshot["file_manifest"]
-    digests = packed["sha256"]
-    return {path: digests[64 * i : 64 * (i + 1)] for i, path in enumerate(packed["paths"])}
+    stored = snapshot["file_manifest"]
+    if stored.keys() != {"paths", "sha256"}:
+        return dict(stored)
+    digests = stored["sha256"]
+    return {path: digests[64 * i : 64 * (i + 1)] for i, path in enumerate(stored["paths"])}
 
 
 def store_manifest(snapshot: dict[str, Any], files: dict[str, str]) -> None:
-    """Set a snapshot's `file_manifest` (JSON, as stored) to `files`."""
-    snapshot["file_manifest"] = {"paths": list(files), "sha256": "".join(files.values())}
+    """Set a snapshot's `file_manifest` (JSON, as stored: the seed's form) to `files`."""
+    snapshot["file_manifest"] = dict(files)
 
 
 def add_to_manifest(snapshot: dict[str, Any], entries: dict[str, str]) -> None:

@@ -28,11 +28,11 @@ from ..events import EVENT_ADAPTER
 from ..log.reader import readable_events, readable_prefix
 from ..log.writer import EventLog
 from ..snapshot import SessionState
-from ..storage import atomic_write_json, fsync_dir
+from ..storage import fsync_dir
 from ..transfer import Raw, TransferError
 from .manager import SessionManager
 from .opening import open_from_files
-from .snapshots import snapshot_matches_log, write_snapshot_file
+from .snapshots import snapshot_matches_log, write_snapshot_file, write_state_file
 
 STAGED_SUFFIX = ".events.jsonl.importing"
 _LINE_KEYS = ("seq", "ts", "type", "turn", "step", "data")  # the order `EventLog` writes
@@ -145,7 +145,7 @@ class LocalSessionImport:
         if state is not None and end is not None:
             state.log_offset = end
             if snapshot_matches_log(self.log_path, state):
-                atomic_write_json(path, state.model_dump(mode="json"))
+                write_state_file(path, state)
                 return
         if state is not None:
             # No snapshot matches a log at offset 0 with events: `open_from_files` rebuilds

@@ -35,6 +35,7 @@ from ..storage import (
     read_json_file,
     unlink_quiet,
 )
+from . import snapshot_file
 from .backend import StoreKind
 from .layout import POINTER_PREFIX, POINTER_SUFFIX, ProjectLayout
 from .listing import SessionInfo, last_event_time
@@ -321,6 +322,7 @@ class SessionManager(ProjectLayout):
         for path in (self.log_path(session_id), self.snapshot_path(session_id)):
             if unlink_quiet(path):
                 removed.append(path)
+        snapshot_file.remove(self.snapshot_path(session_id))
         checkpoints = self.checkpoints_dir / self._checked(session_id)
         if checkpoints.is_dir() and not checkpoints.is_symlink():
             shutil.rmtree(checkpoints)

@@ -13,13 +13,17 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..events import utcnow
 from ..log.reader import parse_event_line
 from ..redaction import Redactor
 from ..snapshot import FutureSchemaError, SessionState, migrate_snapshot
-from ..storage import atomic_write_json, read_json_file
+from . import snapshot_file
 from .session import Session, boundary_state
 
 logger = logging.getLogger(__name__)
+
+# What a snapshot holds of the conversation: scrubbed when written.
+_CONTENT = ("summary", "decisions", "recent_messages", "compacted_history_summary", "title")
 
 
 def log_warning(warnings: list[str] | None, message: str) -> None:
@@ -34,7 +38,7 @@ def read_snapshot_file(
 ) -> tuple[SessionState | None, str | None]:
     """Read and migrate the snapshot at `path`: (state or None, read-only reason or None)."""
     try:
-        raw = read_json_file(path)
+        raw = snapshot_file.read(path)
     except FileNotFoundError:
         return None, None
     except ValueError as exc:
@@ -66,18 +70,28 @@ def read_snapshot_file(
 
 
 def write_snapshot_file(path: Path, session: Session, redactor: Redactor | None = None) -> None:
-    """Write the session's snapshot to `path` atomically, at the last turn boundary of its log."""
-    payload = boundary_state(session).model_dump(mode="json")
-    scrubber = redactor or session.log.redactor
-    for key in (
-        "summary",
-        "decisions",
-        "recent_messages",
-        "compacted_history_summary",
-        "title",
-    ):
-        payload[key] = scrubber.scrub({key: payload[key]})[key]
-    atomic_write_json(path, payload)
+    """Write the session's snapshot to `path` atomically, at the last turn boundary of its log.
+
+    As the seed's schema v3 (`snapshot_file`); `updated_at` is the time of this save.
+    """
+    state = boundary_state(session)
+    state.updated_at = utcnow()
+    write_state_file(path, state, redactor or session.log.redactor)
+
+
+def write_state_file(path: Path, state: SessionState, scrubber: Redactor | None = None) -> None:
+    """Write `state` as a session file (v3), its conversation content scrubbed."""
+    payload = state.model_dump(mode="json", exclude={"file_manifest"})
+    if scrubber is not None:
+        for key in (
+            "summary",
+            "decisions",
+            "recent_messages",
+            "compacted_history_summary",
+            "title",
+        ):
+            payload[key] = scrubber.scrub({key: payload[key]})[key]
+    snapshot_file.write(path, payload, state.file_manifest)
 
 
 def snapshot_matches_log(path: Path, state: SessionState) -> bool:

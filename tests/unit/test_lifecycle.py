@@ -55,9 +55,11 @@ def test_fresh_launch_then_exit_writes_snapshot_and_pointer(manager: SessionMana
     assert lc.close() is True
     snapshot = json.loads(manager.snapshot_path(sid).read_text())
     assert SEED_FIELDS <= set(snapshot)
-    assert snapshot["schema_version"] == SCHEMA_VERSION == 4
+    assert snapshot["schema_version"] == 3  # the seed's schema (SCHEMA_VERSION: what we read)
+    assert SCHEMA_VERSION == 4
     assert snapshot["agent_spec_path"] == "agent_spec.md"
-    assert set(stored_manifest(snapshot)) == {"agent_spec.md", "templates/prompt.txt"}
+    assert set(snapshot["file_manifest"]) == {"agent_spec.md", "templates/prompt.txt"}
+    assert stored_manifest(snapshot) == snapshot["file_manifest"]
     assert snapshot["recent_messages"] == [request("design an agent"), response("Sure.")]
     pointer = json.loads(manager.pointer_path("inst").read_text())
     assert pointer["sessionId"] == sid
@@ -347,8 +349,8 @@ def test_older_schema_without_a_log_is_migrated(manager: SessionManager) -> None
     run_turn(lc, "continue", "ok")
     lc.close()
     snapshot = json.loads(manager.snapshot_path("a1b2c3d4e5f6").read_text())
-    assert snapshot["schema_version"] == 4 and snapshot["recent_messages"]
-    # The v1 manifest was read as it was; the save packed the hash of the file as it is now.
+    assert snapshot["schema_version"] == 3 and snapshot["recent_messages"]
+    # The v1 manifest was read as it was; the save recorded the hash of the file as it is now.
     assert stored_manifest(snapshot)["agent_spec.md"] not in ("0" * 64, None)
     assert scan_log(manager.log_path("a1b2c3d4e5f6")).events[0].type == "session/start"
 
