@@ -116,7 +116,23 @@ def snapshot_matches_log(path: Path, state: SessionState) -> bool:
                 back *= 4
     except OSError:
         return False
+    return _line_seq(window[start:-1]) == state.last_seq
+
+
+_SEQ_PREFIX = b'{"seq":'
+
+
+def _line_seq(line: bytes) -> int | None:
+    """Return the `seq` of a log line, read from its start as our writer puts it first.
+
+    A line written otherwise is parsed whole (the last line can be a 2 MB `session/save`).
+    """
+    if line.startswith(_SEQ_PREFIX):
+        end = line.find(b",", len(_SEQ_PREFIX), len(_SEQ_PREFIX) + 21)
+        digits = line[len(_SEQ_PREFIX) : end]
+        if end > 0 and digits.isdigit() and line.endswith(b"}"):
+            return int(digits)
     try:
-        return parse_event_line(window[start:-1]).seq == state.last_seq
+        return parse_event_line(line).seq
     except ValueError:
-        return False
+        return None
