@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from session.paths import is_valid_instance_id, sanitize_instance_id
+from session.store.pointers import EditorProcess
 from session.workspace.patterns import DEFAULT_TRACKED
 
 AutoResume = Literal["ask", "always", "never"]
@@ -81,6 +82,7 @@ class ServerConfig:
     # No instanceId was given: the instance is derived from the client (`derived_instance_id`),
     # and one with no session of its own is offered the project's newest one not in use.
     instance_derived: bool = False
+    editor: EditorProcess | None = None  # the process it is named after, if the client said
 
     @property
     def compact_threshold(self) -> int:
@@ -308,6 +310,7 @@ def parse_initialization_options(
     if value is not None and not isinstance(value, str):
         warnings.append("store must be a string: local or a PostgreSQL connection string")
     store = store or env.get("AGENT_ASSIST_STORE", "").strip() or "local"
+    derived = instance_id == default_instance and instance != default_instance
     config = ServerConfig(
         instance_id,
         auto_resume,
@@ -319,7 +322,10 @@ def parse_initialization_options(
         drift_messages,
         store,
         _tools(options.get("tools"), warnings),
-        instance_derived=instance_id == default_instance and instance != default_instance,
+        instance_derived=derived,
+        editor=EditorProcess(client_name or "default", process_id)
+        if derived and process_id is not None
+        else None,
     )
     return config, warnings
 

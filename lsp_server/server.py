@@ -193,6 +193,7 @@ class AgentAssistServer(LanguageServer):
                 secrets=secrets,
                 history_tokens=self.config.history_budget,
                 offer_unheld=self.config.instance_derived,
+                editor=self.config.editor,
             ),
         )
 

@@ -25,6 +25,8 @@ from .targets import (
 )
 
 if TYPE_CHECKING:
+    from session.store.pointers import StalePointer
+
     from .targets import AnyStore
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
@@ -116,6 +118,24 @@ def cmd_prune(args: argparse.Namespace) -> int:
         return prune(args, store, age)
 
 
+def stale_pointers(store: AnyStore) -> list[StalePointer]:
+    """Return the local pointers of editor processes that are gone (none in a database)."""
+    if database_of(store) is not None:
+        return []  # a shared store's pointers come from many machines: no pid says anything
+    from session.store.pointers import stale_pointers as stale
+
+    return stale(local_of(store))
+
+
+def _remove_pointers(store: AnyStore, report: dict[str, Any]) -> None:
+    """Remove the stale pointers (found again: one may have been taken up since)."""
+    if database_of(store) is None and report["stalePointers"]:
+        from session.store.pointers import remove_stale_pointers
+
+        removed = remove_stale_pointers(local_of(store))
+        report["removedPointers"] = [str(path) for path in removed]
+
+
 def prune(args: argparse.Namespace, store: AnyStore, age: timedelta) -> int:
     """`sessions prune` in `store`."""
     from session.errors import SessionLockedError
@@ -141,17 +161,31 @@ def prune(args: argparse.Namespace, store: AnyStore, age: timedelta) -> int:
         out.append(f"  {info.session_id}  {short(info.updated_at)}  {title}")
     for info in busy:
         out.append(f"  {info.session_id}  in use: skipped")
+    pointers = stale_pointers(store)
+    report["stalePointers"] = [p.instance_id for p in pointers]
+    report["removedPointers"] = []
     if not args.json:
         head = "Would delete" if args.dry_run else "Older than " + args.older_than
         place = name if database_of(store) is None else where(store)
         sys.stdout.write(f"{head}: {len(candidates)} session(s) in {place}\n")
         sys.stdout.write("".join(line + "\n" for line in out))
+        if pointers:
+            sys.stdout.write(
+                f"{len(pointers)} stale pointer(s): of editors that are gone, naming no session "
+                "in use (the sessions stay)\n"
+            )
+            sys.stdout.write("".join(f"  {clean(p.instance_id)}\n" for p in pointers))
     if args.dry_run or not candidates:
+        if not args.dry_run:
+            _remove_pointers(store, report)
         if args.json:
             write_json(report)
+        elif report["removedPointers"]:
+            sys.stdout.write(f"Removed {len(report['removedPointers'])} stale pointer(s).\n")
         return OK
     if not confirm(f"Delete {len(candidates)} session(s)? This cannot be undone.", args.yes):
         raise ProblemError("not confirmed; nothing was deleted (use --yes to skip the question)")
+    _remove_pointers(store, report)
     for info in candidates:
         try:
             delete_unless_in_use(store, info.session_id)
@@ -162,5 +196,9 @@ def prune(args: argparse.Namespace, store: AnyStore, age: timedelta) -> int:
     if args.json:
         write_json(report)
     else:
-        sys.stdout.write(f"Deleted {len(report['deleted'])} session(s).\n")
+        removed = f", {len(report['removedPointers'])} stale pointer(s)"
+        sys.stdout.write(
+            f"Deleted {len(report['deleted'])} session(s)"
+            f"{removed if report['removedPointers'] else ''}.\n"
+        )
     return OK

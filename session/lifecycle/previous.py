@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ..paths import host_name
 from ..store.backend import SessionStore
+from ..store.manager import SessionManager
+from ..store.pointers import EditorProcess, remove_stale_pointers
 from ..workspace.tracker import WorkspaceTracker
 from .values import PreviousSession
 
@@ -24,6 +26,7 @@ def find_previous_session(
     warnings: list[str],
     *,
     offer_unheld: bool = False,
+    editor: EditorProcess | None = None,
 ) -> PreviousSession | None:
     """Return this instance's previous session if its pointer names a loadable one.
 
@@ -32,7 +35,12 @@ def find_previous_session(
     no live editor holds. With a shared store, an instance with no session of its own is
     offered the project's latest session, wherever it was written (the prompt names the
     machine).
+
+    `editor`: the editor process this instance is named after; the local pointers of that
+    editor's earlier launches whose process is gone (and session free) are removed first.
     """
+    if editor is not None and isinstance(store, SessionManager):
+        remove_stale_pointers(store, client=editor.client, keep=instance_id)
     session_id = store.read_pointer(instance_id, warnings)
     if session_id is None and offer_unheld:
         session_id = newest_unheld_session(store)

@@ -57,7 +57,7 @@ class SessionLifecycle(LifecycleTransitions):
         # The first successful reply after a reset re-enables autosave.
         self.session_deleted = False
         if not self._pointer_current:
-            self.store.write_pointer(self.instance_id, self.session_id)
+            self.store.write_pointer(self.instance_id, self.session_id, self.config.editor)
             self._pointer_current = True
         if self._turn_wrote:  # the assistant changed files: make this state restorable
             self._turn_wrote = False
@@ -112,7 +112,7 @@ class SessionLifecycle(LifecycleTransitions):
         session = self.current
         record = self._checkpoint(auto=False, title=self._checkpoint_title())
         path = str(self.store.save(session))
-        self.store.write_pointer(self.instance_id, session.session_id)
+        self.store.write_pointer(self.instance_id, session.session_id, self.config.editor)
         self._pointer_current = True
         self.session_deleted = False
         return SaveResult(session.session_id, record.number, record.created_at, path)

@@ -127,6 +127,7 @@ class LifecycleTransitions:
             self.tracker,
             self.warnings,
             offer_unheld=self.config.offer_unheld,
+            editor=self.config.editor,
         )
 
     def start_fresh(self) -> Session:
@@ -209,7 +210,7 @@ class LifecycleTransitions:
             self._record_drift(drift, "resume")
         self._pointer_current = False
         if not session.read_only:
-            self.store.write_pointer(self.instance_id, session_id)
+            self.store.write_pointer(self.instance_id, session_id, self.config.editor)
             self._pointer_current = True
         return drift
 
@@ -270,7 +271,7 @@ class LifecycleTransitions:
         if self.resumed:
             if self.last_drift is not None and self.last_drift.has_drift:
                 self._record_drift(self.last_drift, "resume")  # not recorded while refused
-            self.store.write_pointer(self.instance_id, session.session_id)
+            self.store.write_pointer(self.instance_id, session.session_id, self.config.editor)
             self._pointer_current = True
 
     def adopt(self, session: Session) -> None:
@@ -287,7 +288,7 @@ class LifecycleTransitions:
         self.last_drift = None
         self._headers_sent.clear()
         self.tracker.baseline()
-        self.store.write_pointer(self.instance_id, session.session_id)
+        self.store.write_pointer(self.instance_id, session.session_id, self.config.editor)
         self._pointer_current = True
 
     def resume_or_start(self, previous: PreviousSession | None, accept: bool) -> str:
@@ -338,7 +339,7 @@ class LifecycleTransitions:
         self._ensure_started()
         self._refresh_workspace_state()
         self.store.save(self.session)
-        self.store.write_pointer(self.instance_id, self.session.session_id)
+        self.store.write_pointer(self.instance_id, self.session.session_id, self.config.editor)
         self._pointer_current = True
         return True
 

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from ..context import format_utc
 from ..events import Persistence
+from ..store.pointers import EditorProcess
 from ..store.session import DEFAULT_HISTORY_TOKENS
 from ..workspace.patterns import DEFAULT_TRACKED
 
@@ -22,6 +23,9 @@ class LifecycleConfig:
     # An instance named after a process that changes at each start: with no session of
     # its own, it is offered the project's newest session no process holds.
     offer_unheld: bool = False
+    # The editor process such an instance is named after (its pointer records it, and the
+    # pointers of its earlier launches are removed once their process is gone).
+    editor: EditorProcess | None = None
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from ..snapshot import SessionState
 from ..store.backend import StoreKind
 from ..store.listing import SessionInfo
 from ..store.listing_files import ListedRow, listed_row
+from ..store.pointers import EditorProcess
 from ..store.session import Session, boundary_state, write_session_start
 from ..workspace.identity import project_identity
 from .checkpoints import PgCheckpointStore
@@ -303,8 +304,14 @@ class PgSessionStore:
             return None
         return session_id
 
-    def write_pointer(self, instance_id: str, session_id: str) -> None:
-        """Point this editor instance at a session."""
+    def write_pointer(
+        self, instance_id: str, session_id: str, editor: EditorProcess | None = None
+    ) -> None:
+        """Point this editor instance at a session.
+
+        `editor` is not kept: a shared store's pointers come from many machines, whose
+        process ids say nothing here (`session/store/pointers.py` is for local files).
+        """
         self.pg.set_pointer(self.project, instance_id, session_id)
 
     def delete_pointer(self, instance_id: str) -> None:

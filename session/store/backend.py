@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ..workspace.identity import ProjectIdentity
     from .listing import SessionInfo
     from .listing_files import ListedRow
+    from .pointers import EditorProcess
     from .session import Session
 
 StoreKind = Literal["local", "postgresql"]
@@ -228,8 +229,10 @@ class SessionStore(Protocol):
         """Return, for a shared store, the machine a session was last written from."""
         ...
 
-    def write_pointer(self, instance_id: str, session_id: str) -> None:
-        """Point an editor instance at a session."""
+    def write_pointer(
+        self, instance_id: str, session_id: str, editor: EditorProcess | None = None
+    ) -> None:
+        """Point an editor instance at a session (`editor`: the one it is named after)."""
         ...
 
     def delete_pointer(self, instance_id: str) -> None:

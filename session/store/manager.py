@@ -42,6 +42,7 @@ from .listing import SessionInfo, last_event_time
 from .listing_db import ListingFile, NotingLock
 from .locks import LockHeldError, take_lock
 from .opening import open_from_files
+from .pointers import EditorProcess
 from .session import Lock, Session, write_session_start
 from .snapshots import log_warning, read_snapshot_file, write_snapshot_file
 
@@ -126,14 +127,20 @@ class SessionManager(ProjectLayout):
             return None
         return session_id
 
-    def write_pointer(self, instance_id: str, session_id: str) -> None:
-        """Point this editor instance at `session_id` (which must exist)."""
+    def write_pointer(
+        self, instance_id: str, session_id: str, editor: EditorProcess | None = None
+    ) -> None:
+        """Point this editor instance at `session_id` (which must exist).
+
+        `editor`: the editor process the instance is named after, recorded so the pointer
+        can be removed once that process is gone (`pointers.py`).
+        """
         if not self.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id} in this project")
         self.ensure_dirs()
+        pointer = {"sessionId": self._checked(session_id), "updatedAt": utcnow().isoformat()}
         atomic_write_json(
-            self.pointer_path(instance_id),
-            {"sessionId": self._checked(session_id), "updatedAt": utcnow().isoformat()},
+            self.pointer_path(instance_id), pointer | (editor.record() if editor else {})
         )
 
     def delete_pointer(self, instance_id: str) -> None:

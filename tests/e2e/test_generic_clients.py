@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from lsprotocol import types
 
+from lsp_server.config import derived_instance_id
 from lsp_server.fake_model import FakeOpenAI
 from lsp_server.fake_model.replies import is_summary_request
+from session.store.manager import SessionManager
 
-from .harness import Editor, shown
+from .harness import REPO, Editor, server_env, shown
 
 MakeEditor = Callable[..., Editor]
 VSCODE_ONLY = pytest.mark.parametrize("client_name", ["vscode"])
@@ -161,3 +166,91 @@ async def test_editors_without_instance_ids_get_a_session_each_and_find_them_aga
     assert not [t for t in shown(a) + shown(b) if "in use" in t]
     await a.stop()
     await b.stop()
+
+
+async def run_cli(home: Path, *args: str) -> Any:
+    """Run `agent-assist ARGS` (with --json) on the test's store; return what it printed."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "lsp_server.cli",
+        *args,
+        env=server_env(home),
+        cwd=str(REPO),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await process.communicate()
+    assert process.returncode == 0, out
+    return json.loads(out)
+
+
+async def gone_process() -> int:
+    """Return the pid of a process that ran and is gone (reaped: no zombie answers for it)."""
+    process = await asyncio.create_subprocess_exec("true")
+    await process.wait()
+    return process.pid
+
+
+def write_pointer(sessions: Path, instance: str, session_id: str, **recorded: Any) -> Path:
+    """Write a pointer file as the server does (with what it records of the editor)."""
+    path = sessions / f"active_{instance}.json"
+    path.write_text(
+        json.dumps({"sessionId": session_id, "updatedAt": "2026-01-01T00:00:00Z"} | recorded)
+    )
+    return path
+
+
+@pytest.mark.local_store
+async def test_pointers_of_editors_that_are_gone_are_removed_at_start_and_by_prune(
+    make_editor: MakeEditor,
+    fake: FakeOpenAI,
+    workspace: Path,
+    home: Path,
+    editor_processes: Callable[[], Any],
+) -> None:
+    ended = await asyncio.create_subprocess_exec("sleep", "600")  # editor A, to be closed
+    live_b = await editor_processes()
+    a, _ = await launch(make_editor, ended.pid)
+    b, _ = await launch(make_editor, live_b)
+    for editor in (a, b):
+        fake.add("hello")
+        await editor.request("agentAssist/chat", {"text": "hi"})
+    a_id = (await a.request("agentAssist/status"))["sessionId"]
+    await a.stop()
+    await b.stop()
+    ended.kill()
+    await ended.wait()
+    sessions = SessionManager(workspace, home=home).sessions_dir
+
+    def pointer(pid: int, client: str = "Test Editor") -> Path:
+        return sessions / f"active_{derived_instance_id(client, pid)}.json"
+
+    assert pointer(ended.pid).exists() and pointer(live_b).exists()
+    assert json.loads(pointer(live_b).read_text())["processId"] == live_b
+    dead = await gone_process()
+    other = write_pointer(
+        sessions, derived_instance_id("Other", dead), a_id, client="Other", processId=dead
+    )
+    named = write_pointer(sessions, "my-window-1", a_id)  # a user's instanceId: no record
+
+    logs = set(sessions.glob("*.events.jsonl"))
+    assert len(logs) == 2
+    # A new launch of the same editor removes the pointer of A's, whose process is gone.
+    c_pid = await editor_processes()
+    c, _ = await launch(make_editor, c_pid)
+    assert not pointer(ended.pid).exists()
+    assert pointer(live_b).exists() and pointer(c_pid).exists()  # their editors still run
+    assert other.exists() and named.exists()  # another editor's, and one not derived
+    assert logs <= set(sessions.glob("*.events.jsonl"))  # only a pointer went
+
+    # `sessions prune` removes any editor's stale pointers: Other's, not C's (running).
+    args = ["sessions", "prune", "--older-than", "90d", "--workspace", str(workspace), "--json"]
+    dry = await run_cli(home, *args, "--dry-run")
+    assert dry["stalePointers"] == [derived_instance_id("Other", dead)]
+    assert other.exists()
+    report = await run_cli(home, *args)
+    assert report["removedPointers"] == [str(other)] and report["deleted"] == []
+    assert not other.exists() and named.exists() and pointer(c_pid).exists()
+    assert pointer(live_b).exists()
+    await c.stop()

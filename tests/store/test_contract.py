@@ -17,6 +17,7 @@ from session.checkpoints import CheckpointRecord
 from session.errors import SessionError, SessionLockedError, SessionNotFoundError
 from session.events import Event
 from session.store.backend import SessionStore
+from session.store.pointers import EditorProcess
 from session.store.session import Session
 from tests.store.conftest import Backend
 
@@ -200,6 +201,9 @@ def test_pointers_are_per_instance(backend: Backend) -> None:
     store.delete_pointer("win-1")
     assert store.read_pointer("win-1") is None
     assert store.read_pointer("win-2") == second.session_id
+    # An instance named after its editor process: its pointer reads as any other.
+    store.write_pointer("Ed-41", first.session_id, EditorProcess("Ed", 41))
+    assert backend.reopen().read_pointer("Ed-41") == first.session_id
     with pytest.raises(SessionNotFoundError):
         store.write_pointer("win-3", "0123456789ab")
     with pytest.raises(SessionError):

@@ -1,0 +1,63 @@
+"""Pointers of editors named after their process: stale once it is gone and its session free."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from session.store.manager import SessionManager
+from session.store.pointers import EditorProcess, process_alive, remove_stale_pointers
+
+from .test_catalog import make_session
+
+
+def gone_pid() -> int:
+    """Return the pid of a process that ran and was reaped."""
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def test_only_pointers_of_gone_editors_naming_free_sessions_are_removed(
+    tmp_path: Path, home: Path
+) -> None:
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    free, held = make_session(workspace, home), make_session(workspace, home)
+    manager = SessionManager(workspace, home=home)
+    dead, alive = gone_pid(), subprocess.Popen(["sleep", "60"])
+    try:
+        manager.write_pointer("Ed-1", free, EditorProcess("Ed", dead))
+        manager.write_pointer("Ed-2", held, EditorProcess("Ed", dead))
+        manager.write_pointer("Ed-3", free, EditorProcess("Ed", alive.pid))
+        manager.write_pointer("Other-4", free, EditorProcess("Other", dead))
+        manager.write_pointer("Ed-5", free, EditorProcess("Ed", dead))  # the caller's own
+        manager.write_pointer("window-6", free)  # an instanceId a user chose: no record
+        recorded = json.loads(manager.pointer_path("Ed-1").read_text())
+        assert (recorded["client"], recorded["processId"]) == ("Ed", dead)
+        lock = manager.acquire_lock(held)
+        try:
+            removed = remove_stale_pointers(manager, client="Ed", keep="Ed-5")
+        finally:
+            lock.release()
+        assert removed == [manager.pointer_path("Ed-1")]
+        left = {p.name for p in manager.sessions_dir.glob("active_*.json")}
+        assert left == {
+            f"active_{i}.json" for i in ("Ed-2", "Ed-3", "Other-4", "Ed-5", "window-6", "inst")
+        }
+        removed = remove_stale_pointers(manager)  # any client (`sessions prune`)
+        assert {p.name for p in removed} == {
+            "active_Ed-2.json",
+            "active_Other-4.json",
+            "active_Ed-5.json",
+        }
+        assert manager.exists(free) and manager.exists(held)  # only pointers go
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+def test_a_process_id_that_names_no_single_process_is_taken_as_alive() -> None:
+    assert process_alive(0) and process_alive(-1)  # never a signal to a process group
+    assert not process_alive(gone_pid())
