@@ -3,8 +3,9 @@
 ;; Loaded by test_eglot.py as `emacs --batch -l eglot_driver.el' in a temporary git project.
 ;; It loads the README's eglot configuration (AGENT_ASSIST_TEST_README_EL, cut out of
 ;; README.md as it stands), then does what a user would: visits a tracked file, M-x eglot,
-;; M-x agent-assist-chat twice, C-x C-s, and quits Emacs.  What it sees is written as JSON to
-;; AGENT_ASSIST_TEST_OUT just before `kill-emacs' (and on any error).
+;; M-x agent-assist-chat twice, C-x C-s, types on until Emacs auto-saves, and quits Emacs.
+;; What it sees is written as JSON to AGENT_ASSIST_TEST_OUT just before `kill-emacs' (and
+;; on any error).
 ;;
 ;; Batch Emacs has no command loop: `aa-wait' pumps `read-event' (process output, timers and
 ;; file notifications are handled there) and runs the idle timers, which batch Emacs never
@@ -140,6 +141,7 @@ WHAT names the event in the error."
     ;; C-x C-f templates/reply.txt, M-x eglot
     (setq aa-step "find-file")
     (setq buffer (find-file file))
+    (auto-save-mode 1)  ; as an interactive Emacs has it (`auto-save-default'); batch has not
     (aa-note 'major_mode (symbol-name major-mode))
     (setq aa-step "M-x eglot")
     (call-interactively #'eglot)
@@ -181,9 +183,30 @@ WHAT names the event in the error."
                                       :timeout aa-timeout))
     (aa-settle 1)  ; a drift notification the status request overtook would arrive now
     (aa-note 'after_save (aa-buffer-state buffer))
+    (aa-note 'received_at_status (length aa-received))
+
+    ;; 3b. the user types on, and stops: after `auto-save-timeout' (30 s) idle an interactive
+    ;; Emacs writes #reply.txt# beside the file (the command loop does, no timer: do it here)
+    (setq aa-step "auto-save")
+    (with-current-buffer buffer
+      (goto-char (point-max))
+      (insert "P.S. We will be in touch.\n"))
+    (aa-settle 1)
+    (with-current-buffer buffer (do-auto-save t))
+    (aa-note 'auto_save_file (with-current-buffer buffer buffer-auto-save-file-name))
+    (aa-wait "didChangeWatchedFiles for the auto-save file"
+             (lambda ()
+               (cl-some (lambda (params)
+                          (cl-some (lambda (change)
+                                     (string-suffix-p "/%23reply.txt%23" (plist-get change :uri)))
+                                   (plist-get params :changes)))
+                        (aa-sent "workspace/didChangeWatchedFiles"))))
+    (aa-settle 2)
+    (aa-note 'status_after_auto_save
+             (jsonrpc-request server :agentAssist/status (make-hash-table) :timeout aa-timeout))
+    (aa-settle 1)
     (aa-note 'server_stderr
              (with-current-buffer (jsonrpc-stderr-buffer server) (buffer-string)))
-    (aa-note 'managed_buffers (length (eglot--managed-buffers server)))
 
     ;; 4. C-x C-c
     (setq aa-step "kill-emacs")

@@ -5,7 +5,8 @@ root) with the README's elisp snippet loaded exactly as README.md has it: it vis
 `templates/reply.txt`, runs M-x eglot (`agent-assist serve` from the venv on PATH), asks
 twice with the README's `agent-assist-chat` (`workspace/executeCommand agentAssist.chat`,
 `async: true`, the reply in `agentAssist/turnEnded`), saves the buffer, asks
-`agentAssist/status` and quits with `kill-emacs`. The model is the loopback `FakeOpenAI`;
+`agentAssist/status`, types on until Emacs auto-saves (`#reply.txt#`), asks again and quits
+with `kill-emacs`. The model is the loopback `FakeOpenAI`;
 its base URL and key come from the environment, its name from the snippet's
 `initializationOptions`. The driver writes what Emacs saw (every JSON-RPC message each way,
 buffer text) as JSON; the tests below read it, the fake model's requests and the store.
@@ -271,10 +272,29 @@ def test_saving_the_buffer_is_not_drift(run: Run) -> None:
     assert run.sent("textDocument/didSave"), "eglot sent no didSave"
     watched = [c["uri"] for p in run.sent("workspace/didChangeWatchedFiles") for c in p["changes"]]
     assert any(uri.endswith(REPLY) for uri in watched)
-    assert run.observed["status"]["drift"] == 0, run.received("agentAssist/drift")
-    assert run.received("agentAssist/drift") == []
-    shown = [p["message"] for p in run.received("window/showMessage")]
+    until_status = run.observed["received"][: run.observed["received_at_status"]]
+    drift = [m["params"] for m in until_status if m["method"] == "agentAssist/drift"]
+    assert run.observed["status"]["drift"] == 0, drift
+    assert drift == []
+    shown = [m["params"]["message"] for m in until_status if m["method"] == "window/showMessage"]
     assert not [m for m in shown if "changed outside" in m], shown
+
+
+def test_eglot_reports_the_auto_save_file(run: Run) -> None:
+    assert run.observed["auto_save_file"].endswith("/templates/#reply.txt#")
+    watched = [c["uri"] for p in run.sent("workspace/didChangeWatchedFiles") for c in p["changes"]]
+    assert any(uri.endswith("/templates/%23reply.txt%23") for uri in watched)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="server bug: an editor's auto-save file under a tracked glob (templates/#reply.txt#) "
+    "is reported as drift, 'created' (and 'deleted' once the buffer is saved)",
+)
+def test_an_auto_save_file_is_not_drift(run: Run) -> None:
+    later = run.observed["received"][run.observed["received_at_status"] :]
+    assert [m["params"] for m in later if m["method"] == "agentAssist/drift"] == []
+    assert run.observed["status_after_auto_save"]["drift"] == 0
 
 
 # -- 4. quitting Emacs leaves the session saved -----------------------------------------------
