@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import stat
-import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -29,7 +31,8 @@ _SHA_HEX = frozenset("0123456789abcdef")
 SECRET_WITHHELD = "not kept: contains a secret"  # noqa: S105 - a reason, not a secret
 SECRET_FILE_WITHHELD = "not kept: its name marks a file of secrets"  # noqa: S105 - a reason
 WITHHELD_REASONS = (SECRET_WITHHELD, SECRET_FILE_WITHHELD)
-BLOB_GRACE_SECONDS = 5.0  # a blob this young may belong to a record being written
+BLOB_GRACE_SECONDS = 5.0  # PostgreSQL: a blob this young may belong to a record being written
+BLOBS_LOCK = ".lock"  # `blobs/.lock`: writers share it, the garbage collector holds it alone
 MODE_BITS = 0o777  # what a checkpoint keeps of a file's mode: never setuid, setgid, sticky
 UNKNOWN_MODE = 0o600  # a file restored from a record that has no mode for it
 
@@ -115,33 +118,50 @@ class CheckpointStore:
         atomic_write_bytes(target, data)
         return None
 
+    @contextmanager
+    def _blobs_locked(self, *, alone: bool) -> Iterator[None]:
+        """Hold `blobs/.lock`: shared while writing blobs and records, alone to collect.
+
+        So the collector never runs between a blob's write and the record that refers to
+        it: a blob no record refers to while it holds the lock alone is garbage, whatever
+        its age.
+        """
+        ensure_private_dir(self.blobs)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(self.blobs / BLOBS_LOCK, flags, 0o600)
+        except OSError as exc:
+            raise StorageError(f"cannot lock {self.blobs}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)
+
     def collect_garbage(self, grace_seconds: float = BLOB_GRACE_SECONDS) -> list[object]:
         """Delete the blobs no checkpoint of this project refers to; return them.
 
-        A blob younger than `grace_seconds` is kept: another process may be writing the
-        checkpoint record that refers to it (blobs are written first).
+        Race-free under `blobs/.lock` (`grace_seconds` is for PostgreSQL's store).
         """
         if not self.blobs.is_dir() or self.blobs.is_symlink():
             return []
-        referenced: set[str] = set()
-        checkpoints = self.manager.checkpoints_dir
-        if checkpoints.is_dir() and not checkpoints.is_symlink():
-            for entry in os.scandir(checkpoints):
-                if entry.is_dir(follow_symlinks=False) and is_valid_session_id(entry.name):
-                    for record in self.records(entry.name):
-                        referenced.update(record.files.values())
-        removed: list[object] = []
-        now = time.time()
-        for bucket in os.scandir(self.blobs):
-            if not bucket.is_dir(follow_symlinks=False):
-                continue
-            for blob in os.scandir(bucket.path):
-                if blob.name in referenced or not blob.is_file(follow_symlinks=False):
+        with self._blobs_locked(alone=True):
+            referenced: set[str] = set()
+            checkpoints = self.manager.checkpoints_dir
+            if checkpoints.is_dir() and not checkpoints.is_symlink():
+                for entry in os.scandir(checkpoints):
+                    if entry.is_dir(follow_symlinks=False) and is_valid_session_id(entry.name):
+                        for record in self.records(entry.name):
+                            referenced.update(record.files.values())
+            removed: list[object] = []
+            for bucket in os.scandir(self.blobs):
+                if not bucket.is_dir(follow_symlinks=False):
                     continue
-                if now - blob.stat(follow_symlinks=False).st_mtime < grace_seconds:
-                    continue
-                os.unlink(blob.path)
-                removed.append(Path(blob.path))
+                for blob in os.scandir(bucket.path):
+                    if blob.name in referenced or not blob.is_file(follow_symlinks=False):
+                        continue
+                    os.unlink(blob.path)
+                    removed.append(Path(blob.path))
         return removed
 
     def read_blob(self, digest: str) -> bytes | None:
@@ -167,6 +187,28 @@ class CheckpointStore:
         redactor: Redactor | None = None,
     ) -> CheckpointRecord:
         """Write checkpoint `number`: blobs first, then the record (atomically)."""
+        with self._writing():
+            return self._create(session_id, number, seq, turn, title, files, auto, redactor)
+
+    def _writing(self) -> AbstractContextManager[None]:
+        """Hold off the collector while a checkpoint's blobs and record are written."""
+        return self._blobs_locked(alone=False)
+
+    def _commit(self, record: CheckpointRecord) -> None:
+        """Store the record of a checkpoint being created (inside `_writing`)."""
+        self._write_record(record)
+
+    def _create(
+        self,
+        session_id: str,
+        number: int,
+        seq: int,
+        turn: int,
+        title: str,
+        files: dict[str, str],
+        auto: bool,
+        redactor: Redactor | None,
+    ) -> CheckpointRecord:
         root = self.workspace_root
         kept: dict[str, str] = {}
         withheld: dict[str, str] = {}
@@ -191,11 +233,25 @@ class CheckpointStore:
             files=kept,
             auto=auto,
         )
-        self.write_record(record)
+        self._commit(record)
         return record
 
     def write_record(self, record: CheckpointRecord) -> object:
-        """Write a checkpoint record atomically (its blobs are written first)."""
+        """Write a checkpoint record atomically, once each blob it names is there.
+
+        (Its blobs were written first, maybe by another call: one the collector took
+        meanwhile is an error, never a record whose content is gone.)
+        """
+        with self._blobs_locked(alone=False):
+            missing = [d for d in set(record.files.values()) if not self.blob_path(d).is_file()]
+            if missing:
+                raise StorageError(
+                    f"checkpoint {record.number} of session {record.session_id} not written:"
+                    f" {len(missing)} of its file copies are gone from the store"
+                )
+            return self._write_record(record)
+
+    def _write_record(self, record: CheckpointRecord) -> Path:
         directory = self._dir(record.session_id)
         ensure_private_dir(self.manager.checkpoints_dir)
         ensure_private_dir(directory)

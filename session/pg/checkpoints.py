@@ -8,6 +8,7 @@ by all the role's sessions, deleted by `collect_garbage` when no checkpoint keep
 from __future__ import annotations
 
 import hashlib
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from ..checkpoints import (
@@ -41,6 +42,13 @@ class PgCheckpointStore(CheckpointStore):
             return why
         self.pg.put_blob(data)
         return None
+
+    def _writing(self) -> AbstractContextManager[None]:
+        """Nothing to hold: the collector spares blobs younger than its grace."""
+        return nullcontext()
+
+    def _commit(self, record: CheckpointRecord) -> None:
+        self.write_record(record)
 
     def collect_garbage(self, grace_seconds: float = BLOB_GRACE_SECONDS) -> list[object]:
         """Delete the blobs no checkpoint keeps (older than `grace_seconds`); return digests."""

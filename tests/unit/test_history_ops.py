@@ -293,6 +293,73 @@ def test_a_tracked_file_with_a_secret_is_never_copied_into_the_store(
             assert secret.encode() not in path.read_bytes(), path
 
 
+def blob_names(manager: SessionManager) -> set[str]:
+    return {p.name for p in manager.blobs_dir.glob("*/*") if p.is_file()}
+
+
+def test_a_record_never_outlives_its_blobs(manager: SessionManager, workspace: Path) -> None:
+    """A blob written, collected before its record is written: the record is refused."""
+    from session.checkpoints import CheckpointRecord, CheckpointStore
+    from session.storage import StorageError
+
+    store = CheckpointStore(manager)
+    manager.ensure_dirs()
+    digest = store.write_blob(b"content of a file\n")
+    assert store.collect_garbage() == [store.blob_path(digest)]  # no record refers to it yet
+    record = CheckpointRecord(
+        number=1, session_id="a1b2c3d4e5f6", turn=1, title="t", seq=3, files={"f.txt": digest}
+    )
+    with pytest.raises(StorageError, match="gone from the store"):
+        store.write_record(record)
+    assert not (manager.checkpoints_dir / "a1b2c3d4e5f6" / "1.json").exists()
+    store.write_blob(b"content of a file\n")
+    store.write_record(record)  # with its blob there again
+    assert store.collect_garbage() == []
+    assert store.read_blob(digest) == b"content of a file\n"
+
+
+def test_the_collector_waits_for_a_checkpoint_being_written(
+    manager: SessionManager, workspace: Path
+) -> None:
+    """While a checkpoint's blobs are written (shared lock), collecting waits for its record."""
+    import threading
+
+    from session.checkpoints import CheckpointStore
+
+    store = CheckpointStore(manager)
+    lc = make_lifecycle(manager)
+    run_turn(lc, "one", "first")
+    collected: list[object] = []
+    with store._writing():
+        digest = store.write_blob(b"a file being checkpointed\n")
+        collector = threading.Thread(target=lambda: collected.extend(store.collect_garbage()))
+        collector.start()
+        wait_for_blocked_flock()
+        lc.explicit_save()  # another checkpoint; ours is written next
+        from session.checkpoints import CheckpointRecord
+
+        record = CheckpointRecord(
+            number=99, session_id=lc.session_id, turn=1, title="t", seq=1, files={"x": digest}
+        )
+        store._commit(record)
+    collector.join()
+    assert store.blob_path(digest) not in collected
+    assert store.read_blob(digest) == b"a file being checkpointed\n"
+    lc.close()
+
+
+def wait_for_blocked_flock() -> None:
+    """Wait until /proc/locks shows a process waiting for a lock (`->`): the collector."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if any("->" in line and "FLOCK" in line for line in open("/proc/locks")):  # noqa: SIM115
+            return
+        time.sleep(0.01)
+    raise AssertionError("the collector never waited for the lock")
+
+
 def test_blobs_no_checkpoint_uses_are_collected_shared_ones_kept(
     manager: SessionManager, workspace: Path
 ) -> None:
@@ -306,14 +373,11 @@ def test_blobs_no_checkpoint_uses_are_collected_shared_ones_kept(
     run_turn(gone, "two", "second")
     gone.explicit_save()
     store = CheckpointStore(manager)
-    blobs = {p.name for p in manager.blobs_dir.rglob("*") if p.is_file()}
+    blobs = blob_names(manager)
     assert len(blobs) == 3  # spec and prompt shared, extra.txt only in `gone`
-    for blob in manager.blobs_dir.rglob("*"):
-        if blob.is_file():
-            os.utime(blob, (1, 1))  # older than the grace period
     gone_id = gone.session_id
-    gone.reset()
-    left = {p.name for p in manager.blobs_dir.rglob("*") if p.is_file()}
+    gone.reset()  # at once: however young, a blob no record refers to goes
+    left = blob_names(manager)
     assert len(left) == 2 and left < blobs  # only the blob no remaining checkpoint uses
     assert store.collect_garbage() == []
     assert not (manager.checkpoints_dir / gone_id).exists()
