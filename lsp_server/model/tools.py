@@ -261,6 +261,8 @@ async def write_file(deps: ToolDeps, path: str, content: str) -> str:
     data = content.encode("utf-8")
     deps.calls.clear()  # a read after a write may see something new
     confirmed = await _allowed(deps, path, relative, target)
+    if not os.path.lexists(target):  # an editor creates it empty first: not the user's
+        deps.lifecycle.note_assistant_creating(relative)
     if await deps.host.apply_file_edit(relative, content):
         deps.lifecycle.note_assistant_write(relative, data)
         note = "" if confirmed else _drop_exec_after_edit(target)

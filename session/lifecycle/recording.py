@@ -86,6 +86,10 @@ class SessionLifecycle(LifecycleTransitions):
         if self.tracker.note_write(relative, content):
             self._turn_wrote = True
 
+    def note_assistant_creating(self, relative: str) -> None:
+        """Note a file the assistant creates through the editor: empty on disk at first."""
+        self.tracker.note_creating(relative)
+
     def note_open_document(self, relative: str, content: bytes) -> None:
         """Note a tracked file the editor opened with unsaved changes: told to the model once."""
         self.tracker.note_open_document(relative, content)

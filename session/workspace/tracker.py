@@ -19,6 +19,8 @@ from .prefetch import Prefetch, read_hint, scan_hint, write_hint
 from .safe_paths import is_safe_relative_path
 from .scanner import build_file_manifest
 
+EMPTY_DIGEST = hashlib.sha256(b"").hexdigest()
+
 
 class WorkspaceTracker:
     """The tracked files of one workspace as a session sees them."""
@@ -130,6 +132,16 @@ class WorkspaceTracker:
         manifest.stats.pop(relative, None)  # no stat shortcut: the next check hashes it
         self.manifest = manifest
         return True
+
+    def note_creating(self, relative: str) -> None:
+        """Note that the assistant is about to create `relative` through the editor.
+
+        An editor creates the file empty on disk first (`CreateFile`), then fills its
+        buffer: that empty file, seen before or after `note_write`, is the assistant's.
+        """
+        if is_safe_relative_path(self.root, relative):
+            self.assistant_paths.add(relative)
+            self._written.setdefault(relative, []).append(EMPTY_DIGEST)
 
     def note_open_document(self, relative: str, content: bytes) -> bool:
         """Note a tracked file the editor opened with text that is not on disk; True if so.

@@ -106,6 +106,7 @@ class Editor:
         can_ask: bool = True,
         env: dict[str, str] | None = None,
         buffered: bool = False,
+        watch_creates: bool = False,
     ) -> None:
         self.workspace = workspace
         self.home = home
@@ -119,6 +120,9 @@ class Editor:
         self.env = env or {}
         # True: applied edits stay unsaved in `buffers` (didOpen/didChange) until `save`.
         self.buffered = buffered
+        # True: a file an applied edit creates is reported `Created` by the watcher at once,
+        # before the edit is answered (as VS Code's watcher may).
+        self.watch_creates = watch_creates
         self.buffers: dict[str, str] = {}  # open documents by URI
         self.versions: dict[str, int] = {}
         self.notifications: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -171,6 +175,8 @@ class Editor:
                     path = Path(to_fs_path(change.uri) or "")
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.touch()
+                    if self.watch_creates:
+                        self.watched(change.uri, types.FileChangeType.Created)
                 elif isinstance(change, types.TextDocumentEdit):
                     self._apply_full(change.text_document.uri, change.edits)
             for uri, edits in (edit.changes or {}).items():
@@ -242,10 +248,12 @@ class Editor:
         self.client.text_document_did_save(
             types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=uri))
         )
+        self.watched(uri, types.FileChangeType.Changed)
+
+    def watched(self, uri: str, change: types.FileChangeType) -> None:
+        """Send the watcher's `workspace/didChangeWatchedFiles` for one file."""
         self.client.workspace_did_change_watched_files(
-            types.DidChangeWatchedFilesParams(
-                [types.FileEvent(uri=uri, type=types.FileChangeType.Changed)]
-            )
+            types.DidChangeWatchedFilesParams([types.FileEvent(uri=uri, type=change)])
         )
 
     # -- driving ---------------------------------------------------------------------------

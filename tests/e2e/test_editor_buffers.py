@@ -157,3 +157,33 @@ async def test_a_tracked_file_open_with_unsaved_changes_is_told_after_resume(
     fake.add("again")
     await editor.request("agentAssist/chat", {"text": "and now?"})
     assert "unsaved changes" not in json.dumps(fake.messages(-1)[-1])  # told once
+
+
+NEW = "templates/new.txt"
+
+
+@pytest.mark.parametrize("client_name", ["vscode"])  # it takes CreateFile in an edit
+@pytest.mark.parametrize("seen", ["before", "after"])
+async def test_the_empty_file_an_editor_creates_for_the_assistants_new_file_is_not_drift(
+    make_editor: Any, fake: FakeOpenAI, workspace: Path, seen: str
+) -> None:
+    """The watcher reports the empty file before the edit is answered, or during the turn."""
+    write = {"name": "write_file", "arguments": {"path": NEW, "content": WRITTEN}}
+    fake.add({"tool_calls": [write]}, {"hang": "written"})
+    editor: Editor = make_editor(buffered=True, watch_creates=seen == "before")
+    await editor.start()
+    await editor.ready()
+    _, pending = editor.start_request("agentAssist/chat", {"text": "create it"})
+    await editor.wait_for("agentAssist/toolCall", count=2)  # write_file done
+    assert (workspace / NEW).read_text() == ""  # created empty, the text in the buffer
+    if seen == "after":
+        editor.watched(from_fs_path(str(workspace / NEW)) or "", types.FileChangeType.Created)
+    assert (await editor.request("agentAssist/status"))["drift"] == 0  # during the turn
+    fake.release()
+    await pending
+    editor.save(NEW)
+    assert (await editor.request("agentAssist/status"))["drift"] == 0
+    assert editor.notifications["agentAssist/drift"] == []
+    fake.add("fine")
+    await editor.request("agentAssist/chat", {"text": "anything new?"})
+    assert "[workspace notice]" not in json.dumps(fake.messages(-1))
