@@ -11,7 +11,9 @@
 // New session keeps the old one byte-identical; search in the view opens it at the turn; the sessions
 // list forks and opens, and with more sessions than a page (250 copies) lists the newest 200, says so,
 // and shows the older ones on request; Reset Session (delete it)…: the modal asks, Cancel keeps the session, Cancel at
-// the server's question is an info, Delete session + Keep files deletes its log.
+// the server's question is an info, Delete session + Keep files deletes its log. The model's
+// write_file is applied in the editor unsaved; Ctrl+S saves it there and no drift is reported
+// (the session log has none for it), while a template changed outside VS Code is drift.
 /* global window, getComputedStyle, MutationObserver -- in the callbacks evaluated in the browser */
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -40,6 +42,12 @@ const REPLIES = [
   { cut: "Half an answer " },
   { text: "The whole answer.", chunk: 5, delay: 0.05 },
 ];
+const GREETING_BEFORE = "Hello {name},\n";
+const GREETING = "Dear {name},\nthe assistant wrote this line.\n";
+REPLIES.push(
+  { tool_calls: [{ name: "write_file", arguments: { path: "templates/greeting.md", content: GREETING }, id: "call_2" }] },
+  { text: "Greeting updated." },
+);
 
 fs.mkdirSync(RESULTS, { recursive: true });
 // what an earlier failed run left must not pass for this run's
@@ -52,6 +60,9 @@ const extensions = path.join(tmp, "extensions");
 fs.mkdirSync(workspace);
 fs.writeFileSync(path.join(workspace, "agent_spec.md"), "# Spec\n");
 fs.writeFileSync(path.join(workspace, "notes.py"), "\n");
+fs.mkdirSync(path.join(workspace, "templates")); // tracked (trackedFiles: templates/**)
+fs.writeFileSync(path.join(workspace, "templates", "greeting.md"), GREETING_BEFORE);
+fs.writeFileSync(path.join(workspace, "templates", "signature.md"), "Regards\n");
 const step = (text) => console.log(`-- ${text}`);
 
 async function freePort() {
@@ -114,6 +125,8 @@ fs.writeFileSync(
     "extensions.autoUpdate": false,
     "chat.disableAIFeatures": true,
     "workbench.tips.enabled": false,
+    // as desktop VS Code (the web's default saves after a second): the model's edits stay unsaved
+    "files.autoSave": "off",
     "agentAssist.server.command": [process.env.AGENT_ASSIST_SERVER, "serve"],
     "agentAssist.model.name": "fake-model",
     "agentAssist.model.baseUrl": model.baseUrl,
@@ -544,12 +557,13 @@ try {
       fs.writeFileSync(path.join(sessionsDir(), `${id}${suffix}`), fs.readFileSync(from, "utf8").replaceAll(oldId, id));
     }
   }
-  const total = copies + 2; // the old session and its fork
   await view().locator("#show-sessions").click(); // opening it lists them again
   const more = view().locator(".session-more");
   await poll("the newest 200 listed", async () => (await view().locator(".session-row").count()) === 200);
   const said = await more.textContent();
-  if (!said.startsWith(`The newest 200 of ${total} sessions.`)) throw new Error(`the list does not say there are older sessions: ${said}`);
+  // the copies, the old session and its fork; and the turnless one New session started, where the server lists it
+  const total = Number(/^The newest 200 of (\d+) sessions\./.exec(said)?.[1]);
+  if (total !== copies + 2 && total !== copies + 3) throw new Error(`the list does not say there are older sessions: ${said}`);
   await more.scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(RESULTS, "9b-older-sessions.png") });
   await more.locator("button.more-sessions").click();
@@ -571,7 +585,7 @@ try {
     await dialog.getByRole("button", { name: button, exact: true }).click();
     await dialog.waitFor({ state: "detached", timeout: 10_000 });
   }
-  const question = () => notice("Also delete agent_spec.md?");
+  const question = () => notice("Also delete agent_spec.md and templates/?");
 
   await resetConfirmed("Cancel");
   await new Promise((r) => setTimeout(r, 1500)); // a request, had one been sent, would ask by now
@@ -595,8 +609,48 @@ try {
   await notice("session deleted; new session").waitFor({ timeout: 30_000 });
   await poll("the old session's log deleted", () => !fs.existsSync(oldLog));
   if (!fs.existsSync(path.join(workspace, "agent_spec.md"))) throw new Error("Keep files deleted agent_spec.md");
+  if (!fs.existsSync(path.join(workspace, "templates", "greeting.md"))) throw new Error("Keep files deleted templates/");
   await poll("the view cleared after reset", async () => (await view().locator(".item").count()) === 0);
-  step("Reset: the session's log deleted, agent_spec.md kept");
+  step("Reset: the session's log deleted, agent_spec.md and templates/ kept");
+
+  // -- the model's write_file, applied in the editor unsaved, then saved there: not drift
+  const greetingFile = path.join(workspace, "templates", "greeting.md");
+  await view().locator("#input").fill("update the greeting template");
+  await view().locator("#input").press("Enter");
+  await poll("the reply after the write", async () =>
+    (await assistantTexts()).includes("Greeting updated.") && !(await view().locator("#working").isVisible()), 60_000);
+  const writeLine = await view().locator("details.item.tool", { hasText: "write_file" }).last().locator("summary").textContent();
+  if (!/^write_file[\s\S]*templates\/greeting\.md[\s\S]*done$/.test(writeLine)) throw new Error(`write_file tool line: ${writeLine}`);
+  if (fs.readFileSync(greetingFile, "utf-8") !== GREETING_BEFORE) {
+    throw new Error("greeting.md changed on disk: the edit was not left unsaved in the editor");
+  }
+  await quickOpen("greeting.md");
+  await page.locator('.tabs-container .tab.active.dirty[aria-label^="greeting.md"]').waitFor({ timeout: 15_000 });
+  await page.locator(".monaco-editor .view-lines", { hasText: "the assistant wrote this line." }).first().waitFor({ timeout: 15_000 });
+  step("write_file applied in the editor, unsaved");
+  await page.keyboard.press("Control+S");
+  await poll("greeting.md saved with the assistant's text", () => fs.readFileSync(greetingFile, "utf-8") === GREETING);
+  await page.locator('.tabs-container .tab.active[aria-label^="greeting.md"]:not(.dirty)').waitFor({ timeout: 15_000 });
+  await page.screenshot({ path: path.join(RESULTS, "12-assistant-edit-saved.png") });
+  // for contrast, and as the witness: a template changed outside VS Code is drift. Watcher events
+  // come in order, so once its warning is shown, a drift of the save would have been shown first.
+  fs.writeFileSync(path.join(workspace, "templates", "signature.md"), "Regards, changed outside\n");
+  const driftToast = page.locator(".notifications-toasts .notification-toast", { hasText: "files changed outside the assistant" });
+  await driftToast.filter({ hasText: "templates/signature.md" }).first().waitFor({ timeout: 60_000 });
+  const driftTexts = await driftToast.locator(".notification-list-item-message").allTextContents();
+  if (driftTexts.some((t) => t.includes("greeting.md"))) throw new Error(`saving the assistant's edit was reported as drift: ${driftTexts}`);
+  await page.locator(".statusbar-item", { hasText: "idle" }).filter({ has: page.locator(".codicon-warning") }).first().waitFor({ timeout: 15_000 });
+  await page.screenshot({ path: path.join(RESULTS, "13-drift-outside.png") });
+  // the session's log records every drift the server found: the signature's, none of the greeting
+  const currentLog = () => logs().map((f) => path.join(sessionsDir(), f))
+    .find((f) => fs.readFileSync(f, "utf-8").includes("update the greeting template"));
+  const drifts = await poll("the drift in the session log", () => {
+    const file = currentLog();
+    const found = file ? fs.readFileSync(file, "utf-8").split("\n").filter((l) => l.includes('"workspace/drift"')) : [];
+    return found.some((l) => l.includes("templates/signature.md")) && found;
+  });
+  if (drifts.some((l) => l.includes("greeting.md"))) throw new Error(`the saved edit was recorded as drift: ${drifts}`);
+  step(`saved the assistant's edit: no drift; a change outside: ${driftTexts.join(" | ")}`);
   await page.screenshot({ path: path.join(RESULTS, "vscode-e2e.png") });
   ok = true;
 } finally {

@@ -79,7 +79,8 @@ def _keep_screenshots(results: Path, started: float) -> Path | None:
 def test_end_to_end_in_code_server(
     capsys: pytest.CaptureFixture[str], record_property: Callable[[str, object], None]
 ) -> None:
-    """The sidebar in real VS Code: roles, resume banner, restore, Stop, retry, three themes."""
+    """The sidebar in real VS Code: roles, resume banner, restore, Stop, retry, three themes,
+    the model's edit saved in the editor (no drift) and a file changed outside (drift)."""
     results = EXTENSION / "test-results"
     started = time.time()
     try:
@@ -91,7 +92,15 @@ def test_end_to_end_in_code_server(
         record_property("screenshots", str(where))
         with capsys.disabled():  # one line in pytest's report, without -s
             print(f"\nvscode e2e screenshots: {where}" + (f" ({count} kept)" if kept else ""))  # noqa: T201
-    shots = ("vscode-e2e", "theme-light", "theme-dark", "theme-high-contrast", "3-resume-banner")
+    shots = (
+        "vscode-e2e",
+        "theme-light",
+        "theme-dark",
+        "theme-high-contrast",
+        "3-resume-banner",
+        "12-assistant-edit-saved",
+        "13-drift-outside",
+    )
     for name in shots:
         shot = results / f"{name}.png"
         assert shot.is_file(), f"{shot} was not saved"
