@@ -33,6 +33,10 @@ class WorkspaceEdits:
 
     def __init__(self, ls: AgentAssistServer) -> None:
         self.ls = ls
+        # uri -> (text the client accepted, the document's version then): what the buffer
+        # holds until the client's `didChange` for the edit arrives (eglot sends it from an
+        # idle timer), so a read right after the edit sees it.
+        self.accepted: dict[str, tuple[str, int | None]] = {}
 
     def supports_apply_edit(self) -> bool:
         """Return True if the client can apply workspace edits."""
@@ -52,7 +56,15 @@ class WorkspaceEdits:
             document = next(
                 (d for uri, d in documents.items() if to_fs_path(uri) == str(path)), None
             )
-        return None if document is None else document.source
+        if document is None:  # (closed: what it accepted is on disk, or was dropped)
+            self.accepted.pop(from_fs_path(str(path)) or "", None)
+            return None
+        accepted = self.accepted.pop(document.uri, None)
+        if accepted is not None and accepted[1] == document.version:  # no didChange since
+            self.accepted[document.uri] = accepted
+            return accepted[0]
+        source: str = document.source
+        return source
 
     async def confirm(self, relative: str, reason: str) -> bool:
         """Ask with `window/showMessageRequest`; False if refused, dismissed or not askable."""
@@ -120,6 +132,10 @@ class WorkspaceEdits:
                 label=f"Agent Assist: write {relative}",
             )
         )
-        return bool(result and result.applied)
+        applied = bool(result and result.applied)
+        document = self.ls.workspace.text_documents.get(uri)
+        if applied and document is not None:
+            self.accepted[uri] = (content, document.version)
+        return applied
 
     # -- lifecycle ----------------------------------------------------------------------

@@ -120,6 +120,10 @@ class Editor:
         self.env = env or {}
         # True: applied edits stay unsaved in `buffers` (didOpen/didChange) until `save`.
         self.buffered = buffered
+        # True: the `didChange` of an applied edit is held back until `send_held_changes`
+        # (eglot sends it from an idle timer, after it answered the edit).
+        self.hold_changes = False
+        self.held: list[types.DidChangeTextDocumentParams] = []
         # True: a file an applied edit creates is reported `Created` by the watcher at once,
         # before the edit is answered (as VS Code's watcher may).
         self.watch_creates = watch_creates
@@ -223,14 +227,23 @@ class Editor:
         )
         self.buffers[uri] = head + text + tail
         self.versions[uri] += 1
-        self.client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(
-                    uri=uri, version=self.versions[uri]
-                ),
-                content_changes=[types.TextDocumentContentChangePartial(range=where, text=text)],
-            )
+        params = types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(
+                uri=uri, version=self.versions[uri]
+            ),
+            content_changes=[types.TextDocumentContentChangePartial(range=where, text=text)],
         )
+        if self.hold_changes:
+            self.held.append(params)
+        else:
+            self.client.text_document_did_change(params)
+
+    def send_held_changes(self) -> None:
+        """Send the `didChange`s held back (`hold_changes`)."""
+        self.hold_changes = False
+        for params in self.held:
+            self.client.text_document_did_change(params)
+        self.held.clear()
 
     def type_line(self, relative: str, line: int, text: str) -> None:
         """Replace line `line` (0-based) of an open document, as the user typing."""

@@ -56,6 +56,29 @@ async def test_the_next_turn_reads_the_unsaved_text(
     assert tool_results(fake.messages(-1))[-1] == WRITTEN  # after the write's result
 
 
+async def test_a_read_before_the_editor_reports_the_edit_sees_it(
+    make_editor: Any, fake: FakeOpenAI, workspace: Path
+) -> None:
+    """The client accepted the edit but sends its `didChange` later (eglot: an idle timer)."""
+    editor: Editor = make_editor(buffered=True)
+    await editor.start()
+    await editor.ready()
+    editor.open(REPLY)
+    editor.hold_changes = True
+    read = {"tool_calls": [{"name": "read_file", "arguments": {"path": REPLY}}]}
+    write_reply(fake)
+    fake.add(read, "read")
+    await editor.request("agentAssist/chat", {"text": "thank them"})
+    await editor.request("agentAssist/chat", {"text": "show it"})
+    assert editor.held  # the editor has not said a word about the edit yet
+    assert tool_results(fake.messages(-1))[-1] == WRITTEN
+    editor.send_held_changes()
+    editor.type_line(REPLY, 1, "Thanks!")  # the user goes on typing: the buffer is the truth
+    fake.add(read, "read")
+    await editor.request("agentAssist/chat", {"text": "and now?"})
+    assert tool_results(fake.messages(-1))[-1] == "Dear {name},\nThanks!\n"
+
+
 async def test_saving_the_assistants_edit_is_not_drift(
     make_editor: Any, fake: FakeOpenAI, workspace: Path
 ) -> None:
