@@ -63,6 +63,11 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="skip the N newest first (the next page: --offset 50)",
     )
+    p.add_argument(
+        "--empty",
+        action="store_true",
+        help="list the sessions without a turn too (saved at an exit without one)",
+    )
     p.set_defaults(func=lazy("sessions", "cmd_list"))
 
     p = sub.add_parser("show", parents=[common, stored], help="print a session's transcript")

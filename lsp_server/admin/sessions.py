@@ -44,52 +44,66 @@ def _window(offset: int, limit: int | None) -> slice:
 
 def local_listing(
     args: argparse.Namespace, limit: int | None, offset: int = 0
-) -> tuple[list[dict[str, Any]], int]:
-    """Return the rows of the local listing (this project, or all) and how many there are."""
+) -> tuple[list[dict[str, Any]], int, int]:
+    """Return the rows of the local listing (this project, or all), their total and the folded.
+
+    The folded: how many sessions without a turn were left out (none with `--empty`).
+    """
     found: list[tuple[ListedRow, int, bool]] = []  # (row, index of its project, in use)
     projects: list[tuple[str, str]] = []
-    total = 0
+    total = folded = 0
     every = list(layouts(args))
     for layout in every:
-        if len(every) == 1:
-            page, count, held = layout.list_rows_in_use(offset, limit)
-        else:  # the newest offset + limit of each, merged below
-            page, count, held = layout.list_rows_in_use(0, _window(offset, limit).stop)
+        window = (offset, limit) if len(every) == 1 else (0, _window(offset, limit).stop)
+        # With several projects, the newest offset + limit of each, merged below.
+        page, count, held, left_out = layout.list_rows_in_use(*window, empty=args.empty)
         n = len(projects)
         projects.append((layout.project_dir.name, str(layout.workspace_root)))
         found += [(row, n, row[0] in held) for row in page]
         total += count
+        folded += left_out
     if len(every) > 1:  # each project's page is in order already
         found.sort(key=lambda listed: listed[0][7], reverse=True)
         found = found[_window(offset, limit)]
-    return [row_json(row, *projects[n], busy) for row, n, busy in found], total
+    return [row_json(row, *projects[n], busy) for row, n, busy in found], total, folded
 
 
 def database_listing(
     args: argparse.Namespace, spec: str, limit: int | None, offset: int = 0
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[dict[str, Any]], int, int]:
     """Return the rows of the PostgreSQL listing (this project, or all the role's)."""
     from session.store.listing_files import listed_row
 
     with open_database(args, spec) as store:
         if not args.all_projects:
-            infos, total = store.list_sessions_page(offset, limit)
-            page = [listed_row(info) for info in infos]
+            page, total, folded = store.list_rows_page(offset, limit, empty=args.empty)
             busy = store.held_locks(row[0] for row in page)
             here = str(store.workspace_root)
-            return [row_json(row, store.project, here, row[0] in busy) for row in page], total
+            rows = [row_json(row, store.project, here, row[0] in busy) for row in page]
+            return rows, total, folded
         every = store.pg.list_sessions(None)  # one query: the role's sessions of every project
-        chosen = every[_window(offset, limit)]
+        # No summary read here: a session without a turn or a title is folded.
+        listed = [r for r in every if args.empty or r.turns or r.title is not None]
+        chosen = listed[_window(offset, limit)]
         busy = store.held_locks(r.session_id for r in chosen)
         rows = []
         for r in chosen:
             busy_here = r.session_id in busy
             rows.append(row_json(listed_row(r), r.project, r.workspace_root or "", busy_here))
-        return rows, len(every)
+        return rows, len(listed), len(every) - len(listed)
+
+
+def without_turn(count: int) -> str:
+    """Return "N sessions without a turn" (1 session)."""
+    return f"{count} session{'' if count == 1 else 's'} without a turn"
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """`sessions list`: the newest first (a page of them by default in the table)."""
+    """`sessions list`: the newest first (a page of them by default in the table).
+
+    Sessions without a turn (saved at an exit without one) are folded unless `--empty`:
+    the table says how many; `--json` lists them only with `--empty`.
+    """
     limit = args.limit if args.limit is not None else (None if args.json else TABLE_LIMIT)
     if limit is not None and limit <= 0:
         limit = None
@@ -99,24 +113,26 @@ def cmd_list(args: argparse.Namespace) -> int:
         return USAGE
     spec = store_spec(args)
     if spec is None:
-        rows, total = local_listing(args, limit, offset)
+        rows, total, folded = local_listing(args, limit, offset)
     else:
-        rows, total = database_listing(args, spec, limit, offset)
+        rows, total, folded = database_listing(args, spec, limit, offset)
     if args.json:
         write_json({"sessions": rows, "total": total})
         return OK
     if not rows:
         sys.stdout.write(f"No sessions past the newest {total}.\n" if offset else "No sessions.\n")
-        return OK
-    sys.stdout.write(list_table(rows, args.all_projects))
+    else:
+        sys.stdout.write(list_table(rows, args.all_projects))
     last = offset + len(rows)
-    if offset:
+    if rows and offset:
         more = f"; --offset {last} for older" if last < total else ""
         sys.stdout.write(f"{offset + 1}–{last} of {total} sessions{more}\n")
-    elif len(rows) < total:
+    elif rows and len(rows) < total:
         sys.stdout.write(
             f"{len(rows)} of {total} sessions (--limit 0 for all, --offset {last} for older)\n"
         )
+    if folded:
+        sys.stdout.write(f"{without_turn(folded)} not shown (--empty shows them)\n")
     return OK
 
 

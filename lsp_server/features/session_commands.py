@@ -205,11 +205,17 @@ class SessionCommands(Feature):
 
     @request(proto.SESSIONS)
     async def sessions(self, params: proto.SessionsParams) -> proto.SessionsResult:
-        """List the project's sessions, newest first (a page of them when asked)."""
+        """List the project's sessions, newest first (a page of them when asked).
+
+        Those without a turn are folded (counted in `empty`) unless `includeEmpty`; the
+        current session is listed even without one.
+        """
         lifecycle = self.server.session
         current = lifecycle.session_id
-        rows, total = lifecycle.store.list_rows_page(params.offset, params.limit)
-        return sessions_result(rows, total, current)
+        rows, total, folded = lifecycle.store.list_rows_page(
+            params.offset, params.limit, empty=params.include_empty, keep=current
+        )
+        return sessions_result(rows, total, current, folded)
 
     @request(proto.OPEN)
     async def open(self, params: proto.OpenParams) -> proto.OpenResult:
@@ -234,8 +240,12 @@ class SessionCommands(Feature):
 _PHASES = frozenset(proto.Phase)
 
 
-def sessions_result(rows: list[ListedRow], total: int, current: str | None) -> proto.SessionsResult:
+def sessions_result(
+    rows: list[ListedRow], total: int, current: str | None, folded: int = 0
+) -> proto.SessionsResult:
     """Return the `agentAssist/sessions` result of listed rows (`current`: marked active).
+
+    `folded`: how many sessions without a turn were left out.
 
     The rows go in as fields, their times as text, validated in one call: 10,000 sessions
     in 52 ms rather than 70 ms with a model built per row from parsed times (in-process, the
@@ -255,4 +265,5 @@ def sessions_result(rows: list[ListedRow], total: int, current: str | None) -> p
         }
         for sid, title, created, updated, turns, parent, phase, _ in rows
     ]
-    return proto.SessionsResult.model_validate({"sessions": sessions, "total": total})
+    found = {"sessions": sessions, "total": total, "empty": folded}
+    return proto.SessionsResult.model_validate(found)

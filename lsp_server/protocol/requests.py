@@ -217,13 +217,25 @@ class SessionsParams(Params):
 
     offset: int = Field(default=0, ge=0)
     limit: int | None = Field(default=None, ge=1, le=10_000)
+    include_empty: bool = Field(
+        default=False,
+        description="List the sessions without a turn too (saved at an exit without one); "
+        "by default they are folded, and counted in `empty`.",
+    )
 
 
 class SessionsResult(Wire):
     """The project's sessions, newest first (a page of them when asked)."""
 
     sessions: list[SessionInfo]
-    total: int = Field(description="How many sessions the project has.")
+    total: int = Field(
+        description="How many sessions are listed, those folded (`empty`) not counted."
+    )
+    empty: int = Field(
+        default=0,
+        description="How many sessions without a turn were folded: not listed, not in "
+        "`total` (0 with `includeEmpty`). The current session is always listed.",
+    )
 
 
 class OpenParams(Params):

@@ -197,9 +197,10 @@ async def search(chat: Chat, rest: str) -> None:
 
 async def list_sessions(chat: Chat, rest: str) -> None:
     """/sessions."""
-    sessions = (await chat.request(proto.SESSIONS)).get("sessions") or []
+    found = await chat.request(proto.SESSIONS)
+    sessions, folded = found.get("sessions") or [], found.get("empty") or 0
     if not sessions:
-        chat.say("No sessions yet.")
+        chat.say("No sessions yet." if not folded else f"{_without_turn(folded)} not shown.")
         return
     rows = []
     for row in sessions:
@@ -218,6 +219,12 @@ async def list_sessions(chat: Chat, rest: str) -> None:
         )
     columns = ["", "id", "updated", "turns", "phase", "title"]
     chat.console.print(table("Sessions of this project", columns, rows))
+    if folded:
+        chat.say(f"{_without_turn(folded)} not shown.")
+
+
+def _without_turn(count: int) -> str:
+    return f"{count} session{'s' if count != 1 else ''} without a turn"
 
 
 async def open_session(chat: Chat, rest: str) -> None:
@@ -225,7 +232,7 @@ async def open_session(chat: Chat, rest: str) -> None:
     if not rest:
         chat.say("Usage: /open <session id>", "yellow")
         return
-    sessions = (await chat.request(proto.SESSIONS)).get("sessions") or []
+    sessions = (await chat.request(proto.SESSIONS, {"includeEmpty": True})).get("sessions") or []
     matches = [s["sessionId"] for s in sessions if s["sessionId"].startswith(rest)]
     if len(matches) != 1:
         what = "matches several sessions" if matches else "matches no session"

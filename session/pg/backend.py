@@ -319,34 +319,31 @@ class PgSessionStore:
         self.pg.delete_pointer(self.project, instance_id)
 
     def list_sessions(self) -> list[SessionInfo]:
-        """Return the project's listing rows, most recently active first."""
-        return self.list_sessions_page()[0]
+        """Return every listing row of the project (none folded), most recently active first."""
+        return self.list_sessions_page(empty=True)[0]
 
     def list_sessions_page(
-        self, offset: int = 0, limit: int | None = None
+        self, offset: int = 0, limit: int | None = None, *, empty: bool = False
     ) -> tuple[list[SessionInfo], int]:
         """Return a page of the project's sessions, newest first, and how many there are."""
-        rows, total = self.pg.list_sessions_page(self.project, max(0, offset), limit)
-        infos = [
-            SessionInfo(
-                row.session_id,
-                row.title,
-                row.created_at,
-                row.updated_at,
-                row.turns,
-                row.parent_session_id,
-                row.phase,
-            )
-            for row in rows
-        ]
-        return infos, total
+        rows, total, _ = self.pg.list_sessions_page(
+            self.project, max(0, offset), limit, empty=empty
+        )
+        return [row.info() for row in rows], total
 
     def list_rows_page(
-        self, offset: int = 0, limit: int | None = None
-    ) -> tuple[list[ListedRow], int]:
-        """Return a page of the project's sessions as listed rows, and how many there are."""
-        rows, total = self.pg.list_sessions_page(self.project, max(0, offset), limit)
-        return [listed_row(row) for row in rows], total
+        self,
+        offset: int = 0,
+        limit: int | None = None,
+        *,
+        empty: bool = False,
+        keep: str | None = None,
+    ) -> tuple[list[ListedRow], int, int]:
+        """Return a page of the project's sessions as listed rows, its total and the folded."""
+        page = self.pg.list_sessions_page(
+            self.project, max(0, offset), limit, empty=empty, keep=keep
+        )
+        return [listed_row(row) for row in page[0]], page[1], page[2]
 
     def delete_session(self, session_id: str) -> Sequence[object]:
         """Delete the session with its events, pointers, checkpoints and local spool.

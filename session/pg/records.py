@@ -18,6 +18,7 @@ from ..events import Persistence
 from ..paths import is_valid_instance_id, is_valid_session_id
 from ..redaction import Redactor
 from ..snapshot import SessionState
+from ..store.listing import SessionInfo
 from .query import Conn, jsonb, q, text_value
 
 _COLUMNS = (
@@ -52,6 +53,18 @@ class SessionRow:
     snapshot_seq: int | None
     phase: str | None = None  # the snapshot's `phase`
     host: str | None = None  # the machine it was last opened for writing on
+
+    def info(self) -> SessionInfo:
+        """Return the row as a listing shows it."""
+        return SessionInfo(
+            self.session_id,
+            self.title,
+            self.created_at,
+            self.updated_at,
+            self.turns,
+            self.parent_session_id,
+            self.phase,
+        )
 
 
 def _row(values: tuple[Any, ...]) -> SessionRow:
@@ -116,26 +129,42 @@ def list_sessions(conn: Conn, schema: str, project: str | None = None) -> list[S
     return [_row(row) for row in rows]
 
 
+# Listed unless folded: a session with a turn, a title (a turn's input) or a summary (a
+# seed's session file has no `turns`), or the one to list anyway (the current session).
+_LISTED = (
+    "(%(empty)s OR turns > 0 OR title IS NOT NULL OR coalesce(snapshot->>'summary', '') <> ''"
+    " OR session_id IS NOT DISTINCT FROM %(keep)s)"
+)
+_PAGE = f"""SELECT * FROM (SELECT {_COLUMNS}, {_LISTED} AS listed,
+    count(*) FILTER (WHERE {_LISTED}) OVER () AS listed_total,
+    count(*) FILTER (WHERE NOT {_LISTED}) OVER () AS folded
+    FROM {{s}}.sessions WHERE owner = {{me}} AND project = %(project)s) page WHERE listed
+    ORDER BY updated_at DESC, session_id LIMIT %(limit)s OFFSET %(offset)s"""  # noqa: S608
+_COUNTS = f"""SELECT count(*) FILTER (WHERE {_LISTED}), count(*) FILTER (WHERE NOT {_LISTED})
+    FROM {{s}}.sessions WHERE owner = {{me}} AND project = %(project)s"""  # noqa: S608
+
+
 def list_sessions_page(
-    conn: Conn, schema: str, project: str, offset: int, limit: int | None
-) -> tuple[list[SessionRow], int]:
-    """Return a page of a project's sessions, newest first, and how many it has (in SQL)."""
-    where = _SELECT + " AND project = %(project)s"
-    rows = conn.execute(
-        q(
-            schema,
-            f"SELECT *, count(*) OVER () FROM ({where}) listed"  # noqa: S608 - our columns
-            " ORDER BY updated_at DESC, session_id LIMIT %(limit)s OFFSET %(offset)s",
-        ),
-        {"project": project, "limit": limit, "offset": offset},
-    ).fetchall()
+    conn: Conn,
+    schema: str,
+    project: str,
+    offset: int,
+    limit: int | None,
+    *,
+    empty: bool = False,
+    keep: str | None = None,
+) -> tuple[list[SessionRow], int, int]:
+    """Return a page of a project's sessions, newest first, its total and the folded (in SQL).
+
+    Without `empty`, the sessions without a turn (`_LISTED`) but `keep` are folded: neither
+    on the page nor in the total; the last value counts them.
+    """
+    values = {"project": project, "limit": limit, "offset": offset, "empty": empty, "keep": keep}
+    rows = conn.execute(q(schema, _PAGE), values).fetchall()
     if rows:
-        return [_row(row[:-1]) for row in rows], int(rows[0][-1])
-    found = conn.execute(
-        q(schema, f"SELECT count(*) FROM ({where}) listed"),  # noqa: S608 - our columns
-        {"project": project},
-    ).fetchone()
-    return [], int(found[0]) if found else 0
+        return [_row(row[:-3]) for row in rows], int(rows[0][-2]), int(rows[0][-1])
+    found = conn.execute(q(schema, _COUNTS), values).fetchone()
+    return [], int(found[0]) if found else 0, int(found[1]) if found else 0
 
 
 def projects_at(conn: Conn, schema: str, workspace_root: str) -> list[str]:

@@ -212,10 +212,16 @@ class PgStore:
         return self._run(records.list_sessions, project)
 
     def list_sessions_page(
-        self, project: str, offset: int, limit: int | None
-    ) -> tuple[list[SessionRow], int]:
-        """Return a page of a project's sessions, newest first, and how many it has."""
-        return self._run(records.list_sessions_page, project, offset, limit)
+        self,
+        project: str,
+        offset: int,
+        limit: int | None,
+        *,
+        empty: bool = False,
+        keep: str | None = None,
+    ) -> tuple[list[SessionRow], int, int]:
+        """Return a page of a project's sessions, newest first, its total and the folded."""
+        return self._run(records.list_sessions_page, project, offset, limit, empty=empty, keep=keep)
 
     def delete_session(self, session_id: str) -> bool:
         """Delete a session with its events, pointers and checkpoints."""

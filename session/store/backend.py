@@ -240,21 +240,32 @@ class SessionStore(Protocol):
         ...
 
     def list_sessions(self) -> list[SessionInfo]:
-        """Return the listing rows, the most recently active session first."""
+        """Return every listing row (those without a turn too), most recently active first."""
         ...
 
     def list_sessions_page(
-        self, offset: int = 0, limit: int | None = None
+        self, offset: int = 0, limit: int | None = None, *, empty: bool = False
     ) -> tuple[list[SessionInfo], int]:
-        """Return a page of the listing, newest first, and how many sessions there are."""
+        """Return a page of the listing, newest first, and how many sessions it has.
+
+        Without `empty`, the sessions without a turn are folded, as by `list_rows_page`.
+        """
         ...
 
     def list_rows_page(
-        self, offset: int = 0, limit: int | None = None
-    ) -> tuple[list[ListedRow], int]:
-        """Return a page of the listing as kept, newest first, and how many sessions there are.
+        self,
+        offset: int = 0,
+        limit: int | None = None,
+        *,
+        empty: bool = False,
+        keep: str | None = None,
+    ) -> tuple[list[ListedRow], int, int]:
+        """Return a page of the listing as kept, newest first, its total, and the folded.
 
-        The rows' times are RFC 3339 text (UTC, `Z`), as JSON sends them.
+        The rows' times are RFC 3339 text (UTC, `Z`), as JSON sends them. Without `empty`,
+        the sessions without a turn (saved at an exit without one; a turn's input or a
+        summary gives a title, and one with a title is listed) other than `keep` are folded:
+        neither on the page nor in the total; the last value says how many.
         """
         ...
 

@@ -95,42 +95,59 @@ class ProjectLayout:
         return self.sessions_dir / f"{self._checked(session_id)}.lock"
 
     def list_sessions_page(
-        self, offset: int = 0, limit: int | None = None
+        self, offset: int = 0, limit: int | None = None, *, empty: bool = False
     ) -> tuple[list[SessionInfo], int]:
-        """Return a page of the sessions, newest first, and how many there are."""
-        rows, total, _ = self._listed(offset, limit)
+        """Return a page of the sessions, newest first, and how many there are.
+
+        Without `empty`, the sessions without a turn are folded (`list_rows_page`).
+        """
+        rows, total, _, _ = self._listed(offset, limit, empty, None)
         return [row_info(row) for row in rows], total
 
     def list_rows_page(
-        self, offset: int = 0, limit: int | None = None
-    ) -> tuple[list[ListedRow], int]:
-        """Return a page as stored (times as RFC 3339 text: no object per row), and the total."""
-        rows, total, _ = self._listed(offset, limit)
-        return rows, total
+        self,
+        offset: int = 0,
+        limit: int | None = None,
+        *,
+        empty: bool = False,
+        keep: str | None = None,
+    ) -> tuple[list[ListedRow], int, int]:
+        """Return a page as stored (times as RFC 3339 text: no object per row), and the total.
+
+        Without `empty`, the sessions without a turn (saved at an exit without one) but
+        `keep` are folded: left out of the page and the total; the last value counts them.
+        """
+        rows, total, _, folded = self._listed(offset, limit, empty, keep)
+        return rows, total, folded
 
     def list_rows_in_use(
-        self, offset: int = 0, limit: int | None = None
-    ) -> tuple[list[ListedRow], int, set[str]]:
-        """Return a page as stored, how many there are, and which of the page a process holds.
+        self, offset: int = 0, limit: int | None = None, *, empty: bool = False
+    ) -> tuple[list[ListedRow], int, set[str], int]:
+        """Return a page as stored, its total, which of it a process holds, and the folded.
 
-        The rows' times are RFC 3339 text, as JSON shows them: 10,000 rows are listed without
-        an object each. The lock files to probe are those the listing saw.
+        The folded: how many sessions without a turn were left out (none with `empty`). The
+        rows' times are RFC 3339 text, as JSON shows them: 10,000 rows are listed without an
+        object each. The lock files to probe are those the listing saw.
         """
-        rows, total, locked = self._listed(offset, limit)
+        rows, total, locked, folded = self._listed(offset, limit, empty, None)
         wanted = {row[0] for row in rows}
-        return rows, total, self._probe(wanted.intersection(locked))
+        return rows, total, self._probe(wanted.intersection(locked)), folded
 
-    def _listed(self, offset: int, limit: int | None) -> tuple[list[ListedRow], int, set[str]]:
+    def _listed(
+        self, offset: int, limit: int | None, empty: bool, keep: str | None
+    ) -> tuple[list[ListedRow], int, set[str], int]:
         try:
             self.check_store_dirs()
         except StorageError as exc:
             logger.warning("%s: sessions not listed (%s)", self.sessions_dir, exc)
-            return [], 0, set()
+            return [], 0, set(), 0
         if not self.sessions_dir.is_dir():
-            return [], 0, set()
+            return [], 0, set(), 0
         index = ListingIndex(self.project_dir)
-        rows, total = index.rows(self.sessions_dir, self.listed_snapshot, offset, limit)
-        return rows, total, index.locked
+        rows, total, folded = index.rows(
+            self.sessions_dir, self.listed_snapshot, offset, limit, empty=empty, keep=keep
+        )
+        return rows, total, index.locked, folded
 
     def listed_snapshot(self, session_id: str) -> ListedState | None:
         """Return what a changed listing row is rebuilt from (None: the log, without one).

@@ -29,9 +29,23 @@ logger = logging.getLogger(__name__)
 LISTING_FILE = "listing.sqlite"
 VERSION = 6
 _BUSY_S = 2.0  # how long a listing or a writer's note waits for another's transaction
+# A session without a turn (saved at an exit without one), folded out of a listing unless
+# asked for. A title is a turn's input or, without one, the summary's first line: a seed's
+# session file, which has no `turns`, is listed if it has a summary (only its recent
+# messages, and it is folded).
+EMPTY = "turns = 0 AND title IS NULL"
+# A page: (1: every session, or 0: none without a turn; the id of one listed anyway, e.g. the
+# current session, or None; limit; offset).
 SELECT_PAGE = (
-    "SELECT session_id, title, created_at, updated_at, turns, parent_session_id, phase,"
-    " updated_us FROM sessions ORDER BY updated_us DESC, session_id LIMIT ? OFFSET ?"
+    "SELECT session_id, title, created_at, updated_at, turns, parent_session_id, phase,"  # noqa: S608
+    f" updated_us FROM sessions WHERE ? OR NOT ({EMPTY}) OR session_id IS ?"
+    " ORDER BY updated_us DESC, session_id LIMIT ? OFFSET ?"
+)
+# How many sessions there are, and how many of them have no turn (the id of one listed
+# anyway not counted).
+COUNT = (
+    f"SELECT count(*), coalesce(sum({EMPTY} AND session_id IS NOT ?), 0)"  # noqa: S608
+    " FROM sessions"
 )
 _INSERT = (
     "INSERT OR REPLACE INTO sessions (session_id, snap_ino, snap_size, snap_mtime, log_ino,"

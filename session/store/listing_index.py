@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 from ..paths import is_valid_session_id
 from .listing import SessionInfo, session_info
 from .listing_db import (
+    COUNT,
     SELECT_KEY,
     SELECT_KEYS,
     SELECT_NAMES,
@@ -146,7 +147,7 @@ class ListingIndex:
         limit: int | None = None,
     ) -> tuple[list[SessionInfo], int]:
         """Return a page of the sessions, newest first, and how many there are."""
-        rows, total = self.rows(sessions_dir, read_snapshot, offset, limit)
+        rows, total, _ = self.rows(sessions_dir, read_snapshot, offset, limit)
         return [row_info(row) for row in rows], total
 
     def rows(
@@ -155,17 +156,26 @@ class ListingIndex:
         read_snapshot: SnapshotReader,
         offset: int = 0,
         limit: int | None = None,
-    ) -> tuple[list[ListedRow], int]:
-        """Return a page as stored (times as text: no object per row), and the total."""
+        *,
+        empty: bool = True,
+        keep: str | None = None,
+    ) -> tuple[list[ListedRow], int, int]:
+        """Return a page as stored (times as text: no object per row), the total and the folded.
+
+        Without `empty`, the sessions without a turn (`listing_db.EMPTY`) but `keep` are
+        folded: neither on the page nor in the total, but counted (the last value).
+        """
         self.locked = set()
         damaged = False
         with self.file.connect() as conn:
             if conn is not None:
                 try:
                     self._bring_up_to_date(conn, sessions_dir, read_snapshot)
-                    total = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
-                    found = conn.execute(SELECT_PAGE, (-1 if limit is None else limit, offset))
-                    return found.fetchall(), int(total)
+                    every, folded = conn.execute(COUNT, (keep,)).fetchone()
+                    folded = 0 if empty else int(folded)
+                    asked = (empty, keep, -1 if limit is None else limit, offset)
+                    found = conn.execute(SELECT_PAGE, asked).fetchall()
+                    return found, int(every) - folded, folded
                 except sqlite3.DatabaseError as exc:
                     damaged = not busy(exc)
                     logger.warning("%s: not usable (%s); listing without it", self.path, exc)
@@ -177,9 +187,10 @@ class ListingIndex:
             for sid, keys in scan_files(sessions_dir, self.locked).items()
         )
         every = sorted((row for row in read if row is not None), key=lambda r: (-r[10], r[0]))
+        listed = [r for r in every if empty or r[11] or r[7] is not None or r[0] == keep]
         end = None if limit is None else offset + limit
-        page = [(r[0], r[7], r[8], r[14], *r[11:14], r[10]) for r in every[offset:end]]
-        return page, len(every)
+        page = [(r[0], r[7], r[8], r[14], *r[11:14], r[10]) for r in listed[offset:end]]
+        return page, len(listed), len(every) - len(listed)
 
     def _bring_up_to_date(
         self, conn: sqlite3.Connection, sessions_dir: Path, read_snapshot: SnapshotReader

@@ -320,8 +320,11 @@ class SessionManager(ProjectLayout):
         return last_event_time(self.log_path(session_id))
 
     def list_sessions(self) -> list[SessionInfo]:
-        """List sessions newest first (a projection refreshed from the files that changed)."""
-        return self.list_sessions_page()[0]
+        """List every session newest first, those without a turn too.
+
+        (A projection refreshed from the files that changed.)
+        """
+        return self.list_sessions_page(empty=True)[0]
 
     def delete_session(self, session_id: str) -> list[Path]:
         """Delete a session's log, snapshot, lock and checkpoints; return what was removed."""

@@ -323,3 +323,44 @@ def test_secrets_are_scrubbed_on_both_stores(backend: Backend) -> None:
     assert key in event.data.input  # type: ignore[union-attr]  # in memory, as typed
     stored = events_of(backend.store, writer.session_id)[1].data.input  # type: ignore[union-attr]
     assert key not in stored and "[REDACTED]" in stored
+
+
+def test_listing_folds_the_sessions_without_a_turn(backend: Backend) -> None:
+    """Saved at an exit without a turn: listed only when asked, else counted (issue #39)."""
+    store = backend.store
+    ids: dict[str, str] = {}
+    for name in ("old turn", "empty 1", "seed", "empty 2", "new turn"):
+        writer = store.create_session()
+        if "turn" in name:
+            one_turn(writer, name)
+        if name == "seed":  # a seed's session file: no `turns`, a summary
+            writer.state.summary = "What the seed's tool summarised"
+        store.write_snapshot(writer)
+        writer.close()
+        ids[name] = writer.session_id
+        time.sleep(0.02)
+    newest = [ids[n] for n in ("new turn", "empty 2", "seed", "empty 1", "old turn")]
+    listed = [ids[n] for n in ("new turn", "seed", "old turn")]
+    assert [row.session_id for row in store.list_sessions()] == newest  # every one
+    for reader in (store, backend.reopen()):
+        page, total = reader.list_sessions_page()
+        assert ([row.session_id for row in page], total) == (listed, 3)
+        rows, total, folded = reader.list_rows_page()
+        assert ([row[0] for row in rows], total, folded) == (listed, 3, 2)
+        rows, total, folded = reader.list_rows_page(empty=True)
+        assert ([row[0] for row in rows], total, folded) == (newest, 5, 0)
+    # The current session is listed even without a turn, in its place; the other is counted.
+    rows, total, folded = store.list_rows_page(keep=ids["empty 2"])
+    assert ([row[0] for row in rows], total, folded) == (newest[:3] + newest[4:], 4, 1)
+    for offset, limit in ((0, 1), (1, 1), (1, None), (2, 5), (3, 1)):
+        rows, total, folded = store.list_rows_page(offset, limit)
+        end = None if limit is None else offset + limit
+        assert ([row[0] for row in rows], total, folded) == (listed[offset:end], 3, 2)
+    page, total = store.list_sessions_page(1, 10, empty=True)
+    assert ([row.session_id for row in page], total) == (newest[1:], 5)
+    writer = store.open_session(ids["empty 1"])  # a turn at last: listed
+    one_turn(writer, "at last")
+    store.write_snapshot(writer)
+    writer.close()
+    rows, total, folded = backend.reopen().list_rows_page()
+    assert (rows[0][0], rows[0][1], total, folded) == (ids["empty 1"], "at last", 4, 1)

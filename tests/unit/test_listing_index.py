@@ -400,3 +400,26 @@ def test_a_directory_moved_into_place_is_scanned(
     shutil.rmtree(other)
     listed = index.sessions(manager.sessions_dir, CountingReader(manager))
     assert len(no_scan) == 2 and listed == every_snapshot(manager) and len(listed) == 1
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_the_sessions_without_a_turn_are_folded_with_the_cache_or_without(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch, cached: bool
+) -> None:
+    ids = [make_session(manager, f"topic {n}", turns=n % 2) for n in range(4)]
+    time.sleep(0.01)
+    if not cached:  # the listing computed without `listing.sqlite` (a read-only store)
+        monkeypatch.setattr("session.store.listing_db.ListingFile._open", lambda self: None)
+    index = ListingIndex(manager.project_dir)
+    reader = CountingReader(manager)
+    newest = ids[::-1]
+    rows, total, folded = index.rows(manager.sessions_dir, reader)  # every one by default
+    assert ([row[0] for row in rows], total, folded) == (newest, 4, 0)
+    rows, total, folded = index.rows(manager.sessions_dir, reader, empty=False)
+    assert ([row[0] for row in rows], total, folded) == ([ids[3], ids[1]], 2, 2)
+    rows, total, folded = index.rows(manager.sessions_dir, reader, 1, 1, empty=False, keep=ids[2])
+    assert ([row[0] for row in rows], total, folded) == ([ids[2]], 3, 1)
+    assert [row[4] for row in manager.list_rows_page(keep=ids[0])[0]] == [1, 1, 0]
+    assert manager.list_rows_in_use(empty=True)[1:] == (4, set(), 0)
+    assert (manager.list_rows_in_use()[1], manager.list_rows_in_use()[3]) == (2, 2)
+    assert len(manager.list_sessions()) == 4  # every one: `rm`, `prune` find them

@@ -257,10 +257,12 @@ M.errors = {
 ---@class agent_assist.SessionsParams `agentAssist/sessions`: all of them, or a page (`offset`, `limit`).
 ---@field offset? integer At least 0.
 ---@field limit? integer Range 1..10000.
+---@field includeEmpty? boolean List the sessions without a turn too (saved at an exit without one); by default they are folded, and counted in `empty`.
 
 ---@class agent_assist.SessionsResult The project's sessions, newest first (a page of them when asked).
 ---@field sessions agent_assist.SessionInfo[]
----@field total integer How many sessions the project has.
+---@field total integer How many sessions are listed, those folded (`empty`) not counted.
+---@field empty integer How many sessions without a turn were folded: not listed, not in `total` (0 with `includeEmpty`). The current session is always listed.
 
 ---@class agent_assist.StatusResult Where this instance's session is.
 ---@field sessionId string

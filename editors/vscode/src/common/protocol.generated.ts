@@ -386,13 +386,17 @@ export interface SessionsParams {
   offset?: number;
   /** Range 1..10000. */
   limit?: number | null;
+  /** List the sessions without a turn too (saved at an exit without one); by default they are folded, and counted in `empty`. */
+  includeEmpty?: boolean;
 }
 
 /** The project's sessions, newest first (a page of them when asked). */
 export interface SessionsResult {
   sessions: SessionInfo[];
-  /** How many sessions the project has. */
+  /** How many sessions are listed, those folded (`empty`) not counted. */
   total: number;
+  /** How many sessions without a turn were folded: not listed, not in `total` (0 with `includeEmpty`). The current session is always listed. */
+  empty: number;
 }
 
 /** Where this instance's session is. */
