@@ -10,6 +10,10 @@ DEFAULT_TRACKED = ("agent_spec.md", "templates/**")
 # Never descended into while expanding globs: version control and dependency caches.
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "__pycache__"})
 _GLOB_CHARS = re.compile(r"[*?\[]")
+# What an editor leaves beside a file is never tracked, whatever the globs: Emacs's auto-save
+# `#name#`, lock `.#name` and backup `name~`, Vim's swap `.name.swp` (to `.swa`) and its
+# write probe `4913`. (Possessive: the directories are skipped without backtracking.)
+EDITOR_LEFTOVERS = r"(?!(?:[^/]*+/)*+(?:#[^/]*#|\.#[^/]*|[^/]*~|\.[^/]*\.sw[a-p]|4913)\Z)"
 
 
 def _segment_regex(segment: str) -> str:
@@ -60,7 +64,7 @@ class TrackedPatterns:
         cleaned = tuple(p.strip() for p in self.patterns if p and p.strip())
         object.__setattr__(self, "patterns", cleaned)
         regex = "|".join(f"(?:{glob_to_regex(p).pattern})" for p in cleaned) or "(?!)"
-        object.__setattr__(self, "_regex", re.compile(regex))
+        object.__setattr__(self, "_regex", re.compile(f"{EDITOR_LEFTOVERS}(?:{regex})"))
 
     def matches(self, relative: str) -> bool:
         """Return True if `relative` is covered by a tracked glob."""

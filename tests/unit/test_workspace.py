@@ -603,3 +603,24 @@ def test_a_directory_moved_over_another_with_the_same_mtime_is_not_trusted(
     assert current.files == truth.files
     assert report.modified == ["templates/a/x/f.md"]
     assert report.created == ["templates/a/x/extra/h.md", "templates/a/x/only_b/g.md"]
+
+
+@pytest.mark.parametrize(
+    "leftover",
+    [
+        "templates/#reply.txt#",
+        "templates/.#reply.txt",
+        "templates/reply.txt~",
+        "templates/.reply.txt.swp",
+        "templates/.reply.txt.swo",
+        "templates/4913",
+        "#x#",
+    ],
+)
+def test_an_editors_leftovers_are_never_tracked(leftover: str) -> None:
+    """Emacs's auto-save, lock and backup files, Vim's swap files and write probe."""
+    from session.workspace.patterns import TrackedPatterns
+
+    patterns = TrackedPatterns(("templates/**", "#x#"))
+    assert not patterns.matches(leftover) and patterns.fullmatch(leftover) is None
+    assert patterns.matches("templates/reply.txt") and patterns.matches("templates/a#b~c.txt")

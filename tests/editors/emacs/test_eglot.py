@@ -286,11 +286,6 @@ def test_eglot_reports_the_auto_save_file(run: Run) -> None:
     assert any(uri.endswith("/templates/%23reply.txt%23") for uri in watched)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: an editor's auto-save file under a tracked glob (templates/#reply.txt#) "
-    "is reported as drift, 'created' (and 'deleted' once the buffer is saved)",
-)
 def test_an_auto_save_file_is_not_drift(run: Run) -> None:
     later = run.observed["received"][run.observed["received_at_status"] :]
     assert [m["params"] for m in later if m["method"] == "agentAssist/drift"] == []
