@@ -101,9 +101,19 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=lazy("deletion", "cmd_rm"))
 
     p = sub.add_parser(
-        "prune", parents=[common, stored], help="delete sessions not used for a while"
+        "prune",
+        parents=[common, stored],
+        help="delete sessions not used for a while, or without a turn",
+        description="Delete this project's sessions older than AGE (--older-than), or without "
+        "a turn (--empty), or both (those without a turn older than AGE). A session a running "
+        "agent-assist holds is never deleted.",
     )
-    p.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 90d, 12h, 2w")
+    p.add_argument("--older-than", metavar="AGE", help="e.g. 90d, 12h, 2w")
+    p.add_argument(
+        "--empty",
+        action="store_true",
+        help="sessions without a turn (saved at an exit without one) that no process holds",
+    )
     p.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask")
     p.set_defaults(func=lazy("deletion", "cmd_prune"))

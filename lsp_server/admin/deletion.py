@@ -1,4 +1,4 @@
-"""`sessions rm ID` and `sessions prune --older-than AGE`: this project only, asked first.
+"""`sessions rm ID` and `sessions prune --older-than AGE | --empty`: this project only, asked first.
 
 In the configured store: the local files, or the PostgreSQL rows (`targets.project_store`).
 """
@@ -43,16 +43,35 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
 
 
-def delete_unless_in_use(store: AnyStore, session_id: str) -> list[object]:
+def has_content(store: AnyStore, session_id: str) -> bool:
+    """Return True if a session has anything to keep: a turn, a summary, decisions, messages.
+
+    Read whole (its snapshot, a seed's too, and its log): what `prune --empty` checks
+    again under the session's lock before deleting it.
+    """
+    state, _ = store.read_snapshot(session_id)
+    if state is not None and (
+        state.turns or state.summary or state.decisions or state.recent_messages
+    ):
+        return True
+    return any(event.turn is not None for event in store.read_events(session_id).events)
+
+
+def delete_unless_in_use(
+    store: AnyStore, session_id: str, *, only_empty: bool = False
+) -> list[object] | None:
     """Delete a session while holding its lock; SessionLockedError if it is in use.
 
     Locally its files and the pointers naming it; in PostgreSQL its row, with which its
     events, checkpoints and pointers go. Then the blobs only its checkpoints kept.
+    `only_empty`: kept (None) if it has content (`has_content`) once the lock is held.
     """
     database = database_of(store)
     if database is not None:
         writer = database.pg.acquire_writer(session_id)  # as a server would: refused if in use
         try:
+            if only_empty and has_content(store, session_id):
+                return None
             removed: list[object] = [  # the row (an id), a leftover spool (a path)
                 f"session {item}" if isinstance(item, str) else item
                 for item in database.delete_session(session_id)
@@ -67,6 +86,8 @@ def delete_unless_in_use(store: AnyStore, session_id: str) -> list[object]:
     manager = local_of(store)
     lock = manager.acquire_lock(session_id)
     try:
+        if only_empty and has_content(store, session_id):
+            return None
         naming = pointers_to(manager, session_id)  # read while the session still exists
         removed = list(manager.delete_session(session_id))
         for pointer in naming:
@@ -97,7 +118,7 @@ def remove(args: argparse.Namespace, store: AnyStore) -> int:
     if not confirm(f"Delete session {label}? This cannot be undone.", args.yes):
         raise ProblemError("not confirmed; nothing was deleted (use --yes to skip the question)")
     try:
-        removed = delete_unless_in_use(store, session_id)
+        removed = delete_unless_in_use(store, session_id) or []
     except SessionLockedError:
         raise ProblemError(
             f"session {session_id} is in use by a running agent-assist; not deleted"
@@ -112,8 +133,10 @@ def remove(args: argparse.Namespace, store: AnyStore) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    """`sessions prune --older-than 90d [--dry-run]`: this project only."""
-    age = parse_duration(args.older_than)
+    """`sessions prune --older-than 90d | --empty [--dry-run]`: this project only."""
+    if args.older_than is None and not args.empty:
+        raise UsageError("say which sessions to delete: --older-than AGE, --empty, or both")
+    age = parse_duration(args.older_than) if args.older_than is not None else None
     with project_store(args) as store:
         return prune(args, store, age)
 
@@ -136,12 +159,23 @@ def _remove_pointers(store: AnyStore, report: dict[str, Any]) -> None:
         report["removedPointers"] = [str(path) for path in removed]
 
 
-def prune(args: argparse.Namespace, store: AnyStore, age: timedelta) -> int:
+def _chosen(args: argparse.Namespace, store: AnyStore, cutoff: datetime | None) -> list[Any]:
+    """Return the sessions older than `cutoff` and/or without a turn, as `args` ask."""
+    chosen = store.list_sessions()
+    if cutoff is not None:
+        chosen = [i for i in chosen if i.updated_at < cutoff]
+    if args.empty:  # those the listing folds (`list_sessions_page` without `empty`)
+        listed = {i.session_id for i in store.list_sessions_page()[0]}
+        chosen = [i for i in chosen if i.session_id not in listed]
+    return chosen
+
+
+def prune(args: argparse.Namespace, store: AnyStore, age: timedelta | None) -> int:
     """`sessions prune` in `store`."""
     from session.errors import SessionLockedError
 
-    cutoff = datetime.now(UTC) - age
-    old = [i for i in store.list_sessions() if i.updated_at < cutoff]
+    cutoff = datetime.now(UTC) - age if age is not None else None
+    old = _chosen(args, store, cutoff)
     held = store.held_locks(i.session_id for i in old)
     busy = [i for i in old if i.session_id in held]
     candidates = [i for i in old if i not in busy]
@@ -149,9 +183,11 @@ def prune(args: argparse.Namespace, store: AnyStore, age: timedelta) -> int:
     report: dict[str, Any] = {
         "project": name,
         "olderThan": args.older_than,
-        "cutoff": iso(cutoff),
+        "cutoff": iso(cutoff) if cutoff is not None else None,
+        "empty": bool(args.empty),
         "candidates": [i.session_id for i in candidates],
         "skippedInUse": [i.session_id for i in busy],
+        "skippedWithContent": [],  # --empty: found to have content under its lock
         "deleted": [],
         "dryRun": bool(args.dry_run),
     }
@@ -165,7 +201,9 @@ def prune(args: argparse.Namespace, store: AnyStore, age: timedelta) -> int:
     report["stalePointers"] = [p.instance_id for p in pointers]
     report["removedPointers"] = []
     if not args.json:
-        head = "Would delete" if args.dry_run else "Older than " + args.older_than
+        asked = [f"older than {args.older_than}"] if args.older_than else []
+        asked += ["without a turn"] if args.empty else []
+        head = "Would delete" if args.dry_run else " and ".join(asked).capitalize()
         place = name if database_of(store) is None else where(store)
         sys.stdout.write(f"{head}: {len(candidates)} session(s) in {place}\n")
         sys.stdout.write("".join(line + "\n" for line in out))
@@ -188,17 +226,22 @@ def prune(args: argparse.Namespace, store: AnyStore, age: timedelta) -> int:
     _remove_pointers(store, report)
     for info in candidates:
         try:
-            delete_unless_in_use(store, info.session_id)
+            gone = delete_unless_in_use(store, info.session_id, only_empty=args.empty)
         except SessionLockedError:
             report["skippedInUse"].append(info.session_id)
+            continue
+        if gone is None:  # a turn since it was listed, or a seed's session with messages
+            report["skippedWithContent"].append(info.session_id)
             continue
         report["deleted"].append(info.session_id)
     if args.json:
         write_json(report)
     else:
-        removed = f", {len(report['removedPointers'])} stale pointer(s)"
+        went = f", {len(report['removedPointers'])} stale pointer(s)"
         sys.stdout.write(
             f"Deleted {len(report['deleted'])} session(s)"
-            f"{removed if report['removedPointers'] else ''}.\n"
+            f"{went if report['removedPointers'] else ''}.\n"
         )
+        for session_id in report["skippedWithContent"]:
+            sys.stdout.write(f"  {session_id}  kept: it has a turn or messages now\n")
     return OK
