@@ -11,6 +11,7 @@ from .errors import SessionError
 from .events import Event, SessionStartEvent, TurnEndEvent, TurnStartEvent, utcnow
 from .log.reader import readable_events
 from .log.writer import LogError
+from .paths import is_valid_session_id
 from .snapshot import state_from_events
 from .storage import fsync_dir
 from .store.backend import SessionStore
@@ -83,8 +84,12 @@ def fork_session(
     boundary: int | None = None,
     *,
     instance_id: str | None = None,
+    child_session_id: str | None = None,
 ) -> ForkResult:
     """Create a child session from `parent_id`'s log up to `boundary` (inclusive).
+
+    `child_session_id`: the child's id (the seed's `fork(source, boundary?, childSessionId?)`),
+    else a random one; an invalid or taken id is a SessionError naming it.
 
     The parent is only read. The child's log is its own `session/start` (with the lineage)
     followed by the parent's events 1..boundary (locally byte for byte), so seqs line up.
@@ -94,6 +99,10 @@ def fork_session(
     else:
         events, lines = store.read_events(parent_id).events, None
     boundary = check_boundary(events, boundary)
+    if child_session_id is not None and not is_valid_session_id(child_session_id):
+        raise SessionError(f"invalid child session id {child_session_id!r} (12 hex digits)")
+    if child_session_id is not None and store.exists(child_session_id):
+        raise SessionError(f"session {child_session_id} already exists: choose another id")
     parent_state, _ = store.read_snapshot(parent_id)
     first = events[0]
     persistence = (
@@ -109,6 +118,7 @@ def fork_session(
         parent_session_id=parent_id,
         fork_boundary=boundary,
         write_start=False,
+        session_id=child_session_id,
     )
     try:
         if parent_state is not None:

@@ -173,7 +173,11 @@ class History(Feature):
             raise RequestFailedError(f"no session {source} in this project")
         async with ls.turn_lock:
             result = fork_session(
-                lifecycle.store, source, params.boundary, instance_id=ls.config.instance_id
+                lifecycle.store,
+                source,
+                params.boundary,
+                instance_id=ls.config.instance_id,
+                child_session_id=params.child_session_id,
             )
             lifecycle.adopt(result.session)
         ls.announce(proto.SessionChangeReason.FORKED)

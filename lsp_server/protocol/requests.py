@@ -256,6 +256,12 @@ class ForkParams(Params):
 
     session_id: str | None = Field(default=None, pattern=SESSION_ID)
     boundary: int | None = Field(default=None, ge=0)
+    child_session_id: str | None = Field(
+        default=None,
+        pattern=SESSION_ID,
+        description="The child's id (12 hex digits); a random one when absent. "
+        "An id already taken in the store is an error.",
+    )
 
 
 class ForkResult(Wire):

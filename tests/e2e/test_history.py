@@ -423,3 +423,33 @@ async def test_a_secret_in_a_tracked_file_never_reaches_the_store(
     for path in home.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+async def test_fork_takes_the_childs_id_and_refuses_a_taken_or_invalid_one(
+    make_editor, fake: FakeOpenAI
+) -> None:
+    """The seed's `fork(source, boundary?, childSessionId?)`."""
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    fake.add("a1")
+    parent = (await editor.request("agentAssist/chat", {"text": "q1"}))["sessionId"]
+    for taken in (parent, "abcdefabcdef"):
+        if taken == "abcdefabcdef":
+            forked = await editor.request("agentAssist/fork", {"childSessionId": taken})
+            assert forked["sessionId"] == taken and forked["parentSessionId"] == parent
+            continue
+        with pytest.raises(JsonRpcException) as info:
+            await editor.request("agentAssist/fork", {"sessionId": parent, "childSessionId": taken})
+        assert taken in info.value.message
+    with pytest.raises(JsonRpcException) as info:  # the same id again: now taken
+        await editor.request(
+            "agentAssist/fork", {"sessionId": parent, "childSessionId": "abcdefabcdef"}
+        )
+    assert "abcdefabcdef" in info.value.message and "exists" in info.value.message
+    for invalid in ("ABCDEFABCDEF", "../../etc/x", "abc"):
+        with pytest.raises(JsonRpcException) as info:
+            await editor.request("agentAssist/fork", {"childSessionId": invalid})
+        assert info.value.code == -32602  # invalid params, before any path is built
+    status = await editor.request("agentAssist/status")
+    assert status["sessionId"] == "abcdefabcdef"

@@ -143,6 +143,7 @@ M.errors = {
 ---@class agent_assist.ForkParams `agentAssist/fork`: this or another session, at a closed-turn boundary.
 ---@field sessionId? string
 ---@field boundary? integer At least 0.
+---@field childSessionId? string The child's id (12 hex digits); a random one when absent. An id already taken in the store is an error.
 
 ---@class agent_assist.ForkResult The fork, now this instance's session.
 ---@field sessionId string

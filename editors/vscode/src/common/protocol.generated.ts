@@ -200,6 +200,8 @@ export interface ForkParams {
   sessionId?: string | null;
   /** At least 0. */
   boundary?: number | null;
+  /** The child's id (12 hex digits); a random one when absent. An id already taken in the store is an error. */
+  childSessionId?: string | null;
 }
 
 /** The fork, now this instance's session. */
