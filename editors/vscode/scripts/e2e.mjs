@@ -13,7 +13,8 @@
 // and shows the older ones on request; Reset Session (delete it)…: the modal asks, Cancel keeps the session, Cancel at
 // the server's question is an info, Delete session + Keep files deletes its log. The model's
 // write_file is applied in the editor unsaved; Ctrl+S saves it there and no drift is reported
-// (the session log has none for it), while a template changed outside VS Code is drift.
+// (the session log has none for it), while a template changed outside VS Code is drift. Set API Key
+// reaches the running server: the next model request carries the key, the server is not restarted.
 /* global window, getComputedStyle, MutationObserver -- in the callbacks evaluated in the browser */
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -287,6 +288,8 @@ try {
   await insert.click();
   await poll("the code inserted into notes.py", async () =>
     ((await page.locator(".editor-instance .monaco-editor .view-lines").first().textContent()) ?? "").includes("print('banana')"));
+  // the focus is in the view after its Insert button: Ctrl+S in the editor (nothing saves it otherwise)
+  await page.locator(".editor-instance .monaco-editor .view-lines").first().click();
   await page.keyboard.press("Control+S");
   await poll("notes.py saved with the code", () => fs.readFileSync(path.join(workspace, "notes.py"), "utf-8").startsWith("print('banana')"));
   step("Insert put the code block at the cursor");
@@ -651,6 +654,51 @@ try {
   });
   if (drifts.some((l) => l.includes("greeting.md"))) throw new Error(`the saved edit was recorded as drift: ${drifts}`);
   step(`saved the assistant's edit: no drift; a change outside: ${driftTexts.join(" | ")}`);
+
+  // -- Set API Key: the running server takes the key live; no restart (the same server process)
+  const realWorkspace = fs.realpathSync(workspace);
+  const serverPids = () => fs.readdirSync("/proc").filter((pid) => {
+    try {
+      return /^\d+$/.test(pid) && fs.readlinkSync(`/proc/${pid}/cwd`) === realWorkspace &&
+        fs.readFileSync(`/proc/${pid}/cmdline`, "utf-8").split("\0").includes("serve");
+    } catch {
+      return false; // gone, or not ours
+    }
+  });
+  const pidsBefore = serverPids();
+  if (pidsBefore.length !== 1) throw new Error(`expected one server in the workspace, found ${JSON.stringify(pidsBefore)}`);
+  await runCommand("Agent Assist: Set API Key");
+  await page.locator(".quick-input-widget", { hasText: "API key of the model" }).waitFor({ timeout: 10_000 });
+  const keyInput = page.locator(".quick-input-widget .quick-input-box input");
+  await keyInput.fill("sk-e2e-live");
+  await keyInput.press("Enter");
+  const extensionLog = () => {
+    const found = [];
+    const walk = (dir) => {
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) walk(full);
+        else if (entry.name.includes("Agent Assist")) found.push(fs.readFileSync(full, "utf-8"));
+      }
+    };
+    walk(path.join(userData, "logs"));
+    return found.join("\n");
+  };
+  await poll("the key sent to the running server", () => extensionLog().includes("API key changed: sent to the running server"));
+  await view().locator("#input").fill("which key now?");
+  await view().locator("#input").press("Enter");
+  // the fake model echoes what it was sent: the message, after the server's notice of the drift
+  const echoed = await poll("the reply with the new key", async () =>
+    (await assistantTexts()).find((t) => t.startsWith("Echo:") && t.trim().endsWith("which key now?")), 60_000);
+  if (!echoed.includes("templates/signature.md") || echoed.includes("greeting.md")) {
+    throw new Error(`the model's drift notice should name only signature.md: ${echoed}`);
+  }
+  const keyed = await poll("the model request with the new key", () =>
+    model.requests().find((r) => JSON.stringify(r.messages).includes("which key now?")));
+  if (keyed.authorization !== "Bearer sk-e2e-live") throw new Error(`the new key did not reach the model: ${keyed.authorization}`);
+  const pidsAfter = serverPids();
+  if (JSON.stringify(pidsAfter) !== JSON.stringify(pidsBefore)) throw new Error(`the server restarted: ${pidsBefore} → ${pidsAfter}`);
+  step(`Set API Key: the next request carries the new key, the same server process (${pidsAfter})`);
   await page.screenshot({ path: path.join(RESULTS, "vscode-e2e.png") });
   ok = true;
 } finally {
