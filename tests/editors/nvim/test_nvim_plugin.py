@@ -696,6 +696,22 @@ def test_the_sessions_picker_pages_through_older_sessions(formatting: dict[str, 
     }
 
 
+def test_the_sessions_picker_says_how_many_without_a_turn_it_folded(
+    formatting: dict[str, Any],
+) -> None:
+    assert formatting["page_folded"] == {
+        "prompt": "Agent Assist: sessions",
+        "items": 3,
+        "last": "3 sessions without a turn not shown",
+    }
+    assert formatting["page_folded_one"] == {  # after the entry that lists older ones
+        "prompt": "Agent Assist: sessions (the newest 200 of 450)",
+        "items": 202,
+        "last": "1 session without a turn not shown",
+    }
+    assert formatting["page_folded_none"] == formatting["page_all"]
+
+
 def test_search_rows_name_the_turn_only_when_there_is_one(formatting: dict[str, Any]) -> None:
     assert formatting["hit_turn"] == "s1  turn 2  user: an apple"
     assert formatting["hit_no_turn"] == "s1  user: an apple"  # `turn: null` on the wire

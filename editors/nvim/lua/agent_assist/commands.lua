@@ -133,6 +133,9 @@ function M.format_session(s)
   if s.older then -- the entry that lists the next page
     return ("Older sessions… (%d more)"):format(s.older)
   end
+  if s.empty then -- a line that says how many were folded: choosing it does nothing
+    return ("%d session%s without a turn not shown"):format(s.empty, s.empty == 1 and "" or "s")
+  end
   return ("%s  %s  %s  %s%s"):format(
     s.sessionId,
     when(s.updatedAt),
@@ -144,10 +147,11 @@ end
 
 --- The `:AgentAssist sessions` picker for the page of `result` that starts at `offset`: its
 --- prompt, and its items, the sessions then, if the project has older ones, an entry that
---- lists them (`{older = how many}`).
+--- lists them (`{older = how many}`), and last, if the server folded sessions without a
+--- turn, a line saying how many (`{empty = how many}`).
 ---@param result agent_assist.SessionsResult
 ---@param offset integer
----@return (agent_assist.SessionInfo|{older: integer})[] items
+---@return (agent_assist.SessionInfo|{older: integer}|{empty: integer})[] items
 ---@return string prompt
 function M.session_page(result, offset)
   local rows = result.sessions or {}
@@ -162,6 +166,9 @@ function M.session_page(result, offset)
   local older = total - offset - #rows
   if older > 0 and #rows > 0 then
     table.insert(items, { older = older })
+  end
+  if type(result.empty) == "number" and result.empty > 0 then
+    table.insert(items, { empty = result.empty })
   end
   return items, prompt
 end
@@ -363,7 +370,7 @@ M.subcommands = {
         kind = "agent_assist.session",
         format_item = M.format_session,
       }, function(choice)
-        if not choice then
+        if not choice or choice.empty then
           return
         end
         if choice.older then

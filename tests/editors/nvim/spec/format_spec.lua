@@ -21,12 +21,13 @@ H.run(function(out)
   out.session_untitled = commands.format_session(untitled)
 
   -- the picker's pages: the newest, a middle one, the last; the entry that lists older ones
-  local function page(count, total, offset)
+  local function page(count, total, offset, empty)
     local sessions = {}
     for n = 1, count do
       sessions[n] = vim.tbl_extend("force", row, { sessionId = ("s%d"):format(offset + n) })
     end
-    local items, prompt = commands.session_page({ sessions = sessions, total = total }, offset)
+    local result = { sessions = sessions, total = total, empty = empty }
+    local items, prompt = commands.session_page(result, offset)
     local last = items[#items]
     return { prompt = prompt, items = #items, last = commands.format_session(last) }
   end
@@ -34,6 +35,10 @@ H.run(function(out)
   out.page_newest = page(200, 450, 0)
   out.page_middle = page(200, 450, 200)
   out.page_last = page(50, 450, 400)
+  -- the sessions without a turn the server folded: said on a last line
+  out.page_folded = page(2, 2, 0, 3)
+  out.page_folded_one = page(200, 450, 0, 1)
+  out.page_folded_none = page(2, 2, 0, 0)
 
   local hit =
     { sessionId = "s1", seq = 3, turn = 2, type = "user", snippet = "an\n apple", score = 1 }
