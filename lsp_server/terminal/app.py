@@ -264,7 +264,10 @@ class ChatApp:
             if self.session_id and kept:
                 self.say(f"Closed session {self.session_id}. Bye.", "dim")
             elif self.session_id:
-                self.say("Bye (no turns in this session: nothing to keep).", "dim")
+                self.say(
+                    f"Bye (session {self.session_id} has no turns: saved, not offered to resume).",
+                    "dim",
+                )
         return code
 
     async def _session_kept(self) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..paths import host_name
 from ..store.backend import SessionStore
 from ..store.manager import SessionManager
@@ -9,14 +11,29 @@ from ..store.pointers import EditorProcess, remove_stale_pointers
 from ..workspace.tracker import WorkspaceTracker
 from .values import PreviousSession
 
+if TYPE_CHECKING:
+    from ..snapshot import SessionState
+
 UNHELD_LOOKED_AT = 50  # newest sessions looked at for one no process holds
 
 
 def newest_unheld_session(store: SessionStore) -> str | None:
-    """Return the project's most recently active session that no process holds now."""
+    """Return the project's most recently active session with a turn that no process holds."""
     rows, _ = store.list_sessions_page(0, UNHELD_LOOKED_AT)
+    rows = [row for row in rows if row.turns > 0]
     held = store.held_locks(row.session_id for row in rows)
     return next((row.session_id for row in rows if row.session_id not in held), None)
+
+
+def _empty(state: SessionState) -> bool:
+    """Return True for one of our sessions with nothing to resume: saved only at an exit.
+
+    No turn, summary, decision or message, and never saved by the user (`/save` makes a
+    checkpoint). A session file without a log, as the seed's tool writes them, is offered
+    as the seed does.
+    """
+    content = state.turns or state.summary or state.decisions or state.recent_messages
+    return state.last_seq >= 0 and not content and state.checkpoint_count == 0
 
 
 def find_previous_session(
@@ -29,6 +46,9 @@ def find_previous_session(
     editor: EditorProcess | None = None,
 ) -> PreviousSession | None:
     """Return this instance's previous session if its pointer names a loadable one.
+
+    A session with nothing in it (saved at an exit without a turn, as the seed's exit does)
+    is not offered: there is nothing to resume.
 
     With `offer_unheld` (an instance named after the editor's process, new at each start),
     an instance with no session of its own is offered the project's newest session that
@@ -58,9 +78,11 @@ def find_previous_session(
     last_active = store.last_event_time(session_id)
     if state is None:
         scan = store.read_events(session_id)
-        if not scan.events:
+        if not any(event.turn is not None for event in scan.events):
             return None
         return PreviousSession(session_id, last_active or scan.events[-1].ts, 0, None, host)
+    if _empty(state):
+        return None
     return PreviousSession(
         session_id, last_active or state.updated_at, state.turns, state.title, host
     )

@@ -331,11 +331,14 @@ class LifecycleTransitions:
         record_manifest(state, self.tracker.refresh(state.file_manifest))
 
     def snapshot_and_save(self) -> bool:
-        """Autosave on exit: skipped after a reset with nothing since; True if written."""
+        """Autosave on exit: skipped after a reset with nothing since; True if written.
+
+        As the seed's exit: a session without a turn is saved too (its manifest is the
+        baseline the next launch measures drift from) and the pointer names it; it is not
+        offered for resume (`previous.py`) and the listings fold it.
+        """
         if self.session is None or self.session_deleted or self.session.read_only:
             return False
-        if self.session.log.next_seq == 0 and not self.resumed:
-            return False  # nothing was ever recorded: leaving creates no session
         self._ensure_started()
         self._refresh_workspace_state()
         self.store.save(self.session)
@@ -402,8 +405,8 @@ class LifecycleTransitions:
                 saved = self.snapshot_and_save()
         finally:
             self.session.close()
-            if self.session.log.next_seq == 0 and not saved:
-                # never used: leave no lock file behind
+            if self.session.log.next_seq == 0 and not saved and not self.session.read_only:
+                # never written (after a reset): leave no lock file behind
                 self.store.delete_session(self.session.session_id)
             self.session = None
         return saved

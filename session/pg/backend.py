@@ -283,9 +283,10 @@ class PgSessionStore:
         """Return the project's most recently active session and the host it was written on.
 
         The store is shared: an editor instance with no session of its own here is offered
-        the one the user last worked in, on whichever machine.
+        the one the user last worked in, on whichever machine (one with a turn: a session
+        saved at an exit without one has nothing to resume).
         """
-        rows = self.pg.list_sessions(self.project)
+        rows = [row for row in self.pg.list_sessions(self.project) if row.turns > 0]
         return (rows[0].session_id, rows[0].host) if rows else None
 
     def session_host(self, session_id: str) -> str | None:

@@ -348,7 +348,7 @@ def test_explicit_instance_keeps_its_own_session(
     assert finish(child) == 0
 
 
-def test_without_a_model_the_terminal_says_how_and_keeps_no_empty_session(
+def test_without_a_model_the_terminal_says_how_and_saves_the_empty_session(
     workspace: Path, home: Path
 ) -> None:
     child = spawn_chat(workspace, home, None)
@@ -359,9 +359,12 @@ def test_without_a_model_the_terminal_says_how_and_keeps_no_empty_session(
     child.expect_exact("No model is configured (see above): nothing was sent.")
     child.expect_exact(PROMPT)
     child.sendcontrol("d")
-    child.expect_exact("Bye (no turns in this session: nothing to keep).")
+    child.expect_exact("has no turns: saved, not offered to resume).")
     assert finish(child) == 0
-    assert SessionManager(workspace, home=home).list_sessions() == []
+    # The seed's exit: the session is saved and the pointer names it; it has nothing to resume.
+    manager = SessionManager(workspace, home=home)
+    (empty,) = manager.list_sessions_page(0, None, empty=True)[0]
+    assert empty.turns == 0 and manager.snapshot_path(empty.session_id).exists()
 
 
 def test_the_model_and_its_server_given_on_the_command_line(

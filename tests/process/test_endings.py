@@ -3,8 +3,9 @@
 For each ending (shutdown+exit, exit alone, end of stdin, a broken stdout, SIGTERM, SIGINT,
 SIGHUP, the editor killed with SIGKILL) and each state (idle, streaming, a stalled stream, a
 tool waiting on the editor, the resume prompt open): the process is gone within 2 s, stderr
-stays small, no session appears on the way out, the turn in flight is recorded as ended, and
-nothing reaches stdout after `exit`. Every ending in a state with a session written to
+stays small, the turn in flight is recorded as ended, and nothing reaches stdout after
+`exit`. As the seed's exit: a session started without a turn is saved and the pointer names
+it; with the resume question still open, nothing is created and the pointer stays. Every ending in a state with a session written to
 leaves it saved: autosaved, its snapshot current, its lock gone, no SQLite journal beside the
 search index or the session list.
 """
@@ -83,13 +84,19 @@ def assert_ended_cleanly(
     assert "Traceback" not in text, text[-4000:]
     assert text.count("the connection to the editor is lost") <= 1  # said once, never again
     after = logs(home)
-    if state in ("idle", "prompt"):
-        assert after == before, "a session was created on the way out"
+    manager = SessionManager(workspace, home=home)
+    if state == "prompt":
+        assert after == before, "a session was created with the resume question unanswered"
+        assert manager.read_pointer(INSTANCE) == session_id
+    elif state == "idle":
+        (new,) = after - before  # the seed's exit saves the session started without a turn
+        new_id = new.removesuffix(".events.jsonl")
+        assert new_id == session_id and manager.snapshot_path(new_id).exists()
+        assert manager.read_pointer(INSTANCE) == new_id
     else:
         assert len(after - before) <= 1 and len(after) == len(before | after)
     if session_id is None:
         return
-    manager = SessionManager(workspace, home=home)
     events = manager.read_events(session_id).events if manager.exists(session_id) else []
     if state in ("streaming", "stalled", "tool"):
         ends = [e for e in events if e.type == "turn/end"]

@@ -13,6 +13,8 @@ from session.lifecycle.previous import newest_unheld_session
 from session.paths import is_valid_instance_id
 from session.store.manager import SessionManager
 
+from .conftest import make_lifecycle, run_turn
+
 
 def test_settings_section_takes_ours_or_the_whole_object() -> None:
     assert settings_section({"agentAssist": {"compactAt": 0.5}}) == {"compactAt": 0.5}
@@ -55,13 +57,21 @@ def test_derived_instance_names_client_and_process() -> None:
     assert (config.instance_id, config.instance_derived) == ("w", False)
 
 
-def test_newest_unheld_session_skips_the_held_one(manager: SessionManager) -> None:
+def test_newest_unheld_session_skips_the_held_one_and_empty_ones(manager: SessionManager) -> None:
     assert newest_unheld_session(manager) is None
-    older = manager.create_session(instance_id="a")
+    older = make_lifecycle(manager, "a")
+    run_turn(older, "one", "first")
+    older_id = older.session_id
     older.close()
-    newer = manager.create_session(instance_id="b")  # still open: its lock is held
+    newer = make_lifecycle(manager, "b")
+    run_turn(newer, "two", "second")  # still open: its lock is held
+    newer_id = newer.session_id
+    empty = make_lifecycle(manager, "c")
+    empty_id = empty.session_id
+    assert empty.close()  # saved at exit without a turn, but with nothing to resume
+    assert manager.snapshot_path(empty_id).exists()
     try:
-        assert newest_unheld_session(manager) == older.session_id
+        assert newest_unheld_session(manager) == older_id
     finally:
         newer.close()
-    assert newest_unheld_session(manager) in {older.session_id, newer.session_id}
+    assert newest_unheld_session(manager) in {older_id, newer_id}

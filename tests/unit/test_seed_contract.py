@@ -225,3 +225,71 @@ def test_reset_removes_the_cache_with_the_session(manager: SessionManager) -> No
     assert snapshot_file.cache_path(path).exists()
     manager.delete_session(sid)
     assert not snapshot_file.cache_path(path).exists() and not path.exists()
+
+
+# -- the seed's exit: saved, and the pointer names the session -------------------------------
+
+
+def assert_saved_and_pointed(manager: SessionManager, session_id: str) -> None:
+    written = read(manager.snapshot_path(session_id))
+    jsonschema.validate(written, SCHEMA)
+    assert written["session_id"] == session_id
+    assert manager.read_pointer("inst") == session_id
+
+
+def test_a_fresh_launch_that_ends_without_a_turn_is_saved(manager: SessionManager) -> None:
+    lc = make_lifecycle(manager)
+    assert lc.find_previous() is None
+    sid = lc.session_id
+    assert lc.close()
+    assert_saved_and_pointed(manager, sid)
+    assert set(read(manager.snapshot_path(sid))["file_manifest"]) == {
+        "agent_spec.md",
+        "templates/prompt.txt",
+    }  # the baseline the next launch measures drift from
+    assert make_lifecycle(manager).find_previous() is None  # nothing in it to resume
+
+
+def first_session(manager: SessionManager) -> tuple[str, bytes]:
+    lc = make_lifecycle(manager)
+    run_turn(lc, "design an agent", "Sure.")
+    sid = lc.session_id
+    lc.close()
+    return sid, manager.log_path(sid).read_bytes()
+
+
+def test_declining_then_exiting_saves_the_new_session_and_moves_the_pointer(
+    manager: SessionManager,
+) -> None:
+    old, old_log = first_session(manager)
+    lc = make_lifecycle(manager)
+    previous = lc.find_previous()
+    assert previous is not None and previous.session_id == old
+    assert lc.resume_or_start(previous, accept=False) == "new"
+    new = lc.session_id
+    assert new != old
+    assert lc.close()
+    assert_saved_and_pointed(manager, new)
+    assert make_lifecycle(manager).find_previous() is None  # the declined one is not offered again
+    # The declined session stays whole, listed and openable.
+    assert manager.log_path(old).read_bytes() == old_log
+    assert old in {info.session_id for info in manager.list_sessions()}
+    again = make_lifecycle(manager)
+    again.resume(old)
+    assert again.session_id == old and again.message_history()
+    again.close()
+
+
+def test_new_then_exiting_saves_the_new_session_and_moves_the_pointer(
+    manager: SessionManager,
+) -> None:
+    old, old_log = first_session(manager)
+    lc = make_lifecycle(manager)
+    previous = lc.find_previous()
+    assert previous is not None and lc.resume_or_start(previous, accept=True) == "resumed"
+    previous_id, new = lc.new_session()
+    assert previous_id == old and new != old
+    assert lc.close()
+    assert_saved_and_pointed(manager, new)
+    assert manager.log_path(old).read_bytes().startswith(old_log)  # only appended to
+    assert manager.snapshot_path(old).exists()
