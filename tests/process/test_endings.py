@@ -5,9 +5,9 @@ SIGHUP, the editor killed with SIGKILL) and each state (idle, streaming, a stall
 tool waiting on the editor, the resume prompt open): the process is gone within 2 s, stderr
 stays small, the turn in flight is recorded as ended, and nothing reaches stdout after
 `exit`. As the seed's exit: a session started without a turn is saved and the pointer names
-it; with the resume question still open, nothing is created and the pointer stays. Every ending in a state with a session written to
-leaves it saved: autosaved, its snapshot current, its lock gone, no SQLite journal beside the
-search index or the session list.
+it; with the resume question still open, nothing is created and the pointer stays. Every
+ending in a state with a session written to leaves it saved: autosaved, its snapshot current,
+its lock gone, no SQLite journal beside the search index or the session list.
 """
 
 from __future__ import annotations
