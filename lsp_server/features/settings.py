@@ -102,14 +102,19 @@ class LiveSettings(Feature):
         return first if isinstance(first, Mapping) else None
 
     def apply(self, settings: Mapping[str, Any]) -> list[str]:
-        """Lay `settings` over the options in use and apply what changed; return warnings."""
+        """Lay `settings` over `initializationOptions` and apply what changed; return warnings.
+
+        The settings are the client's whole section as it is now (pulled or sent): one the
+        user removed goes back to its `initializationOptions` value, or its default.
+        """
         ls = self.server
         init = ls.initialize_params
         client = init.client_info.name if init is not None and init.client_info else None
         process_id = init.process_id if init is not None else None
+        base = overlay_options(init.initialization_options if init else None, {})
         if self.options is None:
-            self.options = overlay_options(init.initialization_options if init else None, {})
-        merged = overlay_options(self.options, settings)
+            self.options = base
+        merged = overlay_options(base, settings)
         before, known = parse_initialization_options(self.options, client, os.environ, process_id)
         after, warnings = parse_initialization_options(merged, client, os.environ, process_id)
         self.options = merged

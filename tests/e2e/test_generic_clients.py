@@ -86,6 +86,21 @@ async def test_changed_settings_switch_the_model_for_the_next_turn(
     assert any("compactAt 5 is invalid" in t for t in shown(editor)), shown(editor)
     logged = [m.message for m in editor.client.log_messages]
     assert not [m for m in logged if "unknown method" in m.lower()], logged
+
+    # The user removes the setting: the model is initialize's again (the section is whole).
+    if pull:
+        editor.client.set_configuration({}, section="agentAssist")
+    else:
+        sent = {"agentAssist": {}}
+    editor.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings=sent)
+    )
+    await status_model(editor, "test-model")
+    fake.add("third answer")
+    await editor.request("agentAssist/chat", {"text": "third"})
+    request = chat_requests(fake)[-1]
+    assert request.body["model"] == "test-model"
+    assert SECOND_KEY not in request.headers.get("authorization", "")
     await editor.stop()
 
 
