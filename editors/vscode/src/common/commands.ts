@@ -20,6 +20,7 @@ import {
   type SearchHit,
   type SessionInfo,
   SESSIONS,
+  type SessionsResult,
 } from "./protocol";
 import type { AgentServer } from "./server";
 
@@ -33,6 +34,20 @@ export function sessionPickItem(s: SessionInfo): vscode.QuickPickItem & { sessio
     detail: `updated ${s.updatedAt}${s.parentSessionId ? ` · forked from ${s.parentSessionId.slice(0, 8)}` : ""}`,
     sessionId: s.sessionId,
   };
+}
+
+/**
+ * The rows of the Sessions quick pick; last, if the server folded sessions without a turn, a
+ * line saying how many (no session: choosing it does nothing).
+ */
+export function sessionPickItems(result: SessionsResult): (vscode.QuickPickItem & { sessionId: string })[] {
+  const items = result.sessions.map(sessionPickItem);
+  const folded = result.empty;
+  if (folded > 0) {
+    const label = `$(info) ${folded} session${folded === 1 ? "" : "s"} without a turn not shown`;
+    items.push({ label, alwaysShow: true, sessionId: "" });
+  }
+  return items;
 }
 
 /** One row of the search results: the snippet, then short id, the turn (when the hit has one) and the event type. */
@@ -226,8 +241,8 @@ export class SessionCommands {
       result.total > shown
         ? `Agent Assist sessions of this project (the newest ${shown} of ${result.total})`
         : "Agent Assist sessions of this project";
-    const pick = await vscode.window.showQuickPick(result.sessions.map(sessionPickItem), { title });
-    if (pick) {
+    const pick = await vscode.window.showQuickPick(sessionPickItems(result), { title });
+    if (pick?.sessionId) {
       await this.open(pick.sessionId);
     }
   }

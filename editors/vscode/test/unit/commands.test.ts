@@ -9,6 +9,7 @@ import {
   searchPickItem,
   SessionCommands,
   sessionPickItem,
+  sessionPickItems,
 } from "../../src/common/commands";
 import { type FailureData, NEW, REQUEST_FAILED, RESET, type SearchHit, type SessionInfo } from "../../src/common/protocol";
 import type { AgentServer } from "../../src/common/server";
@@ -36,6 +37,16 @@ describe("sessions quick pick", () => {
       detail: "updated 2025-01-02T11:00:00Z",
       sessionId: session.sessionId,
     });
+  });
+
+  it("ends with how many sessions without a turn the server folded, if any", () => {
+    const items = sessionPickItems({ sessions: [session], total: 1, empty: 3 });
+    expect(items.map((i) => i.label)).toEqual(["support agent", "$(info) 3 sessions without a turn not shown"]);
+    expect(items[1]).toMatchObject({ alwaysShow: true, sessionId: "" });
+    expect(sessionPickItems({ sessions: [session], total: 1, empty: 1 })[1]?.label).toBe(
+      "$(info) 1 session without a turn not shown",
+    );
+    expect(sessionPickItems({ sessions: [session], total: 1, empty: 0 })).toEqual([sessionPickItem(session)]);
   });
 
   it("marks the active session and names the parent of a fork", () => {
