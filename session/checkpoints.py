@@ -164,6 +164,13 @@ class CheckpointStore:
                     removed.append(Path(blob.path))
         return removed
 
+    def has_blob(self, digest: str) -> bool:
+        """Return True if a blob of `digest` is stored (not read: see `read_blob`)."""
+        try:
+            return self.blob_path(digest).is_file()
+        except StorageError:
+            return False
+
     def read_blob(self, digest: str) -> bytes | None:
         """Return a blob's content if present and intact."""
         try:

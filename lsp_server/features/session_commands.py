@@ -99,14 +99,12 @@ class SessionCommands(Feature):
         changed: list[proto.ChangedFile] = []
         drift = lifecycle.last_drift if origin is not None else None
         if drift is not None:
+            held = lifecycle.checkpoints_holding([*drift.modified, *drift.deleted])
             kinds = (("modified", drift.modified), ("deleted", drift.deleted))
             for change, paths in (*kinds, ("created", drift.created)):
                 for path in paths:
-                    copy = lifecycle.checkpoint_copy(path) if change != "created" else None
                     changed.append(
-                        proto.ChangedFile(
-                            path=path, change=change, checkpoint=copy[0] if copy else None
-                        )
+                        proto.ChangedFile(path=path, change=change, checkpoint=held.get(path))
                     )
         resumed = origin in (proto.SessionOrigin.RESUMED, proto.SessionOrigin.OPENED)
         return proto.ResumeResult(

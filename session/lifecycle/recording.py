@@ -7,6 +7,7 @@ restores, compactions and the running summary: every one an event appended to th
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -219,6 +220,24 @@ class SessionLifecycle(LifecycleTransitions):
             if number is not None:
                 return None
         return None
+
+    def checkpoints_holding(self, paths: Iterable[str]) -> dict[str, int | None]:
+        """Return, per path, the newest checkpoint that kept a copy of it (None: none did).
+
+        The records are read once, and no copy is read: for a resume's list of changed files.
+        """
+        records = self.list_checkpoints()[::-1]
+        found: dict[str, int | None] = {}
+        for path in paths:
+            found[path] = next(
+                (
+                    r.number
+                    for r in records
+                    if (d := r.files.get(path)) is not None and self.checkpoints.has_blob(d)
+                ),
+                None,
+            )
+        return found
 
     def list_checkpoints(self) -> list[CheckpointRecord]:
         """Return this session's checkpoints, oldest first."""

@@ -54,6 +54,10 @@ class PgCheckpointStore(CheckpointStore):
         """Delete the blobs no checkpoint keeps (older than `grace_seconds`); return digests."""
         return list(self.pg.collect_blobs(grace_seconds))
 
+    def has_blob(self, digest: str) -> bool:
+        """Return True if the blob is stored (and intact)."""
+        return self.read_blob(digest) is not None
+
     def read_blob(self, digest: str) -> bytes | None:
         """Return a blob's bytes if stored and intact."""
         try:
