@@ -44,6 +44,7 @@ DIRS_PER_GROUP = 20
 GIT_TARGET = 2.0  # ours ≤ 2× git status
 SPAWNS: dict[Mode, int] = {"smoke": 1, "default": 5, "long": 9}  # per tree state, per project
 HASH_TARGET = 0.25  # ours ≥ 4× faster than hashing every file
+CHANGED_TARGET = 2.0  # a resume finding 1% changed ≤ 2× one finding nothing (#39)
 
 
 def template_path(index: int) -> str:
@@ -217,8 +218,12 @@ def measure_size(mode: Mode, count: int, tmp: Path, result: Result, plot: Plot) 
     )
 
     # -- the same, where the user feels it: spawn → resumed session over LSP ---------------
-    pair = ResumePair(root, make_small_project(tmp / f"one{count}", SPEC_BODY), tmp / f"lsp{count}")
+    one_file = make_small_project(tmp / f"one{count}", SPEC_BODY)
+    pair = ResumePair(root, one_file, tmp / f"lsp{count}")
     lsp_unchanged = pair.measure(SPAWNS[mode])
+    # ...for a session the user ended with a save, on to the editor's `agentAssist/resume`
+    saved_pair = ResumePair(root, one_file, tmp / f"lsp-saved{count}", saved=True)
+    saved_unchanged = saved_pair.measure(SPAWNS[mode])
 
     # -- 1% changed: every 100th file gets a line appended ---------------------------------
     changed = paths[::100]
@@ -252,14 +257,18 @@ def measure_size(mode: Mode, count: int, tmp: Path, result: Result, plot: Plot) 
     )
 
     lsp_changed = pair.measure(SPAWNS[mode])
+    saved_changed = saved_pair.measure(SPAWNS[mode])
     git_s = None if git_times is None else median(git_times)
     git_changed_s = None if git_changed_times is None else median(git_changed_times)
+    costs: dict[str, float] = {}
     for state, (big, small), git_state_s in (
         ("unchanged", lsp_unchanged, git_s),
         ("1% changed", lsp_changed, git_changed_s),
+        ("unchanged, ended by a save", saved_unchanged, git_s),
+        ("1% changed, ended by a save", saved_changed, git_changed_s),
     ):
         (big_spawn, big_settle), (small_spawn, small_settle) = map(resume_times, (big, small))
-        cost = paired_cost(big_settle, small_settle)
+        cost = costs[state] = paired_cost(big_settle, small_settle)
         label = f"resume over LSP, {tag} {state}: cost over 1 file"
         result.details.append(
             f"{label}: initialize answered → resumed {spread(big_settle)} vs one tracked "
@@ -271,6 +280,15 @@ def measure_size(mode: Mode, count: int, tmp: Path, result: Result, plot: Plot) 
             result.rows.append(Row(f"{label} vs `git status`", "git not installed", ok=None))
         else:
             result.rows.append(ratio_row(f"{label} vs `git status`", cost, git_state_s, GIT_TARGET))
+    for ended in ("", ", ended by a save"):
+        result.rows.append(
+            ratio_row(
+                f"resume over LSP, {tag}{ended}: cost over 1 file, 1% changed vs unchanged",
+                costs[f"1% changed{ended}"],
+                max(costs[f"unchanged{ended}"], 1e-4),  # (a cost within noise of zero)
+                CHANGED_TARGET,
+            )
+        )
     result.rows += target_rows(
         f"drift, {tag} unchanged", median(ours_times), git_s, median(hash_times)
     )

@@ -14,6 +14,7 @@ the same drift (a resume records it, and the next would see none).
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from pathlib import Path
 
@@ -27,34 +28,53 @@ from .server_process import PYCACHE, server_env
 INSTANCE = "bench"  # the instance id BenchClient sends
 
 
-def record_session(root: Path, home: Path) -> str:
-    """Record a session of `root` whose snapshot holds the manifest of its files now."""
+def record_session(root: Path, home: Path, *, saved: bool = False) -> str:
+    """Record a session of `root` whose snapshot holds the manifest of its files now.
+
+    `saved`: ended by the user's save (a checkpoint of every file; the log's last line is
+    the `session/save` event with the whole manifest), else by the exit's autosave.
+    """
     lifecycle = SessionLifecycle(SessionManager(root, home=home), INSTANCE)
     lifecycle.resume_or_start(None, True)
     lifecycle.record_decision("Measure the resume of this project.")
+    if saved:
+        lifecycle.explicit_save()
     session_id = lifecycle.session_id
     assert lifecycle.close(), "the session was not saved"
     return session_id
 
 
-class ResumePair:
-    """A project of N tracked files and one of a single file, each with a saved session."""
+def _link_blobs(source: str, target: str) -> None:
+    """Copy a store file, but hard-link checkpoint copies (read only: 100,000 of them)."""
+    if "/blobs/" in source:
+        os.link(source, target)
+    else:
+        shutil.copy2(source, target)
 
-    def __init__(self, root: Path, small_root: Path, scratch: Path) -> None:
+
+class ResumePair:
+    """A project of N tracked files and one of a single file, each with a saved session.
+
+    `saved`: the sessions were ended by a save (see `record_session`), and each spawn is
+    timed on to the answer of `agentAssist/resume` (the changed files and their copies).
+    """
+
+    def __init__(self, root: Path, small_root: Path, scratch: Path, *, saved: bool = False) -> None:
         self.root = root
         self.small_root = small_root
         self.scratch = scratch
+        self.saved = saved
         self.homes: dict[str, tuple[Path, str]] = {}
         for name, project in (("big", root), ("small", small_root)):
             pristine = scratch / f"{name}-home"
-            self.homes[name] = (pristine, record_session(project, pristine))
+            self.homes[name] = (pristine, record_session(project, pristine, saved=saved))
 
     async def _spawn(self, name: str, project: Path) -> Spawned:
         pristine, session_id = self.homes[name]
         home = self.scratch / f"{name}-run"
         shutil.rmtree(home, ignore_errors=True)
-        shutil.copytree(pristine, home, symlinks=True)
-        spawned = await spawn_timed(server_env(home, PYCACHE), project)
+        shutil.copytree(pristine, home, symlinks=True, copy_function=_link_blobs)
+        spawned = await spawn_timed(server_env(home, PYCACHE), project, ask_resume=self.saved)
         assert spawned.reason == "resumed" and spawned.session_id == session_id, spawned
         return spawned
 

@@ -272,14 +272,20 @@ class Spawned(NamedTuple):
     session_id: str
 
 
-async def spawn_timed(env: dict[str, str], workspace: Path) -> Spawned:
-    """Spawn the server (autoResume: always) and time it to its first `sessionChanged`."""
+async def spawn_timed(env: dict[str, str], workspace: Path, *, ask_resume: bool = False) -> Spawned:
+    """Spawn the server (autoResume: always) and time it to its first `sessionChanged`.
+
+    `ask_resume`: and on to the answer of `agentAssist/resume`, which an editor asks for
+    at once to show the resume banner and the changed files with their checkpoints.
+    """
     client = BenchClient(env, workspace, options={"autoResume": "always"})
     start = time.perf_counter()
     await client.start()
     await client.initialize()
     initialized = time.perf_counter()
     await client.ready()
+    if ask_resume:
+        await client.request("agentAssist/resume", {})
     end = time.perf_counter()
     change = client.session_changes[0]
     await client.stop()
