@@ -77,8 +77,11 @@ export type HostMessage =
   | { type: "checkpoints"; sessionId: string; checkpoints: CheckpointInfo[] }
   /** A restore's dry run, for the confirmation that lists the files. */
   | { type: "restorePlan"; plan: CheckpointRestoreResult }
-  /** The newest sessions, and how many the project has (`total` > listed: older ones exist). */
-  | { type: "sessions"; sessions: SessionInfo[]; total: number }
+  /**
+   * The newest sessions, and how many the project has (`total` > listed: older ones exist);
+   * `empty`: how many without a turn the server folded (not listed, not in `total`).
+   */
+  | { type: "sessions"; sessions: SessionInfo[]; total: number; empty?: number }
   | { type: "searchResults"; query: string; results: SearchHit[] }
   /** The unsent message the host kept, for a view that lost its own state. */
   | { type: "draft"; text: string }
@@ -230,7 +233,12 @@ const HOST_MESSAGES = {
     checkpoints: isArrayOf(isCheckpointInfo),
   }),
   restorePlan: isObject({ type: isOneOf(["restorePlan"] as const), plan: isRestorePlan }),
-  sessions: isObject({ type: isOneOf(["sessions"] as const), sessions: isArrayOf(isSessionInfo), total: isNumber }),
+  sessions: isObject({
+    type: isOneOf(["sessions"] as const),
+    sessions: isArrayOf(isSessionInfo),
+    total: isNumber,
+    empty: isOptional(isNumber),
+  }),
   searchResults: isObject({
     type: isOneOf(["searchResults"] as const),
     query: isString,

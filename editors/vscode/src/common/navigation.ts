@@ -57,7 +57,7 @@ export class ViewNavigation {
     try {
       // The newest only: a project may have thousands of sessions; search finds any of them.
       const result = await this.server.request(SESSIONS, { limit: this.sessionLimit });
-      this.post({ type: "sessions", sessions: result.sessions, total: result.total });
+      this.post({ type: "sessions", sessions: result.sessions, total: result.total, empty: result.empty });
     } catch (error) {
       this.log.warn(`sessions: ${errorText(error)}`);
     }

@@ -16,7 +16,7 @@ import {
   withdrawnDraft,
   workingText,
 } from "./model";
-import { bannerElement, olderSessions, rowElement, rowKey, rowSignature, rowStreaming, searchRows, sessionRows } from "./render";
+import { bannerElement, foldedSessions, olderSessions, rowElement, rowKey, rowSignature, rowStreaming, searchRows, sessionRows } from "./render";
 
 interface VsCodeApi {
   postMessage(message: WebviewMessage): void;
@@ -243,7 +243,8 @@ function renderPanels(before: View): void {
       // "Show older sessions" had the focus: it goes to the first of those just listed.
       const more = document.activeElement?.classList.contains("more-sessions") === true;
       const older = olderSessions(view.sessions.length, view.sessionsTotal);
-      sessionsBody.replaceChildren(sessionRows(view.sessions, new Date()), ...(older ? [older] : []));
+      const folded = foldedSessions(view.sessionsEmpty);
+      sessionsBody.replaceChildren(sessionRows(view.sessions, new Date()), ...(older ? [older] : []), ...(folded ? [folded] : []));
       if (more) {
         const first = sessionsBody.querySelectorAll("li.session-row")[before.sessions?.length ?? 0];
         (first?.querySelector<HTMLElement>("button") ?? sessionsBody.querySelector<HTMLElement>("button.more-sessions"))?.focus();

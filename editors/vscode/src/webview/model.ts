@@ -19,6 +19,8 @@ export interface View {
   sessions: SessionInfo[] | undefined;
   /** How many sessions the project has: more than `sessions` lists when older ones exist. */
   sessionsTotal: number;
+  /** How many sessions without a turn the server folded (not listed, not in the total). */
+  sessionsEmpty: number;
   panel: Panel;
   /** `results` undefined while the search runs. */
   search: { query: string; results: SearchHit[] | undefined };
@@ -47,6 +49,7 @@ export function initialView(transcript: Transcript, dismissed: string[] = []): V
     confirm: undefined,
     sessions: undefined,
     sessionsTotal: 0,
+    sessionsEmpty: 0,
     panel: "none",
     search: { query: "", results: [] },
     reveal: undefined,
@@ -86,7 +89,7 @@ export function update(view: View, action: HostMessage | UiAction): View {
     case "restorePlan":
       return view.confirm?.number === action.plan.number ? { ...view, confirm: { ...view.confirm, plan: action.plan } } : view;
     case "sessions":
-      return { ...view, sessions: action.sessions, sessionsTotal: action.total };
+      return { ...view, sessions: action.sessions, sessionsTotal: action.total, sessionsEmpty: action.empty ?? 0 };
     case "searchResults":
       return action.query === view.search.query ? { ...view, search: { query: action.query, results: action.results } } : view;
     case "transcript": {

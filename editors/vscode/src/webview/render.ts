@@ -289,6 +289,14 @@ export function olderSessions(shown: number, total: number): HTMLElement | null 
   );
 }
 
+/** Last under the list when the server folded sessions without a turn: how many. */
+export function foldedSessions(count: number): HTMLElement | null {
+  if (count <= 0) {
+    return null;
+  }
+  return h("p", { class: "muted session-folded" }, `${count} session${count === 1 ? "" : "s"} without a turn not shown.`);
+}
+
 export function searchRows(view: View): HTMLElement {
   const { query, results } = view.search;
   if (results === undefined) {

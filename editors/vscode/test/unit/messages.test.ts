@@ -101,6 +101,7 @@ describe("extension → webview messages", () => {
         ],
         total: 340,
       },
+      { type: "sessions", sessions: [], total: 0, empty: 2 },
       {
         type: "searchResults",
         query: "apple",
@@ -158,6 +159,7 @@ describe("extension → webview messages", () => {
       parseHostMessage({ type: "sessions", sessions: [{ sessionId: "s", title: 3, createdAt: "t", updatedAt: "t", turns: 0, active: true }], total: 1 }),
     ).toBeUndefined();
     expect(parseHostMessage({ type: "sessions", sessions: [] })).toBeUndefined(); // no total
+    expect(parseHostMessage({ type: "sessions", sessions: [], total: 0, empty: "2" })).toBeUndefined();
     expect(parseHostMessage({ type: "nope" })).toBeUndefined();
   });
 

@@ -258,6 +258,10 @@ describe("sessions and search in the view", () => {
     const listed = update(run([]), { type: "sessions", sessions, total: 340 });
     expect(listed.sessions).toEqual(sessions);
     expect(listed.sessionsTotal).toBe(340);
+    expect(listed.sessionsEmpty).toBe(0);
+    const folded = update(listed, { type: "sessions", sessions, total: 340, empty: 4 });
+    expect(folded.sessionsEmpty).toBe(4);
+    expect(update(folded, { type: "sessions", sessions, total: 340 }).sessionsEmpty).toBe(0);
   });
 
   it("toggles one panel at a time", () => {

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { ResumeView } from "../../src/common/messages";
 import type { CheckpointInfo, CheckpointRestoreResult, SessionInfo } from "../../src/common/protocol";
 import { initialView, sessionMeta, type View } from "../../src/webview/model";
-import { bannerElement, checkpointElement, olderSessions, sessionRows } from "../../src/webview/render";
+import { bannerElement, checkpointElement, foldedSessions, olderSessions, sessionRows } from "../../src/webview/render";
 
 const NOW = new Date("2026-04-01T12:00:00Z");
 
@@ -212,5 +212,12 @@ describe("sessionRows", () => {
     const button = more?.querySelector<HTMLButtonElement>("button.more-sessions");
     expect(button?.type).toBe("button");
     expect(button?.textContent).toBe("Show older sessions");
+  });
+
+  it("says how many sessions without a turn the server folded, if any", () => {
+    expect(foldedSessions(0)).toBeNull();
+    expect(foldedSessions(1)?.textContent).toBe("1 session without a turn not shown.");
+    expect(foldedSessions(3)?.textContent).toBe("3 sessions without a turn not shown.");
+    expect(foldedSessions(3)?.querySelector("button")).toBeNull(); // nothing to choose
   });
 });
