@@ -8,6 +8,7 @@ from ..paths import host_name
 from ..store.backend import SessionStore
 from ..store.manager import SessionManager
 from ..store.pointers import EditorProcess, remove_stale_pointers
+from ..store.seed_store import newest_unimported
 from ..workspace.tracker import WorkspaceTracker
 from .values import PreviousSession
 
@@ -67,7 +68,7 @@ def find_previous_session(
     if session_id is None:
         latest = store.latest_elsewhere()
         if latest is None:
-            return None
+            return seed_offer(store)
         session_id = latest[0]
     # The finds of the resume start now and walk the tree while the snapshot is read.
     tracker.prefetch()
@@ -86,3 +87,18 @@ def find_previous_session(
     return PreviousSession(
         session_id, last_active or state.updated_at, state.turns, state.title, host
     )
+
+
+def seed_offer(store: SessionStore) -> PreviousSession | None:
+    """Offer the seed's newest session of this project, on the project's first launch here.
+
+    Only for the local store, and only while the project has no session of ours at all: a
+    declined offer starts a session whose file (saved at exit) stops the offer, as the
+    seed's new session's pointer would. Accepting imports it (`resume_or_start`).
+    """
+    if not isinstance(store, SessionManager) or next(store.session_ids(), None) is not None:
+        return None
+    seed = newest_unimported(store)
+    if seed is None:
+        return None
+    return PreviousSession(seed.session_id, seed.updated_at, 0, seed.title, source="seed")

@@ -23,6 +23,7 @@ from ..snapshot import record_manifest, recorded_manifest
 from ..storage import StorageError
 from ..store.backend import SessionStore
 from ..store.manager import SessionManager
+from ..store.seed_store import import_offered
 from ..store.session import Session
 from ..summary import SummaryPlan, extractive_session_summary, plan_summary
 from ..workspace.drift import DriftReport
@@ -295,6 +296,8 @@ class LifecycleTransitions:
         """Resume `previous` if accepted (falling back to a fresh session); return the reason."""
         if previous is not None and accept:
             try:
+                if previous.source == "seed":  # copied into ours first (`seed_store`)
+                    import_offered(self.manager, previous.session_id)
                 self.resume(previous.session_id)
                 return "resumed"
             except SessionLockedError as exc:

@@ -37,10 +37,13 @@ class PreviousSession:
     turns: int
     title: str | None
     host: str | None = None  # the machine it was last written on, when not this one
+    source: str | None = None  # "seed": in the seed's store, imported if accepted
 
     def prompt(self) -> str:
         """Return the resume question, as the seed asks it (and on which machine, if shared)."""
         on = f", on {self.host}" if self.host else ""
+        if self.source == "seed":
+            on += ", in the seed's store"
         return (
             f"Previous session found (last active: {format_utc(self.last_active)}{on})\n"
             "Resume previous session?"
