@@ -620,3 +620,32 @@ async def test_new_keeps_the_previous_session_whole(
     await editor.request("agentAssist/open", {"sessionId": old_id})
     items = (await editor.request("agentAssist/history"))["items"]
     assert [i["text"] for i in items if i["role"] == "user"] == ["first question"]
+
+
+@VSCODE_ONLY
+async def test_declining_then_quitting_saves_the_new_session_and_the_declined_one_still_opens(
+    make_editor: MakeEditor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    """The seed's "No" then exit: the new session is saved and the pointer names it."""
+    old_id = await first_session(make_editor, fake)
+    editor = make_editor(resume_answer="New session")
+    changed = await started(editor)
+    new_id = changed["sessionId"]
+    assert changed["reason"] == "new" and new_id != old_id
+    await editor.stop()  # no turn in it
+    store = stored(workspace, home)
+    state, _ = store.read_snapshot(new_id)
+    assert state is not None and state.turns == 0 and state.file_manifest  # the drift baseline
+    assert store.read_pointer("test-window") == new_id
+
+    relaunch = make_editor()
+    changed = await started(relaunch)
+    assert relaunch.questions == []  # nothing in the new one to resume, the old one declined
+    assert changed["reason"] == "new"
+    listed = await relaunch.request("agentAssist/sessions", {"includeEmpty": True})
+    assert {old_id, new_id} <= {s["sessionId"] for s in listed["sessions"]}
+    opened = await relaunch.request("agentAssist/open", {"sessionId": old_id})
+    assert opened["context"].startswith(RESUME_HEADER)
+    fake.add("continued")
+    reply = await relaunch.request("agentAssist/chat", {"text": "go on"})
+    assert (reply["sessionId"], reply["turn"]) == (old_id, 2)
