@@ -125,8 +125,10 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=lazy("search", "cmd_reindex"))
 
     from .migrate import register_migrate
+    from .seed_import import register_import
 
     register_migrate(sub, common)
+    register_import(sub, common)
 
     doctor = subparsers.add_parser(
         "doctor",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .output import write_json
 from .running import OK, USAGE
 from .table import render, terminal_columns
-from .targets import layouts, open_database, store_spec
+from .targets import layouts, open_database, store_spec, workspace_of
 
 if TYPE_CHECKING:
     from session.store.listing_files import ListedRow
@@ -34,6 +34,7 @@ def row_json(row: ListedRow, project: str, workspace: str, busy: bool) -> dict[s
     return found
 
 
+SEED_SOURCE = "source: seed store"  # the status of a row of the seed's store (not imported)
 TABLE_LIMIT = 50  # rows in the table unless --limit says otherwise
 
 
@@ -112,17 +113,21 @@ def cmd_list(args: argparse.Namespace) -> int:
         sys.stderr.write("agent-assist sessions list: --offset must be 0 or more\n")
         return USAGE
     spec = store_spec(args)
+    seed: list[dict[str, Any]] = []
     if spec is None:
         rows, total, folded = local_listing(args, limit, offset)
+        if not args.all_projects:  # the seed's sessions not imported yet, after ours
+            seed = local_seed_rows(args)
     else:
         rows, total, folded = database_listing(args, spec, limit, offset)
+    last_page = offset + len(rows) >= total
     if args.json:
-        write_json({"sessions": rows, "total": total})
+        write_json({"sessions": rows + (seed if last_page else []), "total": total})
         return OK
-    if not rows:
+    if not rows and not (seed and last_page):
         sys.stdout.write(f"No sessions past the newest {total}.\n" if offset else "No sessions.\n")
     else:
-        sys.stdout.write(list_table(rows, args.all_projects))
+        sys.stdout.write(list_table(rows + (seed if last_page else []), args.all_projects))
     last = offset + len(rows)
     if rows and offset:
         more = f"; --offset {last} for older" if last < total else ""
@@ -133,7 +138,24 @@ def cmd_list(args: argparse.Namespace) -> int:
         )
     if folded:
         sys.stdout.write(f"{without_turn(folded)} not shown (--empty shows them)\n")
+    if seed:
+        many = f"{len(seed)} session{'s' * (len(seed) != 1)}"
+        sys.stdout.write(
+            f"{many} in the seed's store not imported yet (agent-assist sessions import)\n"
+        )
     return OK
+
+
+def local_seed_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Return the rows of the seed's sessions of this project not imported (`seed_import`)."""
+    from session.store.seed_store import locate
+
+    from .seed_import import seed_rows
+
+    if locate(workspace_of(args)).sessions_dir is None:  # a stat or two without a seed store
+        return []
+    layout = layouts(args)[0]
+    return seed_rows(layout.workspace_root, layout.project_dir)
 
 
 def list_table(rows: list[dict[str, Any]], all_projects: bool) -> str:
@@ -148,10 +170,10 @@ def list_table(rows: list[dict[str, Any]], all_projects: bool) -> str:
             [
                 row["sessionId"],
                 f"{row['updatedAt'][:10]} {row['updatedAt'][11:16]}",
-                str(row["turns"]),
+                "" if row.get("source") == "seed" else str(row["turns"]),
                 row["phase"] or "",
                 title,
-                "in use" if row["inUse"] else "",
+                SEED_SOURCE if row.get("source") == "seed" else "in use" if row["inUse"] else "",
             ]
         )
     if all_projects:
