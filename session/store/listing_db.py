@@ -31,8 +31,8 @@ VERSION = 6
 _BUSY_S = 2.0  # how long a listing or a writer's note waits for another's transaction
 # A session without a turn (saved at an exit without one), folded out of a listing unless
 # asked for. A title is a turn's input or, without one, the summary's first line: a seed's
-# session file, which has no `turns`, is listed if it has a summary (only its recent
-# messages, and it is folded).
+# session file, which has no `turns`, is listed if it has a summary; one with only recent
+# messages is folded (a row does not hold them).
 EMPTY = "turns = 0 AND title IS NULL"
 # A page: (1: every session, or 0: none without a turn; the id of one listed anyway, e.g. the
 # current session, or None; limit; offset).
