@@ -8,17 +8,19 @@ is a JSON object of its own once closed.
 Parsing a 20,000-entry `file_manifest` object is most of a resume's read of the file. So,
 beside it, `<id>.manifest-cache` (derived, machine-local, never fsynced, safe to delete)
 holds the same manifest packed (the paths in their stored order and the digests joined)
-with the identity of the file it was taken from (size, inode, mtime and ctime: any write or
-replacement of the file changes one of them) and where `file_manifest` begins in it. When
-the identity matches, the reader parses only the part before the manifest and takes the
-manifest from the cache; otherwise (missing, stale, damaged) it parses the whole file and
-writes the cache again.
+with the identity of the file it was taken from: its size and mtime, and a crc32 of its
+bytes from where `file_manifest` begins (~1 ms for 2 MB; an edit that keeps the size and
+the mtime still changes it). A copy of the store that keeps mtimes (`cp -p`, rsync, a
+backup) keeps its caches. When the identity matches, the reader parses only the part
+before the manifest and takes the manifest from the cache; otherwise (missing, stale,
+damaged) it parses the whole file and writes the cache again.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -42,8 +44,8 @@ def cache_path(snapshot: Path) -> Path:
     return snapshot.with_name(snapshot.name.removesuffix(".json") + CACHE_SUFFIX)
 
 
-def _identity(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
+def _identity(st: os.stat_result, data: bytes | memoryview, head: int) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, zlib.crc32(memoryview(data)[head:])]
 
 
 def encode(payload: Mapping[str, Any], manifest: Mapping[str, str]) -> tuple[bytes, int]:
@@ -63,14 +65,14 @@ def write(path: Path, payload: Mapping[str, Any], manifest: Mapping[str, str]) -
         st = os.stat(path, follow_symlinks=False)
     except OSError:
         return
-    _write_cache(path, st, head, manifest)
+    _write_cache(path, _identity(st, data, head), head, manifest)
 
 
-def _write_cache(path: Path, st: os.stat_result, head: int, manifest: Mapping[str, str]) -> None:
+def _write_cache(path: Path, identity: list[int], head: int, manifest: Mapping[str, str]) -> None:
     packed = manifest if isinstance(manifest, PackedFiles) else PackedFiles.of(manifest)
     record = {
         "cache": _CACHE_FORMAT,
-        "snapshot": _identity(st),
+        "snapshot": identity,
         "head": head,
         "paths": packed.paths,
         "sha256": packed.digests,
@@ -90,9 +92,11 @@ def _cached(path: Path, st: os.stat_result, data: bytes) -> tuple[PackedFiles, i
     if not isinstance(raw, dict) or raw.get("cache") != _CACHE_FORMAT:
         return None
     head = raw.get("head")
-    if raw.get("snapshot") != _identity(st) or type(head) is not int or head < 0:
+    if type(head) is not int or not 0 < head < len(data):
         return None
     if data[head : head + len(_MANIFEST_KEY)] != _MANIFEST_KEY:
+        return None
+    if raw.get("snapshot") != _identity(st, data, head):
         return None
     try:
         return PackedFiles.decode(raw.get("paths"), raw.get("sha256")), head
@@ -132,7 +136,7 @@ def _cache_on_read(path: Path, st: os.stat_result, data: bytes, raw: dict[str, A
         rest = parse_json(data[:head] + b"\n}") if head > 0 else None
         if not isinstance(rest, dict) or rest.keys() != raw.keys() - {"file_manifest"}:
             return
-        _write_cache(path, st, head, manifest)
+        _write_cache(path, _identity(st, data, head), head, manifest)
     except ValueError:  # not digests: the full reader says why
         pass
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ import pytest
 
 from session.store import snapshot_file
 from session.store.manager import SessionManager
+from session.workspace.packed import PackedFiles
 
 from .conftest import make_lifecycle, request, response, run_turn
 
@@ -170,14 +173,44 @@ def test_the_manifest_cache_is_used_only_for_the_file_it_was_taken_from(
     path.write_text(edited)
     assert resumed_manifest(manager, sid)[name] == "f" * 64
     # ...and the cache was taken again, from the edited file.
+    data = path.read_bytes()
+    head = read_head(path)
     st = path.stat()
     assert json.loads(cache.read_text())["snapshot"] == [
         st.st_size,
-        st.st_ino,
         st.st_mtime_ns,
-        st.st_ctime_ns,
+        zlib.crc32(data[head:]),
     ]
     assert resumed_manifest(manager, sid)[name] == "f" * 64
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_still_seen(manager: SessionManager) -> None:
+    sid, path = saved(manager)
+    files = read(path)["file_manifest"]
+    st = path.stat()
+    name = next(iter(files))
+    path.write_text(path.read_text().replace(files[name], "e" * 64))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # as it was
+    assert path.stat().st_size == st.st_size
+    assert resumed_manifest(manager, sid)[name] == "e" * 64
+
+
+def test_a_copy_of_the_store_that_keeps_mtimes_keeps_its_caches(
+    manager: SessionManager, tmp_path: Path
+) -> None:
+    sid, path = saved(manager)
+    cache = snapshot_file.cache_path(path)
+    before = cache.read_bytes()
+    copy = tmp_path / "restored"
+    shutil.copytree(manager.sessions_dir, copy)  # copy2: mtimes kept, inodes new
+    written = (copy / cache.name).stat().st_mtime_ns
+    manifest = snapshot_file.read(copy / path.name)["file_manifest"]
+    assert isinstance(manifest, PackedFiles)  # taken from the cache, not parsed
+    assert (copy / cache.name).stat().st_mtime_ns == written
+    assert (copy / cache.name).read_bytes() == before
+    # A plain read of the manifest parses it (what a file without a fitting cache costs).
+    (copy / cache.name).unlink()
+    assert isinstance(snapshot_file.read(copy / path.name)["file_manifest"], dict)
 
 
 @pytest.mark.parametrize("damage", ["delete", "garbage", "other file", "wrong head"])
