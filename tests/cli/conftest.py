@@ -21,6 +21,7 @@ def clean_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]
     env.update(
         {
             "AGENT_ASSIST_HOME": str(home),
+            "AGENT_ASSIST_SEED_HOME": str(home.parent / "no-seed-store"),  # not this machine's
             "PYDANTIC_AI_NO_BANNER": "1",
             "PYTHONUNBUFFERED": "1",
             "TERM": "xterm",

@@ -65,6 +65,8 @@ def server_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str
     env.update(
         {"AGENT_ASSIST_HOME": str(home), "PYDANTIC_AI_NO_BANNER": "1", "PYTHONUNBUFFERED": "1"}
     )
+    # Never this machine's own seed store (a test that wants one names it in `extra`).
+    env["AGENT_ASSIST_SEED_HOME"] = str(home.parent / "no-seed-store")
     env.update(STORE_ENV)
     env.update(extra or {})
     return env

@@ -20,6 +20,12 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture(autouse=True)
+def no_seed_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never this machine's own seed store (`tests/unit/test_seed_store.py` lays one out)."""
+    monkeypatch.setenv("AGENT_ASSIST_SEED_HOME", str(tmp_path / "no-seed-store"))
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "home"
