@@ -57,6 +57,7 @@ class ChatApp:
         self.options = options or {}
         self.client: LspClient | None = None
         self.session_id: str | None = None
+        self.reset = False  # the session is a reset's, with no turn yet: autosave skips it
         self.model: str | None = None  # the server's model, from the banner's status
         self.view: ReplyView | None = None
         self.turn: PendingRequest | None = None
@@ -124,6 +125,7 @@ class ChatApp:
 
     def _on_session_changed(self, params: dict[str, Any]) -> None:
         self.session_id = str(params.get("sessionId"))
+        self.reset = params.get("reason") == "reset"  # nothing is kept of it until a turn
 
     def _on_show_message(self, params: dict[str, Any]) -> None:
         message = str(params.get("message", ""))
@@ -263,6 +265,8 @@ class ChatApp:
                 await client.shutdown()
             if self.session_id and kept:
                 self.say(f"Closed session {self.session_id}. Bye.", "dim")
+            elif self.session_id and self.reset:
+                self.say("Bye (no turns since the reset: nothing to keep).", "dim")
             elif self.session_id:
                 self.say(
                     f"Bye (session {self.session_id} has no turns: saved, not offered to resume).",

@@ -160,7 +160,7 @@ def test_chat_streams_cancels_and_runs_every_slash_command(
 
     child.expect_exact(PROMPT)
     child.sendcontrol("d")
-    child.expect_exact("Bye (no turns in this session: nothing to keep).")  # just reset
+    child.expect_exact("Bye (no turns since the reset: nothing to keep).")
     assert finish(child) == 0
 
 
