@@ -293,7 +293,9 @@ class SessionManager(ProjectLayout):
             read_only=read_only,
         )
         if not session.read_only and session.log.next_seq == 0:
+            saved_at = session.state.updated_at  # a file without a log (the seed's): its save
             self.start_log(session)
+            session.state.updated_at = saved_at  # stays "last active" for the resume block
         for message in warnings:
             logger.warning("%s", message)
         return session

@@ -64,6 +64,7 @@ async def test_the_first_launch_resumes_the_seed_session(
     system = fake.system_text(0)
     assert "# Resumed Session Context" in system and f"(ID: {SID})" in system
     assert SUMMARY_LINE in system and "- agent_spec.md: modified" in system
+    assert "Last active: 2026-03-31 14:22 UTC" in system
     assert "Chose REST API tools over SDK wrappers for portability" in system
     await editor.stop()
 

@@ -189,6 +189,7 @@ def test_the_first_launch_is_offered_the_seed_session_and_accepting_imports_it(
     assert lc.resume_or_start(previous, accept=True) == "resumed"
     assert lc.session_id == SID
     assert "## Previous Session Summary" in lc.resume_context
+    assert "Last active: 2026-03-31 14:22 UTC" in lc.resume_context  # the seed's save
     run_turn(lc, "go on", "done")
     lc.close()
     jsonschema.validate(json.loads(manager.snapshot_path(SID).read_text()), SCHEMA)
