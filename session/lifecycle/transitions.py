@@ -297,7 +297,7 @@ class LifecycleTransitions:
         if previous is not None and accept:
             try:
                 if previous.source == "seed":  # copied into ours first (`seed_store`)
-                    import_offered(self.manager, previous.session_id)
+                    import_offered(self.manager, previous.session_id, self.redactor)
                 self.resume(previous.session_id)
                 return "resumed"
             except SessionLockedError as exc:

@@ -32,6 +32,7 @@ from ..paths import is_valid_session_id, project_dir_name
 from ..storage import parse_json, read_file_bytes
 
 if TYPE_CHECKING:
+    from ..redaction import Redactor
     from ..snapshot import SessionState
     from .manager import SessionManager
 
@@ -275,14 +276,20 @@ def is_imported(manager: SessionManager, session_id: str) -> bool:
 
 
 def import_session(
-    manager: SessionManager, seed: SeedSession, *, dry_run: bool = False
+    manager: SessionManager,
+    seed: SeedSession,
+    *,
+    dry_run: bool = False,
+    redactor: Redactor | None = None,
 ) -> ImportOutcome:
     """Copy a seed's session into the project's local store, never over a session of its id.
 
-    Written under the session's lock, as our session file (the seed's schema v3); the
-    seed's file is only read.
+    Written under the session's lock, as our session file (the seed's schema v3), its
+    content scrubbed as everything we write is (`redactor`: the server's, with its secrets
+    and persistence mode; else the patterns alone); the seed's file is only read.
     """
     from ..errors import SessionLockedError
+    from ..redaction import Redactor
     from .snapshots import write_state_file
 
     sid = seed.session_id
@@ -303,7 +310,10 @@ def import_session(
         state = seed.state.model_copy(deep=True)
         if state.workspace_root is None:
             state.workspace_root = str(manager.workspace_root)
-        write_state_file(manager.snapshot_path(sid), state)
+        scrubber = redactor or Redactor()
+        if scrubber.metadata_only:
+            state.persistence = "metadata"
+        write_state_file(manager.snapshot_path(sid), state, scrubber)
     finally:
         lock.release()
     logger.info("imported session %s from %s", sid, seed.path)
@@ -321,7 +331,9 @@ def newest_unimported(manager: SessionManager) -> SeedSession | None:
     return next((s for s in found.sessions if not is_imported(manager, s.session_id)), None)
 
 
-def import_offered(manager: SessionManager, session_id: str) -> None:
+def import_offered(
+    manager: SessionManager, session_id: str, redactor: Redactor | None = None
+) -> None:
     """Import the seed's session offered for resume (no-op if it is here already)."""
     from ..errors import SessionError
 
@@ -330,6 +342,6 @@ def import_offered(manager: SessionManager, session_id: str) -> None:
     seed = scan(manager.workspace_root).find(session_id)
     if seed is None:
         raise SessionError(f"session {session_id} is no longer in the seed's store")
-    outcome = import_session(manager, seed)
+    outcome = import_session(manager, seed, redactor=redactor)
     if outcome.status not in ("imported", "already-imported"):
         raise SessionError(f"session {session_id}: {outcome.message}")

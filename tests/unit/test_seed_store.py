@@ -221,3 +221,16 @@ def test_no_offer_once_the_project_has_sessions_of_ours(
     lay_out(seed_home, workspace)
     previous = make_lifecycle(manager, instance="other").find_previous()
     assert previous is None
+
+
+def test_an_imported_session_is_scrubbed_as_everything_we_write(
+    seed_home: Path, workspace: Path, manager: SessionManager
+) -> None:
+    sessions = lay_out(seed_home, workspace)
+    leaked = "set OPENAI_API_KEY=sk-proj-abcdef0123456789abcdef0123 then"
+    path = write(sessions / f"{SID}.json", golden(workspace, summary=leaked))
+    seed = seed_store.scan(workspace).find(SID)
+    assert seed is not None and seed_store.import_session(manager, seed).status == "imported"
+    written = manager.snapshot_path(SID).read_text()
+    assert "sk-proj-abcdef" not in written and "OPENAI_API_KEY=[REDACTED]" in written
+    assert "sk-proj-abcdef" in path.read_text()  # the seed's file as it was
