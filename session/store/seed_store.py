@@ -61,6 +61,16 @@ def _plain_dir(path: Path) -> bool:
         return False
 
 
+def _holds_session_files(directory: Path) -> bool:
+    """Return True if `directory` has a file named as a session file (`<id>.json`)."""
+    try:
+        with os.scandir(directory) as listing:
+            names = [entry.name for entry in islice(listing, MAX_ENTRIES)]
+    except OSError:
+        return False
+    return any(n.endswith(_JSON) and is_valid_session_id(n[: -len(_JSON)]) for n in names)
+
+
 @dataclass(frozen=True)
 class SeedLocation:
     """Where a workspace's sessions are in the seed's store, or why none were found."""
@@ -74,8 +84,9 @@ class SeedLocation:
 def locate(workspace_root: Path, source: Path | None = None) -> SeedLocation:
     """Return the workspace's `sessions/` in the seed's store (or `source`), or why not.
 
-    `source` may be the store's root, one of its `projects/<dir>`, or such a `sessions/`:
-    a project directory named so is used whatever its name.
+    `source` may be the store's root, one of its `projects/<dir>`, or such a `sessions/`
+    (any directory holding `<id>.json` files): a project directory named so is used
+    whatever its name.
     """
     root = (source.expanduser() if source is not None else seed_root()).absolute()
     if not root.is_dir():  # the root itself may be a symlink (a dotfiles ~/.config)
@@ -83,7 +94,7 @@ def locate(workspace_root: Path, source: Path | None = None) -> SeedLocation:
     if source is not None and not _plain_dir(root / "projects"):
         if _plain_dir(root / "sessions"):
             return SeedLocation(root, root / "sessions")
-        if root.name == "sessions":
+        if root.name == "sessions" or _holds_session_files(root):
             return SeedLocation(root, root)
         return SeedLocation(
             root,

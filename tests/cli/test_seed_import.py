@@ -117,7 +117,11 @@ def test_from_names_a_store_a_project_or_its_sessions(
     workspace: Path, env: dict[str, str], seed_sessions: Path, seed_home: Path
 ) -> None:
     env = {k: v for k, v in env.items() if k != "AGENT_ASSIST_SEED_HOME"}
-    for given in (seed_home, seed_sessions.parent, seed_sessions):
+    copy = seed_home.parent / "a-copy"
+    copy.mkdir()
+    for path in seed_sessions.iterdir():
+        (copy / path.name).write_bytes(path.read_bytes())
+    for given in (seed_home, seed_sessions.parent, seed_sessions, copy):
         result = run_cli(
             "sessions", "import", "--from", str(given), "--json", "--workspace", str(workspace),
             env=env,
