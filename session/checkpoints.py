@@ -120,12 +120,8 @@ class CheckpointStore:
 
     @contextmanager
     def _blobs_locked(self, *, alone: bool) -> Iterator[None]:
-        """Hold `blobs/.lock`: shared while writing blobs and records, alone to collect.
-
-        So the collector never runs between a blob's write and the record that refers to
-        it: a blob no record refers to while it holds the lock alone is garbage, whatever
-        its age.
-        """
+        """Hold `blobs/.lock`: shared to write blobs and records, alone to collect."""
+        # So a blob no record refers to while the collector holds it is garbage, at any age.
         ensure_private_dir(self.blobs)
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
@@ -278,18 +274,24 @@ class CheckpointStore:
 
     def records(self, session_id: str, warnings: list[str] | None = None) -> list[CheckpointRecord]:
         """Return the session's checkpoints, oldest first (damaged records are reported)."""
+        return list(self.newest_first(session_id, warnings))[::-1]
+
+    def newest_first(
+        self, session_id: str, warnings: list[str] | None = None
+    ) -> Iterator[CheckpointRecord]:
+        """Yield the session's checkpoints newest first, each read only when asked for."""
         directory = self._dir(session_id)
         if not directory.is_dir() or directory.is_symlink():
-            return []
-        records = []
+            return
+        numbers = []
         for entry in os.scandir(directory):
             stem = entry.name.removesuffix(".json")
-            if not entry.name.endswith(".json") or not stem.isdigit():
-                continue
-            record = self._read(directory / entry.name, warnings)
+            if entry.name.endswith(".json") and stem.isdigit():
+                numbers.append((int(stem), entry.name))
+        for _, name in sorted(numbers, reverse=True):
+            record = self._read(directory / name, warnings)
             if record is not None and record.session_id == session_id:
-                records.append(record)
-        return sorted(records, key=lambda r: r.number)
+                yield record
 
     def load(self, session_id: str, number: int) -> CheckpointRecord | None:
         """Return checkpoint `number` of a session, or None."""

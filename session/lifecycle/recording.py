@@ -224,19 +224,20 @@ class SessionLifecycle(LifecycleTransitions):
     def checkpoints_holding(self, paths: Iterable[str]) -> dict[str, int | None]:
         """Return, per path, the newest checkpoint that kept a copy of it (None: none did).
 
-        The records are read once, and no copy is read: for a resume's list of changed files.
+        The records are read newest first, each once, until every path has one; no copy is
+        read: for a resume's list of changed files.
         """
-        records = self.list_checkpoints()[::-1]
-        found: dict[str, int | None] = {}
-        for path in paths:
-            found[path] = next(
-                (
-                    r.number
-                    for r in records
-                    if (d := r.files.get(path)) is not None and self.checkpoints.has_blob(d)
-                ),
-                None,
-            )
+        found: dict[str, int | None] = dict.fromkeys(paths)
+        wanted = set(found)
+        if not wanted:
+            return found
+        for record in self.checkpoints.newest_first(self.session_id, self.warnings):
+            for path in [p for p in wanted if p in record.files]:
+                if self.checkpoints.has_blob(record.files[path]):
+                    found[path] = record.number
+                    wanted.discard(path)
+            if not wanted:
+                break
         return found
 
     def list_checkpoints(self) -> list[CheckpointRecord]:

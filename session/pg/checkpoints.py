@@ -8,6 +8,7 @@ by all the role's sessions, deleted by `collect_garbage` when no checkpoint keep
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
@@ -73,6 +74,12 @@ class PgCheckpointStore(CheckpointStore):
     def write_blob(self, data: bytes) -> str:
         """Store `data` once; return its digest."""
         return self.pg.put_blob(data)
+
+    def newest_first(
+        self, session_id: str, warnings: list[str] | None = None
+    ) -> Iterator[CheckpointRecord]:
+        """Yield the session's checkpoints newest first."""
+        yield from reversed(self.records(session_id, warnings))
 
     def records(self, session_id: str, warnings: list[str] | None = None) -> list[CheckpointRecord]:
         """Return the session's checkpoints, oldest first."""
