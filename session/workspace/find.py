@@ -102,6 +102,36 @@ class _GnuFinds:
 _gnu_find = _GnuFinds()
 
 
+def _stat_key(exe: str) -> list[int] | None:
+    """Return what identifies a `find` binary's content: device, inode, size, times."""
+    try:
+        st = os.stat(exe)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def proven_find() -> tuple[str, str, list[int]] | None:
+    """Return (PATH, find, its stat key) if this process proved that find to be GNU find."""
+    search_path = os.environ.get("PATH")
+    exe = _gnu_find.verdicts.get(search_path)
+    key = None if exe is None else _stat_key(exe)
+    return None if exe is None or key is None or search_path is None else (search_path, exe, key)
+
+
+def trust_proven_find(search_path: str, exe: str, key: list[int]) -> None:
+    """Take an earlier process's proof (a scan hint's) if it holds for this PATH's find now.
+
+    The probe is then not run: one process fewer at each start. The same PATH, the same
+    `find` on it, the same binary (device, inode, size, mtime, ctime), else probed anew.
+    """
+    here = os.environ.get("PATH")
+    if here != search_path or here in _gnu_find.verdicts:
+        return
+    if _gnu_find.candidate(here) == exe and _stat_key(exe) == key:
+        _gnu_find.verdicts[here] = exe
+
+
 def split_subtrees(start: str, listing: Mapping[str, tuple[list[str], list[str]]]) -> list[str]:
     """Pick subdirectories of `start` holding about half its known files, for a second find."""
     # The lstats are the cost, and they scale over cores (as git's threads do): two finds

@@ -26,7 +26,15 @@ from pathlib import Path
 import orjson
 
 from ..storage import StorageError, ensure_private_dir, read_json_file
-from .find import _NANOS, FIND_MIN_FILES, RunningFinds, split_subtrees, start_finds
+from .find import (
+    _NANOS,
+    FIND_MIN_FILES,
+    RunningFinds,
+    proven_find,
+    split_subtrees,
+    start_finds,
+    trust_proven_find,
+)
 from .manifest import Manifest, children_index
 from .patterns import TrackedPatterns
 from .safe_paths import is_lexically_safe
@@ -46,6 +54,8 @@ class ScanHint:
     recorded_ns: int
     patterns: tuple[str, ...]
     splits: dict[str, list[str]]  # walk start -> subtrees for a second find ([]: one find)
+    # (PATH, find, its stat key): proved GNU find by the process that wrote the hint
+    find: tuple[str, str, list[int]] | None = None
 
 
 def scanned_starts(patterns: TrackedPatterns) -> list[str]:
@@ -62,7 +72,7 @@ def scan_hint(manifest: Manifest) -> ScanHint | None:
     splits = {start: split_subtrees(start, listing) for start in starts if start in listing}
     if not splits:
         return None
-    return ScanHint(manifest.recorded_ns, manifest.patterns, splits)
+    return ScanHint(manifest.recorded_ns, manifest.patterns, splits, proven_find())
 
 
 def _hint_start_ok(start: object) -> bool:
@@ -90,7 +100,19 @@ def _parse_hint(data: object) -> ScanHint | None:
             if not is_lexically_safe(subdir):
                 return None
         parsed[start] = second
-    return ScanHint(recorded_ns, tuple(patterns), parsed)
+    return ScanHint(recorded_ns, tuple(patterns), parsed, _parse_find(data.get("find")))
+
+
+def _parse_find(data: object) -> tuple[str, str, list[int]] | None:
+    """Return a hint's proven find (PATH, absolute path, stat key), or None."""
+    if not isinstance(data, list) or len(data) != 3:
+        return None
+    search_path, exe, key = data
+    if not isinstance(search_path, str) or not isinstance(exe, str) or not exe.startswith("/"):
+        return None
+    if not isinstance(key, list) or len(key) != 5 or any(type(k) is not int for k in key):
+        return None
+    return search_path, exe, key
 
 
 def read_hint(path: Path) -> ScanHint | None:
@@ -119,6 +141,7 @@ def write_hint(path: Path, hint: ScanHint | None) -> None:
                 "recordedNs": hint.recorded_ns,
                 "patterns": list(hint.patterns),
                 "splits": hint.splits,
+                "find": None if hint.find is None else list(hint.find),
             }
         )
         tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
@@ -140,6 +163,8 @@ class Prefetch:
         self.runs: dict[tuple[str, int, tuple[str, ...]], RunningFinds] = {}
         if hint.patterns != patterns.patterns:
             return  # another configuration: its scan would walk other roots
+        if hint.find is not None:
+            trust_proven_find(*hint.find)
         for start in scanned_starts(patterns):
             second = hint.splits.get(start)
             if second is None:

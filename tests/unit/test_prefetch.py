@@ -50,7 +50,8 @@ def old_manifest(root: Path) -> Any:
 
 
 def test_hint_round_trip(tmp_path: Path) -> None:
-    hint = ScanHint(123, ("templates/**",), {"templates": ["templates/a"], "": []})
+    proof = ("/usr/bin:/bin", "/usr/bin/find", [1, 2, 3, 4, 5])
+    hint = ScanHint(123, ("templates/**",), {"templates": ["templates/a"], "": []}, proof)
     path = tmp_path / "hints" / "p.json"
     write_hint(path, hint)
     assert read_hint(path) == hint
@@ -143,6 +144,23 @@ def test_an_old_prefetch_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyP
     current = build_file_manifest(tmp_path, PATTERNS, previous=previous, prefetch=prefetch)
     assert not prefetch.runs and reaped(started)  # stopped, and the scan ran its own
     assert current.recorded_ns > started[0].started_ns
+
+
+@needs_find
+def test_a_prefetch_in_a_new_process_runs_no_probe_when_the_hint_proves_find(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from session.workspace import find as find_tool
+
+    previous = old_manifest(tmp_path)
+    build_file_manifest(tmp_path, PATTERNS, previous=previous)  # this process proves find
+    hint = scan_hint(previous)
+    assert hint is not None and hint.find is not None
+    monkeypatch.setattr(find_tool._gnu_find, "verdicts", {})  # a new process
+    prefetch = Prefetch(tmp_path, hint, PATTERNS)
+    started = list(prefetch.runs.values())
+    assert started and all(running.probing is None for running in started)
+    prefetch.close()
 
 
 @needs_find

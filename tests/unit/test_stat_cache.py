@@ -283,3 +283,62 @@ def test_a_find_not_probed_yet_is_probed_along_with_the_walk(
     assert find_tool._gnu_find.verdicts[str(tmp_path / "bin")] == str(tmp_path / "bin" / "find")
     assert first is not None and first.dirs and not first.files
     assert first == find_tool._find_changes(str(root), "templates", manifest.recorded_ns)
+
+
+@needs_find
+def test_a_find_proven_by_the_last_process_is_not_probed_again(
+    trees: SettledTrees, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan hint carries the proof: same PATH, same find, same binary → no probe."""
+    from session.workspace.prefetch import _parse_find
+
+    root, manifest = trees.take()
+    real = shutil.which("find")
+    assert real is not None
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "find"
+    exe.symlink_to(real)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    find_tool._find_changes(str(root), "templates", manifest.recorded_ns)  # probed
+    proof = find_tool.proven_find()
+    assert proof is not None and proof[:2] == (str(bin_dir), str(exe))
+    assert _parse_find(list(proof)) == proof  # as the hint stores it
+
+    # A new process (its verdicts empty) takes the proof: its finds run without the probe.
+    monkeypatch.setattr(find_tool._gnu_find, "verdicts", {})
+    find_tool.trust_proven_find(*proof)
+    running = find_tool.start_finds(str(root), "templates", manifest.recorded_ns)
+    assert running is not None and running.probing is None  # no probe among its commands
+    running.collect()
+
+    # Another binary behind the same name (a stat key that no longer fits): probed anew.
+    monkeypatch.setattr(find_tool._gnu_find, "verdicts", {})
+    stale = (proof[0], proof[1], [*proof[2][:-1], proof[2][-1] + 1])
+    find_tool.trust_proven_find(*stale)
+    assert str(bin_dir) not in find_tool._gnu_find.verdicts
+    running = find_tool.start_finds(str(root), "templates", manifest.recorded_ns)
+    assert running is not None and running.probing == (str(bin_dir), str(exe))
+    running.collect()
+    # ...and another PATH never takes it.
+    monkeypatch.setattr(find_tool._gnu_find, "verdicts", {})
+    find_tool.trust_proven_find("/elsewhere", *proof[1:])
+    assert find_tool._gnu_find.verdicts == {}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        [],
+        ["/p", "/f"],
+        ["/p", "find", [1, 2, 3, 4, 5]],
+        ["/p", "/f", [1, 2, 3]],
+        ["/p", "/f", [1, 2, 3, 4, "5"]],
+        [1, "/f", [1, 2, 3, 4, 5]],
+    ],
+)
+def test_a_hints_find_proof_that_is_not_ours_is_ignored(bad: object) -> None:
+    from session.workspace.prefetch import _parse_find
+
+    assert _parse_find(bad) is None
