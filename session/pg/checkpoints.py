@@ -16,11 +16,11 @@ from ..checkpoints import (
     BLOB_GRACE_SECONDS,
     CheckpointRecord,
     CheckpointStore,
-    read_workspace_file,
     withhold_reason,
 )
 from ..errors import SessionError
 from ..redaction import Redactor
+from ..workspace.files import read_workspace_file
 from .store import PgStore
 
 

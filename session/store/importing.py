@@ -23,13 +23,14 @@ from pathlib import Path
 
 import orjson
 
-from ..checkpoints import CheckpointRecord, CheckpointStore, read_workspace_file
+from ..checkpoints import CheckpointRecord, CheckpointStore
 from ..events import EVENT_ADAPTER
 from ..log.reader import readable_events, readable_prefix
 from ..log.writer import EventLog
 from ..snapshot import SessionState
 from ..storage import fsync_dir
 from ..transfer import Raw, TransferError
+from ..workspace.files import read_workspace_file
 from .manager import SessionManager
 from .opening import open_from_files
 from .snapshots import snapshot_matches_log, write_snapshot_file, write_state_file

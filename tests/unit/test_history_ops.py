@@ -170,7 +170,7 @@ def test_restore_never_follows_symlinks_or_leaves_the_workspace(
     assert "agent_spec.md" in plan.skipped and plan.writes == []
     lc.restore(plan)
     assert victim.read_text() == "do not touch"
-    from session.checkpoints import write_workspace_file
+    from session.workspace.files import write_workspace_file
 
     with pytest.raises(StorageError):
         write_workspace_file(workspace, "../escape.txt", b"x")
