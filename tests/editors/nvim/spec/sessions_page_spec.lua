@@ -6,9 +6,10 @@ local H = dofile(vim.env.AGENT_ASSIST_TEST_HELPERS)
 H.run(function(out)
   H.start()
   H.answer = function(prompt, shown)
-    if prompt:find("the newest", 1, true) then
+    -- (matched in full: a session's own prompt holds its random id, which may hold "201")
+    if prompt:find("sessions (the newest", 1, true) then
       return #shown -- "Older sessions… (50 more)"
-    elseif prompt:find("201", 1, true) then
+    elseif prompt:find("sessions (201", 1, true) then
       return #shown -- the oldest session
     end
     for i, item in ipairs(shown) do
