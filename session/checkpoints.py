@@ -188,7 +188,32 @@ class CheckpointStore:
     ) -> CheckpointRecord:
         """Write checkpoint `number`: blobs first, then the record (atomically)."""
         with self._writing():
-            return self._create(session_id, number, seq, turn, title, files, auto, redactor)
+            root = self.workspace_root
+            kept: dict[str, str] = {}
+            withheld: dict[str, str] = {}
+            modes: dict[str, int] = {}
+            for relative, digest in files.items():
+                why = self.store_blob(root, relative, digest, redactor)
+                if why is None:
+                    kept[relative] = digest
+                    mode = file_mode(root, relative)
+                    if mode is not None:
+                        modes[relative] = mode
+                elif why in WITHHELD_REASONS:
+                    withheld[relative] = why
+            record = CheckpointRecord(
+                withheld=withheld,
+                modes=modes,
+                number=number,
+                session_id=session_id,
+                turn=turn,
+                title=title[:120],
+                seq=seq,
+                files=kept,
+                auto=auto,
+            )
+            self._commit(record)
+            return record
 
     def _writing(self) -> AbstractContextManager[None]:
         """Hold off the collector while a checkpoint's blobs and record are written."""
@@ -197,44 +222,6 @@ class CheckpointStore:
     def _commit(self, record: CheckpointRecord) -> None:
         """Store the record of a checkpoint being created (inside `_writing`)."""
         self._write_record(record)
-
-    def _create(
-        self,
-        session_id: str,
-        number: int,
-        seq: int,
-        turn: int,
-        title: str,
-        files: dict[str, str],
-        auto: bool,
-        redactor: Redactor | None,
-    ) -> CheckpointRecord:
-        root = self.workspace_root
-        kept: dict[str, str] = {}
-        withheld: dict[str, str] = {}
-        modes: dict[str, int] = {}
-        for relative, digest in files.items():
-            why = self.store_blob(root, relative, digest, redactor)
-            if why is None:
-                kept[relative] = digest
-                mode = file_mode(root, relative)
-                if mode is not None:
-                    modes[relative] = mode
-            elif why in WITHHELD_REASONS:
-                withheld[relative] = why
-        record = CheckpointRecord(
-            withheld=withheld,
-            modes=modes,
-            number=number,
-            session_id=session_id,
-            turn=turn,
-            title=title[:120],
-            seq=seq,
-            files=kept,
-            auto=auto,
-        )
-        self._commit(record)
-        return record
 
     def write_record(self, record: CheckpointRecord) -> object:
         """Write a checkpoint record atomically, once each blob it names is there.
