@@ -271,6 +271,26 @@ def write_word_index(home: Path, workspace: Path, session_id: str, text: str) ->
     conn.close()
 
 
+async def rebuild_progress(editor: Editor, timeout: float = 20) -> list[Any]:
+    """The index rebuild's `$/progress` reports, once its `end` has arrived."""
+
+    def reports() -> list[Any]:
+        for shown in editor.client.progress_reports.values():
+            if shown and getattr(shown[0], "title", None) == "Rebuilding the search index":
+                return list(shown)
+        return []
+
+    async def ended() -> list[Any]:
+        while not (shown := reports()) or shown[-1].kind != "end":
+            await asyncio.sleep(0.02)
+        return shown
+
+    try:
+        return await asyncio.wait_for(ended(), timeout)
+    except TimeoutError:
+        pytest.fail(f"the rebuild's progress did not end within {timeout} s: {reports()}")
+
+
 @pytest.mark.local_store  # the local index file and its migration
 @pytest.mark.parametrize("client_name", ["vscode"])
 async def test_an_old_index_answers_while_the_new_one_is_built_with_progress(
@@ -306,8 +326,9 @@ async def test_an_old_index_answers_while_the_new_one_is_built_with_progress(
     assert (await editor.request("agentAssist/search", {"query": "zebra, migration"}))[
         "results"
     ] == []  # literal now
-    assert editor.client.progress_reports  # $/progress was shown
-    reports = next(iter(editor.client.progress_reports.values()))
+    # The new index answers as soon as it is swapped in; its `end` report is sent after that,
+    # so it may reach us after the search's answer: wait for it, do not read it at once.
+    reports = await rebuild_progress(editor)
     assert reports[0].title == "Rebuilding the search index" and reports[-1].kind == "end"
 
 

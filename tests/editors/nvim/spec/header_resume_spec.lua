@@ -150,6 +150,13 @@ H.run(function(out)
   out.after_reply = H.buffer_lines()
   out.header_after_reply = H.header_lines()
 
+  -- the turn's background summary changes what the assistant remembers, and so the header a
+  -- later :AgentAssist resume shows: wait until it has landed, whatever the machine's load
+  H.wait(function()
+    out.resume_after_summary = H.request("agentAssist/resume")
+    return out.resume_after_summary.summary ~= out.resume.summary
+  end, "the summary of turn 2")
+
   -- dh dismisses it; a redraw does not bring it back, :AgentAssist resume does
   cursor_to("Resumed session")
   feed("dh")
