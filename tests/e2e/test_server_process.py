@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,9 +55,17 @@ async def test_server_side_watcher_reports_drift_when_client_cannot_watch(
     await editor.start()
     await editor.ready()
     assert editor.registrations == []  # Neovim's capabilities: no dynamic watchers
-    await asyncio.sleep(0.5)  # let the watcher arm itself
-    (workspace / "agent_spec.md").write_text("# edited in another program\n")
-    drift = await editor.wait_for("agentAssist/drift", timeout=15)
+    # The watcher says nothing when it is armed: edit until it reports an edit (one made before
+    # it was armed goes unseen), rather than hoping a fixed pause was long enough.
+    drift: dict[str, Any] | None = None
+    for attempt in range(30):
+        (workspace / "agent_spec.md").write_text(f"# edited in another program ({attempt})\n")
+        try:
+            drift = await editor.wait_for("agentAssist/drift", timeout=1)
+            break
+        except TimeoutError:
+            continue
+    assert drift is not None, "the server-side watcher reported no edit in 30 s"
     assert drift["source"] == "watcher" and drift["modified"] == ["agent_spec.md"]
     fake.add("noted")
     await editor.request("agentAssist/chat", {"text": "continue"})
