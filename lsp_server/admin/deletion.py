@@ -11,7 +11,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .output import confirm, iso, short, write_json
+from .output import confirm, counted, iso, short, write_json
 from .running import OK, ProblemError, UsageError
 from .table import clean, quoted
 from .targets import (
@@ -114,7 +114,10 @@ def remove(args: argparse.Namespace, store: AnyStore) -> int:
     if in_use(store, session_id):
         raise ProblemError(f"session {session_id} is in use by a running agent-assist; not deleted")
     info = next((i for i in store.list_sessions() if i.session_id == session_id), None)
-    label = f"{session_id}" + (f" ({info.title!r}, {info.turns} turns)" if info else "")
+    label = session_id
+    if info is not None:
+        title = quoted(info.title) if info.title else "untitled"
+        label += f" ({title}, {counted(info.turns, 'turn')})"
     if not confirm(f"Delete session {label}? This cannot be undone.", args.yes):
         raise ProblemError("not confirmed; nothing was deleted (use --yes to skip the question)")
     try:

@@ -276,11 +276,24 @@ def check_model(report: DoctorReport, round_trip: bool, timeout: float) -> None:
     report.add("ok", "model", f"round trip answered in {elapsed:.1f} s")
 
 
+def unrecorded_workspace(manager: SessionManager, here: Path, here_dir: Path) -> str:
+    """Name the workspace of a project whose sessions record none (it has none left, say)."""
+    from session.store.projects import marker_folders
+
+    if manager.project_dir == here_dir:
+        return f"{here} (this folder; no session records it)"
+    folders = marker_folders(manager.project_dir)
+    if folders:
+        return f"{folders[-1]} (the last folder that used it; no session records it now)"
+    return "workspace not recorded (no session of it left to say which folder it was)"
+
+
 def run_doctor(args: argparse.Namespace) -> DoctorReport:
     """Run every check."""
-    from session.catalog import list_projects, refused_projects_root
+    from session.catalog import list_projects, projects_root, refused_projects_root
     from session.paths import storage_root
     from session.store.choose import SCHEMA_ENV, STORE_ENV, store_kind
+    from session.store.projects import find_project_dir
     from session.workspace.identity import project_identity
 
     report = DoctorReport()
@@ -288,6 +301,7 @@ def run_doctor(args: argparse.Namespace) -> DoctorReport:
     here = Path(getattr(args, "workspace", None) or ".").resolve()
     identity = project_identity(here)
     report.add("info", "project", f"{here} is project {identity.key} ({identity.how})")
+    here_dir = find_project_dir(projects_root(home), here, identity)
     spec = getattr(args, "store", None) or os.environ.get(STORE_ENV)
     if store_kind(spec) == "postgresql":
         assert spec is not None
@@ -311,7 +325,7 @@ def run_doctor(args: argparse.Namespace) -> DoctorReport:
                 "index": check_index(report, manager),
             }
             report.projects.append(entry)
-            where = project.workspace_root or "unknown workspace"
+            where = project.workspace_root or unrecorded_workspace(manager, here, here_dir)
             if project.workspace_root and not project.workspace_exists:
                 where += " (no longer exists)"
             report.add("ok", "projects", f"{project.name}: {len(sessions)} session(s), {where}")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .output import write_json
+from session.paths import is_valid_session_id
+
+from .output import counted, write_json
 from .running import OK, USAGE
 from .table import render, terminal_columns
 from .targets import layouts, open_database, store_spec, workspace_of
@@ -96,7 +100,7 @@ def database_listing(
 
 def without_turn(count: int) -> str:
     """Return "N sessions without a turn" (1 session)."""
-    return f"{count} session{'' if count == 1 else 's'} without a turn"
+    return f"{counted(count, 'session')} without a turn"
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -126,6 +130,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         return OK
     if not rows and not (seed and last_page):
         sys.stdout.write(f"No sessions past the newest {total}.\n" if offset else "No sessions.\n")
+        if not offset and not total and not args.all_projects:
+            sys.stdout.write(elsewhere(args, spec))
     else:
         sys.stdout.write(list_table(rows + (seed if last_page else []), args.all_projects))
     last = offset + len(rows)
@@ -144,6 +150,41 @@ def cmd_list(args: argparse.Namespace) -> int:
             f"{many} in the seed's store not imported yet (agent-assist sessions import)\n"
         )
     return OK
+
+
+def elsewhere(args: argparse.Namespace, spec: str | None) -> str:
+    """Return a line on the sessions of other projects (`--all-projects`), or "" if none.
+
+    Locally they are counted from file names (a directory listing per project, no log read);
+    sessions without a turn are counted too. A database is not asked: only the hint.
+    """
+    if spec is not None:
+        return "Sessions of other projects: agent-assist sessions list --all-projects\n"
+    from session.catalog import project_dirs
+    from session.paths import storage_root
+
+    here = layouts(args)[0].project_dir
+    counts = [n for d in project_dirs(storage_root()) if d != here and (n := saved_in(d))]
+    if not counts:
+        return ""
+    projects = "another project" if len(counts) == 1 else f"{len(counts)} other projects"
+    return (
+        f"{counted(sum(counts), 'session')} in {projects}: "
+        "agent-assist sessions list --all-projects lists them\n"
+    )
+
+
+def saved_in(project_dir: Path) -> int:
+    """Return how many sessions a project directory holds (their logs and snapshots, by name)."""
+    sessions = project_dir / "sessions"
+    if sessions.is_symlink():
+        return 0
+    try:
+        names = os.listdir(sessions)
+    except OSError:
+        return 0
+    ids = {n.split(".", 1)[0] for n in names if n.endswith((".events.jsonl", ".json"))}
+    return len({i for i in ids if is_valid_session_id(i)})
 
 
 def local_seed_rows(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from session.terminal_text import inert, inert_json
 
 from .dump import load_session, session_meta
-from .output import plain_console, write_json
+from .output import counted, plain_console, write_json
 from .running import OK
 from .targets import project_store, resolve_session
 from .transcript import print_item, transcript_markdown
@@ -29,8 +29,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     title = inert(meta["title"] or "(untitled)")
     console.print(f"Session {session_id}: {title}", markup=False)
     console.print(
-        f"created {meta['createdAt']} · updated {meta['updatedAt']} · {meta['turns']} turns · "
-        f"{meta['events']} events",
+        f"created {meta['createdAt']} · updated {meta['updatedAt']} · "
+        f"{counted(meta['turns'], 'turn')} · {meta['events']} events",
         markup=False,
         style="dim",
     )

@@ -220,7 +220,8 @@ class Demo:
         else:
             kind = "extractive (no usable model)" if summary.data.fallback else "by the model"
             self.out.disk(
-                f"session/summary #{summary.seq} ({kind}), covering {summary.data.turns} turns:"
+                f"session/summary #{summary.seq} ({kind}), covering {summary.data.turns} "
+                f"turn{'s' * (summary.data.turns != 1)}:"
             )
             for line in summary.data.summary.splitlines():
                 self.out.say(f"    | {line}")

@@ -63,6 +63,13 @@ def _read(project_dir: Path) -> dict[str, Any] | None:
     return raw
 
 
+def marker_folders(project_dir: Path) -> list[str]:
+    """Return the workspaces a project directory's `project.json` names, the newest last."""
+    marker = _read(project_dir)
+    folders = marker.get("folders") if marker is not None else None
+    return [f for f in folders if isinstance(f, str)] if isinstance(folders, list) else []
+
+
 def _claim(marker: dict[str, Any]) -> str | None:
     """Return the origin remote a marker claims: its `remote`, or that of a `remote:` key."""
     remote = marker.get("remote")
