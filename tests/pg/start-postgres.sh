@@ -67,7 +67,7 @@ else
   (umask 077 && echo "$main_pw $other_pw" >"$pw_file")
 fi
 # Peer authentication over the socket as postgres; `cd /` so psql can read its cwd.
-(cd / && runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -d postgres \
+(cd / && PGOPTIONS="-c client_min_messages=warning" runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -d postgres \
   -v main_pw="$main_pw" -v other_pw="$other_pw") >/dev/null <<'SQL' || fail "creating the test roles and database failed"
 SELECT 'CREATE ROLE agent_assist_test' WHERE NOT EXISTS
   (SELECT FROM pg_roles WHERE rolname = 'agent_assist_test') \gexec
