@@ -10,18 +10,10 @@ from session.paths import is_valid_instance_id, sanitize_instance_id
 from session.store.pointers import EditorProcess
 from session.workspace.patterns import DEFAULT_TRACKED
 
+from .option_names import OptionNames, parse_option_names
+
 AutoResume = Literal["ask", "always", "never"]
 Persistence = Literal["full", "metadata"]
-
-HOW_TO_CONFIGURE_MODEL = (
-    "No model is configured. VS Code: the settings agentAssist.model.name and "
-    "agentAssist.model.baseUrl, and the key with the command Agent Assist: Set API Key. "
-    "Neovim: setup({ model = { name = ..., base_url = ... } }), the key in "
-    "AGENT_ASSIST_LLM_API_KEY. Another client: initializationOptions.model {name, baseUrl, "
-    "apiKey}. Or the server's environment: AGENT_ASSIST_LLM_MODEL_NAME, "
-    "AGENT_ASSIST_LLM_BASE_URL and AGENT_ASSIST_LLM_API_KEY (or AGENT_ASSIST_MODEL, "
-    "OPENAI_BASE_URL, OPENAI_API_KEY). Then restart the server."
-)
 
 
 DEFAULT_MAX_RETRIES = 2
@@ -48,6 +40,9 @@ class ModelConfig:
     stream_timeout: float = DEFAULT_STREAM  # seconds between chunks of a stream
     first_token_timeout: float = DEFAULT_FIRST_TOKEN  # to the first byte of an answer
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # of one streamed reply, text and tool calls
+    max_output_tokens: int | None = None  # of one answer (`max_tokens`); None: the server's
+    # (option path, environment variable) of each value taken from the environment
+    from_env: tuple[tuple[str, str], ...] = ()
 
     @property
     def configured(self) -> bool:
@@ -83,6 +78,13 @@ class ServerConfig:
     # and one with no session of its own is offered the project's newest one not in use.
     instance_derived: bool = False
     editor: EditorProcess | None = None  # the process it is named after, if the client said
+    option_names: OptionNames = field(default_factory=OptionNames)  # what the user calls them
+    # Where `context_window` comes from: "default", "setting", or what the server said.
+    window_source: str = "default"
+
+    def option(self, key: str) -> str:
+        """Return the user's name for an option: its variable if the environment gave it."""
+        return dict(self.model.from_env).get(key) or self.option_names(key)
 
     @property
     def compact_threshold(self) -> int:
@@ -99,15 +101,30 @@ class ServerConfig:
         """Return the most history ever sent: a guard below the context window."""
         return int(self.context_window * 0.85)
 
-    def with_window(self, tokens: int) -> ServerConfig:
-        """Return this configuration with a smaller working context window."""
-        return replace(self, context_window=max(MIN_CONTEXT_WINDOW, tokens))
+    def with_window(self, tokens: int, source: str | None = None) -> ServerConfig:
+        """Return this configuration with another working context window (and its source)."""
+        window = max(MIN_CONTEXT_WINDOW, tokens)
+        return replace(self, context_window=window, window_source=source or self.window_source)
 
 
 def _first(*values: object) -> str | None:
     for value in values:
         if isinstance(value, str) and value.strip():
             return value.strip()
+    return None
+
+
+def _from(
+    key: str, given: object, env: Mapping[str, str], names: tuple[str, ...], found: list[Any]
+) -> str | None:
+    """Return the option's value, else the first set variable's (noted in `found`)."""
+    value = _first(given)
+    if value is not None:
+        return value
+    for name in names:
+        if (value := _first(env.get(name))) is not None:
+            found.append((key, name))
+            return value
     return None
 
 
@@ -266,6 +283,17 @@ def parse_initialization_options(
     first_token_timeout = seconds(
         "firstTokenTimeout", "AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT", DEFAULT_FIRST_TOKEN
     )
+    max_output = model_opts.get("maxOutputTokens", env.get("AGENT_ASSIST_LLM_MAX_OUTPUT_TOKENS"))
+    max_output_tokens = _number(max_output, int)
+    if max_output is not None and not (max_output_tokens and 0 < max_output_tokens <= 10**6):
+        warnings.append(
+            f"model.maxOutputTokens {max_output!r} is invalid (1..1000000 tokens); "
+            "using the server's limit"
+        )
+        max_output_tokens = None
+    from_env: list[tuple[str, str]] = []
+    if "maxOutputTokens" not in model_opts and max_output is not None:
+        from_env.append(("model.maxOutputTokens", "AGENT_ASSIST_LLM_MAX_OUTPUT_TOKENS"))
     max_reply_bytes = int(
         _bounded(
             warnings,
@@ -283,21 +311,29 @@ def parse_initialization_options(
         max_reply_bytes=max_reply_bytes,
         stream_timeout=stream_timeout,
         first_token_timeout=max(first_token_timeout, stream_timeout),
-        name=_first(
+        max_output_tokens=None if max_output_tokens is None else int(max_output_tokens),
+        name=_from(
+            "model.name",
             model_opts.get("name"),
-            env.get("AGENT_ASSIST_LLM_MODEL_NAME"),
-            env.get("AGENT_ASSIST_MODEL"),
+            env,
+            ("AGENT_ASSIST_LLM_MODEL_NAME", "AGENT_ASSIST_MODEL"),
+            from_env,
         ),
-        base_url=_first(
+        base_url=_from(
+            "model.baseUrl",
             model_opts.get("baseUrl"),
-            env.get("AGENT_ASSIST_LLM_BASE_URL"),
-            env.get("OPENAI_BASE_URL"),
+            env,
+            ("AGENT_ASSIST_LLM_BASE_URL", "OPENAI_BASE_URL"),
+            from_env,
         ),
-        api_key=_first(
+        api_key=_from(
+            "model.apiKey",
             model_opts.get("apiKey"),
-            env.get("AGENT_ASSIST_LLM_API_KEY"),
-            env.get("OPENAI_API_KEY"),
+            env,
+            ("AGENT_ASSIST_LLM_API_KEY", "OPENAI_API_KEY"),
+            from_env,
         ),
+        from_env=tuple(from_env),
     )
     drift_messages = True
     value = options.get("driftMessages")
@@ -326,6 +362,8 @@ def parse_initialization_options(
         editor=EditorProcess(client_name or "default", process_id)
         if derived and process_id is not None
         else None,
+        option_names=parse_option_names(options.get("optionNames"), client_name, warnings),
+        window_source="setting" if options.get("contextWindow") == context_window else "default",
     )
     return config, warnings
 

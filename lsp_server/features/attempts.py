@@ -116,9 +116,23 @@ async def run_attempts(
 
 CUT_ANSWERS = {  # an answer the server stopped short, said (it is kept as it came)
     "length": "The reply stopped at the model server's limit on an answer's length: ask it to "
-    "go on, or raise the limit (Ollama: num_predict; llama-server: --n-predict).",
+    "go on, or raise the limit (Ollama: num_predict; llama-server: --n-predict; here: {option}).",
     "content_filter": "The model provider's content filter stopped the reply short.",
 }
+
+
+def cut_answer(ls: AgentAssistServer, reason: str) -> str:
+    """Say why an answer stopped short: our `maxOutputTokens`, or the server's own limit."""
+    limit = ls.config.model.max_output_tokens
+    option = ls.config.option("model.maxOutputTokens")
+    if reason == "length" and limit is not None:
+        return (
+            f"The reply stopped at {option} ({limit:,} tokens): ask the model to go on, "
+            "or raise it."
+        )
+    return CUT_ANSWERS[reason].format(option=option)
+
+
 WITHOUT_TOOLS = (
     "Chatting without them: the assistant cannot read or write workspace files, record "
     "decisions or set the phase."
@@ -136,7 +150,7 @@ TEMPLATE_WARNING = (
 )
 RAISE_LENGTH = (
     "raise the server's context length (Ollama: OLLAMA_CONTEXT_LENGTH, or PARAMETER num_ctx "
-    "in a Modelfile) and set contextWindow to it"
+    "in a Modelfile) and set {window} to it"
 )
 
 
@@ -147,25 +161,26 @@ def capitalized(text: str) -> str:
 
 def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int, reads: int = 0) -> str:
     """Say why a turn failed, and what the user can do about it (`reads`: files read)."""
+    window = ls.config.option("contextWindow")
     if fault.kind == "truncated":
         return (
             f"{capitalized(fault.message)}, even after compacting what could be. "
-            f"{capitalized(RAISE_LENGTH)}, "
+            f"{capitalized(RAISE_LENGTH.format(window=window))}, "
             f"or start a new session: a message this long does not fit {fault.window} tokens."
         )
     if fault.kind == "overflow" and reads:  # the turn's own reads filled the window
         return (
             f"The model refused the prompt as too long for its context window ({fault.detail})"
             f" after this turn's {reads} read{'s' * (reads != 1)} of files and directories. "
-            f"The working contextWindow is {ls.config.context_window} tokens: ask about fewer "
+            f"The working window is {ls.config.context_window} tokens: ask about fewer "
             "files at a time, or give the model a larger window (the server's context size, "
-            "then contextWindow)."
+            f"then {window})."
         )
     if fault.kind == "overflow":
         return (
             f"The model refused the prompt as too long for its context window ({fault.detail}),"
-            f" even after compacting what could be. The working contextWindow is "
-            f"{ls.config.context_window} tokens: set contextWindow to the model's real window, "
+            f" even after compacting what could be. The working window is "
+            f"{ls.config.context_window} tokens: set {window} to the model's real window, "
             "run /compact, or start a new session (a single message this long cannot be sent)."
         )
     if fault.kind == "runaway":
@@ -182,10 +197,16 @@ def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int, reads
         )
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     if fault.kind == "unreachable":
-        where = url_without_userinfo(ls.config.model.base_url or "api.openai.com")
+        option = ls.config.option("model.baseUrl")
+        if ls.config.model.base_url is None:
+            return (
+                f"{capitalized(fault.message)}{tries}: no base URL is set ({option}), so "
+                "OpenAI's was asked; set it to your model server's (e.g. http://127.0.0.1:8080/v1)"
+            )
+        where = url_without_userinfo(ls.config.model.base_url)
         return (
             f"{capitalized(fault.message)}{tries}: is the server at {where} running, and is "
-            "model.baseUrl right?"
+            f"{option} right?"
         )
     status = (
         f" (HTTP {fault.status})"
@@ -224,7 +245,7 @@ async def heal_overflow(ls: AgentAssistServer, history_ops: History, fault: Mode
         ls.show(
             f"{capitalized(fault.message)}. Compacting the conversation to fit "
             f"{ls.config.context_window} tokens, and asking again. To keep more of it, "
-            f"{RAISE_LENGTH}."
+            f"{RAISE_LENGTH.format(window=ls.config.option('contextWindow'))}."
         )
     result = await history_ops.compact_now(open_turn=True)
     if not result.compacted:

@@ -12,8 +12,8 @@ from session.errors import ReadOnlySessionError, SessionError
 from session.storage import explain_write_error
 
 from .. import protocol as proto
-from ..config import HOW_TO_CONFIGURE_MODEL
 from ..model.runner import ChatRunner
+from ..option_names import how_to_configure_model
 from ..server import AgentAssistServer, RequestFailedError
 from .attempts import (
     CUT_ANSWERS,
@@ -21,6 +21,7 @@ from .attempts import (
     TurnFailedError,
     adopt_window,
     capitalized,
+    cut_answer,
     run_attempts,
 )
 from .base import THROUGH_COMMAND, Feature, request
@@ -60,7 +61,7 @@ class Chat(Feature):
         """
         ls = self.server
         if ls.runner is None or not ls.config.model.configured:
-            raise RequestFailedError(HOW_TO_CONFIGURE_MODEL)
+            raise RequestFailedError(how_to_configure_model(ls.config.option_names))
         # An async chat's reply shows (and is stopped) through progress on a token of ours.
         create = THROUGH_COMMAND.get() or params.async_
         progress = await ReplyProgress.open(ls, params.work_done_token, create=create)
@@ -254,7 +255,7 @@ class Chat(Feature):
         if result.note:
             ls.show(f"{capitalized(result.note)}. The reply is kept as far as it came.")
         elif result.finish_reason in CUT_ANSWERS:
-            ls.show(CUT_ANSWERS[result.finish_reason])
+            ls.show(cut_answer(ls, result.finish_reason))
         task = asyncio.current_task()
         if task is None:
             self._after_turn()

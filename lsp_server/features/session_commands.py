@@ -135,6 +135,7 @@ class SessionCommands(Feature):
             read_only=session.read_only,
             persistence=session.state.persistence,
             context_window=ls.config.context_window,
+            context_window_source=ls.config.window_source,
             phase=session.state.phase,
             store=proto.StoreStatus.model_validate(lifecycle.store_state(), from_attributes=True),
             project=proto.ProjectInfo.model_validate(

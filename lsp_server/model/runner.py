@@ -225,9 +225,9 @@ class ChatRunner:
         messages = self._history.convert(history)
         tally = UsageTally()
         sent_tokens = 0  # this attempt's messages; the history is added only if needed
-        settings: ModelSettings | None = (
-            None if stream else ModelSettings(timeout=self.non_streamed_timeout)
-        )
+        settings = ModelSettings() if stream else ModelSettings(timeout=self.non_streamed_timeout)
+        if self.model.max_output_tokens is not None:  # else the server's own limit
+            settings["max_tokens"] = self.model.max_output_tokens
         instructions = ""
 
         @functools.cache

@@ -45,6 +45,14 @@ class ModelOptions(Params):
         "attempt ends as `length` with a note (default 4194304).",
     )
 
+    max_output_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="Tokens of one answer of the model (sent as `max_tokens`; summaries are not "
+        "limited by it). Unset: the server's own limit (else AGENT_ASSIST_LLM_MAX_OUTPUT_TOKENS).",
+    )
+
 
 class ToolsOptions(Params):
     """What the model's tools may do; past a limit the model is told so in the tool result."""
@@ -105,6 +113,14 @@ class InitializationOptions(Params):
         description="Where sessions are kept: `local` (the default: files under the store root) "
         "or a PostgreSQL connection string (`postgresql://role@host/db`; the password from it, "
         "PGPASSWORD or ~/.pgpass). Else AGENT_ASSIST_STORE.",
+    )
+    option_names: dict[str, str] | None = Field(
+        default=None,
+        description="What the user calls each option in this client, by its path here: "
+        '`{"model.baseUrl": "--base-url"}`; the server\'s messages use these names. Unset ones: '
+        "a known client's (by clientInfo.name: VS Code `agentAssist.model.baseUrl`, Neovim "
+        "`model.base_url`, the terminal's flags), else the path; an environment variable the "
+        "value came from is named as such.",
     )
     drift_messages: bool | None = Field(
         default=None,

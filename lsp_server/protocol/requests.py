@@ -312,6 +312,11 @@ class StatusResult(Wire):
     read_only: bool
     persistence: Persistence
     context_window: int = Field(description="The context window in use.")
+    context_window_source: str = Field(
+        description="Where it comes from: `default`, `setting` (contextWindow), or what the "
+        "model server said: `/props` (llama.cpp's n_ctx), `/v1/models` (its metadata), or "
+        "`overflow` (a refused prompt)."
+    )
     phase: Phase | None
     store: StoreStatus
     project: ProjectInfo

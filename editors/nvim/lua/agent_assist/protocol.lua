@@ -167,6 +167,7 @@ M.errors = {
 ---@field contextWindow? integer Tokens (default 128000). Range 1000..10000000.
 ---@field compactAt? number Fraction of the window at which older turns are compacted (default 0.6). Range 0.1..0.95.
 ---@field store? string Where sessions are kept: `local` (the default: files under the store root) or a PostgreSQL connection string (`postgresql://role@host/db`; the password from it, PGPASSWORD or ~/.pgpass). Else AGENT_ASSIST_STORE.
+---@field optionNames? table<string, string> What the user calls each option in this client, by its path here: `{"model.baseUrl": "--base-url"}`; the server's messages use these names. Unset ones: a known client's (by clientInfo.name: VS Code `agentAssist.model.baseUrl`, Neovim `model.base_url`, the terminal's flags), else the path; an environment variable the value came from is named as such.
 ---@field driftMessages? boolean False: drift (at resume and live) is not repeated as `window/showMessage` (default true).
 
 ---@class agent_assist.ModelOptions An OpenAI-compatible chat model (else the environment's).
@@ -177,6 +178,7 @@ M.errors = {
 ---@field streamTimeout? number Seconds without stream data before an attempt is retried (default 60). Range 1..3600.
 ---@field firstTokenTimeout? number Seconds to the first data of an answer (a local server reads the prompt first) before an attempt is retried (default 300; never less than streamTimeout). Range 1..3600.
 ---@field maxReplyBytes? integer Bytes of one streamed reply (text and tool-call arguments) past which the attempt ends as `length` with a note (default 4194304). Range 65536..268435456.
+---@field maxOutputTokens? integer Tokens of one answer of the model (sent as `max_tokens`; summaries are not limited by it). Unset: the server's own limit (else AGENT_ASSIST_LLM_MAX_OUTPUT_TOKENS). Range 1..1000000.
 
 ---@class agent_assist.NewResult A fresh session; the previous one stays whole on disk.
 ---@field sessionId string
@@ -276,6 +278,7 @@ M.errors = {
 ---@field readOnly boolean
 ---@field persistence agent_assist.Persistence
 ---@field contextWindow integer The context window in use.
+---@field contextWindowSource string Where it comes from: `default`, `setting` (contextWindow), or what the model server said: `/props` (llama.cpp's n_ctx), `/v1/models` (its metadata), or `overflow` (a refused prompt).
 ---@field phase agent_assist.Phase?
 ---@field store agent_assist.StoreStatus
 ---@field project agent_assist.ProjectInfo

@@ -238,6 +238,8 @@ export interface InitializationOptions {
   compactAt?: number | null;
   /** Where sessions are kept: `local` (the default: files under the store root) or a PostgreSQL connection string (`postgresql://role@host/db`; the password from it, PGPASSWORD or ~/.pgpass). Else AGENT_ASSIST_STORE. */
   store?: string | null;
+  /** What the user calls each option in this client, by its path here: `{"model.baseUrl": "--base-url"}`; the server's messages use these names. Unset ones: a known client's (by clientInfo.name: VS Code `agentAssist.model.baseUrl`, Neovim `model.base_url`, the terminal's flags), else the path; an environment variable the value came from is named as such. */
+  optionNames?: Record<string, string> | null;
   /** False: drift (at resume and live) is not repeated as `window/showMessage` (default true). */
   driftMessages?: boolean | null;
 }
@@ -256,6 +258,8 @@ export interface ModelOptions {
   firstTokenTimeout?: number | null;
   /** Bytes of one streamed reply (text and tool-call arguments) past which the attempt ends as `length` with a note (default 4194304). Range 65536..268435456. */
   maxReplyBytes?: number | null;
+  /** Tokens of one answer of the model (sent as `max_tokens`; summaries are not limited by it). Unset: the server's own limit (else AGENT_ASSIST_LLM_MAX_OUTPUT_TOKENS). Range 1..1000000. */
+  maxOutputTokens?: number | null;
 }
 
 /** A fresh session; the previous one stays whole on disk. */
@@ -416,6 +420,8 @@ export interface StatusResult {
   persistence: Persistence;
   /** The context window in use. */
   contextWindow: number;
+  /** Where it comes from: `default`, `setting` (contextWindow), or what the model server said: `/props` (llama.cpp's n_ctx), `/v1/models` (its metadata), or `overflow` (a refused prompt). */
+  contextWindowSource: string;
   phase: Phase | null;
   store: StoreStatus;
   project: ProjectInfo;
