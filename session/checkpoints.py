@@ -5,21 +5,22 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+import orjson
 from pydantic import BaseModel, Field, ValidationError
 
+from . import checkpoint_index
 from .events import utcnow
 from .paths import is_valid_session_id
 from .redaction import Redactor, is_secret_file_name
 from .storage import (
     StorageError,
     atomic_write_bytes,
-    atomic_write_json,
     ensure_private_dir,
     read_file_bytes,
 )
@@ -243,7 +244,9 @@ class CheckpointStore:
         ensure_private_dir(self.manager.checkpoints_dir)
         ensure_private_dir(directory)
         path = directory / f"{record.number}.json"
-        atomic_write_json(path, record.model_dump(mode="json"))
+        data = orjson.dumps(record.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+        atomic_write_bytes(path, data)
+        checkpoint_index.write(path, data, record.session_id, record.files)
         return path
 
     def write_blob(self, data: bytes) -> str:
@@ -265,32 +268,82 @@ class CheckpointStore:
     ) -> Iterator[CheckpointRecord]:
         """Yield the session's checkpoints newest first, each read only when asked for."""
         directory = self._dir(session_id)
+        for _, name in self._numbered(directory):
+            record = self._read(directory / name, warnings)
+            if record is not None and record.session_id == session_id:
+                yield record
+
+    @staticmethod
+    def _numbered(directory: Path) -> list[tuple[int, str]]:
+        """Return the (number, file name) of each record in `directory`, newest first."""
         if not directory.is_dir() or directory.is_symlink():
-            return
+            return []
         numbers = []
         for entry in os.scandir(directory):
             stem = entry.name.removesuffix(".json")
             if entry.name.endswith(".json") and stem.isdigit():
                 numbers.append((int(stem), entry.name))
-        for _, name in sorted(numbers, reverse=True):
-            record = self._read(directory / name, warnings)
-            if record is not None and record.session_id == session_id:
-                yield record
+        return sorted(numbers, reverse=True)
 
     def load(self, session_id: str, number: int) -> CheckpointRecord | None:
         """Return checkpoint `number` of a session, or None."""
         return self._read(self._dir(session_id) / f"{number}.json", None)
 
-    def _read(self, path: Path, warnings: list[str] | None) -> CheckpointRecord | None:
+    def holding(
+        self, session_id: str, paths: Iterable[str], warnings: list[str] | None = None
+    ) -> dict[str, int | None]:
+        """Return, per path, the newest checkpoint that kept a copy of it (None: none did).
+
+        The records are asked newest first, each once, until every path has one; no copy
+        is read (a resume's list of changed files).
+        """
+        found: dict[str, int | None] = dict.fromkeys(paths)
+        wanted = set(found)
+        if wanted:
+            for number, kept in self._newest_kept(session_id, wanted, warnings):
+                for path in [p for p in wanted if p in kept]:
+                    if self.has_blob(kept[path]):
+                        found[path] = number
+                        wanted.discard(path)
+                if not wanted:
+                    break
+        return found
+
+    def _newest_kept(
+        self, session_id: str, wanted: set[str], warnings: list[str] | None
+    ) -> Iterator[tuple[int, dict[str, str]]]:
+        """Yield (number, the wanted paths it keeps with their digests), newest first.
+
+        From each record's index (`checkpoint_index`) when it answers, else the record,
+        whose index is then written again.
+        """
+        directory = self._dir(session_id)
+        for number, name in self._numbered(directory):
+            path = directory / name
+            kept = checkpoint_index.held(path, session_id, wanted)
+            if kept is None:
+                record = self._read(path, warnings, reindex=True)
+                if record is None or record.session_id != session_id:
+                    continue
+                kept = {p: record.files[p] for p in wanted if p in record.files}
+            yield number, kept
+
+    def _read(
+        self, path: Path, warnings: list[str] | None, *, reindex: bool = False
+    ) -> CheckpointRecord | None:
         try:
+            data = read_file_bytes(path, 16 << 20)[0]
             # Parsed and validated in one pass (a 20,000-file record: ~6 ms rather than ~10)
-            return CheckpointRecord.model_validate_json(read_file_bytes(path, 16 << 20)[0])
+            record = CheckpointRecord.model_validate_json(data)
         except FileNotFoundError:
             return None
         except (ValueError, ValidationError) as exc:
             if warnings is not None:
                 warnings.append(f"{path}: checkpoint ignored ({_reason(exc)})")
             return None
+        if reindex:
+            checkpoint_index.write(path, data, record.session_id, record.files)
+        return record
 
     def plan_restore(self, record: CheckpointRecord, current_files: dict[str, str]) -> RestorePlan:
         """Work out which files to write back; unsafe paths and symlinks are skipped."""

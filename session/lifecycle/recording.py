@@ -223,23 +223,8 @@ class SessionLifecycle(LifecycleTransitions):
         return None
 
     def checkpoints_holding(self, paths: Iterable[str]) -> dict[str, int | None]:
-        """Return, per path, the newest checkpoint that kept a copy of it (None: none did).
-
-        The records are read newest first, each once, until every path has one; no copy is
-        read: for a resume's list of changed files.
-        """
-        found: dict[str, int | None] = dict.fromkeys(paths)
-        wanted = set(found)
-        if not wanted:
-            return found
-        for record in self.checkpoints.newest_first(self.session_id, self.warnings):
-            for path in [p for p in wanted if p in record.files]:
-                if self.checkpoints.has_blob(record.files[path]):
-                    found[path] = record.number
-                    wanted.discard(path)
-            if not wanted:
-                break
-        return found
+        """Return, per path, the newest checkpoint that kept a copy of it (None: none did)."""
+        return self.checkpoints.holding(self.session_id, paths, self.warnings)
 
     def list_checkpoints(self) -> list[CheckpointRecord]:
         """Return this session's checkpoints, oldest first."""

@@ -81,6 +81,13 @@ class PgCheckpointStore(CheckpointStore):
         """Yield the session's checkpoints newest first."""
         yield from reversed(self.records(session_id, warnings))
 
+    def _newest_kept(
+        self, session_id: str, wanted: set[str], warnings: list[str] | None
+    ) -> Iterator[tuple[int, dict[str, str]]]:
+        """Yield (number, the wanted paths it keeps with their digests), newest first."""
+        for record in self.newest_first(session_id, warnings):
+            yield record.number, {p: record.files[p] for p in wanted if p in record.files}
+
     def records(self, session_id: str, warnings: list[str] | None = None) -> list[CheckpointRecord]:
         """Return the session's checkpoints, oldest first."""
         return self.pg.checkpoints(session_id)
