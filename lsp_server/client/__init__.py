@@ -7,7 +7,13 @@ files on disk, `errors.py` says what went wrong.
 
 from .connection import LOG_MESSAGE, PROGRESS, SHOW_MESSAGE, LspClient, PendingRequest
 from .errors import LspError, ServerExitedError
-from .workspace_edit import WorkspaceEditor, apply_text_edits, path_to_uri, uri_to_path
+from .workspace_edit import (
+    PlannedWrite,
+    WorkspaceEditor,
+    apply_text_edits,
+    path_to_uri,
+    uri_to_path,
+)
 
 __all__ = [
     "LOG_MESSAGE",
@@ -16,6 +22,7 @@ __all__ = [
     "LspClient",
     "LspError",
     "PendingRequest",
+    "PlannedWrite",
     "ServerExitedError",
     "WorkspaceEditor",
     "apply_text_edits",

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import protocol as proto
-from .editor import Asker, EditorSide, client_capabilities
+from .editor import Asker, EditorSide, EditReviewer, client_capabilities
 from .errors import LspError, ServerExitedError
 from .workspace_edit import path_to_uri
 
@@ -57,6 +57,7 @@ class LspClient:
         env: Mapping[str, str] | None = None,
         command: Sequence[str] | None = None,
         ask: Asker | None = None,
+        review: EditReviewer | None = None,
         client_name: str = "agent-assist-terminal",
         stderr_sink: Callable[[str], None] | None = None,
     ) -> None:
@@ -73,7 +74,7 @@ class LspClient:
         self.command = list(command)
         self.client_name = client_name
         self.stderr_sink = stderr_sink
-        self.editor_side = EditorSide(self.workspace, ask)
+        self.editor_side = EditorSide(self.workspace, ask, review)
         self.notifications: dict[str, deque[Any]] = defaultdict(
             lambda: deque(maxlen=_KEPT_NOTIFICATIONS)
         )

@@ -12,10 +12,12 @@ from typing import Any
 
 from .. import protocol as proto
 from .errors import LspError
-from .workspace_edit import WorkspaceEditor
+from .workspace_edit import PlannedWrite, WorkspaceEditor
 
 # Asks the user one of the server's questions: (message, action titles) -> chosen title.
 Asker = Callable[[str, list[str]], Awaitable[str | None]]
+# Shows the files an edit would write, (writes, label) -> None to apply it, else why not.
+EditReviewer = Callable[[list[PlannedWrite], str], Awaitable[str | None]]
 
 # Requests this client accepts and has nothing to do for.
 _ACKNOWLEDGED = (
@@ -52,8 +54,11 @@ async def _dismiss(message: str, actions: list[str]) -> str | None:
 class EditorSide:
     """Answers the server's requests: questions through `ask`, edits to the workspace."""
 
-    def __init__(self, workspace: Path, ask: Asker | None = None) -> None:
+    def __init__(
+        self, workspace: Path, ask: Asker | None = None, review: EditReviewer | None = None
+    ) -> None:
         self.ask: Asker = ask or _dismiss
+        self.review = review
         self.editor = WorkspaceEditor(workspace)
         self.questions: list[tuple[str, list[str], str | None]] = []
 
@@ -66,7 +71,7 @@ class EditorSide:
             self.questions.append((message, actions, answer))
             return None if answer is None else {"title": answer}
         if method == "workspace/applyEdit":
-            applied, reason = self.editor.apply(params.get("edit") or {})
+            applied, reason = await self.apply_edit(params)
             result: dict[str, Any] = {"applied": applied}
             if reason:
                 result["failureReason"] = reason
@@ -76,3 +81,15 @@ class EditorSide:
         if method == "workspace/configuration":
             return [None for _ in params.get("items") or []]
         raise LspError(proto.METHOD_NOT_FOUND, f"{method} is not supported by this client")
+
+    async def apply_edit(self, params: dict[str, Any]) -> tuple[bool, str | None]:
+        """Check the edit, have `review` approve it (when set), then write it."""
+        try:
+            writes = self.editor.plan(params.get("edit") or {})
+        except (OSError, ValueError) as exc:
+            return False, str(exc)
+        if self.review is not None:
+            refused = await self.review(writes, str(params.get("label") or ""))
+            if refused is not None:
+                return False, refused
+        return self.editor.commit(writes)

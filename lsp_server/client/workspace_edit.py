@@ -9,6 +9,7 @@ import contextlib
 import os
 import stat
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlparse
@@ -54,8 +55,22 @@ def apply_text_edits(text: str, edits: Sequence[Mapping[str, Any]]) -> str:
     return text
 
 
+@dataclass
+class PlannedWrite:
+    """One file a workspace edit would write: its text before (None: a new file) and after."""
+
+    target: Path
+    relative: str
+    before: str | None
+    after: str
+
+
 class WorkspaceEditor:
-    """Applies `workspace/applyEdit` to files on disk, inside the workspace only."""
+    """Applies `workspace/applyEdit` to files on disk, inside the workspace only.
+
+    The edit is untrusted (the model chose it): a path outside the workspace, inside `.git`
+    or through a symlink is refused, and nothing is written unless every change is valid.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
@@ -69,16 +84,18 @@ class WorkspaceEditor:
         if parent != self.root and self.root not in parent.parents:
             raise ValueError(f"{path} is outside the workspace")
         target = parent / path.name
+        if ".git" in target.relative_to(self.root).parts:
+            raise ValueError(f"{target} is inside .git; not written")
         with contextlib.suppress(FileNotFoundError):
             if stat.S_ISLNK(os.lstat(target).st_mode):
                 raise ValueError(f"{target} is a symlink; not followed")
         return target
 
-    def _read(self, target: Path) -> str:
+    def _read(self, target: Path) -> str | None:
         try:
             return target.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return ""
+            return None
 
     def _write(self, target: Path, text: str) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -88,24 +105,50 @@ class WorkspaceEditor:
             fh.write(text)
         self.applied.append(target.relative_to(self.root).as_posix())
 
+    def plan(self, edit: Mapping[str, Any]) -> list[PlannedWrite]:
+        """Return the files `edit` would write; raise ValueError if any change is refused."""
+        planned: dict[Path, PlannedWrite] = {}
+
+        def change(uri: str, edits: Sequence[Mapping[str, Any]]) -> PlannedWrite:
+            target = self._target(uri)
+            if target not in planned:
+                before = self._read(target)
+                relative = target.relative_to(self.root).as_posix()
+                planned[target] = PlannedWrite(target, relative, before, before or "")
+            write = planned[target]
+            write.after = apply_text_edits(write.after, edits)
+            return write
+
+        try:
+            for item in edit.get("documentChanges") or []:
+                kind = item.get("kind")
+                if kind == "create":
+                    write = change(item["uri"], [])
+                    if (item.get("options") or {}).get("overwrite", False):
+                        write.after = ""
+                elif kind is None:
+                    change(item["textDocument"]["uri"], item["edits"])
+                else:
+                    raise ValueError(f"resource operation {kind!r} is not supported")
+            for uri, edits in (edit.get("changes") or {}).items():
+                change(uri, edits)
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"malformed workspace edit ({exc})") from None
+        return list(planned.values())
+
+    def commit(self, writes: Sequence[PlannedWrite]) -> tuple[bool, str | None]:
+        """Write the planned files; return (applied, failure reason)."""
+        try:
+            for write in writes:
+                self._write(write.target, write.after)
+        except OSError as exc:
+            return False, str(exc)
+        return True, None
+
     def apply(self, edit: Mapping[str, Any]) -> tuple[bool, str | None]:
         """Apply a `WorkspaceEdit`; return (applied, failure reason)."""
         try:
-            for change in edit.get("documentChanges") or []:
-                kind = change.get("kind")
-                if kind == "create":
-                    target = self._target(change["uri"])
-                    overwrite = (change.get("options") or {}).get("overwrite", False)
-                    if not target.exists() or overwrite:
-                        self._write(target, "")
-                elif kind is None:
-                    target = self._target(change["textDocument"]["uri"])
-                    self._write(target, apply_text_edits(self._read(target), change["edits"]))
-                else:
-                    return False, f"resource operation {kind!r} is not supported"
-            for uri, edits in (edit.get("changes") or {}).items():
-                target = self._target(uri)
-                self._write(target, apply_text_edits(self._read(target), edits))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            writes = self.plan(edit)
+        except (OSError, ValueError) as exc:
             return False, str(exc)
-        return True, None
+        return self.commit(writes)

@@ -1,13 +1,16 @@
 """The terminal chat: starts the server, runs the prompt loop, renders what arrives.
 
 prompt-toolkit reads the input, rich renders the streamed Markdown; everything the chat
-does goes through the server in a subprocess (no second code path into `session/`).
+does goes through the server in a subprocess (no second code path into `session/`). On a
+terminal the prompt stays up while a reply streams: a line typed then is queued (shown
+above the prompt, `/withdraw` takes it back) and sent when the reply ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -17,8 +20,10 @@ from session.terminal_text import inert
 
 from .. import protocol as proto
 from ..client import PROGRESS, SHOW_MESSAGE, LspClient, LspError, PendingRequest, ServerExitedError
-from .commands import COMMANDS
+from . import questions, start
+from .edit_review import EditReview
 from .input import LineReader
+from .outbox import Outbox
 from .render import ReplyView, args_summary
 
 if TYPE_CHECKING:
@@ -30,10 +35,6 @@ NO_MODEL = (
     "and AGENT_ASSIST_LLM_API_KEY (or AGENT_ASSIST_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY); "
     "`agent-assist demo` shows the whole flow without a model."
 )
-RESUME_QUESTION = "Resume previous session?"
-RESUME, NEW_SESSION = "Resume", "New session"
-DELETE_FILES, KEEP_FILES, CANCEL = "Delete files", "Keep files", "Cancel"
-ALLOW_WRITE, REFUSE_WRITE = "Allow write", "Refuse"  # a protected write (`lsp_server/edits.py`)
 
 
 class ChatApp:
@@ -48,6 +49,9 @@ class ChatApp:
         reader: LineReader,
         options: dict[str, Any] | None = None,
         verbose: bool = False,
+        approve_edits: bool = False,
+        resume: str | None = None,
+        latest: bool = False,
     ) -> None:
         self.workspace = workspace
         self.verbose = verbose
@@ -55,6 +59,9 @@ class ChatApp:
         self.console = console
         self.reader = reader
         self.options = options or {}
+        self.resume = resume  # --resume: an id (prefix), "" for the picker, None: not asked
+        self.latest = latest  # --continue
+        self.opened = False  # a session chosen at start was opened
         self.client: LspClient | None = None
         self.session_id: str | None = None
         self.reset = False  # the session is a reset's, with no turn yet: autosave skips it
@@ -64,6 +71,8 @@ class ChatApp:
         self.cancelling = False
         self.quit = False
         self.main_task: asyncio.Task[Any] | None = None
+        self.review = EditReview(self, approve_all=approve_edits)
+        self.outbox = Outbox(self)
 
     # -- printing -----------------------------------------------------------------------
 
@@ -71,7 +80,7 @@ class ChatApp:
         """Print plain text (never markup; control characters shown, not obeyed)."""
         from rich.text import Text
 
-        self.console.print(Text(inert(text), style=style or ""))
+        self.console.print(Text(inert(text), style=style or ""), soft_wrap=True)
 
     def error(self, text: str) -> None:
         """Print an error line."""
@@ -80,6 +89,11 @@ class ChatApp:
     def warn(self, text: str) -> None:
         """Print a warning line."""
         self.say(f"⚠ {text}", "yellow")
+
+    def flush_reply(self) -> None:
+        """Print the reply's unfinished block now (something else is printed after it)."""
+        if self.view is not None:
+            self.view.flush()
 
     def _server_log(self, line: str) -> None:
         sys.stderr.write(f"[server] {inert(line)}\n")
@@ -98,6 +112,7 @@ class ChatApp:
     def _on_delta(self, params: dict[str, Any]) -> None:
         if self.view is not None:
             self.view.delta(str(params.get("delta", "")))
+            self.reader.redraw()
 
     def _on_retry(self, params: dict[str, Any]) -> None:
         if self.view is not None:
@@ -109,6 +124,7 @@ class ChatApp:
         status = params.get("status")
         if status == "started":
             return  # shown once it is done or failed, with its outcome
+        self.flush_reply()
         mark = "✓" if status == "done" else "✗"
         summary = args_summary(params.get("args"))
         self.say(f"  {mark} tool {params.get('tool')} {summary} ({status})", "dim")
@@ -121,6 +137,7 @@ class ChatApp:
             lead = "Drift since the last session:"
         else:
             lead = "Drift: changed outside the assistant:"
+        self.flush_reply()
         self.warn(f"{lead} {', '.join(parts)}")
 
     def _on_session_changed(self, params: dict[str, Any]) -> None:
@@ -130,6 +147,7 @@ class ChatApp:
     def _on_show_message(self, params: dict[str, Any]) -> None:
         message = str(params.get("message", ""))
         kind = params.get("type")
+        self.flush_reply()
         if kind == 1:
             self.error(message)
         elif kind == 2:
@@ -149,62 +167,24 @@ class ChatApp:
         elif kind == "end":
             self.say(f"   {value.get('message') or 'done'}", "cyan")
 
-    # -- questions from the server -------------------------------------------------------
+    # -- questions -------------------------------------------------------------------------
 
     async def read(self, prompt: str) -> str:
-        """Read a line; then take SIGINT back (prompt-toolkit replaces its handler)."""
-        try:
-            return await self.reader.read(inert(prompt))
-        finally:
-            self._install_signals()
-
-    async def confirm(self, prompt: str, default: bool) -> bool:
-        """Ask a yes/no question; Enter takes the default."""
-        while True:
-            answer = (await self.read(prompt)).strip().lower()
-            if not answer:
-                return default
-            if answer in ("y", "yes"):
-                return True
-            if answer in ("n", "no"):
-                return False
-            self.say("Please answer y or n.", "dim")
-
-    async def confirm_write(self, message: str) -> str:
-        """Ask whether the model may write a protected path; only a typed yes allows it."""
-        if not self.reader.interactive:
-            self.warn(f"{message} Refused: input is not a terminal, so no one can say yes.")
-            return REFUSE_WRITE
-        self.warn(message)
-        allowed = await self.confirm("Allow this write? [y/N] ", default=False)
-        return ALLOW_WRITE if allowed else REFUSE_WRITE
+        """Read an answer: through the running prompt if there is one, else a prompt of its own."""
+        if self.outbox.running:
+            line = await self.outbox.question(inert(prompt))
+        else:
+            try:
+                line = await self.reader.read(inert(prompt))
+            finally:
+                self._install_signals()  # prompt-toolkit replaced the SIGINT handler
+        if self.reader.interactive:
+            self.say(f"{prompt}{line}")  # the prompt erased itself
+        return line
 
     async def ask(self, message: str, actions: list[str]) -> str | None:
         """Answer `window/showMessageRequest` in the terminal."""
-        try:
-            if RESUME_QUESTION in message and RESUME in actions:
-                self.say(message.split("\n", 1)[0], "bold")
-                resume = await self.confirm(f"{RESUME_QUESTION} [Y/n] ", default=True)
-                return RESUME if resume else NEW_SESSION
-            if ALLOW_WRITE in actions and REFUSE_WRITE in actions:
-                return await self.confirm_write(message)
-            if DELETE_FILES in actions and KEEP_FILES in actions:
-                delete = await self.confirm(f"{message} [y/N] ", default=False)
-                return DELETE_FILES if delete else KEEP_FILES
-            self.say(message, "bold")
-            for number, title in enumerate(actions, 1):
-                self.say(f"  {number}. {title}")
-            while True:
-                choice = (await self.read("Choose a number (Enter: dismiss) ")).strip()
-                if not choice:
-                    return None
-                if choice.isdigit() and 1 <= int(choice) <= len(actions):
-                    return actions[int(choice) - 1]
-        except (EOFError, KeyboardInterrupt):
-            if RESUME_QUESTION in message:
-                self.quit = True
-                return None  # dismissed: the server resumes; we then exit
-            return CANCEL if CANCEL in actions else None
+        return await questions.ask(self, message, actions)
 
     # -- signals --------------------------------------------------------------------------
 
@@ -219,16 +199,20 @@ class ChatApp:
         if self.main_task is not None:
             self.main_task.cancel()
 
-    def _on_sigint(self) -> None:
+    def interrupt(self) -> bool:
+        """Ctrl+C: cancel the running turn (True), or say that the chat should end (False)."""
         turn = self.turn
         if turn is not None and not turn.future.done() and self.client is not None:
             if self.cancelling:
-                self._stop_main()
-                return
+                return False
             self.cancelling = True
             self.client.cancel(turn)
-            return
-        self._stop_main()
+            return True
+        return False
+
+    def _on_sigint(self) -> None:
+        if not self.interrupt():
+            self._stop_main()
 
     # -- main loop -------------------------------------------------------------------------
 
@@ -236,11 +220,15 @@ class ChatApp:
         """Run the chat until the user leaves; return the exit code."""
         self.main_task = asyncio.current_task()
         self._install_signals()
+        options = {"driftMessages": False, **self.options}  # drift is printed from the notice
+        if self.resume is not None or self.latest:
+            options["autoResume"] = "never"  # the session is chosen here, then opened
         client = LspClient(
             self.workspace,
             instance_id=self.instance_id,
-            options={"driftMessages": False, **self.options},  # drift is printed from the notice
+            options=options,
             ask=self.ask,
+            review=self.review,
             stderr_sink=self._server_log if self.verbose else None,
         )
         self.client = client
@@ -249,6 +237,8 @@ class ChatApp:
         try:
             await client.start()
             await client.wait_session()
+            if self.resume is not None or self.latest:
+                await start.open_chosen(self, self.resume, self.latest)
             if not self.quit:
                 await self._banner()
                 code = await self._loop()
@@ -287,7 +277,8 @@ class ChatApp:
     async def _banner(self) -> None:
         assert self.client is not None
         status = await self.request(proto.STATUS)
-        how = "resumed" if status.get("resumed") else "new"
+        resumed = bool(status.get("resumed"))
+        how = "resumed" if resumed or self.opened else "new"
         self.model = status.get("model")
         model = self.model or "none"
         self.say(
@@ -295,35 +286,50 @@ class ChatApp:
             f"model {model}",
             "bold",
         )
+        if resumed or self.opened:
+            await start.recap(self, status)
         if status.get("readOnly"):
             self.warn("This session is read-only (damaged log or newer format); /reset to chat.")
         if not self.model:
             self.warn(NO_MODEL)
-        self.say("Type a message, /help for commands, Ctrl+D to quit.", "dim")
+        self.say(
+            "Type a message, /help for commands, Alt+Enter for a new line, Ctrl+D to quit.",
+            "dim",
+        )
 
     async def _loop(self) -> int:
-        while True:
+        if self.reader.interactive:
+            return await self.outbox.run()
+        while True:  # lines from a pipe: one after the other, answers to questions included
             try:
                 line = await self.read("› ")
             except (EOFError, KeyboardInterrupt):
                 return 0
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                if line.startswith("/"):
-                    name, _, rest = line[1:].partition(" ")
-                    if name in ("exit", "quit"):
-                        return 0
-                    handler = COMMANDS.get(name.lower())
-                    if handler is None:
-                        self.say(f"Unknown command /{name} — type /help for the list.", "yellow")
-                        continue
-                    await handler(self, rest.strip())
-                else:
-                    await self.chat(line)
-            except LspError as exc:
-                self.error(exc.message)
+            if await self.handle(line):
+                return 0
+
+    async def handle(self, line: str) -> bool:
+        """Run one line (a message or a slash command); return True to leave."""
+        from .commands import COMMANDS
+
+        line = line.strip()
+        if not line:
+            return False
+        try:
+            if line.startswith("/"):
+                name, _, rest = line[1:].partition(" ")
+                if name in ("exit", "quit"):
+                    return True
+                handler = COMMANDS.get(name.lower())
+                if handler is None:
+                    self.say(f"Unknown command /{name} — type /help for the list.", "yellow")
+                    return False
+                await handler(self, rest.strip())
+            else:
+                await self.chat(line)
+        except LspError as exc:
+            self.error(exc.message)
+        return False
 
     async def chat(self, text: str) -> None:
         """Send one message; stream the reply; Ctrl+C cancels it."""
@@ -334,7 +340,6 @@ class ChatApp:
         view = ReplyView(self.console)
         self.view = view
         self.cancelling = False
-        view.start()
         try:
             self.turn = self.client.send_request(proto.CHAT, {"text": text})
             result = await self.turn.future
@@ -365,3 +370,8 @@ class ChatApp:
         """Send a request to the server and return its result."""
         assert self.client is not None
         return await self.client.request(method, params or {})
+
+
+def approve_edits_setting() -> bool:
+    """Return True when AGENT_ASSIST_APPROVE_EDITS says to write the model's edits unasked."""
+    return os.environ.get("AGENT_ASSIST_APPROVE_EDITS", "").strip().lower() in ("1", "true", "yes")

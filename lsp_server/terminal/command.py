@@ -28,7 +28,7 @@ def run_chat(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from .app import ChatApp
+    from .app import ChatApp, approve_edits_setting
     from .input import LineReader, PlainReader, PromptReader
 
     workspace = Path(args.workspace or ".").expanduser()
@@ -62,7 +62,8 @@ def run_chat(args: argparse.Namespace) -> int:
     if model:
         options["model"] = model
     reader: LineReader = PromptReader() if sys.stdin.isatty() else PlainReader()
-    console = Console(highlight=False, soft_wrap=True)
+    # Not soft_wrap: the reply is wrapped by rich, so it knows how many rows it takes.
+    console = Console(highlight=False)
     app = ChatApp(
         workspace,
         instance_id,
@@ -70,6 +71,9 @@ def run_chat(args: argparse.Namespace) -> int:
         reader=reader,
         options=options,
         verbose=bool(getattr(args, "verbose", False)),
+        approve_edits=bool(args.yes) or approve_edits_setting(),
+        resume=args.resume,
+        latest=bool(args.continue_),
     )
     try:
         return asyncio.run(app.run())
@@ -108,5 +112,28 @@ def register(subparsers: Any) -> None:
         type=int,
         metavar="TOKENS",
         help="the model's context window (compaction starts at 60%% of it)",
+    )
+    start = parser.add_mutually_exclusive_group()
+    start.add_argument(
+        "--continue",
+        "-c",
+        dest="continue_",
+        action="store_true",
+        help="resume this project's latest session without asking",
+    )
+    start.add_argument(
+        "--resume",
+        "-r",
+        nargs="?",
+        const="",
+        metavar="ID",
+        help="resume session ID (a unique prefix is enough); without ID, pick from a list",
+    )
+    parser.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="write the model's file edits without showing the diff and asking "
+        "(also AGENT_ASSIST_APPROVE_EDITS=1)",
     )
     parser.set_defaults(func=run_chat)

@@ -14,6 +14,8 @@ from .render import markdown, short_time, table
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from .edit_review import EditReview
+
 HELP = [
     ("/save", "save now: a numbered checkpoint of the session and the tracked files"),
     ("/reset, /new", "delete this session, start anew (asks about agent_spec.md, templates/)"),
@@ -27,8 +29,11 @@ HELP = [
     ("/open <id>", "switch to another session of this project"),
     ("/history", "print this session's transcript"),
     ("/status", "session, model and drift status"),
+    ("/withdraw", "take back the messages queued while a reply runs"),
+    ("/clear", "clear the screen"),
     ("/help", "this list"),
     ("/exit", "save and quit (also Ctrl+D, or Ctrl+C at the prompt)"),
+    ("Alt+Enter", "a new line in the message (a pasted text stays one message)"),
 ]
 
 
@@ -38,6 +43,7 @@ class Chat(Protocol):
     console: Console
     workspace: Path
     instance_id: str
+    review: EditReview
 
     def say(self, text: str, style: str | None = None) -> None:
         """Print plain text."""
@@ -96,7 +102,8 @@ async def checkpoint(chat: Chat, rest: str) -> None:
         if not rest.isdigit() or int(rest) < 1:
             chat.say("Usage: /checkpoint [n] (n ≥ 1)", "yellow")
             return
-        result = await chat.request(proto.CHECKPOINT, {"number": int(rest)})
+        with chat.review.asked_by_user():  # the restore's own edits: the user just asked
+            result = await chat.request(proto.CHECKPOINT, {"number": int(rest)})
         chat.say(f"Restored checkpoint {result['number']}.", "green")
         for label, key in (
             ("restored", "restoredFiles"),
@@ -275,19 +282,20 @@ async def status(chat: Chat, rest: str) -> None:
     rows = [
         ("session", status.get("sessionId")),
         ("state", status.get("state")),
-        ("resumed", status.get("resumed")),
+        ("resumed", "yes" if status.get("resumed") else None),
         ("turns", status.get("turns")),
         ("phase", status.get("phase") or "none"),
         ("model", status.get("model") or "not configured"),
         ("context window", f"{status.get('contextWindow')} tokens"),
         ("drifted files", status.get("drift")),
-        ("read-only", status.get("readOnly")),
+        ("read-only", "yes" if status.get("readOnly") else None),
         ("persistence", status.get("persistence")),
         ("workspace", str(chat.workspace)),
         ("instance", chat.instance_id),
     ]
     for key, value in rows:
-        chat.say(f"  {key:<14} {value}")
+        if value is not None:
+            chat.say(f"  {key:<14} {value}")
 
 
 SlashCommand = Callable[[Chat, str], Awaitable[None]]

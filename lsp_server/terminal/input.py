@@ -1,11 +1,20 @@
-"""Reading the user's lines: prompt-toolkit on a terminal, a plain reader on a pipe."""
+"""Reading the user's lines: prompt-toolkit on a terminal, a plain reader on a pipe.
+
+On a terminal the prompt stays up while a reply streams: its message (a function) draws
+the reply's unfinished block, the queued messages and the spinner above the input line.
+Enter sends, Alt+Enter (or Esc then Enter) starts a new line, a paste stays one message.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import sys
 import threading
+from collections.abc import Callable
 from typing import Protocol
+
+# What a prompt shows: fixed text, or a function of nothing returning ANSI text.
+Message = str | Callable[[], str]
 
 
 class LineReader(Protocol):
@@ -13,28 +22,57 @@ class LineReader(Protocol):
 
     interactive: bool  # a person at a terminal answers (not lines from a pipe or file)
 
-    async def read(self, prompt: str) -> str:
+    async def read(self, prompt: Message) -> str:
         """Show `prompt` and return the line typed."""
+        ...
+
+    def redraw(self) -> None:
+        """Draw the prompt's message again (it changed)."""
         ...
 
 
 class PromptReader:
-    """prompt-toolkit input with in-memory history (nothing is written outside the store)."""
+    """prompt-toolkit input with in-memory history (nothing is written outside the store).
+
+    The prompt erases itself when a line is accepted: the chat prints what was sent.
+    """
 
     interactive = True
 
     def __init__(self) -> None:
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import InMemoryHistory
+        from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-        self.session: PromptSession[str] = PromptSession(history=InMemoryHistory())
+        bindings = KeyBindings()
 
-    async def read(self, prompt: str) -> str:
+        @bindings.add("escape", "enter")
+        def _newline(event: KeyPressEvent) -> None:
+            event.current_buffer.insert_text("\n")
+
+        self.session: PromptSession[str] = PromptSession(
+            history=InMemoryHistory(),
+            key_bindings=bindings,
+            erase_when_done=True,
+            refresh_interval=0.1,
+            prompt_continuation="  ",
+        )
+
+    async def read(self, prompt: Message) -> str:
         """Show `prompt` and return the line typed; what is printed meanwhile goes above it."""
+        from prompt_toolkit.formatted_text import ANSI
         from prompt_toolkit.patch_stdout import patch_stdout
 
+        def message() -> ANSI:
+            return ANSI(prompt() if callable(prompt) else prompt)
+
         with patch_stdout(raw=True):
-            return await self.session.prompt_async(prompt)
+            return await self.session.prompt_async(message)
+
+    def redraw(self) -> None:
+        """Draw the prompt again now (not at the next tick)."""
+        if self.session.app.is_running:
+            self.session.app.invalidate()
 
 
 class PlainReader:
@@ -57,11 +95,11 @@ class PlainReader:
         threading.Thread(target=pump, name="stdin", daemon=True).start()
         return queue
 
-    async def read(self, prompt: str) -> str:
+    async def read(self, prompt: Message) -> str:
         """Show `prompt` and return the next line; EOFError at the end of input."""
         if self._queue is None:
             self._queue = self._start()
-        sys.stdout.write(prompt)
+        sys.stdout.write(prompt() if callable(prompt) else prompt)
         sys.stdout.flush()
         line = await self._queue.get()
         if line is None:
@@ -70,3 +108,6 @@ class PlainReader:
             raise EOFError
         sys.stdout.write(line + "\n")
         return line
+
+    def redraw(self) -> None:
+        """Nothing is drawn live on a pipe."""

@@ -1,4 +1,4 @@
-"""Drawing the chat: the streamed reply (spinner, then live Markdown) and plain-text tables.
+"""Drawing the chat: the streamed reply (printed a complete block at a time) and tables.
 
 What the model or the store wrote is made inert first (`session.terminal_text`): its
 control characters are shown, never obeyed, and a Markdown link shows its target.
@@ -6,14 +6,24 @@ control characters are shown, never obeyed, and a Markdown link shows its target
 
 from __future__ import annotations
 
+import io
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 from session.terminal_text import inert
 
+from .blocks import complete_blocks
+
 if TYPE_CHECKING:
-    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
-    from rich.live import Live
+    from rich.console import Console, RenderableType
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def plural(count: int, noun: str) -> str:
+    """Return `1 turn`, `2 turns`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def args_summary(args: Any, limit: int = 60) -> str:
@@ -31,75 +41,92 @@ def markdown(text: str) -> RenderableType:
     return Markdown(inert(text), hyperlinks=False)
 
 
-class StreamedMarkdown:
-    """Markdown of text that keeps growing; parsed only when the screen is refreshed."""
+def to_ansi(console: Console, renderable: RenderableType, width: int) -> str:
+    """Render for a screen region `width` columns wide, in the console's colours."""
+    from rich.console import Console
 
-    def __init__(self) -> None:
-        self.text = ""
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield markdown(self.text)
+    out = io.StringIO()
+    Console(
+        file=out,
+        width=max(width, 20),
+        force_terminal=True,
+        color_system=console.color_system or None,  # type: ignore[arg-type]
+        no_color=console.no_color,
+        highlight=False,
+        soft_wrap=False,
+    ).print(renderable)
+    return out.getvalue()
 
 
 class ReplyView:
-    """One streamed reply: a spinner until the first delta, then live Markdown."""
+    """One streamed reply: complete Markdown blocks printed once, the growing one live.
 
-    def __init__(self, console: Console) -> None:
+    Printed blocks stay where they are (scrolling, resizing and Ctrl+C leave them once);
+    `live_lines` draws the unfinished block and a spinner, for the prompt to show.
+    """
+
+    def __init__(self, console: Console, *, label: str = "Thinking…") -> None:
         self.console = console
-        self.body = StreamedMarkdown()
-        self.live: Live | None = None
-        self._showing_text = False
-        self._printed = False
-
-    @property
-    def text(self) -> str:
-        """Return the text streamed so far."""
-        return self.body.text
-
-    def start(self) -> None:
-        """Show the spinner (refreshed ten times a second by rich)."""
-        from rich.live import Live
-        from rich.spinner import Spinner
-
-        if not self.console.is_terminal:
-            return  # piped output: the reply is printed once, when it is complete
-        self.live = Live(
-            Spinner("dots", text="Thinking…", style="cyan"),
-            console=self.console,
-            refresh_per_second=10,
-            vertical_overflow="visible",
-        )
-        self.live.start()
+        self.text = ""
+        self.label = label
+        self._printed = 0  # how much of `text` is printed for good
+        self._blocks = 0
+        self.done = False
 
     def delta(self, text: str) -> None:
-        """Append streamed text; the next refresh shows it."""
-        self.body.text += text
-        if self.live is not None and not self._showing_text:
-            self._showing_text = True
-            self.live.update(self.body, refresh=True)
+        """Append streamed text; print the blocks it completes."""
+        self.text += text
+        self.label = "Replying… (Ctrl+C stops)"
+        blocks, rest = complete_blocks(self.text[self._printed :])
+        for block in blocks:
+            self._print(block)
+        self._printed += rest
+
+    def _print(self, block: str) -> None:
+        if self._blocks:
+            self.console.print()
+        self.console.print(markdown(block), soft_wrap=False)
+        self._blocks += 1
+
+    def flush(self) -> None:
+        """Print the unfinished block now (a tool call or a question comes after it)."""
+        rest = self.text[self._printed :].strip("\n")
+        if rest.strip() and not self.done:
+            self._print(rest)
+            self._printed = len(self.text)
 
     def restart(self) -> None:
-        """Drop the partial reply (the server retries; its deltas start over)."""
-        from rich.spinner import Spinner
-
-        self.body.text = ""
-        if self.live is not None and self._showing_text:
-            self._showing_text = False
-            self.live.update(Spinner("dots", text="Retrying…", style="cyan"), refresh=True)
+        """Drop the unprinted part (the server retries; its deltas start over)."""
+        if self._printed:
+            self.console.print("  (the answer above was cut off; it starts over below)")
+        self.text = ""
+        self._printed = 0
+        self._blocks = 0
+        self.label = "Retrying…"
 
     def stop(self, final: str | None = None) -> None:
-        """Render the final text and release the terminal."""
-        from rich.text import Text
+        """Print what is not printed yet, once; later calls do nothing."""
+        if self.done:
+            return
+        self.done = True
+        if final and not self.text.strip():
+            self.text = final
+        rest = self.text[self._printed :].strip("\n")
+        if rest.strip():
+            self._print(rest)
+        self._printed = len(self.text)
 
-        if final and not self.body.text.strip():
-            self.body.text = final
-        if self.live is not None:
-            self.live.update(self.body if self.body.text else Text(""), refresh=True)
-            self.live.stop()
-            self.live = None
-        elif self.body.text and not self._printed:
-            self.console.print(self.body)
-        self._printed = True
+    def live_lines(self, width: int, height: int) -> str:
+        """Return the unfinished block's last `height` rows and the spinner, as ANSI text."""
+        frame = SPINNER[int(time.monotonic() * 10) % len(SPINNER)]
+        spinner = f"\x1b[36m{frame} {self.label}\x1b[0m\n"
+        rest = self.text[self._printed :].strip("\n")
+        if not rest.strip() or self.done:
+            return spinner
+        if self._blocks:
+            rest = "\n" + rest
+        rows = to_ansi(self.console, markdown(rest), width).rstrip("\n").split("\n")
+        return "\n".join(rows[-max(height, 1) :]) + "\n" + spinner
 
 
 def table(title: str, columns: list[str], rows: list[list[str]]) -> RenderableType:
