@@ -1,0 +1,1 @@
+"""`agent-assist chat` in a real terminal (tmux) against the real server and loopback model."""
