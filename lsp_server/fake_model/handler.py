@@ -39,6 +39,7 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         """Serve `/v1/models` (and llama-server's `/props`)."""
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             model = {"id": self.fake.model_id, "object": "model", "created": 0, "owned_by": "fake"}
+            model.update(self.fake.models_entry)  # a window, or another server's fields
             self._json(200, {"object": "list", "data": [model]})
         elif self.path == "/props" and self.fake.template_tools is not None:
             takes = self.fake.template_tools
@@ -66,6 +67,9 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
                 raise ValueError("body is not an object")
         except ValueError as exc:
             self._error(400, f"invalid JSON body: {exc}", "invalid_request_error")
+            return
+        if (probe := self.fake.probe_answer(body)) is not None:  # not a turn: not recorded
+            self._json(200, probe) if probe else self._handler_failed(body)
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
         number = self.fake._record(self.path, headers, body)

@@ -29,6 +29,7 @@ SILENT_STYLES = ("ollama", "ollama-legacy")
 NO_TOOLS_STYLES = ("ollama", "llama-server", "vllm")  # servers that refuse a request's tools
 # Servers that refuse an assistant message whose content is null (a tool call without text).
 NULL_CONTENT_STYLES = ("llama-cpp", "llama-server")
+LLAMA_CPP_PYTHON_ENTRY = {"owned_by": "me", "permissions": []}  # its `/v1/models` entries
 
 
 class ClientGoneError(Exception):
@@ -71,6 +72,10 @@ class ModelScript:
         self.null_content = null_content
         self.tool_streams = tool_streams
         self.template_tools = template_tools
+        # Fields added to the `/v1/models` entry: a window (`max_model_len`, `meta`), or
+        # llama-cpp-python's (`LLAMA_CPP_PYTHON_ENTRY`).
+        self.models_entry: dict[str, Any] = {}
+        self.probes: list[dict[str, Any]] = []  # requests that forced a tool in one token
         self.model_id = f"agent-assist-{label}" if label else DEFAULT_MODEL
         self.context_window = context_window
         self.overflow = overflow
@@ -149,6 +154,23 @@ class ModelScript:
         return "\n".join(parts)
 
     # -- called from the handler threads -------------------------------------
+    def probe_answer(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """Answer a one-token request that forces a tool call (the server's tools probed).
+
+        None: not one. {}: refused as llama-cpp-python's function calling refuses it (its
+        handler's assertion); else a one-token answer, as its plain chat template gives.
+        """
+        if body.get("max_tokens") != 1 or body.get("tool_choice") != "required":
+            return None
+        with self._lock:
+            self.probes.append(body)
+        if not self.tool_streams:
+            return {}
+        message = {"role": "assistant", "content": "OK"}
+        choice = {"index": 0, "message": message, "finish_reason": "length"}
+        usage = {"prompt_tokens": 12, "completion_tokens": 1, "total_tokens": 13}
+        return {"id": "probe", "object": "chat.completion", "choices": [choice], "usage": usage}
+
     def _record(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> int:
         with self._lock:
             if is_summary_request(body):

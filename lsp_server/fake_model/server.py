@@ -33,6 +33,13 @@ tools (`chat_template_caps.supports_tools`), and its `context_window` as a slot'
 `n_ctx`. With False it answers as that server does, as if no tools had been sent (the
 scripted replies should then hold no tool calls).
 
+``fake.models_entry`` adds fields to the `/v1/models` entry: a window (vLLM's
+``max_model_len``, ``context_length``, llama-server's ``meta.n_ctx_train``), or
+llama-cpp-python's ``LLAMA_CPP_PYTHON_ENTRY``. A one-token request forcing a tool call
+(``max_tokens: 1``, ``tool_choice: "required"``: the server's tools probed) is recorded in
+``probes``, not ``requests``, and answered as llama-cpp-python does: HTTP 500 with
+``tool_streams=False`` (function calling), else one token of plain chat (the model's template).
+
 ``FakeOpenAI(slots=1)`` answers one request at a time, as a local server with one slot
 does (llama.cpp's ``--parallel 1``, llama-cpp-python): the others wait for it.
 

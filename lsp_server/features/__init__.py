@@ -7,6 +7,7 @@ from .base import Feature, install
 from .chat import Chat
 from .history import History
 from .lifecycle import Lifecycle
+from .model_server import ModelServer
 from .session_commands import SessionCommands
 from .settings import LiveSettings
 from .store_watch import StoreWatch
@@ -18,6 +19,7 @@ FEATURES: list[type[Feature]] = [
     LiveSettings,
     RunningSummary,
     History,
+    ModelServer,
     Chat,
     SessionCommands,
     WorkspaceWatch,

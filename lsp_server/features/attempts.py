@@ -226,7 +226,7 @@ def adopt_window(ls: AgentAssistServer, window: int, source: str) -> bool:
         window,
         ls.config.context_window,
     )
-    ls.config = ls.config.with_window(window)
+    ls.config = ls.config.with_window(window, "overflow")
     ls.session.set_history_budget(ls.config.history_budget)
     return True
 

@@ -12,20 +12,18 @@ from session.errors import ReadOnlySessionError, SessionError
 from session.storage import explain_write_error
 
 from .. import protocol as proto
-from ..model.runner import ChatRunner
 from ..option_names import how_to_configure_model
 from ..server import AgentAssistServer, RequestFailedError
 from .attempts import (
     CUT_ANSWERS,
-    TEMPLATE_WARNING,
     TurnFailedError,
-    adopt_window,
     capitalized,
     cut_answer,
     run_attempts,
 )
 from .base import THROUGH_COMMAND, Feature, request
 from .history import History
+from .model_server import ModelServer
 from .sink import NotifyingSink, ReplyProgress, reply_tail
 from .summaries import RunningSummary
 
@@ -43,7 +41,7 @@ class Chat(Feature):
     """`agentAssist/chat`: turns queue behind one another; each is streamed and recorded."""
 
     name = "chat"
-    needs = (History, RunningSummary)
+    needs = (History, RunningSummary, ModelServer)
 
     def __init__(self, server: AgentAssistServer) -> None:
         super().__init__(server)
@@ -199,6 +197,7 @@ class Chat(Feature):
         ls = self.server
         history_ops = self.need(History)
         lifecycle = ls.session
+        await self.need(ModelServer).before_turn()  # its window and tools, if it says
         assert ls.runner is not None
         history = lifecycle.message_history()
         # The cached per-message estimates bound the history's tokens: the exact count (one
@@ -270,19 +269,6 @@ class Chat(Feature):
             attempts=recorder.attempt,
         )
 
-    async def _read_server_props(self, runner: ChatRunner) -> None:
-        """After llama-server's first answer: its window, and no tools if it drops them."""
-        props = await runner.read_server_props()
-        if props is None:
-            return
-        ls = self.server
-        if props.window is not None:
-            adopt_window(ls, props.window, "llama-server's /props give")
-        if props.takes_tools is False and runner.tools:
-            runner.without_tools()
-            logger.warning("llama-server's chat template takes no tools; chatting without them")
-            ls.show(TEMPLATE_WARNING)
-
     def _after_turn(self) -> None:
         """Work a turn needs done but its result need not wait for.
 
@@ -295,7 +281,8 @@ class Chat(Feature):
         ls.index_in_background()
         self.need(RunningSummary).schedule()
         if ls.runner is not None and not ls.runner.props_read:
-            ls.spawn(self._read_server_props(ls.runner), "llama-server's /props")
+            learn = self.need(ModelServer).after_first_answer(ls.runner)
+            ls.spawn(learn, "llama-server's /props")
         if ls.runner is not None and ls.lifecycle is not None and ls.lifecycle.session is not None:
             try:
                 ls.runner.prepare_history(ls.lifecycle.message_history())

@@ -11,6 +11,7 @@ from openai import AsyncOpenAI  # noqa: E402
 from pydantic_ai import Agent, ModelRetry, PromptedOutput, RunContext  # noqa: E402
 from pydantic_ai.capabilities import AbstractCapability  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
+from pydantic_ai.profiles.openai import OpenAIModelProfile  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 
 from session.compaction import SUMMARY_INSTRUCTIONS, CompactionSummary  # noqa: E402
@@ -47,7 +48,14 @@ def _model(config: ModelConfig, quirks: ServerQuirks | None) -> OpenAIChatModel:
         ),
         max_retries=0,
     )
-    return OpenAIChatModel(config.name or "", provider=OpenAIProvider(openai_client=client))
+    # `max_tokens` as such to a server of our own (llama-cpp-python reads no other name);
+    # OpenAI's own API takes only `max_completion_tokens` for its reasoning models.
+    legacy = OpenAIModelProfile(openai_chat_supports_max_completion_tokens=False)
+    return OpenAIChatModel(
+        config.name or "",
+        provider=OpenAIProvider(openai_client=client),
+        profile=legacy if config.base_url else None,
+    )
 
 
 class LooseOutput(AbstractCapability[Any]):

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pydantic_ai.settings import ModelSettings
 
     from .props import ServerProps
+    from .server_facts import ServerFacts
 
 SUMMARY_RETRY_AFTER = 600.0  # seconds before a model that failed to summarise is asked again
 
@@ -106,6 +107,21 @@ class ChatRunner:
         if self.quirks.server != LLAMA_SERVER or url is None:
             return None
         return await read_props(url, self.model.api_key)
+
+    async def learn_server(self) -> ServerFacts:
+        """Ask the model server its window and tools (`server_facts`; once per runner).
+
+        Not asked: OpenAI itself (no base URL), which states no window.
+        """
+        from .server_facts import ServerFacts, learn_server
+
+        url = self.model.base_url
+        if url is None:
+            return ServerFacts()
+        facts = await learn_server(url, self.model.api_key, self.model.name, probe_tools=self.tools)
+        if facts.kind == "llama-server":
+            self.props_read = True  # its /props were read: not again after the first answer
+        return facts
 
     def _build(self) -> Agent[ToolDeps, str]:
         from .build import build_agent

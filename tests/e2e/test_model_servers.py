@@ -76,7 +76,11 @@ async def shown_soon(editor: Editor, which: Callable[[Editor], list[str]]) -> li
 async def test_llama_server_whose_template_drops_the_tools_is_chatted_with_without_them(
     make_editor, fake: FakeOpenAI, workspace: Path, home: Path
 ) -> None:
-    """llama-server drops the tools of a template without them, with no error: its /props say."""
+    """llama-server drops the tools of a template without them, with no error: its /props say.
+
+    Asked before the first turn is sent (the turn waits for the answer): the model is told
+    from the first request that it has no tools, and the user is told once.
+    """
     fake.template_tools = False
     fake.add("I cannot read files.", "answer 2", "answer 3")
     editor: Editor = make_editor()
@@ -89,8 +93,8 @@ async def test_llama_server_whose_template_drops_the_tools_is_chatted_with_witho
     again = await editor.request("agentAssist/chat", {"text": "question 2"})
     assert again["text"] == "answer 2"
     await editor.request("agentAssist/chat", {"text": "question 3"})
-    assert [bool(r.body.get("tools")) for r in fake.requests] == [True, False, False]
-    assert "you have no tools" in system_text(fake.requests[1].body["messages"])
+    assert [bool(r.body.get("tools")) for r in fake.requests] == [False, False, False]
+    assert "you have no tools" in system_text(fake.requests[0].body["messages"])
     assert len(template_warnings(editor)) == 1  # asked once, said once
     await editor.stop()
 
@@ -130,7 +134,9 @@ async def test_llama_servers_window_is_taken_from_its_props_before_any_prompt_ov
             await asyncio.sleep(0.02)
         return int(status["contextWindow"])
 
-    assert await asyncio.wait_for(window(), 20) == 2048  # read once the first answer came
+    assert await asyncio.wait_for(window(), 20) == 2048  # read before the first turn was sent
+    status = await editor.request("agentAssist/status")
+    assert status["contextWindowSource"] == "/props"
     for n in range(2, 9):
         reply = await editor.request("agentAssist/chat", {"text": f"Turn {n}. {filler}"})
         assert reply["endReason"] == "completed" and reply["attempts"] == 1
