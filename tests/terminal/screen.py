@@ -23,8 +23,9 @@ class Terminal:
     """One `agent-assist chat` in a tmux pane; `text()` is its whole scrollback and screen."""
 
     def __init__(self, tmp_path: Path, columns: int, rows: int) -> None:
-        self.dir = tmp_path / f"tmux-{columns}x{rows}"
-        self.dir.mkdir(parents=True, exist_ok=True)
+        number = sum(1 for _ in tmp_path.glob("tmux-*"))
+        self.dir = tmp_path / f"tmux-{number}-{columns}x{rows}"  # a tmux server each
+        self.dir.mkdir(parents=True)
         self.socket = self.dir / "sock"
         self.columns, self.rows = columns, rows
         self.started = False
