@@ -18,6 +18,7 @@ export interface Settings {
   modelStreamTimeout: number | undefined;
   modelFirstTokenTimeout: number | undefined;
   modelMaxReplyBytes: number | undefined;
+  modelMaxOutputTokens: number | undefined;
   /** Added to the server's built-in protected paths; empty: only those. */
   toolsProtectedPaths: string[];
   toolsMaxCallsPerResponse: number | undefined;
@@ -40,6 +41,7 @@ export const DEFAULT_SETTINGS: Settings = {
   modelStreamTimeout: undefined,
   modelFirstTokenTimeout: undefined,
   modelMaxReplyBytes: undefined,
+  modelMaxOutputTokens: undefined,
   toolsProtectedPaths: [],
   toolsMaxCallsPerResponse: undefined,
   toolsMaxCallsPerTurn: undefined,
@@ -92,6 +94,7 @@ export function readSettings(config: ConfigurationReader): Settings {
     modelStreamTimeout: numberIn(config.get("model.streamTimeout"), 1, 3600, false),
     modelFirstTokenTimeout: numberIn(config.get("model.firstTokenTimeout"), 1, 3600, false),
     modelMaxReplyBytes: numberIn(config.get("model.maxReplyBytes"), 65_536, 268_435_456, true),
+    modelMaxOutputTokens: numberIn(config.get("model.maxOutputTokens"), 1, 1_000_000, true),
     toolsProtectedPaths: stringList(config.get("tools.protectedPaths"), DEFAULT_SETTINGS.toolsProtectedPaths),
     toolsMaxCallsPerResponse: numberIn(config.get("tools.maxCallsPerResponse"), 1, 1000, true),
     toolsMaxCallsPerTurn: numberIn(config.get("tools.maxCallsPerTurn"), 1, 10_000, true),
@@ -121,6 +124,7 @@ export function toInitializationOptions(
       ? {}
       : { firstTokenTimeout: settings.modelFirstTokenTimeout }),
     ...(settings.modelMaxReplyBytes === undefined ? {} : { maxReplyBytes: settings.modelMaxReplyBytes }),
+    ...(settings.modelMaxOutputTokens === undefined ? {} : { maxOutputTokens: settings.modelMaxOutputTokens }),
   };
   const tools: ToolsOptions = {
     ...(settings.toolsProtectedPaths.length > 0 ? { protectedPaths: settings.toolsProtectedPaths } : {}),

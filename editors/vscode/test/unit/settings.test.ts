@@ -34,6 +34,7 @@ describe("readSettings", () => {
         "model.streamTimeout": 12.5,
         "model.firstTokenTimeout": 600,
         "model.maxReplyBytes": 1_048_576,
+        "model.maxOutputTokens": 512,
         "tools.protectedPaths": ["secrets/**", " ", 7],
         "tools.maxCallsPerResponse": 8,
         "tools.maxCallsPerTurn": 100,
@@ -54,6 +55,7 @@ describe("readSettings", () => {
       modelStreamTimeout: 12.5,
       modelFirstTokenTimeout: 600,
       modelMaxReplyBytes: 1_048_576,
+      modelMaxOutputTokens: 512,
       toolsProtectedPaths: ["secrets/**"],
       toolsMaxCallsPerResponse: 8,
       toolsMaxCallsPerTurn: 100,
@@ -97,6 +99,7 @@ describe("readSettings", () => {
     const below = readSettings(
       reader({
         "model.maxReplyBytes": 65_535,
+        "model.maxOutputTokens": 0,
         "tools.maxCallsPerResponse": 0,
         "tools.maxCallsPerTurn": 0,
         "tools.maxArgumentBytes": 1023,
@@ -105,6 +108,7 @@ describe("readSettings", () => {
     const above = readSettings(
       reader({
         "model.maxReplyBytes": 268_435_457,
+        "model.maxOutputTokens": 1_000_001,
         "tools.maxCallsPerResponse": 1001,
         "tools.maxCallsPerTurn": 10_001,
         "tools.maxArgumentBytes": 67_108_865,
@@ -113,6 +117,7 @@ describe("readSettings", () => {
     const notWhole = readSettings(
       reader({
         "model.maxReplyBytes": 100_000.5,
+        "model.maxOutputTokens": 256.5,
         "tools.maxCallsPerResponse": "8",
         "tools.maxCallsPerTurn": 2.5,
         "tools.maxArgumentBytes": null,
@@ -120,6 +125,7 @@ describe("readSettings", () => {
     );
     for (const settings of [below, above, notWhole]) {
       expect(settings.modelMaxReplyBytes).toBeUndefined();
+      expect(settings.modelMaxOutputTokens).toBeUndefined();
       expect(settings.toolsMaxCallsPerResponse).toBeUndefined();
       expect(settings.toolsMaxCallsPerTurn).toBeUndefined();
       expect(settings.toolsMaxArgumentBytes).toBeUndefined();
@@ -162,6 +168,12 @@ describe("package.json contributes.configuration", () => {
   });
 
   it("declares the reply and tool limits with the server's ranges, unset by default", () => {
+    expect(properties["agentAssist.model.maxOutputTokens"]).toMatchObject({
+      type: ["integer", "null"],
+      default: null,
+      minimum: 1,
+      maximum: 1_000_000,
+    });
     expect(properties["agentAssist.model.maxReplyBytes"]).toMatchObject({
       type: ["integer", "null"],
       default: null,
@@ -250,13 +262,14 @@ describe("toInitializationOptions", () => {
     const settings = {
       ...DEFAULT_SETTINGS,
       modelMaxReplyBytes: 1_048_576,
+      modelMaxOutputTokens: 300,
       toolsProtectedPaths: ["secrets/**", "deploy/*.sh"],
       toolsMaxCallsPerResponse: 8,
       toolsMaxCallsPerTurn: 100,
       toolsMaxArgumentBytes: 65_536,
     };
     const options = toInitializationOptions(settings, "i", undefined);
-    expect(options.model).toEqual({ maxReplyBytes: 1_048_576 });
+    expect(options.model).toEqual({ maxReplyBytes: 1_048_576, maxOutputTokens: 300 });
     expect(options.tools).toEqual({
       protectedPaths: ["secrets/**", "deploy/*.sh"],
       maxCallsPerResponse: 8,
