@@ -32,7 +32,6 @@ _SHA_HEX = frozenset("0123456789abcdef")
 SECRET_WITHHELD = "not kept: contains a secret"  # noqa: S105 - a reason, not a secret
 SECRET_FILE_WITHHELD = "not kept: its name marks a file of secrets"  # noqa: S105 - a reason
 WITHHELD_REASONS = (SECRET_WITHHELD, SECRET_FILE_WITHHELD)
-BLOB_GRACE_SECONDS = 5.0  # PostgreSQL: a blob this young may belong to a record being written
 BLOBS_LOCK = ".lock"  # `blobs/.lock`: writers share it, the garbage collector holds it alone
 
 
@@ -133,10 +132,10 @@ class CheckpointStore:
         finally:
             os.close(fd)
 
-    def collect_garbage(self, grace_seconds: float = BLOB_GRACE_SECONDS) -> list[object]:
+    def collect_garbage(self) -> list[object]:
         """Delete the blobs no checkpoint of this project refers to; return them.
 
-        Race-free under `blobs/.lock` (`grace_seconds` is for PostgreSQL's store).
+        Race-free under `blobs/.lock`, whatever the blobs' age.
         """
         if not self.blobs.is_dir() or self.blobs.is_symlink():
             return []

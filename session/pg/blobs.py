@@ -3,7 +3,9 @@
 A blob is one row per role and digest, shared by all the role's sessions. The table checks
 that a blob's digest is the SHA-256 of its bytes, and `checkpoint_files` refers to blobs by
 foreign key, so a checkpoint never names a blob that is not stored and a blob that a
-checkpoint keeps cannot be deleted.
+checkpoint keeps cannot be deleted. A checkpoint's blobs and record are written in one
+transaction holding the role's blob lock shared; the collector holds it alone, so it never
+takes a blob a checkpoint being written is about to name, whatever the blob's age.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from pydantic import ValidationError
 from ..checkpoints import CheckpointRecord
 from ..errors import SessionError
 from ..redaction import Redactor
-from .query import Conn, jsonb, q, text_value
+from .query import Conn, advisory_key, jsonb, q, text_value
+
+BLOB_LOCK_TIMEOUT_S = 30  # a writer or collector waits this long for the other, then says so
 
 
 def put_blob(conn: Conn, schema: str, data: bytes) -> str:
@@ -103,16 +107,31 @@ def list_checkpoints(conn: Conn, schema: str, session_id: str) -> list[Checkpoin
     return records
 
 
-def collect_garbage(conn: Conn, schema: str, grace_seconds: float) -> list[str]:
-    """Delete this role's blobs no checkpoint keeps, older than `grace_seconds`; return them."""
-    rows = conn.execute(
-        q(
-            schema,
-            "DELETE FROM {s}.blobs b WHERE owner = {me}"
-            " AND created_at < now() - make_interval(secs => %s)"
-            " AND NOT EXISTS (SELECT 1 FROM {s}.checkpoint_files f"
-            " WHERE f.owner = b.owner AND f.digest = b.digest) RETURNING digest",
-        ),
-        (grace_seconds,),
-    ).fetchall()
+def hold_blobs(conn: Conn, schema: str, *, alone: bool) -> None:
+    """Take the role's blob lock for the transaction: shared by writers, alone to collect."""
+    key = advisory_key(schema, "blobs", conn.info.user or "")
+    conn.execute(f"SET LOCAL lock_timeout = '{BLOB_LOCK_TIMEOUT_S}s'")
+    take = "pg_advisory_xact_lock" if alone else "pg_advisory_xact_lock_shared"
+    try:
+        conn.execute(f"SELECT {take}(%s::bigint)", (key,))
+    except psycopg.errors.LockNotAvailable:
+        doing = "collect unused checkpoint copies" if alone else "write a checkpoint"
+        raise SessionError(
+            f"cannot {doing}: another connection held the store's checkpoint copies for "
+            f"{BLOB_LOCK_TIMEOUT_S} s (a checkpoint being written, or a clean-up); try again"
+        ) from None
+
+
+def collect_garbage(conn: Conn, schema: str) -> list[str]:
+    """Delete this role's blobs no checkpoint keeps, whatever their age; return them."""
+    with conn.transaction():
+        hold_blobs(conn, schema, alone=True)
+        rows = conn.execute(
+            q(
+                schema,
+                "DELETE FROM {s}.blobs b WHERE owner = {me}"
+                " AND NOT EXISTS (SELECT 1 FROM {s}.checkpoint_files f"
+                " WHERE f.owner = b.owner AND f.digest = b.digest) RETURNING digest",
+            ),
+        ).fetchall()
     return [row[0] for row in rows]

@@ -2,26 +2,23 @@
 
 `CheckpointStore` decides what a checkpoint keeps and how a restore is planned; this only
 stores its records and blobs in the database (`pg/blobs.py`): a blob once per role, shared
-by all the role's sessions, deleted by `collect_garbage` when no checkpoint keeps it.
+by all the role's sessions, deleted by `collect_garbage` when no checkpoint keeps it. A
+checkpoint's blobs and record are one transaction holding the role's blob lock shared (the
+collector holds it alone): a blob is never collected between its write and its record.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 
-from ..checkpoints import (
-    BLOB_GRACE_SECONDS,
-    CheckpointRecord,
-    CheckpointStore,
-    withhold_reason,
-)
+from ..checkpoints import CheckpointRecord, CheckpointStore, withhold_reason
 from ..errors import SessionError
 from ..redaction import Redactor
 from ..workspace.files import read_workspace_file
-from .store import PgStore
+from .store import CheckpointWriter, PgStore
 
 
 class PgCheckpointStore(CheckpointStore):
@@ -30,6 +27,7 @@ class PgCheckpointStore(CheckpointStore):
     def __init__(self, pg: PgStore, workspace_root: Path) -> None:
         self.pg = pg
         self.workspace_root = workspace_root
+        self._writer: CheckpointWriter | None = None  # inside `create`
 
     def store_blob(
         self, root: Path, relative: str, digest: str, redactor: Redactor | None = None
@@ -41,19 +39,27 @@ class PgCheckpointStore(CheckpointStore):
         why = withhold_reason(relative, data, redactor)
         if why is not None:
             return why
-        self.pg.put_blob(data)
+        (self._writer or self.pg).put_blob(data)
         return None
 
-    def _writing(self) -> AbstractContextManager[None]:
-        """Nothing to hold: the collector spares blobs younger than its grace."""
-        return nullcontext()
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One transaction for the checkpoint's blobs and record (`PgStore.checkpoint_writing`)."""
+        with self.pg.checkpoint_writing() as writer:
+            self._writer = writer
+            try:
+                yield
+            finally:
+                self._writer = None
 
     def _commit(self, record: CheckpointRecord) -> None:
-        self.write_record(record)
+        if self._writer is None:
+            raise RuntimeError("a checkpoint is committed inside `_writing`")
+        self._writer.put_checkpoint(record)
 
-    def collect_garbage(self, grace_seconds: float = BLOB_GRACE_SECONDS) -> list[object]:
-        """Delete the blobs no checkpoint keeps (older than `grace_seconds`); return digests."""
-        return list(self.pg.collect_blobs(grace_seconds))
+    def collect_garbage(self) -> list[object]:
+        """Delete the blobs no checkpoint keeps, whatever their age; return their digests."""
+        return list(self.pg.collect_blobs())
 
     def has_blob(self, digest: str) -> bool:
         """Return True if the blob is stored (and intact)."""

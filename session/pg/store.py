@@ -53,7 +53,7 @@ class PgStore:
         self.schema = check_schema_name(schema)
         self._pool_size = pool_size
         # The DSN's password is one more secret no row may hold (a user may paste it).
-        self.redactor = self._scrubber(redactor or Redactor())
+        self.redactor = self.scrubber(redactor or Redactor())
         self.status: SchemaStatus | None = None
         self.owner = ""
         self._pool: ConnectionPool[Conn] | None = None
@@ -229,7 +229,7 @@ class PgStore:
 
     def put_snapshot(self, state: SessionState, redactor: Redactor | None = None) -> None:
         """Store the session's snapshot, scrubbed (of the DSN's password too)."""
-        self._write(records.put_snapshot, state, self._scrubber(redactor))
+        self._write(records.put_snapshot, state, self.scrubber(redactor))
 
     def snapshot(self, session_id: str) -> dict[str, Any] | None:
         """Return the session's snapshot JSON, or None."""
@@ -241,7 +241,7 @@ class PgStore:
         """Take the session's writer lock (`SessionLockedError` if another process has it)."""
         self._writable()
         return SessionWriter.acquire(
-            self._dsn, self.info, self.schema, session_id, self._scrubber(redactor)
+            self._dsn, self.info, self.schema, session_id, self.scrubber(redactor)
         )
 
     def read_events(
@@ -275,16 +275,28 @@ class PgStore:
         return self._run(blobs.get_blob, digest)
 
     def put_checkpoint(self, record: CheckpointRecord, redactor: Redactor | None = None) -> None:
-        """Store a checkpoint record (its blobs first: `put_blob`)."""
-        self._write(blobs.put_checkpoint, record, self._scrubber(redactor))
+        """Store a checkpoint record (its blobs first: `put_blob`).
+
+        A blob collected since is an error, never a record whose copy is gone.
+        """
+        with self.checkpoint_writing() as writer:
+            writer.put_checkpoint(record, redactor)
+
+    @contextmanager
+    def checkpoint_writing(self) -> Iterator[CheckpointWriter]:
+        """Write a checkpoint's blobs and record in one transaction, the blob lock shared."""
+        self._writable()
+        with self.connection() as conn, conn.transaction():
+            blobs.hold_blobs(conn, self.schema, alone=False)
+            yield CheckpointWriter(self, conn)
 
     def checkpoints(self, session_id: str) -> list[CheckpointRecord]:
         """Return a session's checkpoint records, by number."""
         return self._run(blobs.list_checkpoints, session_id)
 
-    def collect_blobs(self, grace_seconds: float) -> list[str]:
-        """Delete the blobs no checkpoint keeps (older than `grace_seconds`); return them."""
-        return self._write(blobs.collect_garbage, grace_seconds)
+    def collect_blobs(self) -> list[str]:
+        """Delete the blobs no checkpoint keeps, once no checkpoint is being written."""
+        return self._write(blobs.collect_garbage)
 
     def search(
         self, project: str, query: str, session_id: str | None = None, limit: int = 50
@@ -292,7 +304,8 @@ class PgStore:
         """Find the project's events whose text contains `query` (see `search.search`)."""
         return text_search.search(self, project, query, session_id, limit)
 
-    def _scrubber(self, redactor: Redactor | None) -> Redactor:
+    def scrubber(self, redactor: Redactor | None) -> Redactor:
+        """Return `redactor` (else the store's) knowing the database's own secrets."""
         if redactor is None:
             return self.redactor
         for secret in self.info.secrets:
@@ -316,3 +329,19 @@ class PgStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class CheckpointWriter:
+    """One checkpoint's writes, inside `PgStore.checkpoint_writing`'s transaction."""
+
+    def __init__(self, store: PgStore, conn: Conn) -> None:
+        self.store = store
+        self.conn = conn
+
+    def put_blob(self, data: bytes) -> str:
+        """Store bytes once for this role; return their SHA-256."""
+        return blobs.put_blob(self.conn, self.store.schema, data)
+
+    def put_checkpoint(self, record: CheckpointRecord, redactor: Redactor | None = None) -> None:
+        """Store the checkpoint's record (committed with its blobs)."""
+        blobs.put_checkpoint(self.conn, self.store.schema, record, self.store.scrubber(redactor))
