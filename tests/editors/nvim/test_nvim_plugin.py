@@ -838,6 +838,16 @@ def test_config_reply_and_tool_limits_unset_are_left_to_the_server(
         assert not config_store[case]["notes"], case
 
 
+def test_config_max_output_tokens_is_sent_and_an_invalid_one_said(
+    config_store: dict[str, Any],
+) -> None:
+    assert config_store["output_tokens"]["init"]["model"] == {"maxOutputTokens": 256}
+    invalid = config_store["output_tokens_invalid"]
+    assert "model" not in invalid["init"]
+    [note] = invalid["notes"]
+    assert "model.max_output_tokens must be a whole number of tokens" in note["msg"]
+
+
 LIMIT_KEYS = (
     "model.max_reply_bytes",
     "tools.protected_paths",

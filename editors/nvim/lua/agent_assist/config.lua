@@ -8,6 +8,7 @@
 ---@field stream_timeout? number   seconds without stream data before an attempt is retried, 1-3600; server: $AGENT_ASSIST_LLM_STREAM_TIMEOUT, else 60
 ---@field first_token_timeout? number seconds to an answer's first data (a local server reads the prompt first), 1-3600; server: $AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT, else 300
 ---@field max_reply_bytes? integer bytes of one streamed reply (text and tool-call arguments), 65536-268435456; server default 4194304
+---@field max_output_tokens? integer tokens of one answer (sent as max_tokens), 1-1000000; server: $AGENT_ASSIST_LLM_MAX_OUTPUT_TOKENS, else the model server's limit
 
 --- setup()'s `tools` (snake_case): what the model's tools may do; sent as agent_assist.ToolsOptions.
 ---@class agent_assist.ToolsConfig
@@ -158,6 +159,7 @@ local MODEL_CHECKS = {
     number_in(65536, 268435456, true),
     "a whole number of bytes, 65536-268435456",
   },
+  max_output_tokens = { number_in(1, 1000000, true), "a whole number of tokens, 1-1000000" },
 }
 
 local TOOLS_CHECKS = {
@@ -231,7 +233,7 @@ function M.setup(opts)
     table.insert(
       problems,
       "model must be a table { name, base_url, max_retries, stream_timeout, first_token_timeout, "
-        .. "max_reply_bytes }; using the environment"
+        .. "max_reply_bytes, max_output_tokens }; using the environment"
     )
     merged.model = {}
   end
@@ -327,6 +329,7 @@ function M.init_options(root)
   model.streamTimeout = options.model.stream_timeout
   model.firstTokenTimeout = options.model.first_token_timeout
   model.maxReplyBytes = options.model.max_reply_bytes
+  model.maxOutputTokens = options.model.max_output_tokens
   if next(model) then
     init.model = model
   end

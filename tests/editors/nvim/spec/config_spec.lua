@@ -55,6 +55,8 @@ H.run(function(out)
     tools = { max_calls_per_response = "8", max_calls_per_turn = 2.5, max_argument_bytes = true },
   })
   out.tools_not_a_table = init_with({ tools = 64 })
+  out.output_tokens = init_with({ model = { max_output_tokens = 256 } })
+  out.output_tokens_invalid = init_with({ model = { max_output_tokens = 0 } })
   local health = require("agent_assist.health")
   out.hidden = {
     health.without_password("postgresql://alice:s3cret@db.example.com:5432/agent_assist"),
