@@ -730,6 +730,12 @@ def test_status_shows_the_phase_next_to_the_turns(formatting: dict[str, Any]) ->
     assert formatting["status_null"] == unset  # `phase: null` on the wire
 
 
+def test_status_says_where_a_learned_window_comes_from(formatting: dict[str, Any]) -> None:
+    learned = "context window 2048 tokens (stated by the model server: /props)"
+    assert learned in formatting["status_learned"]
+    assert "context window 64000 tokens" in formatting["status_set"]  # the user's: as it is
+
+
 def test_only_a_failure_marked_cancelled_is_a_users_cancel(formatting: dict[str, Any]) -> None:
     assert formatting["cancelled"] == {
         "data_cancelled": True,

@@ -204,10 +204,25 @@ function M.status_lines(s)
     ("model %s, persistence %s"):format(tostring(s.model or "not configured"), s.persistence),
   }
   if type(s.contextWindow) == "number" then -- the window in use: the server may have lowered it
-    table.insert(lines, ("context window %d tokens"):format(s.contextWindow))
+    table.insert(
+      lines,
+      ("context window %d tokens%s"):format(s.contextWindow, M.window_source(s.contextWindowSource))
+    )
   end
   table.insert(lines, ("files drifted: %d"):format(s.drift or 0))
   return lines
+end
+
+--- Where the window in use comes from, for the status: nothing for the default or a setting.
+---@param source? string `agentAssist/status`'s contextWindowSource
+---@return string
+function M.window_source(source)
+  if source == "/props" or source == "/v1/models" then
+    return (" (stated by the model server: %s)"):format(source)
+  elseif source == "overflow" then
+    return " (the model server refused a longer prompt)"
+  end
+  return ""
 end
 
 ---@type table<string, fun(args: string[])>

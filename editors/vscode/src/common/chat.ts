@@ -154,6 +154,7 @@ export class ChatController implements vscode.Disposable {
         drift: status.drift,
         running: this.busy || status.state === "running",
         contextWindow: status.contextWindow,
+        contextWindowSource: status.contextWindowSource,
         turns: status.turns,
         phase: status.phase,
       });

@@ -9,6 +9,8 @@ export interface StatusView {
   connected: boolean;
   /** Tokens of the context window in use (`agentAssist/status`); 0 until known. */
   contextWindow: number;
+  /** Where the window comes from (`agentAssist/status`): `default`, `setting`, `/props`, `/v1/models`, `overflow`. */
+  contextWindowSource?: string;
   /** Turns of the session (`agentAssist/status`). */
   turns: number;
   phase: Phase | null;
@@ -24,11 +26,20 @@ export function statusText(view: StatusView): string {
   return `${icon} ${id} ${view.running ? "running" : "idle"}${drift}`;
 }
 
+/** Where a window the server learned comes from; nothing for the default or the user's setting. */
+export function windowSource(source: string | undefined): string {
+  if (source === "/props" || source === "/v1/models") {
+    return ` (stated by the model server: ${source})`;
+  }
+  return source === "overflow" ? " (the model server refused a longer prompt)" : "";
+}
+
 export function statusTooltip(view: StatusView): string {
   if (!view.sessionId) {
     return "Agent Assist";
   }
-  const context = view.contextWindow > 0 ? `, context window: ${view.contextWindow} tokens` : "";
+  const context =
+    view.contextWindow > 0 ? `, context window: ${view.contextWindow} tokens${windowSource(view.contextWindowSource)}` : "";
   const turns = describeTurns(view.turns, view.phase);
   return `Agent Assist session ${view.sessionId} (${view.running ? "running" : "idle"}), ${turns}, drifted files: ${view.drift}${context}`;
 }

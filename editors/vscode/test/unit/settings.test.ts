@@ -361,6 +361,10 @@ describe("status and drift text", () => {
       "Agent Assist session 0123456789ab (idle), 12 turns, drifted files: 1, context window: 4096 tokens",
     );
     expect(statusTooltip({ ...view, contextWindow: 0 })).not.toContain("context window");
+    expect(statusTooltip({ ...view, contextWindow: 2048, contextWindowSource: "/props" })).toContain(
+      "context window: 2048 tokens (stated by the model server: /props)",
+    );
+    expect(statusTooltip({ ...view, contextWindowSource: "setting" })).toMatch(/4096 tokens$/);
     expect(statusTooltip({ ...view, sessionId: "" })).toBe("Agent Assist");
   });
 

@@ -60,6 +60,12 @@ H.run(function(out)
   out.status_unset = commands.status_lines(status)
   out.status_null = commands.status_lines(vim.tbl_extend("force", status, { phase = vim.NIL }))
   out.status_deploy = commands.status_lines(vim.tbl_extend("force", status, { phase = "deploy" }))
+  out.status_learned = commands.status_lines(
+    vim.tbl_extend("force", status, { contextWindow = 2048, contextWindowSource = "/props" })
+  )
+  out.status_set = commands.status_lines(
+    vim.tbl_extend("force", status, { contextWindowSource = "setting" })
+  )
 
   local failed = -32803
   local function cancelled(err)
