@@ -248,7 +248,7 @@ function M.ensure(root)
   local cmd = config.resolve_cmd(root)
   if vim.fn.executable(cmd[1]) ~= 1 then
     M.notify(
-      ("server not found: %q. Install agent-assist (pip install agent-assist) or set `cmd` in setup()."):format(
+      ("server not found: %q. Install it from the agent-assist repository (:h agent_assist-install) or set `cmd` in setup()."):format(
         cmd[1]
       ),
       vim.log.levels.ERROR

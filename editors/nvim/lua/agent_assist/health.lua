@@ -87,7 +87,7 @@ function M.check()
   local cmd = config.resolve_cmd(root)
   if vim.fn.executable(cmd[1]) ~= 1 then
     health.error("server not found: " .. cmd[1], {
-      "install it: pip install agent-assist (or uv tool install agent-assist)",
+      "install it from a clone of the agent-assist repository: :h agent_assist-install",
       "or set `cmd` in require('agent_assist').setup({ cmd = { ... } })",
     })
   else

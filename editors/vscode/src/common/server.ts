@@ -104,7 +104,7 @@ export class AgentServer implements vscode.Disposable {
       this.log.error(`server not found: ${what}`);
       void vscode.window
         .showErrorMessage(
-          `Agent Assist: the server "${what}" was not found. Install agent-assist (pip install agent-assist) or set "agentAssist.server.command".`,
+          `Agent Assist: the server "${what}" was not found. Install it from the agent-assist repository (Install docs) or set "agentAssist.server.command".`,
           "Install docs",
           "Open settings",
         )
