@@ -131,7 +131,7 @@ def remove(args: argparse.Namespace, store: AnyStore) -> int:
     elif (database := database_of(store)) is not None:
         sys.stdout.write(f"Deleted session {session_id} from {database.label}.\n")
     else:
-        sys.stdout.write(f"Deleted session {session_id} ({len(removed)} files).\n")
+        sys.stdout.write(f"Deleted session {session_id} ({counted(len(removed), 'file')}).\n")
     return OK
 
 
@@ -208,12 +208,12 @@ def prune(args: argparse.Namespace, store: AnyStore, age: timedelta | None) -> i
         asked += ["without a turn"] if args.empty else []
         head = "Would delete" if args.dry_run else " and ".join(asked).capitalize()
         place = name if database_of(store) is None else where(store)
-        sys.stdout.write(f"{head}: {len(candidates)} session(s) in {place}\n")
+        sys.stdout.write(f"{head}: {counted(len(candidates), 'session')} in {place}\n")
         sys.stdout.write("".join(line + "\n" for line in out))
         if pointers:
             sys.stdout.write(
-                f"{len(pointers)} stale pointer(s): of editors that are gone, naming no session "
-                "in use (the sessions stay)\n"
+                f"{counted(len(pointers), 'stale pointer')}: of editors that are gone, naming no "
+                "session in use (the sessions stay)\n"
             )
             sys.stdout.write("".join(f"  {clean(p.instance_id)}\n" for p in pointers))
     if args.dry_run or not candidates:
@@ -222,9 +222,13 @@ def prune(args: argparse.Namespace, store: AnyStore, age: timedelta | None) -> i
         if args.json:
             write_json(report)
         elif report["removedPointers"]:
-            sys.stdout.write(f"Removed {len(report['removedPointers'])} stale pointer(s).\n")
+            sys.stdout.write(
+                f"Removed {counted(len(report['removedPointers']), 'stale pointer')}.\n"
+            )
         return OK
-    if not confirm(f"Delete {len(candidates)} session(s)? This cannot be undone.", args.yes):
+    if not confirm(
+        f"Delete {counted(len(candidates), 'session')}? This cannot be undone.", args.yes
+    ):
         raise ProblemError("not confirmed; nothing was deleted (use --yes to skip the question)")
     _remove_pointers(store, report)
     for info in candidates:
@@ -240,9 +244,9 @@ def prune(args: argparse.Namespace, store: AnyStore, age: timedelta | None) -> i
     if args.json:
         write_json(report)
     else:
-        went = f", {len(report['removedPointers'])} stale pointer(s)"
+        went = f", {counted(len(report['removedPointers']), 'stale pointer')}"
         sys.stdout.write(
-            f"Deleted {len(report['deleted'])} session(s)"
+            f"Deleted {counted(len(report['deleted']), 'session')}"
             f"{went if report['removedPointers'] else ''}.\n"
         )
         for session_id in report["skippedWithContent"]:

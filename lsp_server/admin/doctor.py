@@ -20,7 +20,7 @@ from session.redaction import url_without_userinfo
 from session.terminal_text import inert
 
 from .doctor_database import check_database
-from .output import plain_console, write_json
+from .output import counted, plain_console, write_json
 from .running import OK, PROBLEM
 from .search import search_index
 from .targets import in_use
@@ -218,11 +218,11 @@ def check_index(report: DoctorReport, manager: SessionManager) -> dict[str, Any]
         report.add(
             "warning",
             area,
-            f"behind the logs for {len(found.stale)} session(s); it catches up on the next "
-            "search (`agent-assist sessions reindex` rebuilds it)",
+            f"behind the logs for {counted(len(found.stale), 'session')}; it catches up on the "
+            "next search (`agent-assist sessions reindex` rebuilds it)",
         )
     else:
-        report.add("ok", area, f"up to date ({len(found.indexed)} sessions)")
+        report.add("ok", area, f"up to date ({counted(len(found.indexed), 'session')})")
     return {"exists": True, "readable": True, "stale": found.stale}
 
 
@@ -328,7 +328,9 @@ def run_doctor(args: argparse.Namespace) -> DoctorReport:
             where = project.workspace_root or unrecorded_workspace(manager, here, here_dir)
             if project.workspace_root and not project.workspace_exists:
                 where += " (no longer exists)"
-            report.add("ok", "projects", f"{project.name}: {len(sessions)} session(s), {where}")
+            report.add(
+                "ok", "projects", f"{project.name}: {counted(len(sessions), 'session')}, {where}"
+            )
         if not report.projects:
             report.add("ok", "projects", "no projects yet")
     check_model(report, round_trip=not args.offline, timeout=args.timeout)
@@ -353,6 +355,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 style=_STYLES[finding.level],
             )
         count = len(report.problems)
-        summary = "No problems found." if not count else f"{count} problem(s) found."
+        summary = "No problems found." if not count else f"{counted(count, 'problem')} found."
         console.print(summary, markup=False, style="bold")
     return PROBLEM if report.problems else OK

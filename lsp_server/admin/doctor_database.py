@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .output import counted
+
 if TYPE_CHECKING:
     from session.pg.query import Conn
 
@@ -167,6 +169,6 @@ def _sessions(
     theirs = f", {here - own} of them other roles'" if here != own else ""
     say(
         "ok",
-        f"{here} session(s) of this project ({project}) visible to role {role}{theirs}; "
+        f"{counted(here, 'session')} of this project ({project}) visible to role {role}{theirs}; "
         f"{every} in all projects",
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 from session.terminal_text import inert
 
-from .output import plain_console, write_json
+from .output import counted, plain_console, write_json
 from .running import OK, PROBLEM, ProblemError, UsageError
 from .table import quoted
 from .targets import managers, open_database, store_spec
@@ -149,8 +149,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     else:
         for r in reports:
             sys.stdout.write(
-                f"{r['project']}: {r['sessions']} sessions, {r['events']} events, "
-                f"{r['rows']} text rows indexed\n"
+                f"{r['project']}: {counted(r['sessions'], 'session')}, "
+                f"{counted(r['events'], 'event')}, {r['rows']} text rows indexed\n"
             )
             for problem in r["problems"]:
                 sys.stdout.write(f"  ⚠ {problem}\n")

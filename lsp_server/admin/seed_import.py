@@ -3,11 +3,13 @@
 The seed's tool keeps its sessions in `~/.config/datarobot/agent_assist/projects/<name>_<hash>/
 sessions/` (`$AGENT_ASSIST_SEED_HOME`, or `--from PATH`: its root, a project directory or
 its `sessions/`). Without `--all` or ids the command only lists what it finds; with them it
-copies those sessions into this project's local store (`session/store/seed_store.py`):
-never over a session of the same id, never writing into the seed's store. A file there
+copies those sessions into this project's store (`session/store/seed_store.py`): never
+over a session of the same id, never writing into the seed's store. Into PostgreSQL
+(`--store DSN` or `AGENT_ASSIST_STORE`), each is made one of ours in a scratch local store
+(its file, its log begun) and copied as `sessions migrate` copies, verified. A file there
 that cannot be read is named (`damaged: …`) and skipped. Exit codes: 0 ok (damaged files only
-warned about), 1 nothing found, an id not there, a session in use, or a PostgreSQL store;
-2 usage. `sessions list` shows the seed's sessions not imported yet after ours.
+warned about), 1 nothing found, an id not there, a session in use or not copied; 2 usage.
+`sessions list` shows the seed's sessions not imported yet after ours.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .output import iso, short, write_json
 from .running import OK, PROBLEM, ProblemError, UsageError, run_command
 from .table import render, terminal_columns
-from .targets import store_spec, workspace_of
+from .targets import open_database, store_spec, workspace_of
 
 if TYPE_CHECKING:
     from session.store.seed_store import ImportOutcome, SeedScan, SeedSession
@@ -32,6 +34,7 @@ _STATUS_WORDS = {
     "already-imported": "already imported",
     "not-imported": "not imported",
     "in-use": "in use",
+    "failed": "not imported",
 }
 
 
@@ -56,7 +59,8 @@ def register_import(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("ids", nargs="*", metavar="ID", help="session ids (or unique prefixes)")
     p.add_argument("--all", action="store_true", help="import every session found")
     p.add_argument("--dry-run", action="store_true", help="only say what would be imported")
-    p.add_argument("--store", metavar="DSN", help=argparse.SUPPRESS)  # refused unless local
+    p.add_argument("--store", metavar="DSN", help="the store: local (default) or postgresql://…")
+    p.add_argument("--schema", help=argparse.SUPPRESS)  # the database schema (tests use their own)
     p.set_defaults(func=lambda a: run_command(a, cmd_import))
 
 
@@ -91,35 +95,119 @@ def cmd_import(args: argparse.Namespace) -> int:
     from session.store.manager import SessionManager
     from session.store.seed_store import import_session, is_imported, scan
 
-    if store_spec(args) is not None:
-        raise ProblemError(
-            "sessions import copies into the local store only: import with --store local, "
-            "resume the session once there (its log begins), then `agent-assist sessions "
-            "migrate --to DSN`"
-        )
     workspace = workspace_of(args)
     found = scan(workspace, Path(args.source) if args.source else None)
     chosen = _chosen(found, args) if found.sessions else None
-    manager = SessionManager(workspace)
-    outcomes: dict[str, ImportOutcome] = {}
-    for seed in chosen or []:
-        outcomes[seed.session_id] = import_session(manager, seed, dry_run=args.dry_run)
-    statuses = {
-        s.session_id: outcomes[s.session_id].status
-        if s.session_id in outcomes
-        else ("already-imported" if is_imported(manager, s.session_id) else "not-imported")
-        for s in found.sessions
-    }
+    spec = store_spec(args)
+    if spec is not None:
+        outcomes, statuses, into = _into_database(args, spec, workspace, found, chosen or [])
+    else:
+        manager = SessionManager(workspace)
+        into = str(manager.sessions_dir)
+        outcomes = {}
+        for seed in chosen or []:
+            outcomes[seed.session_id] = import_session(manager, seed, dry_run=args.dry_run)
+        statuses = {
+            s.session_id: outcomes[s.session_id].status
+            if s.session_id in outcomes
+            else ("already-imported" if is_imported(manager, s.session_id) else "not-imported")
+            for s in found.sessions
+        }
     if args.json:
         _report_json(args, found, statuses, outcomes)
     else:
-        _report_text(args, found, statuses, chosen is not None, manager.sessions_dir)
+        _report_text(args, found, statuses, chosen is not None, into)
     if found.note is not None and not found.problems:
         if not args.json:
             sys.stderr.write(f"agent-assist: {found.note}\n")
         return PROBLEM
-    failed = any(o.status == "in-use" for o in outcomes.values())
+    failed = any(o.status in ("in-use", "failed") for o in outcomes.values())
     return PROBLEM if failed else OK
+
+
+def _into_database(
+    args: argparse.Namespace,
+    spec: str,
+    workspace: Path,
+    found: SeedScan,
+    chosen: list[SeedSession],
+) -> tuple[dict[str, ImportOutcome], dict[str, str], str]:
+    """Import `chosen` into the PostgreSQL store: (outcomes, every session's status, where).
+
+    Each is written as ours in a scratch local store first (its session file, and its log
+    begun by opening it), then copied and verified as `sessions migrate` does; the scratch
+    store is removed afterwards. A session already in the database is never overwritten.
+    """
+    import tempfile
+
+    from session.errors import SessionError
+    from session.pg.importing import PgTransferStore
+    from session.store.importing import LocalTransferStore
+    from session.store.manager import SessionManager
+    from session.store.seed_store import ImportOutcome, import_session
+    from session.transfer import TransferError, copy_session
+
+    outcomes: dict[str, ImportOutcome] = {}
+    if args.dry_run and not _schema_there(args, spec):  # nothing stored yet: all would be
+        for seed in chosen:
+            outcomes[seed.session_id] = ImportOutcome(seed.session_id, "would-import", "")
+        statuses = {s.session_id: "not-imported" for s in found.sessions}
+        statuses.update({sid: "would-import" for sid in outcomes})
+        return outcomes, statuses, "PostgreSQL (its agent-assist schema would be created)"
+    with open_database(args, spec, create=not args.dry_run) as store:
+        if store.pg.read_only_reason and chosen and not args.dry_run:
+            raise ProblemError(store.pg.read_only_reason)
+        target = PgTransferStore(store.pg, workspace)
+        with tempfile.TemporaryDirectory(prefix="agent-assist-import-") as scratch:
+            staging = SessionManager(workspace, home=Path(scratch))
+            for seed in chosen:
+                sid = seed.session_id
+                if store.exists(sid):
+                    why = "already in the database: not overwritten (skipped)"
+                    outcomes[sid] = ImportOutcome(sid, "already-imported", why)
+                    continue
+                if args.dry_run:
+                    outcomes[sid] = ImportOutcome(sid, "would-import", "would be imported")
+                    continue
+                try:
+                    import_session(staging, seed)
+                    staging.open_session(sid).close()  # its log begins: `session/start`
+                    result = copy_session(LocalTransferStore(staging), target, sid)
+                except (SessionError, TransferError) as exc:
+                    outcomes[sid] = ImportOutcome(sid, "failed", f"{exc} (not imported)")
+                    continue
+                if result.status == "copied":
+                    outcomes[sid] = ImportOutcome(sid, "imported", f"imported into {store.label}")
+                else:
+                    message = result.message or result.status
+                    outcomes[sid] = ImportOutcome(sid, "failed", f"{message} (not imported)")
+        statuses = {
+            s.session_id: outcomes[s.session_id].status
+            if s.session_id in outcomes
+            else ("already-imported" if store.exists(s.session_id) else "not-imported")
+            for s in found.sessions
+        }
+        return outcomes, statuses, store.label
+
+
+def _schema_there(args: argparse.Namespace, spec: str) -> bool:
+    """Return True if the database has the agent-assist schema (a dry run creates none)."""
+    import os
+
+    from session.pg.dsn import parse_dsn
+    from session.pg.errors import InvalidDsnError, PgStoreError
+    from session.pg.importing import schema_exists
+    from session.pg.query import DEFAULT_SCHEMA
+    from session.store.choose import SCHEMA_ENV
+
+    schema = args.schema or os.environ.get(SCHEMA_ENV, "").strip() or DEFAULT_SCHEMA
+    try:
+        parse_dsn(spec)
+        return schema_exists(spec, schema)
+    except InvalidDsnError as exc:
+        raise UsageError(str(exc)) from None
+    except PgStoreError as exc:
+        raise ProblemError(str(exc)) from None
 
 
 def _report_json(
@@ -158,7 +246,7 @@ def _report_text(
     found: SeedScan,
     statuses: dict[str, str],
     importing: bool,
-    into: Path,
+    into: str,
 ) -> None:
     if found.location.sessions_dir is None:
         return

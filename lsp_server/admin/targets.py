@@ -73,8 +73,13 @@ def project_store(args: argparse.Namespace) -> Iterator[AnyStore]:
 
 
 @contextmanager
-def open_database(args: argparse.Namespace, spec: str) -> Iterator[PgSessionStore]:
-    """Yield the project's `PgSessionStore` (see `project_store`); closed afterwards."""
+def open_database(
+    args: argparse.Namespace, spec: str, *, create: bool = False
+) -> Iterator[PgSessionStore]:
+    """Yield the project's `PgSessionStore` (see `project_store`); closed afterwards.
+
+    `create`: make (or migrate) the schema if needed, for a command that writes.
+    """
     import psycopg
 
     from session.pg.dsn import parse_dsn
@@ -86,7 +91,7 @@ def open_database(args: argparse.Namespace, spec: str) -> Iterator[PgSessionStor
         info = parse_dsn(spec)
         store = cast(
             "PgSessionStore",
-            open_store(spec, workspace, schema=getattr(args, "schema", None), create=False),
+            open_store(spec, workspace, schema=getattr(args, "schema", None), create=create),
         )
     except InvalidDsnError as exc:
         raise UsageError(str(exc)) from None

@@ -59,7 +59,8 @@ class CallBudget:
                 )
             elif self.used >= self.limits.max_calls_per_turn:
                 self.refused[call.tool_call_id] = (
-                    f"[not run: this turn already ran {self.used} tool calls, the most allowed "
+                    f"[not run: this turn already ran {self.used} "
+                    f"tool call{'s' * (self.used != 1)}, the most allowed "
                     "(tools.maxCallsPerTurn). Answer the user with what you have.]"
                 )
             else:

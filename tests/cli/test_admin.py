@@ -440,7 +440,7 @@ def test_doctor_finds_a_torn_log_tail(
     assert code == 1
     assert any("incomplete last line" in p and store["recent"] in p for p in data["problems"])
     human = run_cli("doctor", env=env)
-    assert human.returncode == 1 and "1 problem(s) found." in human.stdout
+    assert human.returncode == 1 and "1 problem found." in human.stdout
     # The transcript is still readable up to the torn line.
     shown = run_cli("sessions", "show", store["recent"], "--workspace", str(workspace), env=env)
     assert shown.returncode == 0 and "General Kenobi" in shown.stdout

@@ -104,9 +104,9 @@ def test_prune_empty_removes_those_no_process_holds(
         assert data["skippedInUse"] == [sessions["empty 2"]] and data["deleted"] == []
         result = run_cli("sessions", "prune", "--empty", "--yes", *here, env=env)
         assert result.returncode == 0, result.stderr
-        assert "Without a turn: 1 session(s)" in result.stdout
+        assert "Without a turn: 1 session in" in result.stdout
         assert f"{sessions['empty 2']}  in use: skipped" in result.stdout
-        assert "Deleted 1 session(s)." in result.stdout
+        assert "Deleted 1 session." in result.stdout
     finally:
         lock.release()
     assert not manager.exists(sessions["empty"])

@@ -58,7 +58,7 @@ def test_doctor_names_the_workspace_of_a_project_without_sessions(
     here = run_cli("doctor", "--offline", "--workspace", str(workspace), env=env)
     (line,) = [x for x in here.stdout.splitlines() if "projects:" in x]
     assert "unknown workspace" not in line
-    assert f"0 session(s), {workspace} (this folder; no session records it)" in line
+    assert f"0 sessions, {workspace} (this folder; no session records it)" in line
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     there = run_cli("doctor", "--offline", "--workspace", str(elsewhere), env=env)

@@ -392,7 +392,7 @@ def test_prune_dry_run_then_for_real_this_project_only(
         assert pg_store.exists(sessions["old"])
 
         code, out, _ = cli(*args, "--dry-run", env=env)
-        assert code == 0 and "Would delete: 1 session(s)" in out and f"{busy}  in use" in out
+        assert code == 0 and "Would delete: 1 session in" in out and f"{busy}  in use" in out
 
         code, _, _ = cli(*args, env=env, input="")
         assert code == 1  # no answer: not confirmed

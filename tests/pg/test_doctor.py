@@ -119,7 +119,7 @@ def test_a_healthy_database(
     assert f"schema {schema}: version {known_version()} (current)" in out
     assert f"row-level security enabled and forced on all {len(TABLES)} tables" in out
     assert "latency " in out and " ms (median of 5 round trips)" in out
-    assert f"2 session(s) of this project ({project}) visible to role agent_assist_test" in out
+    assert f"2 sessions of this project ({project}) visible to role agent_assist_test" in out
     assert "No problems found." in out
     assert password not in out + human.stderr + json.dumps(data)
 
@@ -148,7 +148,7 @@ def test_an_unreachable_database_is_named_and_the_password_never_shown(
     out = done.stdout
     assert f"✗ database: cannot connect to the PostgreSQL store at 127.0.0.1:{port}" in out
     assert "database agent_assist_test, role agent_assist_test" in out and "refused" in out
-    assert "set store to local" in out and "1 problem(s) found." in out
+    assert "set store to local" in out and "1 problem found." in out
     assert password not in out + done.stderr
 
     code, data = doctor_json(dsn, "aat_unused", workspace, tmp_path / "home")
