@@ -148,12 +148,13 @@ def _into_database(
     from session.transfer import TransferError, copy_session
 
     outcomes: dict[str, ImportOutcome] = {}
-    if args.dry_run and not _schema_there(args, spec):  # nothing stored yet: all would be
+    there, label = _schema_there(args, spec)
+    if args.dry_run and not there:  # nothing stored yet: all would be
         for seed in chosen:
             outcomes[seed.session_id] = ImportOutcome(seed.session_id, "would-import", "")
         statuses = {s.session_id: "not-imported" for s in found.sessions}
         statuses.update({sid: "would-import" for sid in outcomes})
-        return outcomes, statuses, "PostgreSQL (its agent-assist schema would be created)"
+        return outcomes, statuses, f"{label} (created then)"
     with open_database(args, spec, create=not args.dry_run) as store:
         if store.pg.read_only_reason and chosen and not args.dry_run:
             raise ProblemError(store.pg.read_only_reason)
@@ -177,7 +178,7 @@ def _into_database(
                     outcomes[sid] = ImportOutcome(sid, "failed", f"{exc} (not imported)")
                     continue
                 if result.status == "copied":
-                    outcomes[sid] = ImportOutcome(sid, "imported", f"imported into {store.label}")
+                    outcomes[sid] = ImportOutcome(sid, "imported", f"imported into {label}")
                 else:
                     message = result.message or result.status
                     outcomes[sid] = ImportOutcome(sid, "failed", f"{message} (not imported)")
@@ -187,23 +188,22 @@ def _into_database(
             else ("already-imported" if store.exists(s.session_id) else "not-imported")
             for s in found.sessions
         }
-        return outcomes, statuses, store.label
+        return outcomes, statuses, label
 
 
-def _schema_there(args: argparse.Namespace, spec: str) -> bool:
-    """Return True if the database has the agent-assist schema (a dry run creates none)."""
+def _schema_there(args: argparse.Namespace, spec: str) -> tuple[bool, str]:
+    """Return whether the database has the agent-assist schema, and where it is (messages)."""
     import os
 
     from session.pg.dsn import parse_dsn
     from session.pg.errors import InvalidDsnError, PgStoreError
-    from session.pg.importing import schema_exists
+    from session.pg.importing import database_label, schema_exists
     from session.pg.query import DEFAULT_SCHEMA
     from session.store.choose import SCHEMA_ENV
 
     schema = args.schema or os.environ.get(SCHEMA_ENV, "").strip() or DEFAULT_SCHEMA
     try:
-        parse_dsn(spec)
-        return schema_exists(spec, schema)
+        return schema_exists(spec, schema), database_label(parse_dsn(spec), schema)
     except InvalidDsnError as exc:
         raise UsageError(str(exc)) from None
     except PgStoreError as exc:
