@@ -126,3 +126,31 @@ async def test_max_output_tokens_is_sent_with_every_chat_request(
     body = fake.requests[0].body
     assert body.get("max_tokens") == 300 and "max_completion_tokens" not in body, body.keys()
     await editor.stop()
+
+
+async def test_another_model_server_forgets_the_window_the_first_one_stated(
+    make_editor, fake: FakeOpenAI
+) -> None:
+    from lsprotocol import types
+
+    fake.models_entry = {"max_model_len": 4096}
+    fake.add("answer 1")
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    await editor.request("agentAssist/chat", {"text": "question 1"})
+    status = await editor.request("agentAssist/status")
+    assert (status["contextWindow"], status["contextWindowSource"]) == (4096, "/v1/models")
+    with FakeOpenAI(label="second") as second:
+        second.add("answer 2")
+        changes = {"model": {"name": second.model_id, "baseUrl": second.base_url}}
+        editor.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"agentAssist": changes})
+        )
+        await status_when(editor, lambda s: s["model"] == second.model_id)
+        await editor.request("agentAssist/chat", {"text": "question 2"})  # asks it first
+        status = await editor.request("agentAssist/status")
+        # it states none: the default again, not the first server's 4096
+        assert (status["contextWindow"], status["contextWindowSource"]) == (128_000, "default")
+        assert len(second.requests) == 1
+    await editor.stop()
