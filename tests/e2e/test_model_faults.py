@@ -309,6 +309,7 @@ async def test_a_full_context_window_heals_itself(
         assert reply["text"] == "answer 3" and reply["endReason"] == "completed"
         status = await editor.request("agentAssist/status")
         assert status["contextWindow"] == 2048  # what the server reported (or the fallback)
+        assert status["contextWindowSource"] == "overflow"
         sent = json.dumps(model.messages(-1))
         assert "The user asked two long questions." in sent and "question 3" in sent
         assert "question 1" not in sent
@@ -442,6 +443,7 @@ async def test_a_prompt_the_server_cut_silently_is_compacted_and_asked_again(
         assert "read only 1,026 tokens" in warning and "OLLAMA_CONTEXT_LENGTH" in warning
         status = await editor.request("agentAssist/status")
         assert status["contextWindow"] == 1026  # what the server read
+        assert status["contextWindowSource"] == "overflow"
         sent = json.dumps(model.messages(-1))
         assert "The user asked two long questions." in sent and "question 3" in sent
         assert "question 1" not in sent and "from a cut prompt" not in sent
