@@ -43,6 +43,17 @@ HOW_TO_CONFIGURE_MODEL = (
 )
 
 
+# The server's own variables: what a terminal user sets for an option it has no flag for.
+ENV_VARS: Mapping[str, str] = {
+    "model.name": "AGENT_ASSIST_LLM_MODEL_NAME",
+    "model.baseUrl": "AGENT_ASSIST_LLM_BASE_URL",
+    "model.apiKey": "AGENT_ASSIST_LLM_API_KEY",
+    "model.maxRetries": "AGENT_ASSIST_LLM_MAX_RETRIES",
+    "model.streamTimeout": "AGENT_ASSIST_LLM_STREAM_TIMEOUT",
+    "model.firstTokenTimeout": "AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT",
+    "model.maxOutputTokens": "AGENT_ASSIST_LLM_MAX_OUTPUT_TOKENS",
+    "store": "AGENT_ASSIST_STORE",
+}
 MAX_NAME = 200
 
 
@@ -78,8 +89,8 @@ class OptionNames:
             return f"agentAssist.{key}"
         if self.style == "neovim":
             return snake_case(key)
-        if self.style == "terminal" and key in TERMINAL_FLAGS:
-            return TERMINAL_FLAGS[key]
+        if self.style == "terminal":
+            return TERMINAL_FLAGS.get(key) or ENV_VARS.get(key, key)
         return key
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 from session.errors import SessionError
@@ -154,6 +155,14 @@ RAISE_LENGTH = (
 )
 
 
+def options_named(ls: AgentAssistServer, text: str) -> str:
+    """Return `text` with each `(model.x)` / `(tools.x)` it names as the user set it."""
+    return OPTION_IN_TEXT.sub(lambda m: f"({ls.config.option(m.group(1))})", text)
+
+
+OPTION_IN_TEXT = re.compile(r"\(((?:model|tools)\.[A-Za-z]+)\)")
+
+
 def capitalized(text: str) -> str:
     """Return `text` with its first letter in upper case (a sentence of a message)."""
     return text[:1].upper() + text[1:]
@@ -213,7 +222,7 @@ def final_message(ls: AgentAssistServer, fault: ModelFault, attempts: int, reads
         if fault.status is not None and "HTTP" not in fault.message
         else ""
     )
-    return f"The model request failed{tries}{status}: {fault.message}"
+    return options_named(ls, f"The model request failed{tries}{status}: {fault.message}")
 
 
 def adopt_window(ls: AgentAssistServer, window: int, source: str) -> bool:

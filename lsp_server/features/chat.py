@@ -19,6 +19,7 @@ from .attempts import (
     TurnFailedError,
     capitalized,
     cut_answer,
+    options_named,
     run_attempts,
 )
 from .base import THROUGH_COMMAND, Feature, request
@@ -252,7 +253,8 @@ class Chat(Feature):
             sink.thoughts.end()  # a reply of thinking only, or a turn that ended while thinking
         recorder.end("completed")  # fsynced: the turn is durable before its result is sent
         if result.note:
-            ls.show(f"{capitalized(result.note)}. The reply is kept as far as it came.")
+            note = options_named(ls, capitalized(result.note))
+            ls.show(f"{note}. The reply is kept as far as it came.")
         elif result.finish_reason in CUT_ANSWERS:
             ls.show(cut_answer(ls, result.finish_reason))
         task = asyncio.current_task()

@@ -131,3 +131,16 @@ def test_the_window_source_says_whether_the_user_set_it() -> None:
     assert parse_initialization_options({"contextWindow": 5}, None, {})[0].window_source == (
         "default"
     )
+
+
+def test_a_stall_names_the_timeout_as_the_client_calls_it() -> None:
+    fault = ModelFault(
+        "stall", "the model stopped sending: nothing for 60 s (model.streamTimeout)", True
+    )
+    said = final_message(server({}, "Visual Studio Code"), fault, 3)
+    assert said.endswith("nothing for 60 s (agentAssist.model.streamTimeout)"), said
+    said = final_message(server({}, "Neovim"), fault, 3)
+    assert said.endswith("(model.stream_timeout)"), said
+    assert final_message(server({}, "eglot"), fault, 3).endswith("(model.streamTimeout)")
+    said = final_message(server({}, "agent-assist-terminal"), fault, 3)  # no flag: its variable
+    assert said.endswith("(AGENT_ASSIST_LLM_STREAM_TIMEOUT)"), said
