@@ -87,8 +87,11 @@ def test_chat_streams_cancels_and_runs_every_slash_command(
     child.expect_exact("turn 3 ·")
 
     command(child, "/status")
-    child.expect(r"turns\s+3")
     child.expect(rf"instance\s+{re.escape(default_instance_id(workspace))}")
+    shown = str(child.before)  # yes/no fields in words; a "no" is left out
+    assert re.search(r"turns\s+3", shown)
+    assert "read-only" not in shown and "resumed" not in shown
+    assert "True" not in shown and "False" not in shown
 
     command(child, "/save")
     child.expect(rf"Saved: checkpoint 1 of session {session_id}")
@@ -193,6 +196,8 @@ def test_resume_question_enter_resumes_and_n_starts_fresh(
     command(child, "/resume")
     child.expect_exact("# Resumed Session Context")
     child.expect_exact("- agent_spec.md: modified")
+    command(child, "/status")
+    child.expect(r"resumed\s+yes")
     child.expect_exact(PROMPT)
     # Edited while the chat waits at the prompt: the warning is printed as it arrives.
     (workspace / "templates" / "reply.txt").write_text("Hi {name},\n")

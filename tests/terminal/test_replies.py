@@ -22,8 +22,10 @@ def paragraph(name: str, words: int) -> str:
     return " ".join(f"{name}w{i}" for i in range(words)) + "."
 
 
-# Longer than a 24-row screen at 80 and at 120 columns: paragraphs, a code block, a list.
+# Longer than a 24-row screen at 80 and at 120 columns: paragraphs, a code block, a list,
+# and last a code block taller than the screen (drawn cut while it streams, then whole).
 CODE = ["def greet(name):", '    """Say hello."""', "    return f'hello {name}'", "", "greet('x')"]
+TALL = [f"row{i} = {i}" for i in range(30)]
 REPLY = "\n\n".join(
     [
         paragraph("pa", 60),
@@ -31,9 +33,10 @@ REPLY = "\n\n".join(
         paragraph("pb", 45),
         "- " + paragraph("la", 12) + "\n- " + paragraph("lb", 12),
         paragraph("pc", 70),
+        "```\n" + "\n".join(TALL) + "\n```",
     ]
 )
-TOKENS = re.findall(r"\b(?:pa|pb|pc|la|lb)w\d+\b", REPLY)
+TOKENS = re.findall(r"\b(?:pa|pb|pc|la|lb)w\d+\b|\brow\d+\b", REPLY)
 
 
 def count(text: str, token: str) -> int:
@@ -49,6 +52,7 @@ def assert_whole_and_once(text: str) -> None:
     positions = [text.index(f"{name}w0") for name in ("pa", "pb", "la", "lb", "pc")]
     assert positions == sorted(positions)
     assert text.index("pa" + "w59") < text.index("def greet(name):") < text.index("pbw0")
+    assert text.index("pcw69.") < text.index("row0 = 0") < text.index("row29 = 29")
 
 
 @pytest.mark.parametrize("columns", [80, 120])
@@ -65,8 +69,8 @@ def test_a_long_streamed_reply_appears_whole_and_once(
     # Wrapped by the chat at the terminal's width: no word is cut by the terminal's wrap.
     rows = term.rows_shown()
     assert len([r for r in rows if r.startswith("pcw")]) > 1
-    # The usage line follows the reply's last word; the prompt is back.
-    assert text.index("pcw69.") < text.index("turn 1 ·")
+    # The usage line follows the reply's last row; the prompt is back.
+    assert text.index("row29 = 29") < text.index("turn 1 ·")
     term.wait_prompt()
     term.key("C-d")
     assert term.exit_status() == 0
