@@ -134,18 +134,10 @@ def _into_database(
 ) -> tuple[dict[str, ImportOutcome], dict[str, str], str]:
     """Import `chosen` into the PostgreSQL store: (outcomes, every session's status, where).
 
-    Each is written as ours in a scratch local store first (its session file, and its log
-    begun by opening it), then copied and verified as `sessions migrate` does; the scratch
-    store is removed afterwards. A session already in the database is never overwritten.
+    Each as `import_seed_session` does; one already in the database is never overwritten.
     """
-    import tempfile
-
-    from session.errors import SessionError
-    from session.pg.importing import PgTransferStore
-    from session.store.importing import LocalTransferStore
-    from session.store.manager import SessionManager
-    from session.store.seed_store import ImportOutcome, import_session
-    from session.transfer import TransferError, copy_session
+    from session.pg.importing import import_seed_session
+    from session.store.seed_store import ImportOutcome
 
     outcomes: dict[str, ImportOutcome] = {}
     there, label = _schema_there(args, spec)
@@ -158,30 +150,14 @@ def _into_database(
     with open_database(args, spec, create=not args.dry_run) as store:
         if store.pg.read_only_reason and chosen and not args.dry_run:
             raise ProblemError(store.pg.read_only_reason)
-        target = PgTransferStore(store.pg, workspace)
-        with tempfile.TemporaryDirectory(prefix="agent-assist-import-") as scratch:
-            staging = SessionManager(workspace, home=Path(scratch))
-            for seed in chosen:
-                sid = seed.session_id
-                if store.exists(sid):
-                    why = "already in the database: not overwritten (skipped)"
-                    outcomes[sid] = ImportOutcome(sid, "already-imported", why)
-                    continue
-                if args.dry_run:
-                    outcomes[sid] = ImportOutcome(sid, "would-import", "would be imported")
-                    continue
-                try:
-                    import_session(staging, seed)
-                    staging.open_session(sid).close()  # its log begins: `session/start`
-                    result = copy_session(LocalTransferStore(staging), target, sid)
-                except (SessionError, TransferError) as exc:
-                    outcomes[sid] = ImportOutcome(sid, "failed", f"{exc} (not imported)")
-                    continue
-                if result.status == "copied":
-                    outcomes[sid] = ImportOutcome(sid, "imported", f"imported into {label}")
-                else:
-                    message = result.message or result.status
-                    outcomes[sid] = ImportOutcome(sid, "failed", f"{message} (not imported)")
+        for seed in chosen:
+            sid = seed.session_id
+            if args.dry_run and not store.exists(sid):
+                outcomes[sid] = ImportOutcome(sid, "would-import", "would be imported")
+            elif args.dry_run:
+                outcomes[sid] = ImportOutcome(sid, "already-imported", "already there")
+            else:
+                outcomes[sid] = import_seed_session(store, seed)
         statuses = {
             s.session_id: outcomes[s.session_id].status
             if s.session_id in outcomes

@@ -8,11 +8,12 @@ from ..paths import host_name
 from ..store.backend import SessionStore
 from ..store.manager import SessionManager
 from ..store.pointers import EditorProcess, remove_stale_pointers
-from ..store.seed_store import newest_unimported
+from ..store.seed_store import import_offered, newest_unimported
 from ..workspace.tracker import WorkspaceTracker
 from .values import PreviousSession
 
 if TYPE_CHECKING:
+    from ..redaction import Redactor
     from ..snapshot import SessionState
 
 UNHELD_LOOKED_AT = 50  # newest sessions looked at for one no process holds
@@ -92,13 +93,27 @@ def find_previous_session(
 def seed_offer(store: SessionStore) -> PreviousSession | None:
     """Offer the seed's newest session of this project, on the project's first launch here.
 
-    Only for the local store, and only while the project has no session of ours at all: a
-    declined offer starts a session whose file (saved at exit) stops the offer, as the
-    seed's new session's pointer would. Accepting imports it (`resume_or_start`).
+    Only while the project has no session of ours at all (in this store: local or the
+    database's): a declined offer starts a session whose file (saved at exit) stops the
+    offer, as the seed's new session's pointer would. Accepting imports it
+    (`resume_or_start`).
     """
-    if not isinstance(store, SessionManager) or next(store.session_ids(), None) is not None:
+    if isinstance(store, SessionManager):
+        if next(store.session_ids(), None) is not None:
+            return None
+    elif store.list_sessions_page(0, 1, empty=True)[1]:
         return None
     seed = newest_unimported(store)
     if seed is None:
         return None
     return PreviousSession(seed.session_id, seed.updated_at, 0, seed.title, source="seed")
+
+
+def import_offer(store: SessionStore, session_id: str, redactor: Redactor | None) -> None:
+    """Import the seed's session the offer named into `store`: local, or the database's."""
+    if isinstance(store, SessionManager):
+        import_offered(store, session_id, redactor)
+        return
+    from ..pg.importing import import_seed_session  # psycopg only when it is used
+
+    import_offered(store, session_id, redactor, importer=import_seed_session)

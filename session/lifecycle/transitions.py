@@ -23,14 +23,13 @@ from ..snapshot import record_manifest, recorded_manifest
 from ..storage import StorageError
 from ..store.backend import SessionStore
 from ..store.manager import SessionManager
-from ..store.seed_store import import_offered
 from ..store.session import Session
 from ..summary import SummaryPlan, extractive_session_summary, plan_summary
 from ..workspace.drift import DriftReport
 from ..workspace.patterns import TrackedPatterns
 from ..workspace.spec_files import agent_spec_path, delete_reset_targets, reset_targets
 from ..workspace.tracker import WorkspaceTracker
-from .previous import find_previous_session
+from .previous import find_previous_session, import_offer
 from .values import LifecycleConfig, PreviousSession, ResetResult, StoreState
 
 if TYPE_CHECKING:
@@ -297,7 +296,7 @@ class LifecycleTransitions:
         if previous is not None and accept:
             try:
                 if previous.source == "seed":  # copied into ours first (`seed_store`)
-                    import_offered(self.manager, previous.session_id, self.redactor)
+                    import_offer(self.store, previous.session_id, self.redactor)
                 self.resume(previous.session_id)
                 return "resumed"
             except SessionLockedError as exc:

@@ -15,15 +15,17 @@ whose events, snapshot or checkpointed files contain it is not copied.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..checkpoints import CheckpointRecord
 from ..events import EVENT_ADAPTER, SessionStartEvent
 from ..snapshot import SessionState, state_from_events
+from ..store.importing import LocalTransferStore
 from ..transfer import Raw, TransferError
 from .backend import PgSessionStore
 from .connection import open_connection, reporting
@@ -33,6 +35,11 @@ from .schema import read_version
 from .search import catch_up
 from .store import PgStore
 from .writer import SessionWriter
+
+if TYPE_CHECKING:
+    from ..redaction import Redactor
+    from ..store.manager import SessionManager
+    from ..store.seed_store import ImportOutcome, SeedSession
 
 PAGE = 2000  # events read per query
 _TIMES = """UPDATE {s}.sessions SET created_at = %s, updated_at = %s
@@ -221,3 +228,56 @@ class PgTransferStore:
             fork_boundary=data.get("fork_boundary"),
             persistence="metadata" if data.get("persistence") == "metadata" else "full",
         )
+
+
+def import_seed_session(
+    store: PgSessionStore, seed: SeedSession, redactor: Redactor | None = None
+) -> ImportOutcome:
+    """Copy a seed's session into the database, never over a session of its id.
+
+    It is made ours in a scratch local store first (our session file, scrubbed as
+    `seed_store.import_session` writes it, and its log begun by opening it), then copied and
+    verified as `sessions migrate` copies; the scratch store is removed afterwards.
+    """
+    from ..errors import SessionError
+    from ..store.manager import SessionManager
+    from ..store.seed_store import ImportOutcome, import_session
+    from ..transfer import copy_session
+
+    sid = seed.session_id
+    if store.exists(sid):
+        why = "already in the database: not overwritten (skipped)"
+        return ImportOutcome(sid, "already-imported", why)
+    target = PgTransferStore(store.pg, store.workspace_root)
+    with tempfile.TemporaryDirectory(prefix="agent-assist-import-") as scratch:
+        staging = SessionManager(store.workspace_root, home=Path(scratch))
+        try:
+            import_session(staging, seed, redactor=redactor)
+            staging.open_session(sid, redactor=redactor).close()  # its log: `session/start`
+            source = _SeedBegun(staging, seed.updated_at)
+            result = copy_session(source, target, sid)
+        except (SessionError, TransferError) as exc:
+            return ImportOutcome(sid, "failed", f"{exc} (not imported)")
+    if result.status != "copied":
+        return ImportOutcome(sid, "failed", f"{result.message or result.status} (not imported)")
+    return ImportOutcome(sid, "imported", f"imported into {target.description}")
+
+
+class _SeedBegun(LocalTransferStore):
+    """The scratch store of `import_seed_session`, its log's opening dated as the seed left it.
+
+    The log it begins holds only `session/start`: dated at the seed's last save (not the
+    import), so the session's last activity stays the seed's, as a local import's does.
+    """
+
+    def __init__(self, manager: SessionManager, began: datetime) -> None:
+        super().__init__(manager)
+        self.began = began
+
+    def events_to_copy(self, session_id: str) -> tuple[list[Raw], str | None]:
+        """Return the scratch log's events, its lone `session/start` dated `began`."""
+        events, damaged = super().events_to_copy(session_id)
+        if len(events) == 1 and events[0].get("type") == "session/start":
+            ts = self.began.astimezone(UTC).isoformat().replace("+00:00", "Z")
+            events = [{**events[0], "ts": ts}]
+        return events, damaged

@@ -32,8 +32,11 @@ from ..paths import is_valid_session_id, project_dir_name
 from ..storage import parse_json, read_file_bytes
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..redaction import Redactor
     from ..snapshot import SessionState
+    from .backend import SessionStore
     from .manager import SessionManager
 
 logger = logging.getLogger(__name__)
@@ -281,9 +284,9 @@ class ImportOutcome:
     message: str
 
 
-def is_imported(manager: SessionManager, session_id: str) -> bool:
-    """Return True if the local store has a session of that id (imported, or ours)."""
-    return manager.exists(session_id)
+def is_imported(store: SessionStore, session_id: str) -> bool:
+    """Return True if the store has a session of that id (imported, or ours)."""
+    return store.exists(session_id)
 
 
 def import_session(
@@ -331,28 +334,35 @@ def import_session(
     return ImportOutcome(sid, "imported", f"imported into {manager.sessions_dir}")
 
 
-def newest_unimported(manager: SessionManager) -> SeedSession | None:
-    """Return the seed's newest session of this project not in the local store, if any.
+def newest_unimported(store: SessionStore) -> SeedSession | None:
+    """Return the seed's newest session of this project not in `store`, if any.
 
     Cheap when there is no seed store (a stat or two). The files skipped are logged.
     """
-    found = scan(manager.workspace_root)
+    found = scan(store.workspace_root)
     for warning in found.warnings:
         logger.warning("seed store: %s", warning)
-    return next((s for s in found.sessions if not is_imported(manager, s.session_id)), None)
+    return next((s for s in found.sessions if not is_imported(store, s.session_id)), None)
 
 
 def import_offered(
-    manager: SessionManager, session_id: str, redactor: Redactor | None = None
+    store: SessionStore,
+    session_id: str,
+    redactor: Redactor | None = None,
+    importer: Callable[..., ImportOutcome] = import_session,
 ) -> None:
-    """Import the seed's session offered for resume (no-op if it is here already)."""
+    """Import the seed's session offered for resume (no-op if it is here already).
+
+    `importer(store, seed, redactor=…)`: `import_session` for the local store, the
+    database's own for PostgreSQL (`pg/importing.import_seed_session`).
+    """
     from ..errors import SessionError
 
-    if manager.exists(session_id):
+    if store.exists(session_id):
         return
-    seed = scan(manager.workspace_root).find(session_id)
+    seed = scan(store.workspace_root).find(session_id)
     if seed is None:
         raise SessionError(f"session {session_id} is no longer in the seed's store")
-    outcome = import_session(manager, seed, redactor=redactor)
+    outcome = importer(store, seed, redactor=redactor)
     if outcome.status not in ("imported", "already-imported"):
         raise SessionError(f"session {session_id}: {outcome.message}")

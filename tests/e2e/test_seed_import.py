@@ -39,11 +39,16 @@ def files_of(root: Path) -> dict[str, tuple[bytes, int]]:
     return {str(p): (p.read_bytes(), os.lstat(p).st_mtime_ns) for p in root.rglob("*.json")}
 
 
-@pytest.mark.local_store
 @pytest.mark.parametrize("client_name", ["vscode"])
 async def test_the_first_launch_resumes_the_seed_session(
-    make_editor: MakeEditor, fake: FakeOpenAI, workspace: Path, home: Path, tmp_path: Path
+    make_editor: MakeEditor,
+    fake: FakeOpenAI,
+    workspace: Path,
+    home: Path,
+    tmp_path: Path,
+    store_kind: str,
 ) -> None:
+    """On either store: into PostgreSQL it is copied as `sessions import` copies it."""
     seed_home = tmp_path / "datarobot" / "agent_assist"
     sessions = lay_out_seed(seed_home, workspace)
     before = files_of(seed_home)
@@ -69,7 +74,10 @@ async def test_the_first_launch_resumes_the_seed_session(
     await editor.stop()
 
     copied = list(home.glob(f"projects/*/sessions/{SID}.json"))
-    assert len(copied) == 1 and json.loads(copied[0].read_text())["schema_version"] == 3
+    if store_kind == "local":
+        assert len(copied) == 1 and json.loads(copied[0].read_text())["schema_version"] == 3
+    else:
+        assert copied == []  # in the database only: the scratch store is gone
     assert files_of(seed_home) == before and sessions.is_dir()
 
     again = make_editor(env=env)
