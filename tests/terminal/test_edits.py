@@ -67,6 +67,25 @@ def test_an_approved_edit_is_written_after_its_diff_was_shown(
     assert term.exit_status() == 0
 
 
+def test_a_rejected_edit_is_not_written_or_the_terminal_says_it_was(
+    terminal: MakeTerminal, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    term = terminal(100, 40)
+    term.start(workspace, clean_env(home, model_env(fake)))
+    term.wait_prompt()
+    fake.add(write("agent_spec.md", "# Support agent\nfour tools\n"), "I tried.")
+    term.line("change the spec")
+    term.wait_for("-three tools")
+    term.wait_for("+four tools")
+    term.wait_for(QUESTION)
+    term.line("n")
+    term.wait_for("Rejected: agent_spec.md not written by the terminal.")
+    text = term.wait_for("turn 1 ·")
+    written = (workspace / "agent_spec.md").read_text() != SPEC
+    warned = "The server wrote agent_spec.md itself after the edit was refused" in text
+    assert written == warned, text  # never written silently
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="the server writes the file itself when the client answers applied: false "
