@@ -82,18 +82,19 @@ class ModelServer(Feature):
         ls = self.server
         config = ls.config
         window, source = facts.window, facts.window_source or "the server"
-        if window is not None and window != config.context_window:
-            if config.window_source == "setting":
+        may_take = config.window_source != "overflow" or (window or 0) < config.context_window
+        if window is not None and config.window_source == "setting":
+            if window != config.context_window:  # the user's wins; a refused prompt may lower it
                 logger.info(
                     "the model server states a window of %d tokens (%s); contextWindow %d wins",
                     window,
                     source,
                     config.context_window,
                 )
-            elif config.window_source != "overflow" or window < config.context_window:
-                logger.info("the model server's window: %d tokens (%s)", window, source)
-                ls.config = config.with_window(window, source)
-                ls.session.set_history_budget(ls.config.history_budget)
+        elif window is not None and may_take:  # after an overflow, only a smaller one
+            logger.info("the model server's window: %d tokens (%s)", window, source)
+            ls.config = config.with_window(window, source)
+            ls.session.set_history_budget(ls.config.history_budget)
         if facts.takes_tools is False and runner.tools:
             runner.without_tools()
             logger.warning("%s takes no tools for this model; chatting without them", facts.kind)
