@@ -70,7 +70,8 @@ def test_an_overflow_names_the_window_option_of_the_client() -> None:
 
 
 def test_max_output_tokens_is_parsed_named_and_said_when_an_answer_stops_there() -> None:
-    ls = server({"model": {"maxOutputTokens": 256}}, "agent-assist-terminal")
+    flag = {"model.maxOutputTokens": "--max-output-tokens"}  # as a client with the flag says
+    ls = server({"model": {"maxOutputTokens": 256}, "optionNames": flag}, "agent-assist-terminal")
     assert ls.config.model.max_output_tokens == 256
     assert cut_answer(ls, "length") == (
         "The reply stopped at --max-output-tokens (256 tokens): ask the model to go on, "
@@ -83,6 +84,8 @@ def test_max_output_tokens_is_parsed_named_and_said_when_an_answer_stops_there()
     unset = server({}, "Neovim")
     assert unset.config.model.max_output_tokens is None
     assert "here: model.max_output_tokens" in cut_answer(unset, "length")
+    terminal = server({}, "agent-assist-terminal")  # no flag of its own: the variable
+    assert "here: AGENT_ASSIST_LLM_MAX_OUTPUT_TOKENS" in cut_answer(terminal, "length")
 
 
 @pytest.mark.parametrize("bad", [0, -1, "many", 2_000_000, 1.5, True])
