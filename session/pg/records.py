@@ -129,10 +129,12 @@ def list_sessions(conn: Conn, schema: str, project: str | None = None) -> list[S
     return [_row(row) for row in rows]
 
 
-# Listed unless folded: a session with a turn, a title (a turn's input) or a summary (a
-# seed's session file has no `turns`), or the one to list anyway (the current session).
+# Listed unless folded: a session with a turn, a title (a turn's input), a summary or
+# recent messages (a seed's session file has no `turns`), or the one to list anyway (the
+# current session).
 _LISTED = (
     "(%(empty)s OR turns > 0 OR title IS NOT NULL OR coalesce(snapshot->>'summary', '') <> ''"
+    " OR coalesce(snapshot->'recent_messages', '[]'::jsonb) <> '[]'::jsonb"
     " OR session_id IS NOT DISTINCT FROM %(keep)s)"
 )
 _PAGE = f"""SELECT * FROM (SELECT {_COLUMNS}, {_LISTED} AS listed,

@@ -80,7 +80,28 @@ def listed_fields(raw: object, session_id: str) -> SnapshotFields | None:
         return None
     if parent is not None and not is_valid_session_id(parent):
         return None
+    if title is None and not summary:  # a seed's file with only its recent messages
+        title = first_prompt_line(raw.get("recent_messages"))
     return SnapshotFields(title, summary, created, updated, turns, parent, phase)
+
+
+def first_prompt_line(messages: object) -> str | None:
+    """Return the first line of the first user prompt in stored messages, if any.
+
+    The title of a session file that has neither a title nor a summary (the seed's tool
+    writes no title): without one it would be listed as a session without content.
+    """
+    for message in messages if isinstance(messages, list) else []:
+        parts = message.get("parts") if isinstance(message, dict) else None
+        for part in parts if isinstance(parts, list) else []:
+            if isinstance(part, dict) and part.get("part_kind") == "user-prompt":
+                content = part.get("content")
+                line = (
+                    content.strip().split("\n")[0][:TITLE_CHARS] if isinstance(content, str) else ""
+                )
+                if line:
+                    return line
+    return None
 
 
 def _moment(value: object) -> datetime | None:
@@ -111,7 +132,12 @@ def session_info(session_id: str, state: ListedState | None, log_path: Path) -> 
     if log_updated is not None and log_updated > updated_at:
         updated_at = log_updated
     summary_line = (state.summary or "").strip().split("\n")[0][:TITLE_CHARS]
-    title = state.title or summary_line or None
+    title = (
+        state.title
+        or summary_line
+        or first_prompt_line(getattr(state, "recent_messages", None))
+        or None
+    )
     return SessionInfo(
         session_id,
         title,

@@ -27,12 +27,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LISTING_FILE = "listing.sqlite"
-VERSION = 6
+VERSION = 7  # 7: a title from the first prompt of a session file with only recent messages
 _BUSY_S = 2.0  # how long a listing or a writer's note waits for another's transaction
 # A session without a turn (saved at an exit without one), folded out of a listing unless
-# asked for. A title is a turn's input or, without one, the summary's first line: a seed's
-# session file, which has no `turns`, is listed if it has a summary; one with only recent
-# messages is folded (a row does not hold them).
+# asked for. A title is a turn's input or, without one, the summary's first line, else the
+# first prompt of its recent messages: a seed's session file, which has no `turns`, is
+# listed if it has any of them.
 EMPTY = "turns = 0 AND title IS NULL"
 # A page: (1: every session, or 0: none without a turn; the id of one listed anyway, e.g. the
 # current session, or None; limit; offset).

@@ -168,3 +168,19 @@ def test_an_unknown_id_is_refused_and_an_unreachable_database_said(
     pg = run_cli("sessions", "import", "--all", *ws, env=unreachable)
     assert pg.returncode == 1 and "127.0.0.1:1" in pg.stderr, pg.stderr
     assert "Traceback" not in pg.stderr
+
+
+def test_a_seed_session_with_only_recent_messages_is_listed_by_its_first_prompt(
+    workspace: Path, home: Path, env: dict[str, str], seed_home: Path
+) -> None:
+    sessions = seed_home / "projects" / f"proj_{'9' * 8}" / "sessions"
+    sessions.mkdir(parents=True)
+    bare = golden(workspace, summary=None, decisions=[])
+    (sessions / f"{SID}.json").write_text(json.dumps(bare))
+    ws = ["--workspace", str(workspace)]
+    done = run_cli("sessions", "import", SID, *ws, env=env)
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(run_cli("sessions", "list", "--json", *ws, env=env).stdout)
+    prompt = bare["recent_messages"][0]["parts"][0]["content"].split("\n")[0]
+    assert [(r["sessionId"], r["title"]) for r in listed["sessions"]] == [(SID, prompt[:80])]
+    assert listed["total"] == 1  # not folded as a session without content
