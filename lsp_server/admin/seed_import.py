@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -264,10 +265,11 @@ def _report_text(
         out.write("Dry run: nothing was written.\n")
 
 
-def seed_rows(workspace: Path, project_dir: Path) -> list[dict[str, Any]]:
+def seed_rows(workspace: Path, imported: Callable[[str], bool]) -> list[dict[str, Any]]:
     """Return `sessions list` rows for the seed's sessions of `workspace` not imported yet.
 
-    Cheap without a seed store: a few stats, no model loaded; `project_dir` is ours.
+    Cheap without a seed store: a few stats, no model loaded; `imported(id)` says whether
+    the store has a session of that id.
     """
     from session.paths import is_valid_session_id
     from session.store.seed_store import locate, scan
@@ -275,12 +277,9 @@ def seed_rows(workspace: Path, project_dir: Path) -> list[dict[str, Any]]:
     if locate(workspace).sessions_dir is None:
         return []
     found = scan(workspace)
-    ours = project_dir / "sessions"
     rows = []
     for s in found.sessions:
-        if not is_valid_session_id(s.session_id) or (ours / f"{s.session_id}.json").exists():
-            continue
-        if (ours / f"{s.session_id}.events.jsonl").exists():
+        if not is_valid_session_id(s.session_id) or imported(s.session_id):
             continue
         rows.append(
             {

@@ -124,6 +124,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             seed = local_seed_rows(args)
     else:
         rows, total, folded = database_listing(args, spec, limit, offset)
+        if not args.all_projects:
+            seed = database_seed_rows(args, spec)
     last_page = offset + len(rows) >= total
     if args.json:
         write_json({"sessions": rows + (seed if last_page else []), "total": total})
@@ -196,7 +198,26 @@ def local_seed_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     if locate(workspace_of(args)).sessions_dir is None:  # a stat or two without a seed store
         return []
     layout = layouts(args)[0]
-    return seed_rows(layout.workspace_root, layout.project_dir)
+    ours = layout.project_dir / "sessions"
+
+    def imported(session_id: str) -> bool:
+        names = (f"{session_id}.json", f"{session_id}.events.jsonl")
+        return any((ours / name).exists() for name in names)
+
+    return seed_rows(layout.workspace_root, imported)
+
+
+def database_seed_rows(args: argparse.Namespace, spec: str) -> list[dict[str, Any]]:
+    """Return the rows of the seed's sessions of this project not in the database."""
+    from session.store.seed_store import locate
+
+    from .seed_import import seed_rows
+
+    workspace = workspace_of(args)
+    if locate(workspace).sessions_dir is None:  # a stat or two without a seed store
+        return []
+    with open_database(args, spec) as store:
+        return seed_rows(workspace, store.exists)
 
 
 def list_table(rows: list[dict[str, Any]], all_projects: bool) -> str:

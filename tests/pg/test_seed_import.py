@@ -43,12 +43,22 @@ def test_import_into_the_database_resumes_there_as_the_seed_left_it(
     assert "1 imported into" in done.stdout and schema in done.stdout
     assert "1 damaged (skipped)" in done.stdout
     assert not SessionManager(workspace, home=home).exists(SID)  # nothing kept locally
+    listed = json.loads(run_cli("sessions", "list", "--json", *ws, env=env).stdout)
+    assert [(r["sessionId"], r.get("source")) for r in listed["sessions"]] == [
+        (SID, None),
+        (OLDER, "seed"),  # not imported yet: after the database's own
+    ]
 
     again = run_cli("sessions", "import", "--all", "--json", *ws, env=env)
     assert again.returncode == 0, again.stderr
     statuses = {r["sessionId"]: r["status"] for r in json.loads(again.stdout)["sessions"]}
     assert statuses == {SID: "already-imported", OLDER: "imported"}
     assert snapshot_of(seed_home) == before  # the seed's store is only read
+    listed = json.loads(run_cli("sessions", "list", "--json", *ws, env=env).stdout)
+    assert {(r["sessionId"], r.get("source")) for r in listed["sessions"]} == {
+        (SID, None),
+        (OLDER, None),
+    }  # the database's own now, the seed's not listed again
 
     store = PgSessionStore.open(pg_dsn, workspace, home=home, schema=schema)
     try:
