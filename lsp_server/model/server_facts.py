@@ -16,7 +16,8 @@ window and with the tools the server really takes:
   template, its default, tools are dropped without an error (a call the model writes
   comes back as text). Which one it runs is asked with one tiny request: a forced tool
   choice (`"required"`, `max_tokens: 1`) fails the function-calling handlers' assertion
-  (HTTP 500) before anything is generated, and is answered as plain chat otherwise.
+  (HTTP 500 with no message) before anything is generated, and is answered as plain chat
+  otherwise; any other answer leaves the tools as they are.
 """
 
 from __future__ import annotations
@@ -159,8 +160,19 @@ async def _probe(client: httpx2.AsyncClient, base_url: str, model: str | None) -
     except httpx2.HTTPError as exc:
         logger.info("llama-cpp-python's chat handler not asked: %s", exc)
         return None
-    if response.status_code == 500:
-        return True  # a function-calling handler: its assertion refused the forced choice
+    if response.status_code == 500:  # its handler raised: a bare assertion says nothing
+        return True if not _error_text(response) else None  # a function-calling handler's
     if response.status_code == 200:
         return False  # plain chat: the model's own template, tools dropped
     return None
+
+
+def _error_text(response: httpx2.Response) -> str:
+    """Return the `error.message` of an error answer ("" if it has none)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message.strip() if isinstance(message, str) else ""

@@ -76,3 +76,13 @@ async def test_llama_servers_props_window_wins_over_the_trained_one() -> None:
         fake.models_entry = {"meta": {"n_ctx_train": 8192}}
         facts = await learn_server(fake.base_url, None, fake.model_id, probe_tools=True)
     assert facts == ServerFacts("llama-server", 2048, "/props", True)
+
+
+async def test_a_probe_refused_with_a_reason_says_nothing_of_the_tools() -> None:
+    """A template that raises on tools, a crash: not the function-calling handler's assertion."""
+    with FakeOpenAI() as fake:
+        fake.models_entry = dict(LLAMA_CPP_PYTHON_ENTRY)
+        fake.probe_answer = lambda body: None  # type: ignore[method-assign]
+        fake.add({"error": 500, "message": "jinja2: tools are not supported"})
+        facts = await learn_server(fake.base_url, "k", fake.model_id, probe_tools=True)
+    assert facts == ServerFacts("llama-cpp-python", takes_tools=None)
