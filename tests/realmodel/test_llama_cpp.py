@@ -16,8 +16,9 @@ reporting AVX-512 and AMX, a general protection fault in libggml-cpu.)
 What it checks is what the scripted model cannot: a window of 2048 tokens filled by real
 tokenization (the server answers a streamed prompt over it with an empty 200), usage that
 the server never sends, a process that ends promptly while a real model is generating, a
-history holding a tool call without text (refused as `content: null`), and the server's
-function calling (`chatml-function-calling`, which cannot stream a tool call).
+history holding a tool call without text (refused as `content: null`), the server's
+function calling (`chatml-function-calling`, which cannot stream a tool call), and which of
+the two a server runs (its default, the model's own template, drops the tools silently).
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pygls.exceptions import JsonRpcException
 
 from lsp_server.fake_model import FakeOpenAI
+from tests.e2e.harness import shown
 from tests.fixtures import free_port
 
 from .common import (
@@ -141,3 +144,33 @@ async def test_a_full_window_heals_and_every_turn_completes(tmp_path: Path, llam
 
 async def test_exit_while_a_real_model_streams_is_prompt(tmp_path: Path, llama: str) -> None:
     await exit_while_streaming(editor_for(tmp_path, llama))
+
+
+def no_tool_warnings(editor: Any) -> list[str]:
+    return [m for m in shown(editor) if "llama-cpp-python gives this model no tools" in m]
+
+
+async def test_its_default_chat_template_is_found_to_drop_the_tools(
+    tmp_path: Path, llama: str
+) -> None:
+    """The model's own template (the default): the probe's forced tool choice is plain chat."""
+    editor = editor_for(tmp_path, llama)
+    await editor.start()
+    await editor.ready()
+    await editor.request("agentAssist/chat", {"text": "Read agent_spec.md"})
+    await editor.request("agentAssist/chat", {"text": "Thank you."})
+    (warning,) = no_tool_warnings(editor)  # before the first reply, and once
+    assert "--chat_format chatml-function-calling" in warning
+    await editor.stop()
+
+
+async def test_its_function_calling_is_found_to_take_tools(
+    tmp_path: Path, llama_tools: str
+) -> None:
+    """chatml-function-calling refuses the probe's forced `"required"` (a bare assertion)."""
+    editor = editor_for(tmp_path, llama_tools)
+    await editor.start()
+    await editor.ready()
+    await editor.request("agentAssist/chat", {"text": "Say hello."})
+    assert not no_tool_warnings(editor)
+    await editor.stop()
