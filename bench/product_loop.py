@@ -17,7 +17,7 @@ from typing import Any
 
 from lsp_server.config import parse_initialization_options
 from lsp_server.model.runner import ChatRunner
-from lsp_server.model.tools import ToolDeps
+from lsp_server.model.tools import EditOutcome, ToolDeps
 from session.lifecycle import LifecycleConfig, SessionLifecycle
 from session.store.manager import SessionManager
 
@@ -54,9 +54,9 @@ class CountingSink:
 class NoEditor:
     """An `EditorHost` without an editor: a write would go straight to disk."""
 
-    async def apply_file_edit(self, relative: str, content: str) -> bool:
-        """Refuse, as a client that cannot apply edits does."""
-        return False
+    async def apply_file_edit(self, relative: str, content: str) -> EditOutcome:
+        """Cannot, as a client that cannot apply edits (the write goes to disk)."""
+        return EditOutcome(applied=False)
 
     async def confirm(self, relative: str, reason: str) -> bool:
         """Say no, as a client that cannot ask does."""

@@ -10,8 +10,12 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from session.workspace.protected import shown_path
 
+from .model.tools import EditOutcome
+
 if TYPE_CHECKING:
     from .server import AgentAssistServer
+
+CANNOT = EditOutcome(applied=False)  # the client cannot take this edit: written directly
 
 
 logger = logging.getLogger(__name__)
@@ -88,14 +92,19 @@ class WorkspaceEdits:
             return False
         return answer is not None and answer.title == ALLOW_WRITE
 
-    async def apply_file_edit(self, relative: str, content: str) -> bool:
-        """Replace a file's content through `workspace/applyEdit` (undoable in the editor)."""
+    async def apply_file_edit(self, relative: str, content: str) -> EditOutcome:
+        """Replace a file's content through `workspace/applyEdit` (undoable in the editor).
+
+        Not applied, and not refused, when the client cannot take the edit (no
+        `workspace.applyEdit`, or a new file without `create` operations); refused when it
+        answered `applied: false`.
+        """
         if not self.supports_apply_edit():
-            return False
+            return CANNOT
         path = self.ls.root / relative
         uri = from_fs_path(str(path))
         if uri is None:
-            return False
+            return CANNOT
         changes: list[Any] = []
         ops = self.ls.client_capabilities.workspace
         edit_caps = ops.workspace_edit if ops else None
@@ -103,7 +112,7 @@ class WorkspaceEdits:
         if not path.exists():
             kinds = (edit_caps.resource_operations or []) if edit_caps else []
             if types.ResourceOperationKind.Create not in kinds or not document_changes:
-                return False
+                return CANNOT
             changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions()))
             current = ""
         else:
@@ -132,10 +141,12 @@ class WorkspaceEdits:
                 label=f"Agent Assist: write {relative}",
             )
         )
-        applied = bool(result and result.applied)
+        if not (result and result.applied):
+            reason = (result.failure_reason if result else None) or "it answered no"
+            return EditOutcome(applied=False, refused=reason)
         document = self.ls.workspace.text_documents.get(uri)
-        if applied and document is not None:
+        if document is not None:
             self.accepted[uri] = (content, document.version)
-        return applied
+        return EditOutcome(applied=True)
 
     # -- lifecycle ----------------------------------------------------------------------

@@ -60,11 +60,27 @@ def read_limit(context_window: int) -> int:
     return max(MIN_READ_BYTES, min(MAX_READ_BYTES, context_window))
 
 
+@dataclass(frozen=True)
+class EditOutcome:
+    """What the editor did with a whole-file edit (true when applied).
+
+    `refused`: the editor was asked and answered no (the user rejected it, or it failed):
+    why, if it said. Then nothing may be written: a write behind its back would overrule
+    the user. Not applied and not refused: the editor cannot take edits (written directly).
+    """
+
+    applied: bool
+    refused: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.applied
+
+
 class EditorHost(Protocol):
     """What tools need from the editor side (implemented by the language server)."""
 
-    async def apply_file_edit(self, relative: str, content: str) -> bool:
-        """Apply a whole-file edit through the editor; False if it cannot."""
+    async def apply_file_edit(self, relative: str, content: str) -> EditOutcome:
+        """Apply a whole-file edit through the editor (see `EditOutcome`)."""
         ...
 
     async def confirm(self, relative: str, reason: str) -> bool:
@@ -263,10 +279,16 @@ async def write_file(deps: ToolDeps, path: str, content: str) -> str:
     confirmed = await _allowed(deps, path, relative, target)
     if not os.path.lexists(target):  # an editor creates it empty first: not the user's
         deps.lifecycle.note_assistant_creating(relative)
-    if await deps.host.apply_file_edit(relative, content):
+    outcome = await deps.host.apply_file_edit(relative, content)
+    if outcome.applied:
         deps.lifecycle.note_assistant_write(relative, data)
         note = "" if confirmed else _drop_exec_after_edit(target)
         return f"{relative}: edit applied in the editor ({len(data)} bytes; undoable there){note}"
+    if outcome.refused is not None:
+        raise ToolError(
+            f"{path}: the editor did not apply the edit ({outcome.refused}): nothing was "
+            "written. Do not write it another way; tell the user what you wanted to change."
+        )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         if not is_safe_relative_path(deps.root, relative):  # parent dirs may have changed

@@ -104,6 +104,7 @@ class Editor:
         resume_answer: str | None = "Resume",
         reset_answer: str | None = "Keep files",
         apply_edits: bool = True,
+        refuse_edits: bool = False,
         answers: Callable[[types.ShowMessageRequestParams], str | None] | None = None,
         can_ask: bool = True,
         env: dict[str, str] | None = None,
@@ -116,7 +117,8 @@ class Editor:
         self.options = options if options is not None else {"instanceId": "test-window"}
         self.resume_answer = resume_answer
         self.reset_answer = reset_answer
-        self.apply_edits = apply_edits
+        self.apply_edits = apply_edits  # False: a client without `workspace.applyEdit`
+        self.refuse_edits = refuse_edits  # True: it has it, and answers `applied: false`
         self.answers = answers  # answers the questions other than resume (else reset_answer)
         self.can_ask = can_ask  # False: no window.showMessage capability
         self.env = env or {}
@@ -171,7 +173,7 @@ class Editor:
             ls: Any, params: types.ApplyWorkspaceEditParams
         ) -> types.ApplyWorkspaceEditResult:
             self.edits.append(params)
-            if not self.apply_edits:
+            if self.refuse_edits or not self.apply_edits:
                 return types.ApplyWorkspaceEditResult(
                     applied=False, failure_reason="refused by test"
                 )
@@ -286,6 +288,8 @@ class Editor:
         capabilities = client_capabilities(CLIENTS[self.client_name])
         if not self.can_ask and capabilities.window is not None:
             capabilities.window.show_message = None
+        if not self.apply_edits and capabilities.workspace is not None:
+            capabilities.workspace.apply_edit = False
         uri = from_fs_path(str(self.workspace))
         self.result = await self.client.initialize_session(
             types.InitializeParams(

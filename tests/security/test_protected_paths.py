@@ -115,7 +115,7 @@ async def test_a_protected_write_the_server_makes_itself_asks_too(
     assert editor.edits == []  # refused before the editor was asked to edit
     await editor.request("agentAssist/chat", {"text": "fix git, I allow it"})
     assert (git_repo / ".git" / "config").read_text() == FSMONITOR
-    assert len(editor.edits) == 1  # the editor refused: the server wrote it
+    assert editor.edits == []  # an editor that cannot apply edits: the server wrote it
 
 
 async def test_the_question_shows_control_characters_in_the_path_escaped(
@@ -156,7 +156,7 @@ async def test_an_executable_replaced_loses_its_x_bits_unless_confirmed(
     await editor.request("agentAssist/chat", {"text": "update it again, keep it executable"})
     assert script.read_text() == HOOK + "#2\n"
     assert stat.S_IMODE(script.stat().st_mode) == 0o755  # the user said yes
-    assert len(editor.edits) == 2  # both offered to the editor first
+    assert len(editor.edits) == (2 if apply_edits else 0)  # offered to an editor that can
 
 
 async def test_an_executable_written_without_a_client_that_can_ask_loses_its_x_bits(
@@ -239,3 +239,21 @@ def test_the_terminal_on_a_pipe_refuses_a_protected_write(
     assert "Refused: input is not a terminal" in result.stdout
     assert not (workspace / ".envrc").exists()
     assert "protected path" in tool_results(fake, 1)
+
+
+async def test_an_edit_the_editor_refuses_is_never_written_behind_its_back(
+    make_editor, fake: FakeOpenAI, workspace: Path
+) -> None:
+    """`applied: false` (the user rejected the diff, or the editor failed) is final."""
+    target = workspace / "templates" / "reply.txt"
+    before = target.read_bytes()
+    fake.add(write("templates/reply.txt", "rewritten by the model\n"), "tried")
+    editor: Editor = make_editor(refuse_edits=True)
+    await editor.start()
+    await editor.ready()
+    reply = await editor.request("agentAssist/chat", {"text": "rewrite the reply template"})
+    assert reply["endReason"] == "completed"
+    assert len(editor.edits) == 1  # offered to the editor, which said no
+    assert target.read_bytes() == before  # and nothing wrote it another way
+    result = tool_results(fake, 1)
+    assert "did not apply the edit (refused by test)" in result and "nothing was" in result

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.model import tools
-from lsp_server.model.tools import ToolDeps, ToolError, read_file, read_limit
+from lsp_server.model.tools import EditOutcome, ToolDeps, ToolError, read_file, read_limit
 from session.store.manager import SessionManager
 from session.workspace.protected import in_git_directory, protection, shown_path
 
@@ -16,8 +16,8 @@ from .conftest import make_lifecycle
 
 
 class NoEditor:
-    async def apply_file_edit(self, relative: str, content: str) -> bool:
-        return False
+    async def apply_file_edit(self, relative: str, content: str) -> EditOutcome:
+        return EditOutcome(applied=False)
 
     async def confirm(self, relative: str, reason: str) -> bool:
         return False
