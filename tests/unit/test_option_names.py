@@ -108,7 +108,8 @@ def test_bad_option_names_are_left_out_with_a_warning() -> None:
 
 def test_known_clients_and_their_names() -> None:
     assert client_style("Visual Studio Code - Insiders") == "vscode"
-    assert client_style("code-server") == "vscode"
+    assert client_style("code-server") == client_style("VSCodium") == "vscode"
+    assert client_style("vscode") == "vscode"  # vscode-languageclient without an appName
     assert client_style("Neovim") == "neovim"
     assert client_style("agent-assist-terminal") == "terminal"
     assert client_style(None) == client_style("emacs") == "generic"
