@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 ClientStyle = Literal["vscode", "neovim", "terminal", "generic"]
 
 # `clientInfo.name` of VS Code and its forks (vscode-languageclient sends `vscode.env.appName`).
-_VSCODE_NAMES = ("visual studio code", "code - oss", "code-server", "vscode", "cursor")
+_VSCODE_NAMES = ("visual studio code", "code - oss", "code-server", "vscode", "vscodium", "cursor")
 _NEOVIM_NAMES = ("neovim", "nvim")
 _TERMINAL_NAMES = ("agent-assist-terminal",)
 # The terminal's flags (`agent-assist chat --help`); its other options have none.
