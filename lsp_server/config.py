@@ -363,7 +363,9 @@ def parse_initialization_options(
         if derived and process_id is not None
         else None,
         option_names=parse_option_names(options.get("optionNames"), client_name, warnings),
-        window_source="setting" if options.get("contextWindow") == context_window else "default",
+        window_source=(
+            "setting" if _number(options.get("contextWindow"), int) == context_window else "default"
+        ),
     )
     return config, warnings
 

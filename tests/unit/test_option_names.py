@@ -135,6 +135,8 @@ def test_the_window_source_says_whether_the_user_set_it() -> None:
     assert parse_initialization_options({"contextWindow": 5}, None, {})[0].window_source == (
         "default"
     )
+    as_text = parse_initialization_options({"contextWindow": "4096"}, None, {})[0]
+    assert (as_text.context_window, as_text.window_source) == (4096, "setting")
 
 
 def test_a_stall_names_the_timeout_as_the_client_calls_it() -> None:
