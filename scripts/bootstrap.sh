@@ -4,7 +4,11 @@ PYTHON=${PYTHON:-python3}
 export UV_PYTHON_DOWNLOADS=never PYDANTIC_AI_NO_BANNER=1
 if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv"
-  "$PYTHON" -m venv .venv
+  "$PYTHON" -m venv .venv || {
+    rm -rf .venv
+    echo "$PYTHON -m venv failed: Debian and Ubuntu ship venv apart (apt install python3-venv)" >&2
+    exit 1
+  }
 fi
 if [ ! -x .venv/bin/uv ]; then
   # a venv made by uv itself has no pip: bring it in first

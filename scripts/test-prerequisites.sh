@@ -74,6 +74,9 @@ _want() { # _want WHY PACKAGE...: the packages of one suite that are not install
   fi
 }
 if command -v dpkg-query >/dev/null; then
+  if [ ! -x .venv/bin/python ] && ! "${PYTHON:-python3}" -c "import ensurepip" 2>/dev/null; then
+    _want ".venv (python3 -m venv)" python3-venv
+  fi
   [ -n "${AGENT_ASSIST_TEST_PG:-}" ] || _want "PostgreSQL store suites" postgresql
   if command -v npm >/dev/null; then
     _want "VS Code e2e (real VS Code in Chromium)" chromium build-essential python3 pkg-config \
