@@ -180,7 +180,7 @@ class ChatApp:
             try:
                 line = await self.reader.read(inert(prompt))
             finally:
-                self._install_signals()  # prompt-toolkit replaced the SIGINT handler
+                self.install_signals()
         if self.reader.interactive:
             self.say(f"{prompt}{line}")  # the prompt erased itself
         return line
@@ -191,7 +191,8 @@ class ChatApp:
 
     # -- signals --------------------------------------------------------------------------
 
-    def _install_signals(self) -> None:
+    def install_signals(self) -> None:
+        """Take SIGINT, SIGTERM and SIGHUP (again: prompt-toolkit replaces SIGINT's handler)."""
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signal.SIGINT, self._on_sigint)
@@ -222,7 +223,7 @@ class ChatApp:
     async def run(self) -> int:
         """Run the chat until the user leaves; return the exit code."""
         self.main_task = asyncio.current_task()
-        self._install_signals()
+        self.install_signals()
         options = {"driftMessages": False, **self.options}  # drift is printed from the notice
         if self.resume is not None or self.latest:
             options["autoResume"] = "never"  # the session is chosen here, then opened

@@ -100,14 +100,12 @@ class Outbox:
         """Read lines until the user leaves; return the exit code."""
         self.running = True
         worker = asyncio.ensure_future(self._work())
+        reading: asyncio.Future[str | BaseException] | None = None
         try:
             while True:
                 reading = asyncio.ensure_future(self._read())
                 await asyncio.wait({reading, worker}, return_when=asyncio.FIRST_COMPLETED)
                 if worker.done():
-                    reading.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await reading
                     worker.result()  # its error ends the chat
                     return 0
                 line = reading.result()
@@ -121,9 +119,11 @@ class Outbox:
                     return 0
         finally:
             self.running = False
-            worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+            for task in (reading, worker):
+                if task is not None and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
 
     async def _read(self) -> str | BaseException:
         # Caught here: a KeyboardInterrupt leaving a task would stop the event loop.
@@ -131,6 +131,8 @@ class Outbox:
             return await self.chat.reader.read(self.message)
         except (EOFError, KeyboardInterrupt) as exc:
             return exc
+        finally:
+            self.chat.install_signals()  # prompt-toolkit replaced the SIGINT handler
 
     def submit(self, line: str) -> bool:
         """Take a typed line: queue it, or run `/withdraw` and `/clear` at once; True: leave."""

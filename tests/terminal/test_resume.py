@@ -68,6 +68,7 @@ def test_continue_resumes_the_latest_and_shows_the_last_exchange_and_drift(
     fake.add("Still about quokkas.")
     term.line("go on")
     term.wait_for("turn 2 ·")  # the turn numbers go on: the same session
+    term.wait_prompt()
     term.key("C-d")
     assert term.exit_status() == 0
 
@@ -98,6 +99,7 @@ def test_resume_id_and_the_picker_open_the_session_asked_for(
     term.line("1")
     assert banner(term) == (older, "resumed")
     term.wait_for("Assistant: Answer A.")
+    term.wait_prompt()
     term.key("C-d")
     assert term.exit_status() == 0
 
@@ -105,6 +107,7 @@ def test_resume_id_and_the_picker_open_the_session_asked_for(
     term.start(workspace, env, "--resume", "ffffffffffff")
     term.wait_for("--resume ffffffffffff matches no session of this project")
     assert banner(term)[1] == "new"
+    term.wait_prompt()
     term.key("C-d")
     assert term.exit_status() == 0
 
@@ -134,5 +137,6 @@ def test_an_interrupted_last_turn_is_said_at_resume(
     term.wait_for("You: a long question")
     term.wait_for("Assistant: Half of an answer")
     term.wait_for("The last turn was aborted before its end.")
+    term.wait_prompt()
     term.key("C-d")
     assert term.exit_status() == 0
