@@ -2,7 +2,8 @@
 
 Each command is checked to appear verbatim in its README, then runs in a temporary HOME whose
 `~/src/agent-assist` is this checkout, so the READMEs' `~/...` paths are used as they are: the
-server in a venv (and with uv, and pipx when installed), then `agent-assist --version`; the
+server in a venv, with uv and with pipx (itself from PyPI when not installed), then
+`agent-assist --version`; the
 `.vsix` built by `scripts/build-vsix.sh` and installed with `code --install-extension` (VS
 Code's CLI flag, served by code-server); the Neovim plugin from the lazy.nvim spec and from a
 `pack/` directory, in a headless Neovim that starts the installed server. lazy.nvim itself is
@@ -98,10 +99,8 @@ def home_env(home: Path) -> dict[str, str]:
     env["PIP_CACHE_DIR"] = os.environ.get("PIP_CACHE_DIR") or str(REAL_HOME / ".cache" / "pip")
     env["UV_CACHE_DIR"] = os.environ.get("UV_CACHE_DIR") or str(REAL_HOME / ".cache" / "uv")
     env["UV_PYTHON_DOWNLOADS"] = "never"
-    if (REAL_HOME / ".config" / "uv").is_dir():
-        env["UV_CONFIG_FILE"] = str(REAL_HOME / ".config" / "uv" / "uv.toml")
-        if not Path(env["UV_CONFIG_FILE"]).exists():
-            del env["UV_CONFIG_FILE"]
+    if (REAL_HOME / ".config" / "uv" / "uv.toml").exists():
+        env.setdefault("UV_CONFIG_FILE", str(REAL_HOME / ".config" / "uv" / "uv.toml"))
     if (REAL_HOME / ".npmrc").exists():
         env.setdefault("NPM_CONFIG_USERCONFIG", str(REAL_HOME / ".npmrc"))
     env.setdefault("npm_config_cache", str(REAL_HOME / ".npm"))
@@ -168,11 +167,14 @@ def test_uv_tool_install(tmp_path: Path) -> None:
 
 
 def test_pipx_install(tmp_path: Path) -> None:
-    pipx = shutil.which("pipx")
-    if pipx is None:
-        pytest.skip("pipx is not installed (Debian: apt install pipx); the venv recipe is tested")
     home = make_home(tmp_path)
     env = home_env(home)
+    pipx = shutil.which("pipx")
+    if pipx is None:  # not on this machine: pipx itself from PyPI, into a venv of its own
+        tools = tmp_path / "pipx-venv"
+        sh(f"python3 -m venv {tools} && {tools}/bin/pip install --quiet pipx", env, home)
+        pipx = str(tools / "bin" / "pipx")
+    (home / "bin" / "pipx").symlink_to(pipx)
     sh(documented("pipx install ~/src/agent-assist", README, NVIM_README), env, home)
     assert sh("agent-assist --version", env, home).strip() == f"agent-assist {VERSION}"
 
