@@ -3,11 +3,11 @@
 Each command is checked to appear verbatim in its README, then runs in a temporary HOME whose
 `~/src/agent-assist` is this checkout, so the READMEs' `~/...` paths are used as they are: the
 server in a venv, with uv and with pipx (itself from PyPI when not installed), then
-`agent-assist --version`; the
-`.vsix` built by `scripts/build-vsix.sh` and installed with `code --install-extension` (VS
-Code's CLI flag, served by code-server); the Neovim plugin from the lazy.nvim spec and from a
-`pack/` directory, in a headless Neovim that starts the installed server. lazy.nvim itself is
-not fetched (no network): what it does with the spec is done by a few lines of Lua.
+`agent-assist --version`; the `.vsix` built by `scripts/build-vsix.sh` and installed with
+`code --install-extension` (VS Code's CLI flag, served by code-server); the Neovim plugin from
+the lazy.nvim spec and from a `pack/` directory, in a headless Neovim that starts the
+installed server. lazy.nvim itself is not fetched: what it does with the spec is done by a
+few lines of Lua. The registries are used as the READMEs' users use them (pip, npm).
 """
 
 from __future__ import annotations
