@@ -128,9 +128,6 @@ class ChatApp:
         mark = "✓" if status == "done" else "✗"
         summary = args_summary(params.get("args"))
         self.say(f"  {mark} tool {params.get('tool')} {summary} ({status})", "dim")
-        args = params.get("args")
-        if params.get("tool") == "write_file" and isinstance(args, dict) and "path" in args:
-            self.review.written_anyway(str(args["path"]))
 
     def _on_drift(self, params: dict[str, Any]) -> None:
         parts = [f"{p} (modified)" for p in params.get("modified") or []]

@@ -53,7 +53,6 @@ class EditReview:
         self.chat = chat
         self.approve_all = approve_all
         self._user_asked = 0
-        self.refused: dict[str, str] = {}  # path -> the text refused, until its tool call ends
 
     @contextlib.contextmanager
     def asked_by_user(self) -> Iterator[None]:
@@ -96,8 +95,7 @@ class EditReview:
         chat.say(f"✎ The model wants to write {names}:", "bold")
         self.show(writes)
         if not chat.reader.interactive:
-            chat.warn(f"Not written by the terminal: {NO_ONE_ASKED}.")
-            self.refused.update((w.relative, w.after) for w in writes)
+            chat.warn(f"Not written: {NO_ONE_ASKED}.")
             return NO_ONE_ASKED
         while True:
             try:
@@ -112,26 +110,6 @@ class EditReview:
                 chat.say("Edits are written without asking for the rest of this chat.", "dim")
                 return None
             if answer in ("n", "no"):
-                chat.warn(f"Rejected: {names} not written by the terminal.")
-                self.refused.update((w.relative, w.after) for w in writes)
+                chat.warn(f"Rejected: {names} not written.")
                 return REJECTED
             chat.say("Please answer y, a or n.", "dim")
-
-    def written_anyway(self, path: str) -> None:
-        """After a refused edit's tool call: say so if the file holds the refused text now.
-
-        A server that writes the file itself when the client declines the edit would
-        otherwise leave the user believing it was not written.
-        """
-        text = self.refused.pop(path.strip().removeprefix("./"), None)
-        if text is None:
-            return
-        try:
-            now = (self.chat.workspace / path).read_text(encoding="utf-8")
-        except (OSError, ValueError):
-            return
-        if now == text:
-            self.chat.warn(
-                f"The server wrote {path} itself after the edit was refused: the refusal was "
-                "not honoured (/checkpoint lists what can be restored)."
-            )

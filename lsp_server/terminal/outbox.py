@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import sys
+import time
 from typing import TYPE_CHECKING
 
 from session.terminal_text import inert
@@ -64,7 +65,8 @@ class Outbox:
         if view is not None:
             parts.append(view.live_lines(width - 1, max(rows - 6 - len(self.queued), 3)))
         elif self.busy:
-            parts.append(f"\x1b[36m{SPINNER[0]} Working…{RESET}\n")
+            frame = SPINNER[int(time.monotonic() * 10) % len(SPINNER)]
+            parts.append(f"\x1b[36m{frame} Working…{RESET}\n")
         for text in self.queued:
             parts.append(f"{DIM}queued: {first_line(text, width)}{RESET}\n")
         if self.queued:

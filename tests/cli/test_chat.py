@@ -400,3 +400,24 @@ def test_chat_usage_errors_exit_2(args: list[str], home: Path) -> None:
     result = run_cli("chat", *args, env=clean_env(home))
     assert result.returncode == 2
     assert "agent-assist chat:" in result.stderr
+
+
+@pytest.mark.parametrize("yes", [False, True])
+def test_on_a_pipe_the_models_edit_is_refused_unless_yes(
+    yes: bool, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    call = {"name": "write_file", "arguments": {"path": "notes.txt", "content": "piped\n"}}
+    fake.add({"tool_calls": [call]}, "done")
+    extra = ["--yes"] if yes else []
+    result = run_cli(
+        "chat", "--workspace", str(workspace), *extra,
+        env=clean_env(home, model_env(fake)), input="write the notes\n",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    if yes:
+        assert "✎ writing notes.txt (approved for this chat)" in result.stdout
+        assert (workspace / "notes.txt").read_text() == "piped\n"
+    else:
+        assert "+piped" in result.stdout  # the diff is shown all the same
+        assert "Not written: input is not a terminal" in result.stdout
+        assert not (workspace / "notes.txt").exists()

@@ -67,7 +67,7 @@ def test_an_approved_edit_is_written_after_its_diff_was_shown(
     assert term.exit_status() == 0
 
 
-def test_a_rejected_edit_is_not_written_or_the_terminal_says_it_was(
+def test_a_rejected_edit_is_not_written_and_the_model_is_told(
     terminal: MakeTerminal, workspace: Path, home: Path, fake: FakeOpenAI
 ) -> None:
     term = terminal(100, 40)
@@ -79,33 +79,12 @@ def test_a_rejected_edit_is_not_written_or_the_terminal_says_it_was(
     term.wait_for("+four tools")
     term.wait_for(QUESTION)
     term.line("n")
-    term.wait_for("Rejected: agent_spec.md not written by the terminal.")
-    text = term.wait_for("turn 1 ·")
-    written = (workspace / "agent_spec.md").read_text() != SPEC
-    warned = "The server wrote agent_spec.md itself after the edit was refused" in text
-    assert written == warned, text  # never written silently
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the server writes the file itself when the client answers applied: false "
-    "(lsp_server/model/tools.py write_file falls back to a direct write); issue #40",
-)
-def test_a_rejected_edit_is_answered_not_applied(
-    terminal: MakeTerminal, workspace: Path, home: Path, fake: FakeOpenAI
-) -> None:
-    term = terminal(100, 40)
-    term.start(workspace, clean_env(home, model_env(fake)))
-    term.wait_prompt()
-    fake.add(write("agent_spec.md", "# Support agent\nfour tools\n"), "I tried.")
-    term.line("change the spec")
-    term.wait_for("-three tools")
-    term.wait_for("+four tools")
-    term.wait_for(QUESTION)
-    term.line("n")
-    term.wait_for("Rejected: agent_spec.md not written by the terminal.")
+    term.wait_for("Rejected: agent_spec.md not written.")
+    term.wait_for("tool write_file agent_spec.md (failed)")
     term.wait_for("turn 1 ·")
     assert (workspace / "agent_spec.md").read_text() == SPEC
+    told = " ".join(tool_results(fake))
+    assert "the user rejected the edit in the terminal" in told
 
 
 def test_yes_writes_without_asking(
@@ -120,3 +99,19 @@ def test_yes_writes_without_asking(
     term.wait_for("turn 1 ·")
     assert QUESTION not in term.text()
     assert (workspace / "notes.txt").read_text() == "quick\n"
+
+
+def test_a_protected_write_the_user_allowed_is_still_never_written_in_git(
+    terminal: MakeTerminal, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    term = terminal(120, 40)
+    term.start(workspace, clean_env(home, model_env(fake)))
+    term.wait_prompt()
+    fake.add(write(".git/config", "[core]\n\tfsmonitor = touch pwned\n"), "Understood.")
+    term.line("configure git")
+    term.wait_for("Allow this write? [y/N]")
+    term.line("y")
+    term.wait_for("tool write_file .git/config (failed)")
+    term.wait_for("turn 1 ·")
+    assert not (workspace / ".git" / "config").exists()
+    assert "is inside .git; not written" in " ".join(tool_results(fake))
