@@ -29,7 +29,7 @@ HELP = [
     ("/open <id>", "switch to another session of this project"),
     ("/history", "print this session's transcript"),
     ("/status", "session, model and drift status"),
-    ("/withdraw", "take back the messages queued while a reply runs"),
+    ("/withdraw", "take the messages queued while a reply runs back into the input line"),
     ("/clear", "clear the screen"),
     ("/help", "this list"),
     ("/exit", "save and quit (also Ctrl+D, or Ctrl+C at the prompt)"),

@@ -30,6 +30,10 @@ class LineReader(Protocol):
         """Draw the prompt's message again (it changed)."""
         ...
 
+    def prefill(self, text: str) -> None:
+        """Start the next prompt with `text` in its input line."""
+        ...
+
 
 class PromptReader:
     """prompt-toolkit input with in-memory history (nothing is written outside the store).
@@ -57,6 +61,7 @@ class PromptReader:
             refresh_interval=0.1,
             prompt_continuation="  ",
         )
+        self._prefill = ""
 
     async def read(self, prompt: Message) -> str:
         """Show `prompt` and return the line typed; what is printed meanwhile goes above it."""
@@ -66,13 +71,22 @@ class PromptReader:
         def message() -> ANSI:
             return ANSI(prompt() if callable(prompt) else prompt)
 
+        default, self._prefill = self._prefill, ""
         with patch_stdout(raw=True):
-            return await self.session.prompt_async(message)
+            return await self.session.prompt_async(message, default=default)
 
     def redraw(self) -> None:
         """Draw the prompt again now (not at the next tick)."""
         if self.session.app.is_running:
             self.session.app.invalidate()
+
+    def prefill(self, text: str) -> None:
+        """Start the next prompt with `text` (the one running now, if it is still empty)."""
+        buffer = self.session.app.current_buffer if self.session.app.is_running else None
+        if buffer is not None and not buffer.text:
+            buffer.insert_text(text)
+        else:
+            self._prefill = text
 
 
 class PlainReader:
@@ -111,3 +125,6 @@ class PlainReader:
 
     def redraw(self) -> None:
         """Nothing is drawn live on a pipe."""
+
+    def prefill(self, text: str) -> None:
+        """Nothing can be edited on a pipe."""

@@ -22,7 +22,6 @@ from .render import SPINNER, plural
 if TYPE_CHECKING:
     from .app import ChatApp
 
-IMMEDIATE = ("withdraw", "clear")  # run at once, even while a reply streams
 DIM, RESET = "\x1b[2m", "\x1b[0m"
 
 
@@ -70,7 +69,7 @@ class Outbox:
         for text in self.queued:
             parts.append(f"{DIM}queued: {first_line(text, width)}{RESET}\n")
         if self.queued:
-            parts.append(f"{DIM}(sent when the reply ends; /withdraw takes it back){RESET}\n")
+            parts.append(f"{DIM}(sent in turn; /withdraw takes them back){RESET}\n")
         parts.append(self._question[0] if self._question is not None else "› ")
         return "".join(parts)
 
@@ -141,7 +140,7 @@ class Outbox:
         text = line.strip()
         if not text:
             return False
-        name = text[1:].split(maxsplit=1)[0].lower() if text.startswith("/") else ""
+        name = (text[1:].split(maxsplit=1) or [""])[0].lower() if text.startswith("/") else ""
         if name in ("exit", "quit"):
             return True
         if name == "withdraw":
@@ -155,14 +154,14 @@ class Outbox:
         return False
 
     def withdraw(self) -> None:
-        """Take back every queued line (not sent yet)."""
+        """Take back every queued line (not sent yet) into the input line, to edit or drop."""
         if not self.queued:
             self.chat.say("Nothing is queued.", "dim")
             return
         taken, self.queued = self.queued, []
-        self.chat.say(f"Withdrew {plural(len(taken), 'queued message')}:", "yellow")
-        for text in taken:
-            self.chat.say(f"  {first_line(text, 200)}", "dim")
+        count = plural(len(taken), "queued message")
+        self.chat.say(f"Withdrew {count} (back in the input line; Ctrl+U clears it).", "yellow")
+        self.chat.reader.prefill("\n".join(taken))
 
     async def _work(self) -> None:
         while True:

@@ -46,8 +46,11 @@ def test_a_line_typed_during_a_reply_is_queued_and_can_be_withdrawn(
     spinner = [row for row in text.split("\n") if "Replying" in row or "Thinking" in row]
     assert spinner and all("clear" not in row for row in spinner), text
     term.line("/withdraw")
-    term.wait_for("Withdrew 1 queued message:")
+    term.wait_for("Withdrew 1 queued message (back in the input line; Ctrl+U clears it).")
     term.wait(lambda t: "queued: clear" not in term.screen(), "the queue emptied")
+    term.wait(lambda t: term.rows_shown()[-1] == "› clear", "the withdrawn line to edit")
+    term.key("C-u")
+    term.wait(lambda t: term.rows_shown()[-1] == "›", "an empty input line")
 
     term.line("second message")
     term.wait_for("queued: second message")
