@@ -141,6 +141,15 @@ def venv_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     for step in VENV_STEPS:
         sh(documented(step, README, NVIM_README, VSCODE_README), env, home)
     yield home
+    shutil.rmtree(home.parent)  # ~160 MB; rmtree unlinks ~/src/agent-assist, never follows it
+
+
+@pytest.fixture
+def scratch_home(tmp_path: Path) -> Iterator[Path]:
+    """A fresh HOME for one install, removed afterwards (pytest keeps its last tmp dirs)."""
+    home = make_home(tmp_path)
+    yield home
+    shutil.rmtree(tmp_path)
 
 
 def test_the_venv_recipe_puts_agent_assist_on_path(venv_home: Path) -> None:
@@ -154,11 +163,11 @@ def test_the_venv_recipe_puts_agent_assist_on_path(venv_home: Path) -> None:
     assert cli.read_bytes() == (REPO / "lsp_server" / "cli.py").read_bytes()
 
 
-def test_uv_tool_install(tmp_path: Path) -> None:
+def test_uv_tool_install(scratch_home: Path) -> None:
     uv = shutil.which("uv") or (str(VENV_BIN / "uv") if (VENV_BIN / "uv").exists() else None)
     if uv is None:
         pytest.skip("uv is not installed (./run-tests installs it into .venv)")
-    home = make_home(tmp_path)
+    home = scratch_home
     (home / "bin" / "uv").symlink_to(uv)
     env = home_env(home)
     sh(documented("uv tool install ~/src/agent-assist", README, NVIM_README), env, home)
@@ -166,12 +175,12 @@ def test_uv_tool_install(tmp_path: Path) -> None:
     assert (home / ".local" / "bin" / "agent-assist").exists()
 
 
-def test_pipx_install(tmp_path: Path) -> None:
-    home = make_home(tmp_path)
+def test_pipx_install(scratch_home: Path) -> None:
+    home = scratch_home
     env = home_env(home)
     pipx = shutil.which("pipx")
     if pipx is None:  # not on this machine: pipx itself from PyPI, into a venv of its own
-        tools = tmp_path / "pipx-venv"
+        tools = home.parent / "pipx-venv"
         sh(f"python3 -m venv {tools} && {tools}/bin/pip install --quiet pipx", env, home)
         pipx = str(tools / "bin" / "pipx")
     (home / "bin" / "pipx").symlink_to(pipx)
@@ -182,7 +191,7 @@ def test_pipx_install(tmp_path: Path) -> None:
 # -- the VS Code extension -------------------------------------------------------------------
 
 
-def test_the_vsix_builds_and_installs_with_code_install_extension(tmp_path: Path) -> None:
+def test_the_vsix_builds_and_installs_with_code_install_extension(scratch_home: Path) -> None:
     if shutil.which("npm") is None:
         pytest.skip("npm is not installed: the VS Code extension cannot be built")
     code_server = shutil.which("code-server") or (CODE_SERVER if CODE_SERVER.exists() else None)
@@ -191,7 +200,7 @@ def test_the_vsix_builds_and_installs_with_code_install_extension(tmp_path: Path
             "code-server is not installed (tests/editors/vscode's e2e installs it under "
             "editors/vscode/.tools/e2e: run that test first, or npm install -g code-server)"
         )
-    home = make_home(tmp_path)
+    home = scratch_home
     (home / "bin" / "code").symlink_to(code_server)  # `code`'s CLI: code-server takes its flags
     env = home_env(home)
     if NODE24_BIN.is_dir():  # code-server needs Node 22+; the suite's tools have Node 24
