@@ -62,6 +62,9 @@ else
     "no npm; install Node 20+ with npm (Debian: apt-get install nodejs npm)"
 fi
 
+printf '  %-58s %s\n' "tests/install: the READMEs' installs (pip, pipx, uv, npm)" \
+  "~500 MB in temporary HOMEs, removed"
+
 # Debian packages, by the suites that need them
 apt_wanted=()
 apt_why=()
