@@ -7,6 +7,7 @@ chat itself is imported when it runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import re
 import sys
@@ -29,7 +30,7 @@ def run_chat(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from .app import ChatApp, approve_edits_setting
-    from .input import LineReader, PlainReader, PromptReader
+    from .input import LineReader, PlainReader, PromptReader, typed_ahead_unechoed
 
     workspace = Path(args.workspace or ".").expanduser()
     err = Console(stderr=True, highlight=False)
@@ -75,8 +76,10 @@ def run_chat(args: argparse.Namespace) -> int:
         resume=args.resume,
         latest=bool(args.continue_),
     )
+    quiet = typed_ahead_unechoed() if reader.interactive else contextlib.nullcontext()
     try:
-        return asyncio.run(app.run())
+        with quiet:
+            return asyncio.run(app.run())
     except KeyboardInterrupt:
         return 130
 

@@ -8,13 +8,40 @@ Enter sends, Alt+Enter (or Esc then Enter) starts a new line, a paste stays one 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 # What a prompt shows: fixed text, or a function of nothing returning ANSI text.
 Message = str | Callable[[], str]
+
+
+@contextlib.contextmanager
+def typed_ahead_unechoed() -> Iterator[None]:
+    """Keep what is typed while no prompt runs from being echoed into the output.
+
+    The terminal would print it where the chat is printing (a spinner, a reply); it waits
+    in the input instead and the next prompt shows it. prompt-toolkit's raw mode comes and
+    goes on top of this; the terminal's own mode comes back at the end.
+    """
+    import termios
+
+    try:
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except (OSError, ValueError, termios.error):
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~(termios.ECHO | termios.ECHONL)
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 class LineReader(Protocol):

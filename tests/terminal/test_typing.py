@@ -96,3 +96,19 @@ def test_alt_enter_and_a_paste_make_one_message_and_clear_clears_the_screen(
     assert term.screen().strip() == "›"
     term.key("C-d")
     assert term.exit_status() == 0
+
+
+def test_a_line_typed_before_the_prompt_is_sent_not_echoed_into_the_output(
+    terminal: MakeTerminal, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    term = terminal(100, 30)
+    fake.add("Early answer.")
+    term.start(workspace, clean_env(home, model_env(fake)))
+    term.wait_for("agent-assist chat ·")  # the chat runs; its prompt may not be up yet
+    term.line("early bird")
+    term.wait_for("Early answer.")
+    term.wait_for("turn 1 ·")
+    rows = term.rows_shown()
+    assert "› early bird" in rows
+    assert "early bird" not in rows  # no bare echo of the typed line
+    assert user_texts(fake) == ["early bird"]
