@@ -63,9 +63,8 @@ H.run(function(out)
   out.status_learned = commands.status_lines(
     vim.tbl_extend("force", status, { contextWindow = 2048, contextWindowSource = "/props" })
   )
-  out.status_set = commands.status_lines(
-    vim.tbl_extend("force", status, { contextWindowSource = "setting" })
-  )
+  out.status_set =
+    commands.status_lines(vim.tbl_extend("force", status, { contextWindowSource = "setting" }))
 
   local failed = -32803
   local function cancelled(err)
