@@ -87,6 +87,7 @@ if command -v dpkg-query >/dev/null; then
   fi
   _want "luacheck of the Neovim plugin" lua-check
   _want "Emacs + eglot" emacs-nox elpa-eglot
+  _want "the terminal chat in a real terminal (tests/terminal)" tmux
 fi
 
 can_apt=0
@@ -112,6 +113,7 @@ if [ "${#apt_wanted[@]}" -gt 0 ]; then
           ;;
         luacheck*) _skip "luacheck of the Neovim plugin" "apt-get install lua-check" ;;
         Emacs*) _skip "the Emacs eglot test" "apt-get install emacs-nox elpa-eglot" ;;
+        the\ terminal*) _skip "the terminal chat in tmux (tests/terminal)" "apt-get install tmux" ;;
       esac
     done
   fi
