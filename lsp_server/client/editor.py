@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import protocol as proto
 from .errors import LspError
-from .workspace_edit import PlannedWrite, WorkspaceEditor
+from .workspace_edit import PlannedWrite, WorkspaceEditor, refused_in_git
 
 # Asks the user one of the server's questions: (message, action titles) -> chosen title.
 Asker = Callable[[str, list[str]], Awaitable[str | None]]
@@ -88,8 +88,10 @@ class EditorSide:
             writes = self.editor.plan(params.get("edit") or {})
         except (OSError, ValueError) as exc:
             return False, str(exc)
-        if self.review is not None:
+        if self.review is None:
+            refused = refused_in_git(writes)  # no one to say yes to a write into .git
+        else:
             refused = await self.review(writes, str(params.get("label") or ""))
-            if refused is not None:
-                return False, refused
+        if refused is not None:
+            return False, refused
         return self.editor.commit(writes)

@@ -64,12 +64,25 @@ class PlannedWrite:
     before: str | None
     after: str
 
+    @property
+    def in_git(self) -> bool:
+        """True for a file inside a `.git` directory (git runs what its config and hooks say)."""
+        return ".git" in Path(self.relative).parts
+
+
+def refused_in_git(writes: Sequence[PlannedWrite]) -> str | None:
+    """Say why `writes` are refused when no one reviews them: one is inside `.git`."""
+    git = next((w for w in writes if w.in_git), None)
+    return None if git is None else f"{git.target} is inside .git; not written"
+
 
 class WorkspaceEditor:
     """Applies `workspace/applyEdit` to files on disk, inside the workspace only.
 
-    The edit is untrusted (the model chose it): a path outside the workspace, inside `.git`
-    or through a symlink is refused, and nothing is written unless every change is valid.
+    The edit is untrusted (the model chose it): a path outside the workspace or through a
+    symlink is refused, and nothing is written unless every change is valid. A file inside
+    `.git` is written only after the user's own yes to its diff (`EditReview`): `apply`,
+    which no one reviews, refuses it.
     """
 
     def __init__(self, root: Path) -> None:
@@ -84,8 +97,6 @@ class WorkspaceEditor:
         if parent != self.root and self.root not in parent.parents:
             raise ValueError(f"{path} is outside the workspace")
         target = parent / path.name
-        if ".git" in target.relative_to(self.root).parts:
-            raise ValueError(f"{target} is inside .git; not written")
         with contextlib.suppress(FileNotFoundError):
             if stat.S_ISLNK(os.lstat(target).st_mode):
                 raise ValueError(f"{target} is a symlink; not followed")
@@ -151,4 +162,7 @@ class WorkspaceEditor:
             writes = self.plan(edit)
         except (OSError, ValueError) as exc:
             return False, str(exc)
+        refused = refused_in_git(writes)
+        if refused is not None:
+            return False, refused
         return self.commit(writes)

@@ -2,7 +2,9 @@
 
 An editor gives the user an undo for the model's edit; the terminal shows the unified
 diff first and asks: yes (once), always (for the rest of this chat), or no. `--yes`
-(or AGENT_ASSIST_APPROVE_EDITS=1) writes without asking.
+(or AGENT_ASSIST_APPROVE_EDITS=1) writes without asking, except into `.git`: a file there
+(which the server writes only after the user allowed the protected write) is shown and asked
+about each time, and refused when no one can answer.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
     from .app import ChatApp
 
 MAX_DIFF_LINES = 400
+QUESTION = "Write it? [y]es / [a]lways this chat / [n]o: "
+ONE_YES = "Write it? [y]es / [n]o: "  # into .git: never approved for the chat
 REJECTED = "the user rejected the edit in the terminal"
 NO_ONE_ASKED = "input is not a terminal: no one can approve the edit"
 
@@ -87,29 +91,33 @@ class EditReview:
         chat = self.chat
         chat.flush_reply()
         names = ", ".join(w.relative for w in writes) or "nothing"
-        if self._user_asked:
+        git = [w.relative for w in writes if w.in_git]
+        if self._user_asked and not git:
             return None
-        if self.approve_all:
+        if self.approve_all and not git:
             chat.say(f"✎ writing {names} (approved for this chat)", "dim")
             return None
         chat.say(f"✎ The model wants to write {names}:", "bold")
+        if git:  # never approved in advance: its own yes, to its diff, each time
+            chat.warn(f"{', '.join(git)}: inside .git, where git runs what config and hooks say.")
         self.show(writes)
         if not chat.reader.interactive:
             chat.warn(f"Not written: {NO_ONE_ASKED}.")
             return NO_ONE_ASKED
+        question = ONE_YES if git else QUESTION
         while True:
             try:
-                answer = await chat.read("Write it? [y]es / [a]lways this chat / [n]o: ")
+                answer = await chat.read(question)
             except (EOFError, KeyboardInterrupt):
                 answer = "n"
             answer = answer.strip().lower()
             if answer in ("y", "yes"):
                 return None
-            if answer in ("a", "always"):
+            if answer in ("a", "always") and not git:
                 self.approve_all = True
                 chat.say("Edits are written without asking for the rest of this chat.", "dim")
                 return None
             if answer in ("n", "no"):
                 chat.warn(f"Rejected: {names} not written.")
                 return REJECTED
-            chat.say("Please answer y, a or n.", "dim")
+            chat.say("Please answer y or n." if git else "Please answer y, a or n.", "dim")

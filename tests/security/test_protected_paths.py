@@ -214,6 +214,8 @@ def test_the_terminal_asks_before_a_protected_write_and_n_refuses(
     command(child, "then fix the config")
     child.expect_exact("Allow this write? [y/N]")
     child.send("y\r")
+    child.expect_exact("Write it? [y]es / [n]o:")  # and its diff, a yes of its own
+    child.send("y\r")
     child.expect_exact("ok")
     child.expect_exact(PROMPT)
     assert (workspace / ".git" / "config").read_text() == "x"

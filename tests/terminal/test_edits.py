@@ -101,17 +101,32 @@ def test_yes_writes_without_asking(
     assert (workspace / "notes.txt").read_text() == "quick\n"
 
 
-def test_a_protected_write_the_user_allowed_is_still_never_written_in_git(
+def test_a_write_into_git_needs_its_own_yes_to_its_diff_even_after_always(
     terminal: MakeTerminal, workspace: Path, home: Path, fake: FakeOpenAI
 ) -> None:
     term = terminal(120, 40)
     term.start(workspace, clean_env(home, model_env(fake)))
     term.wait_prompt()
-    fake.add(write(".git/config", "[core]\n\tfsmonitor = touch pwned\n"), "Understood.")
+    fake.add(write("notes.txt", "first\n"), "Noted.")
+    term.line("take a note")
+    term.wait_for("[a]lways this chat")
+    term.line("a")  # every later edit of this chat approved…
+    term.wait_for("turn 1 ·")
+    hook = "[core]\n\tfsmonitor = touch pwned\n"
+    fake.add(write(".git/config", hook), "Understood.", write(".git/config", hook), "Done.")
     term.line("configure git")
     term.wait_for("Allow this write? [y/N]")
     term.line("y")
-    term.wait_for("tool write_file .git/config (failed)")
-    term.wait_for("turn 1 ·")
+    term.wait_for("inside .git, where git runs what config and hooks say")
+    term.wait_for("Write it? [y]es / [n]o:")  # …but not one into .git
+    term.line("n")
+    term.wait_for("turn 2 ·")
     assert not (workspace / ".git" / "config").exists()
-    assert "is inside .git; not written" in " ".join(tool_results(fake))
+    assert "the user rejected the edit" in " ".join(tool_results(fake))
+    term.line("configure git, I mean it")
+    term.wait_for("Allow this write? [y/N]", count=2)
+    term.line("y")
+    term.wait_for("Write it? [y]es / [n]o:", count=2)
+    term.line("y")
+    term.wait_for("turn 3 ·")
+    assert (workspace / ".git" / "config").read_text() == hook
