@@ -30,6 +30,7 @@ TERMINAL_FLAGS: Mapping[str, str] = {
     "model.name": "--model",
     "model.baseUrl": "--base-url",
     "contextWindow": "--context-window",
+    "model.maxOutputTokens": "--max-output-tokens",
 }
 HOW_TO_CONFIGURE_MODEL = (
     "No model is configured. VS Code: the settings agentAssist.model.name and "

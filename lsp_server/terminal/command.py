@@ -48,9 +48,14 @@ def run_chat(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {}
     if args.context_window is not None:
         options["contextWindow"] = args.context_window
-    model: dict[str, str] = {}
+    model: dict[str, Any] = {}
     if args.model is not None:
         model["name"] = args.model
+    if args.max_output_tokens is not None:
+        if not 1 <= args.max_output_tokens <= 1_000_000:
+            err.print("agent-assist chat: --max-output-tokens must be 1-1000000", markup=False)
+            return 2
+        model["maxOutputTokens"] = args.max_output_tokens
     if args.base_url is not None:
         if not re.match(r"https?://[^/\s]", args.base_url):
             err.print(
@@ -109,6 +114,13 @@ def register(subparsers: Any) -> None:
         help="the OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 (default: "
         "$AGENT_ASSIST_LLM_BASE_URL, else OpenAI's); its key comes from "
         "$AGENT_ASSIST_LLM_API_KEY (or $OPENAI_API_KEY), never from the command line",
+    )
+    parser.add_argument(
+        "--max-output-tokens",
+        type=int,
+        metavar="TOKENS",
+        help="the most tokens of one answer, 1-1000000 (default: "
+        "$AGENT_ASSIST_LLM_MAX_OUTPUT_TOKENS, else the model server's limit)",
     )
     parser.add_argument(
         "--context-window",

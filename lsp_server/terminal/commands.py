@@ -286,7 +286,7 @@ async def status(chat: Chat, rest: str) -> None:
         ("turns", status.get("turns")),
         ("phase", status.get("phase") or "none"),
         ("model", status.get("model") or "not configured"),
-        ("context window", f"{status.get('contextWindow')} tokens"),
+        ("context window", f"{status.get('contextWindow')} tokens{window_source(status)}"),
         ("drifted files", status.get("drift")),
         ("read-only", "yes" if status.get("readOnly") else None),
         ("persistence", status.get("persistence")),
@@ -296,6 +296,16 @@ async def status(chat: Chat, rest: str) -> None:
     for key, value in rows:
         if value is not None:
             chat.say(f"  {key:<14} {value}")
+
+
+def window_source(status: dict[str, Any]) -> str:
+    """Say where the window in use comes from: nothing for the default or a setting."""
+    source = status.get("contextWindowSource")
+    if source in ("/props", "/v1/models"):
+        return f" (stated by the model server: {source})"
+    if source == "overflow":
+        return " (the model server refused a longer prompt)"
+    return ""
 
 
 SlashCommand = Callable[[Chat, str], Awaitable[None]]

@@ -421,3 +421,24 @@ def test_on_a_pipe_the_models_edit_is_refused_unless_yes(
         assert "+piped" in result.stdout  # the diff is shown all the same
         assert "Not written: input is not a terminal" in result.stdout
         assert not (workspace / "notes.txt").exists()
+
+
+def test_max_output_tokens_reaches_the_model_and_status_says_where_the_window_is_from(
+    workspace: Path, home: Path, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    bad = spawn_chat(workspace, home, fake, "--max-output-tokens", "0")
+    bad.expect_exact("--max-output-tokens must be 1-1000000")
+    assert finish(bad) == 2
+    fake.models_entry = {"max_model_len": 4096}  # vLLM states its window so
+    child = spawn_chat(workspace, home, fake, "--max-output-tokens", "77", log=tmp_path / "tty")
+    child.expect(BANNER)
+    fake.add("Short.")
+    command(child, "be brief")
+    child.expect_exact("Short.")
+    command(child, "/status")
+    child.expect_exact("context window 4096 tokens (stated by the model server: /v1/models)")
+    chats = [r.body for r in fake.requests if r.path.endswith("/chat/completions")]
+    assert chats and chats[-1].get("max_tokens") == 77
+    child.expect_exact(PROMPT)
+    child.sendcontrol("d")
+    assert finish(child) == 0

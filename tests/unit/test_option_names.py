@@ -84,8 +84,8 @@ def test_max_output_tokens_is_parsed_named_and_said_when_an_answer_stops_there()
     unset = server({}, "Neovim")
     assert unset.config.model.max_output_tokens is None
     assert "here: model.max_output_tokens" in cut_answer(unset, "length")
-    terminal = server({}, "agent-assist-terminal")  # no flag of its own: the variable
-    assert "here: AGENT_ASSIST_LLM_MAX_OUTPUT_TOKENS" in cut_answer(terminal, "length")
+    terminal = server({}, "agent-assist-terminal")  # its flag, even when not given
+    assert "here: --max-output-tokens" in cut_answer(terminal, "length")
 
 
 @pytest.mark.parametrize("bad", [0, -1, "many", 2_000_000, 1.5, True])
