@@ -41,7 +41,10 @@ async def ask(chat: ChatApp, message: str, actions: list[str]) -> str | None:
     chat.flush_reply()
     try:
         if RESUME_QUESTION in message and RESUME in actions:
-            chat.say(message.split("\n", 1)[0], "bold")
+            found, *about = message.split("\n")[:-1]  # the seed's first line, then what it is
+            chat.say(found, "bold")
+            for line in about:
+                chat.say(f"  {line}")
             resume = await confirm(chat, f"{RESUME_QUESTION} [Y/n] ", default=True)
             return RESUME if resume else NEW_SESSION
         if ALLOW_WRITE in actions and REFUSE_WRITE in actions:

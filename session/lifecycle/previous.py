@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..paths import host_name
+from ..snapshot import state_from_events
 from ..store.backend import SessionStore
 from ..store.manager import SessionManager
 from ..store.pointers import EditorProcess, remove_stale_pointers
@@ -82,11 +83,24 @@ def find_previous_session(
         scan = store.read_events(session_id)
         if not any(event.turn is not None for event in scan.events):
             return None
-        return PreviousSession(session_id, last_active or scan.events[-1].ts, 0, None, host)
+        derived = state_from_events(session_id, scan.events)  # (no snapshot yet: a crash)
+        return PreviousSession(
+            session_id,
+            last_active or scan.events[-1].ts,
+            derived.turns,
+            derived.title,
+            host,
+            last_turn=store.last_turn_end(session_id),
+        )
     if _empty(state):
         return None
     return PreviousSession(
-        session_id, last_active or state.updated_at, state.turns, state.title, host
+        session_id,
+        last_active or state.updated_at,
+        state.turns,
+        state.title,
+        host,
+        last_turn=store.last_turn_end(session_id),
     )
 
 

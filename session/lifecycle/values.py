@@ -38,16 +38,41 @@ class PreviousSession:
     title: str | None
     host: str | None = None  # the machine it was last written on, when not this one
     source: str | None = None  # "seed": in the seed's store, imported if accepted
+    last_turn: str | None = None  # how its last turn ended, when not completed
 
     def prompt(self) -> str:
-        """Return the resume question, as the seed asks it (and on which machine, if shared)."""
+        """Return the resume question, as the seed asks it (and on which machine, if shared).
+
+        The seed's two lines, with what the session is between them: its title, its turns
+        (or that it has none yet), and a last turn that did not complete.
+        """
         on = f", on {self.host}" if self.host else ""
         if self.source == "seed":
             on += ", in the seed's store"
         return (
             f"Previous session found (last active: {format_utc(self.last_active)}{on})\n"
+            f"{self.description()}\n"
             "Resume previous session?"
         )
+
+    def description(self) -> str:
+        """Say what the session is: `"Fix the loader" · 5 turns · its last turn was cancelled`."""
+        title = " ".join((self.title or "").split())
+        parts = [f"\u201c{title}\u201d" if title else "untitled"]
+        if self.source != "seed":  # the seed's files count no turns
+            turns = self.turns
+            parts.append(f"{turns} turn{'s' * (turns != 1)}" if turns else "no turns yet")
+        ended = LAST_TURN_WORDS.get(self.last_turn or "")
+        if ended:
+            parts.append(ended)
+        return " · ".join(parts)
+
+
+LAST_TURN_WORDS = {
+    "interrupted": "its last turn was interrupted",
+    "aborted": "its last turn was cancelled",
+    "error": "its last turn failed",
+}
 
 
 @dataclass(frozen=True)

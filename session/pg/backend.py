@@ -267,6 +267,10 @@ class PgSessionStore:
         """Commit the session's events durably and store its snapshot."""
         return self.write_snapshot(session)
 
+    def last_turn_end(self, session_id: str) -> str | None:
+        """Return how the session's last turn ended when not completed (`interrupted`…)."""
+        return self.pg.last_turn_end(session_id) if is_valid_session_id(session_id) else None
+
     def last_event_time(self, session_id: str) -> datetime | None:
         """Return the time of the session's last event (recovery markers aside)."""
         row = self.pg.session(session_id) if is_valid_session_id(session_id) else None

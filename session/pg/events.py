@@ -27,6 +27,9 @@ _TOUCH = """UPDATE {s}.sessions SET updated_at = updated_at
 _LAST_TURN_MARK = """SELECT type, turn FROM {s}.events
     WHERE owner = {me} AND session_id = %s AND type IN ('turn/start', 'turn/end')
     ORDER BY seq DESC LIMIT 1"""
+_LAST_TURN_END = """SELECT type, event->'data'->>'reason' FROM {s}.events
+    WHERE owner = {me} AND session_id = %s AND type IN ('turn/start', 'turn/end')
+    ORDER BY seq DESC LIMIT 1"""
 _READ = """SELECT event FROM {s}.events
     WHERE owner = {me} AND session_id = %s AND seq >= %s ORDER BY seq LIMIT %s"""
 
@@ -151,6 +154,17 @@ def open_turn(conn: Conn, schema: str, session_id: str) -> int | None:
         return None
     turn: int | None = row[1]
     return turn
+
+
+def last_turn_end(conn: Conn, schema: str, session_id: str) -> str | None:
+    """Return how the last turn ended when not completed (`interrupted`: still open)."""
+    row = conn.execute(q(schema, _LAST_TURN_END), (session_id,)).fetchone()
+    if row is None:
+        return None
+    if row[0] == "turn/start":
+        return "interrupted"
+    reason: str | None = row[1]
+    return None if reason == "completed" else reason
 
 
 def copy_events(

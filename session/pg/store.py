@@ -25,7 +25,7 @@ from . import search as text_search
 from .connection import CONNECT_TIMEOUT, configure, connect_kwargs, open_connection, reporting
 from .dsn import DsnInfo, parse_dsn
 from .errors import DatabaseUnreachableError, PgReadOnlyError
-from .events import read_events
+from .events import last_turn_end, read_events
 from .migrations import MIGRATIONS, Migration
 from .query import DEFAULT_SCHEMA, Conn, check_schema_name
 from .records import SessionRow
@@ -263,6 +263,10 @@ class PgStore:
     def delete_pointer(self, project: str, instance_id: str) -> None:
         """Forget an editor instance's pointer."""
         self._write(records.delete_pointer, project, instance_id)
+
+    def last_turn_end(self, session_id: str) -> str | None:
+        """Return how a session's last turn ended when not completed (`interrupted`…)."""
+        return self._run(last_turn_end, session_id)
 
     # checkpoints and blobs
 

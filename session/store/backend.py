@@ -217,6 +217,10 @@ class SessionStore(Protocol):
         """Return the time of the session's last recorded event."""
         ...
 
+    def last_turn_end(self, session_id: str) -> str | None:
+        """Return how the session's last turn ended when not completed (`interrupted`…)."""
+        ...
+
     def read_pointer(self, instance_id: str, warnings: list[str] | None = None) -> str | None:
         """Return the existing session an editor instance last used, or None."""
         ...

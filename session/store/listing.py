@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -149,32 +150,59 @@ def session_info(session_id: str, state: ListedState | None, log_path: Path) -> 
     )
 
 
-def last_event_time(path: Path) -> datetime | None:
-    """Return the time of the log's last recorded event (recovery markers aside).
-
-    Reads only the end of the log: the snapshot's time is stale after a crash.
-    """
+def _tail_records(path: Path) -> Iterator[dict[str, Any]]:
+    """Yield the events at the end of a log (its last `LAST_EVENT_WINDOW` bytes), newest first."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        return None
+        return
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
-            return None
+            return
         start = max(0, st.st_size - LAST_EVENT_WINDOW)
         fh.seek(start)
         lines = fh.read(LAST_EVENT_WINDOW).split(b"\n")
     for line in reversed(lines[1:] if start else lines):  # the first may be cut
         try:
             record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            yield record
+
+
+def last_event_time(path: Path) -> datetime | None:
+    """Return the time of the log's last recorded event (recovery markers aside).
+
+    Reads only the end of the log: the snapshot's time is stale after a crash.
+    """
+    for record in _tail_records(path):
+        try:
             data = record.get("data") or {}
             if record.get("type") == "session/recover" or data.get("synthesized"):
                 continue
             moment = datetime.fromisoformat(str(record["ts"]))
-        except (ValueError, TypeError, KeyError, AttributeError, orjson.JSONDecodeError):
+        except (ValueError, TypeError, KeyError, AttributeError):
             continue
         return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return None
+
+
+def last_turn_end(path: Path) -> str | None:
+    """Return how the log's last turn ended when not `completed`, else None.
+
+    `interrupted` for a turn still open (its process died; the next open closes it so).
+    Only the end of the log is read: a turn further back counts as ended.
+    """
+    for record in _tail_records(path):
+        kind = record.get("type")
+        if kind == "turn/start":
+            return "interrupted"
+        if kind == "turn/end":
+            data = record.get("data")
+            reason = data.get("reason") if isinstance(data, dict) else None
+            return reason if isinstance(reason, str) and reason != "completed" else None
     return None
 
 

@@ -38,7 +38,7 @@ from ..storage import (
 from . import snapshot_file
 from .backend import StoreKind
 from .layout import POINTER_PREFIX, POINTER_SUFFIX, ProjectLayout
-from .listing import SessionInfo, last_event_time
+from .listing import SessionInfo, last_event_time, last_turn_end
 from .listing_db import ListingFile, NotingLock
 from .locks import LockHeldError, take_lock
 from .opening import open_from_files
@@ -320,6 +320,10 @@ class SessionManager(ProjectLayout):
         Reads only the end of the log: the snapshot's time is stale after a crash.
         """
         return last_event_time(self.log_path(session_id))
+
+    def last_turn_end(self, session_id: str) -> str | None:
+        """Return how the session's last turn ended when not completed (`interrupted`…)."""
+        return last_turn_end(self.log_path(session_id))
 
     def list_sessions(self) -> list[SessionInfo]:
         """List every session newest first, those without a turn too.

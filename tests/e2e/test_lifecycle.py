@@ -25,6 +25,7 @@ VSCODE_ONLY = pytest.mark.parametrize("client_name", ["vscode"])
 RESUME_PROMPT = re.compile(  # the seed's words; a shared store adds the machine
     r"Previous session found \(last active: (\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC)"
     r"(?:, on (\S+))?\)\n"
+    r"(.+)\n"  # what it is: its title, its turns, a last turn that did not complete
     r"Resume previous session\?"
 )
 RESUME_HEADER = "# Resumed Session Context"
@@ -122,6 +123,7 @@ async def test_relaunch_offers_resume_and_continues_the_session(
     assert match.group(1) == format_utc(snapshot.updated_at)
     # the machine is named only when it is another one (here: this one; see tests/pg)
     assert match.group(2) is None
+    assert match.group(3).endswith(" · 1 turn")  # its title, its one turn
     assert question.type == types.MessageType.Info
     assert [a.title for a in question.actions or []] == ["Resume", "New session"]
 

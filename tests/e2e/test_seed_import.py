@@ -60,6 +60,7 @@ async def test_the_first_launch_resumes_the_seed_session(
     questions = [q.message for q in editor.questions if "Resume previous session?" in q.message]
     assert questions == [
         "Previous session found (last active: 2026-03-31 14:22 UTC, in the seed's store)\n"
+        "\u201cUser designed a customer support agent with three tools. Model selection\u201d\n"
         "Resume previous session?"
     ]
     assert (changed["sessionId"], changed["reason"]) == (SID, "resumed")

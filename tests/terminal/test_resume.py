@@ -140,3 +140,12 @@ def test_an_interrupted_last_turn_is_said_at_resume(
     term.wait_prompt()
     term.key("C-d")
     assert term.exit_status() == 0
+
+    term = terminal(100, 40)
+    term.start(workspace, env)  # asked: the question says what it would resume
+    term.wait_for("Resume previous session? [Y/n]")
+    assert "\u201ca long question\u201d · 1 turn · its last turn was cancelled" in term.text()
+    term.line("y")
+    term.wait_prompt()
+    term.key("C-d")
+    assert term.exit_status() == 0

@@ -80,7 +80,7 @@ def test_resume_carries_the_session_forward(manager: SessionManager, workspace: 
     previous = lc2.find_previous()
     assert previous is not None and previous.session_id == sid and previous.turns == 1
     assert previous.prompt().startswith("Previous session found (last active: ")
-    assert previous.prompt().endswith(" UTC)\nResume previous session?")
+    assert previous.prompt().endswith(" UTC)\n\u201cone\u201d · 1 turn\nResume previous session?")
     assert lc2.resume_or_start(previous, accept=True) == "resumed"
     assert lc2.session_id == sid and lc2.resumed
     assert f"This is a resumed session (ID: {sid})." in lc2.resume_context
@@ -519,3 +519,38 @@ def test_another_machines_stat_cache_is_never_trusted(
     assert not elsewhere.resume(session_id).has_drift
     elsewhere.close()
     assert trusted == 0 and len(hashed) >= 5  # this machine's cache is trusted; another's never
+
+
+@pytest.mark.parametrize(
+    ("end", "said"),
+    [
+        (None, "its last turn was interrupted"),  # its process died mid-turn
+        ("aborted", "its last turn was cancelled"),
+        ("error", "its last turn failed"),
+        ("completed", None),
+    ],
+)
+def test_the_resume_question_says_how_the_last_turn_ended(
+    manager: SessionManager, end: str | None, said: str | None
+) -> None:
+    lc = make_lifecycle(manager)
+    run_turn(lc, "one", "first")
+    run_turn(lc, "two", "second", end=end)
+    if end is None:
+        lc.current.close()  # as a killed process leaves it: no turn/end, no exit
+    else:
+        lc.close()
+    previous = make_lifecycle(manager).find_previous()
+    assert previous is not None
+    line = previous.prompt().split("\n")[1]
+    assert line.startswith("\u201cone\u201d · 2 turns")
+    assert line.endswith(said) if said else line == "\u201cone\u201d · 2 turns"
+
+
+def test_a_session_without_a_turn_is_offered_as_one(manager: SessionManager) -> None:
+    lc = make_lifecycle(manager)
+    lc.record_decision("Keep the templates short.")  # content, but no turn yet
+    lc.close()
+    previous = make_lifecycle(manager).find_previous()
+    assert previous is not None
+    assert previous.prompt().split("\n")[1] == "untitled · no turns yet"

@@ -183,6 +183,7 @@ def test_the_first_launch_is_offered_the_seed_session_and_accepting_imports_it(
     assert previous is not None and previous.session_id == SID and previous.source == "seed"
     assert previous.prompt() == (
         "Previous session found (last active: 2026-03-31 14:22 UTC, in the seed's store)\n"
+        "\u201cUser designed a customer support agent with three tools. Model selection\u201d\n"
         "Resume previous session?"
     )
     assert not manager.exists(SID)  # offering copies nothing
