@@ -175,3 +175,18 @@ def test_no_table_holds_the_dsn_password(store: PgStore, pg_dsn: str) -> None:
             "please"
             in conn.execute(f'SELECT event::text FROM "{store.schema}".events').fetchone()[0]
         )  # type: ignore[index]
+
+
+def test_how_the_last_turn_ended_is_read_from_the_events(store: PgStore) -> None:
+    session_id = new_id()
+    store.create_session(session_id, "proj")
+    assert store.last_turn_end(session_id) is None  # no turn at all
+    with store.acquire_writer(session_id) as writer:
+        writer.append([EventDraft("session/start", {"session_id": session_id})])
+        writer.append([EventDraft("turn/start", {"input": "one"}, turn=1)])
+        assert store.last_turn_end(session_id) == "interrupted"  # open: its process died
+        writer.append([EventDraft("turn/end", {"reason": "completed"}, turn=1)])
+        assert store.last_turn_end(session_id) is None
+        writer.append([EventDraft("turn/start", {"input": "two"}, turn=2)])
+        writer.append([EventDraft("turn/end", {"reason": "aborted"}, turn=2)])
+        assert store.last_turn_end(session_id) == "aborted"
