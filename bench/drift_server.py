@@ -45,8 +45,13 @@ def record_session(root: Path, home: Path, *, saved: bool = False) -> str:
 
 
 def _link_blobs(source: str, target: str) -> None:
-    """Copy a store file, but hard-link checkpoint copies (read only: 100,000 of them)."""
-    if "/blobs/" in source:
+    """Copy a store file, but hard-link checkpoint copies (read only: 100,000 of them).
+
+    And checkpoint records: written once and never changed, they keep their inode from
+    one launch to the next in a real store, which a copy would not (their derived index
+    then checks the record's bytes, as it does for a store copied by hand).
+    """
+    if "/blobs/" in source or ("/checkpoints/" in source and source.endswith(".json")):
         os.link(source, target)
     else:
         shutil.copy2(source, target)

@@ -5,9 +5,10 @@ to parse. A resume that only asks which checkpoint holds each changed file reads
 index instead: the record's kept paths sorted and their digests packed in one string
 (~1 ms). It is a hint and nothing more: written beside the record, identified by the
 record's size, mtime and a CRC-32 of its bytes (the CRC is not recomputed while the
-record's inode and ctime are the ones seen), safe to delete, rebuilt when missing or
-stale; the record stays the truth for restores, copies and the blob collector, and a
-version that does not know the index simply ignores it. The record format is unchanged.
+record's inode is the one seen: a record is written once, by a rename, and never in
+place), safe to delete, rebuilt when missing or stale; the record stays the truth for
+restores, copies and the blob collector, and a version that does not know the index
+simply ignores it. The record format is unchanged.
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ def write(record_path: Path, data: bytes, session_id: str, files: Mapping[str, s
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
         "ino": st.st_ino,
-        "ctime_ns": st.st_ctime_ns,
         "crc32": zlib.crc32(data),
         "paths": paths,
         "digests": "".join(files[p] for p in paths),
@@ -71,7 +71,7 @@ def held(record_path: Path, session_id: str, wanted: Iterable[str]) -> dict[str,
         return None
     if not _fits(index, session_id, st):
         return None
-    if (index["ino"], index["ctime_ns"]) != (st.st_ino, st.st_ctime_ns):
+    if index["ino"] != st.st_ino:
         try:  # the same size and mtime but another inode (a copied store): check the bytes
             data, _ = read_file_bytes(record_path, 64 << 20)
         except (OSError, ValueError):
@@ -95,7 +95,7 @@ def _fits(index: Any, session_id: str, st: os.stat_result) -> bool:
     """Return True if `index` is well formed, this session's, and of the record as it is."""
     if not isinstance(index, dict) or index.get("v") != VERSION:
         return False
-    numbers = ("size", "mtime_ns", "ino", "ctime_ns", "crc32")
+    numbers = ("size", "mtime_ns", "ino", "crc32")
     if not all(type(index.get(k)) is int for k in numbers):
         return False
     paths, digests = index.get("paths"), index.get("digests")

@@ -85,15 +85,17 @@ def test_a_record_changed_since_its_index_is_read_not_the_index(
     lc.close()
 
 
-def test_a_record_edited_in_place_with_its_size_and_mtime_kept_is_caught_by_its_crc(
+def test_a_record_replaced_with_its_size_and_mtime_kept_is_caught_by_its_crc(
     manager: SessionManager,
 ) -> None:
     lc, record = saved(manager)
     st = record.stat()
     text = record.read_text()
     digest = json.loads(text)["files"]["agent_spec.md"]
-    record.write_text(text.replace(digest, "0" * 64))  # same size; a blob that is not there
-    os.utime(record, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same mtime
+    other = record.with_name("replacement")
+    other.write_text(text.replace(digest, "0" * 64))  # same size; a blob that is not there
+    os.utime(other, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same mtime
+    other.replace(record)  # another inode (a restored backup, a copy)
     assert lc.checkpoints_holding(["agent_spec.md"]) == {"agent_spec.md": None}
     lc.close()
 
