@@ -245,3 +245,18 @@ def test_demo_with_a_hostile_configured_model_prints_it_inert(tmp_path: Path) ->
         result = run_cli("demo", env=env)
     assert "Model: agent-assist-hostile" in result.stdout, result.stderr
     assert_inert(result.stdout.encode())
+
+
+def test_a_hostile_title_in_the_resume_question_stays_one_inert_line() -> None:
+    """A seed's summary (`--from` a cloned repository) becomes the title the question shows."""
+    from datetime import UTC, datetime
+
+    from session.lifecycle.values import PreviousSession
+
+    previous = PreviousSession(
+        "a1b2c3d4e5f6", datetime(2026, 3, 31, tzinfo=UTC), 0, HOSTILE, source="seed"
+    )
+    lines = previous.prompt().split("\n")
+    assert len(lines) == 3 and lines[2] == "Resume previous session?"  # no line smuggled in
+    assert "\r" not in lines[1] and "\x85" not in lines[1]
+    assert not has_controls(inert(lines[1]))  # as the terminal prints it (`ChatApp.say`)
