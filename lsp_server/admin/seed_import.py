@@ -137,18 +137,19 @@ def _into_database(
 
     Each as `import_seed_session` does; one already in the database is never overwritten.
     """
-    from session.pg.importing import import_seed_session
+    from session.pg.importing import database_label, import_seed_session
     from session.store.seed_store import ImportOutcome
 
     outcomes: dict[str, ImportOutcome] = {}
-    there, label = _schema_there(args, spec)
-    if args.dry_run and not there:  # nothing stored yet: all would be
+    there, label = _schema_there(args, spec) if args.dry_run else (True, "")
+    if not there:  # a dry run, nothing stored yet: all would be
         for seed in chosen:
             outcomes[seed.session_id] = ImportOutcome(seed.session_id, "would-import", "")
         statuses = {s.session_id: "not-imported" for s in found.sessions}
         statuses.update({sid: "would-import" for sid in outcomes})
         return outcomes, statuses, f"{label} (created then)"
     with open_database(args, spec, create=not args.dry_run) as store:
+        label = database_label(store.pg.info, store.pg.schema)
         if store.pg.read_only_reason and chosen and not args.dry_run:
             raise ProblemError(store.pg.read_only_reason)
         for seed in chosen:
@@ -169,7 +170,10 @@ def _into_database(
 
 
 def _schema_there(args: argparse.Namespace, spec: str) -> tuple[bool, str]:
-    """Return whether the database has the agent-assist schema, and where it is (messages)."""
+    """Return whether the database has the agent-assist schema, and where it is (messages).
+
+    For a dry run, which must not create the schema that opening the store would.
+    """
     import os
 
     from session.pg.dsn import parse_dsn
