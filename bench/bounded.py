@@ -23,7 +23,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from lsp_server.config import DEFAULT_MAX_REPLY_BYTES
+from engine.config import DEFAULT_MAX_REPLY_BYTES
 from lsp_server.fake_model import FakeOpenAI
 
 from .common import Mode, Result, Row, fmt_bytes, fmt_s, median, ratio_row, scratch_dir

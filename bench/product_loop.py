@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lsp_server.config import parse_initialization_options
-from lsp_server.model.runner import ChatRunner
-from lsp_server.model.tools import EditOutcome, ToolDeps
+from engine.config import parse_initialization_options
+from engine.model.runner import ChatRunner
+from engine.model.tools import EditOutcome, ToolDeps
 from session.lifecycle import LifecycleConfig, SessionLifecycle
 from session.store.manager import SessionManager
 

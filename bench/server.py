@@ -50,7 +50,7 @@ LONG_REPLY: dict[Mode, tuple[int, int]] = {  # (chars, chunks)
     "long": (20_000, 2_000),
 }
 MODEL_NAME = "bench-model"
-AGENT_BUILDER = "lsp_server.model.build"  # the module of the runner that imports pydantic-ai
+AGENT_BUILDER = "engine.model.build"  # the module of the runner that imports pydantic-ai
 
 
 def reply_text(chars: int) -> str:

@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
+from engine.model.tools import EditOutcome
 from session.workspace.protected import shown_path
-
-from .model.tools import EditOutcome
 
 if TYPE_CHECKING:
     from .server import AgentAssistServer

@@ -17,6 +17,8 @@ from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from engine.config import ServerConfig, parse_initialization_options
+from engine.model.runner import ChatRunner
 from session.errors import SessionError
 from session.lifecycle import LifecycleConfig, SessionLifecycle
 from session.redaction import Redactor, url_credential
@@ -28,9 +30,7 @@ from session.workspace.drift import DriftReport
 
 from . import __version__
 from . import protocol as proto
-from .config import ServerConfig, parse_initialization_options
 from .edits import WorkspaceEdits
-from .model.runner import ChatRunner
 from .transport import AgentAssistProtocol, PipeReader, keep_params_as_dicts, readable_in_loop
 
 logger = logging.getLogger(__name__)

@@ -228,7 +228,7 @@ def check_index(report: DoctorReport, manager: SessionManager) -> dict[str, Any]
 
 def check_model(report: DoctorReport, round_trip: bool, timeout: float) -> None:
     """Model configuration (the key only as set/unset) and a tiny round trip."""
-    from ..config import parse_initialization_options
+    from engine.config import parse_initialization_options
 
     config, _ = parse_initialization_options(None, None, os.environ)
     model = config.model

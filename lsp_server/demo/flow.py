@@ -138,7 +138,8 @@ class Demo:
         """Use the configured model, or start the labelled demo model."""
         from rich.panel import Panel
 
-        from ..config import parse_initialization_options
+        from engine.config import parse_initialization_options
+
         from ..fake_model import FakeOpenAI
 
         env = dict(os.environ)

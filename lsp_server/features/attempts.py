@@ -11,14 +11,14 @@ import logging
 import re
 from typing import Any
 
+from engine.model.faults import RETRY_AFTER_CAP, ModelFault, backoff, classify
+from engine.model.limits import CallBudget
+from engine.model.runner import TurnResult
+from engine.model.tools import ToolDeps, read_limit
 from session.errors import SessionError
 from session.lifecycle import TurnRecorder
 from session.redaction import url_without_userinfo
 
-from ..model.faults import RETRY_AFTER_CAP, ModelFault, backoff, classify
-from ..model.limits import CallBudget
-from ..model.runner import TurnResult
-from ..model.tools import ToolDeps, read_limit
 from ..server import AgentAssistServer
 from .history import History
 from .sink import NotifyingSink

@@ -8,11 +8,11 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from engine.option_names import how_to_configure_model
 from session.errors import ReadOnlySessionError, SessionError
 from session.storage import explain_write_error
 
 from .. import protocol as proto
-from ..option_names import how_to_configure_model
 from ..server import AgentAssistServer, RequestFailedError
 from .attempts import (
     CUT_ANSWERS,

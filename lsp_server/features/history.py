@@ -12,11 +12,11 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from engine.model.faults import summary_failure
 from session.compaction import extractive_summary, history_tokens, render_transcript
 from session.fork import fork_session
 
 from .. import protocol as proto
-from ..model.faults import summary_failure
 from ..server import AgentAssistServer, RequestFailedError
 from .base import Feature, request
 from .summaries import RunningSummary

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ..model.runner import ChatRunner
-from ..model.server_facts import LLAMA_CPP_PYTHON, ServerFacts
+from engine.model.runner import ChatRunner
+from engine.model.server_facts import LLAMA_CPP_PYTHON, ServerFacts
+
 from ..server import AgentAssistServer
 from .attempts import TEMPLATE_WARNING, WITHOUT_TOOLS
 from .base import Feature

@@ -12,10 +12,15 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from engine.config import (
+    ServerConfig,
+    overlay_options,
+    parse_initialization_options,
+    settings_section,
+)
+from engine.model.runner import ChatRunner
 from session.redaction import url_credential
 
-from ..config import ServerConfig, overlay_options, parse_initialization_options, settings_section
-from ..model.runner import ChatRunner
 from ..server import AgentAssistServer
 from .base import Feature, lsp
 

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from engine.model.faults import summary_failure
 from session.summary import SESSION_SUMMARY_INSTRUCTIONS, extractive_session_summary
 
-from ..model.faults import summary_failure
 from ..server import AgentAssistServer
 from .base import Feature
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from lsp_server.config import derived_instance_id
+from engine.config import derived_instance_id
 from lsp_server.fake_model import FakeOpenAI
 from lsp_server.fake_model.replies import is_summary_request
 from session.store.manager import SessionManager

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("session", "lsp_server")
+PACKAGES = ("session", "engine", "lsp_server", "acp_edge")
 MAX_LINES = 420  # "about 400": a module past it has more than one concern in it
 
 
@@ -16,6 +16,8 @@ def modules() -> dict[str, Path]:
     """Return every module of our packages by dotted name."""
     found = {}
     for package in PACKAGES:
+        if not (REPO / package).is_dir():
+            continue
         for path in sorted((REPO / package).rglob("*.py")):
             parts = list(path.relative_to(REPO).with_suffix("").parts)
             if parts[-1] == "__init__":
@@ -94,14 +96,62 @@ def test_the_cycle_finder_finds_one() -> None:
 
 def test_no_import_cycles() -> None:
     graph = import_graph()
-    assert "lsp_server.model.runner" in graph["lsp_server.server"]  # the graph sees imports
+    assert "engine.model.runner" in graph["lsp_server.server"]  # the graph sees imports
     assert find_cycle(graph) is None
 
 
-def test_session_never_imports_the_edge() -> None:
+EDGES = ("lsp_server", "acp_edge")
+
+
+def test_session_never_imports_the_engine_or_an_edge() -> None:
     for name, edges in import_graph().items():
         if name.startswith("session"):
-            assert not [e for e in edges if e.startswith("lsp_server")], name
+            assert not [e for e in edges if e.startswith((*EDGES, "engine"))], name
+
+
+def test_the_engine_never_imports_an_edge() -> None:
+    """The engine serves both edges: it never imports one (nor pygls, lsprotocol or acp).
+
+    One exception: the declaration of the options (`lsp_server.protocol.options`, pydantic
+    models only) is read, lazily, to know the option paths `optionNames` may name.
+    """
+    allowed = {"lsp_server", "lsp_server.protocol", "lsp_server.protocol.options"}
+    allowed |= {"lsp_server.protocol.wire", "lsp_server.protocol.types"}
+    for name, edges in import_graph().items():
+        if name.startswith("engine"):
+            assert not [e for e in edges if e.startswith(EDGES) and e not in allowed], name
+            assert not third_party_imports(name) & {"pygls", "lsprotocol", "acp"}, name
+
+
+def test_the_edges_never_import_each_other() -> None:
+    for name, edges in import_graph().items():
+        for edge in EDGES:
+            if name.startswith(edge):
+                others = [e for e in edges if e.startswith(EDGES) and not e.startswith(edge)]
+                assert not others, name
+
+
+def third_party_imports(name: str) -> set[str]:
+    """Return the top-level names a module of ours imports when it runs."""
+    tree = ast.parse(modules()[name].read_text(encoding="utf-8"))
+    out: set[str] = set()
+    for node in _runtime_imports(tree):
+        if isinstance(node, ast.Import):
+            out |= {alias.name.partition(".")[0] for alias in node.names}
+        elif not node.level and node.module:
+            out.add(node.module.partition(".")[0])
+    return out
+
+
+def test_session_needs_no_pydantic_ai_to_import() -> None:
+    for name in modules():
+        if name.startswith("session"):
+            tree = ast.parse(modules()[name].read_text(encoding="utf-8"))
+            top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+            names = {
+                (n.module or "") if isinstance(n, ast.ImportFrom) else n.names[0].name for n in top
+            }
+            assert not [n for n in names if n.startswith("pydantic_ai")], name
 
 
 @pytest.mark.parametrize("name", sorted(modules()))

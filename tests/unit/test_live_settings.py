@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lsp_server.config import (
+from engine.config import (
     derived_instance_id,
     overlay_options,
     parse_initialization_options,

@@ -11,10 +11,10 @@ import httpx2
 import pytest
 from pydantic_ai import exceptions as pe
 
-from lsp_server.config import parse_initialization_options
-from lsp_server.model.faults import backoff, classify, overflow_window, summary_failure
-from lsp_server.model.quirks import ServerQuirks, blank_tool_text, loosen_tool_args
-from lsp_server.model.transport import (
+from engine.config import parse_initialization_options
+from engine.model.faults import backoff, classify, overflow_window, summary_failure
+from engine.model.quirks import ServerQuirks, blank_tool_text, loosen_tool_args
+from engine.model.transport import (
     RAW_FACTOR,
     CompletionCheckTransport,
     CorruptChunkError,
@@ -441,9 +441,9 @@ def test_an_ordinary_400_or_500_is_not_a_tool_refusal() -> None:
 
 
 async def test_a_summary_refused_its_tools_is_asked_again_for_json_text() -> None:
-    from lsp_server.config import ModelConfig
+    from engine.config import ModelConfig
+    from engine.model.runner import ChatRunner
     from lsp_server.fake_model import FakeOpenAI
-    from lsp_server.model.runner import ChatRunner
     from session.summary import SESSION_SUMMARY_INSTRUCTIONS as ASK
 
     with FakeOpenAI(no_tools="ollama") as fake:
@@ -619,7 +619,7 @@ def test_the_first_chunk_may_be_slow_but_a_gap_after_it_is_a_stall() -> None:
 
 
 def test_props_url_is_beside_the_openai_base() -> None:
-    from lsp_server.model.props import props_url
+    from engine.model.props import props_url
 
     assert props_url("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/props"
     assert props_url("http://127.0.0.1:8080/v1/") == "http://127.0.0.1:8080/props"
@@ -628,8 +628,8 @@ def test_props_url_is_beside_the_openai_base() -> None:
 
 @pytest.mark.parametrize("takes", [True, False, None])
 async def test_llama_servers_props_say_whether_its_template_takes_tools(takes: bool | None) -> None:
+    from engine.model.props import ServerProps, read_props
     from lsp_server.fake_model import FakeOpenAI
-    from lsp_server.model.props import ServerProps, read_props
 
     with FakeOpenAI(template_tools=takes, context_window=2048) as fake:
         props = await read_props(fake.base_url, "k")
@@ -638,7 +638,7 @@ async def test_llama_servers_props_say_whether_its_template_takes_tools(takes: b
 
 
 async def test_props_that_cannot_be_read_are_unknown() -> None:
-    from lsp_server.model.props import ServerProps, read_props
+    from engine.model.props import ServerProps, read_props
     from tests.fixtures import free_port
 
     assert await read_props(f"http://127.0.0.1:{free_port()}/v1", None) == ServerProps()

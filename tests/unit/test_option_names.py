@@ -7,10 +7,10 @@ from typing import Any, cast
 
 import pytest
 
-from lsp_server.config import parse_initialization_options
+from engine.config import parse_initialization_options
+from engine.model.faults import ModelFault
+from engine.option_names import client_style, how_to_configure_model, snake_case
 from lsp_server.features.attempts import cut_answer, final_message
-from lsp_server.model.faults import ModelFault
-from lsp_server.option_names import client_style, how_to_configure_model, snake_case
 
 UNREACHABLE = ModelFault("unreachable", "could not connect to the model server (refused)", True)
 

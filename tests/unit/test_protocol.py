@@ -13,8 +13,8 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 
+from engine.config import parse_initialization_options
 from lsp_server import protocol as proto
-from lsp_server.config import parse_initialization_options
 from lsp_server.features import FEATURES, setup_features
 from lsp_server.features.base import Feature, check_signature, install, lsp, request
 from lsp_server.features.session_commands import sessions_result

@@ -402,7 +402,7 @@ def test_a_base_url_is_named_without_its_userinfo() -> None:
 def test_an_error_body_s_token_and_a_url_s_password_leave_the_fault() -> None:
     from pydantic_ai.exceptions import ModelHTTPError
 
-    from lsp_server.model.faults import classify
+    from engine.model.faults import classify
 
     body = {"error": {"message": "Bad credentials: ghp_R4nd0mT0k3nV4lu3F0rT3st1ngAbCdEf12"}}
     fault = classify(ModelHTTPError(status_code=401, model_name="m", body=body))

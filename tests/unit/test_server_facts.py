@@ -6,9 +6,7 @@ from typing import Any
 
 import pytest
 
-from lsp_server.fake_model import FakeOpenAI
-from lsp_server.fake_model.script import LLAMA_CPP_PYTHON_ENTRY
-from lsp_server.model.server_facts import (
+from engine.model.server_facts import (
     ServerFacts,
     entry_window,
     learn_server,
@@ -16,6 +14,8 @@ from lsp_server.model.server_facts import (
     models_url,
     server_kind,
 )
+from lsp_server.fake_model import FakeOpenAI
+from lsp_server.fake_model.script import LLAMA_CPP_PYTHON_ENTRY
 from tests.fixtures import free_port
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.model import tools
-from lsp_server.model.tools import EditOutcome, ToolDeps, ToolError, read_file, read_limit
+from engine.model import tools
+from engine.model.tools import EditOutcome, ToolDeps, ToolError, read_file, read_limit
 from session.store.manager import SessionManager
 from session.workspace.protected import in_git_directory, protection, shown_path
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_server.model.faults import classify
-from lsp_server.model.truncation import MIN_GAP, MIN_GROWTH, CutWatch, PromptCutError
+from engine.model.faults import classify
+from engine.model.truncation import MIN_GAP, MIN_GROWTH, CutWatch, PromptCutError
 
 
 def test_a_count_far_below_the_estimate_is_a_cut() -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from .protocol.wire import Params
+    from lsp_server.protocol.wire import Params
 
 ClientStyle = Literal["vscode", "neovim", "terminal", "generic"]
 
@@ -97,7 +97,7 @@ class OptionNames:
 @functools.cache
 def option_paths() -> frozenset[str]:
     """Return the path of every option `initializationOptions` declares (`model.baseUrl`)."""
-    from .protocol.options import InitializationOptions, ModelOptions, ToolsOptions
+    from lsp_server.protocol.options import InitializationOptions, ModelOptions, ToolsOptions
 
     def aliases(model: type[Params]) -> list[str]:
         return [info.alias or name for name, info in model.model_fields.items()]
