@@ -18,6 +18,7 @@ EXTRA_COMMANDS = (
     "lsp_server.terminal.command",
     "lsp_server.admin.command",
     "lsp_server.demo.command",
+    "acp_edge.command",
 )
 
 

@@ -21,4 +21,4 @@ if [ -n "${EXTRA-dev}" ]; then extras=(--extra "${EXTRA-dev}"); fi
 # Bytecode now, not at each import: with PYTHONDONTWRITEBYTECODE set (CI machines set it),
 # every process would compile pydantic, pydantic-ai and openai again (~1.7 s a server).
 .venv/bin/uv sync --quiet --frozen "${extras[@]}" --inexact --compile-bytecode --python .venv/bin/python
-.venv/bin/python -m compileall -q session engine lsp_server >/dev/null  # ours, where it changed
+.venv/bin/python -m compileall -q session engine lsp_server acp_edge >/dev/null  # ours, where it changed

@@ -1,0 +1,218 @@
+"""The ACP methods: each handler checks its params, calls `sessions`, converts the result."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from acp import RequestError
+from acp.helpers import update_agent_message_text
+from acp.schema import (
+    AgentCapabilities,
+    ClientCapabilities,
+    CloseSessionResponse,
+    DeleteSessionResponse,
+    ForkSessionResponse,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionDeleteCapabilities,
+    SessionForkCapabilities,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+)
+
+from session.workspace.drift import DriftReport
+
+from . import __version__, checks
+from .client import ClientLink
+from .listing import BadCursorError, cursor_offset, listed, page
+from .replay import replay, rewinds
+from .sessions import Sessions
+
+logger = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 1
+
+
+def capabilities() -> AgentCapabilities:
+    """Return what this agent does beyond the baseline."""
+    return AgentCapabilities(
+        load_session=True,
+        prompt_capabilities=PromptCapabilities(embedded_context=True),
+        session_capabilities=SessionCapabilities(
+            list=SessionListCapabilities(),
+            resume=SessionResumeCapabilities(),
+            close=SessionCloseCapabilities(),
+            delete=SessionDeleteCapabilities(),
+            fork=SessionForkCapabilities(),
+        ),
+    )
+
+
+def drift_message(drift: DriftReport) -> str | None:
+    """Say which tracked files changed since the session was last saved (None: none)."""
+    if not drift.has_drift:
+        return None
+    lines = ["Files changed since this session was last saved:"]
+    for label, paths in (
+        ("modified", drift.modified),
+        ("deleted", drift.deleted),
+        ("created", drift.created),
+    ):
+        if paths:
+            lines.append(f"- {label}: {', '.join(paths)}")
+    return "\n".join(lines) + "\n\n"
+
+
+class AcpAgent:
+    """agent-assist as an ACP agent (the SDK's `Agent` protocol, plus `session/delete`)."""
+
+    def __init__(self, sessions: Sessions) -> None:
+        self.sessions = sessions
+        self.client_capabilities: ClientCapabilities | None = None
+
+    @property
+    def link(self) -> ClientLink:
+        """Return the client's side of the connection."""
+        assert self.sessions.link is not None
+        return self.sessions.link
+
+    def on_connect(self, link: ClientLink) -> None:
+        """Keep the client's side of the connection."""
+        self.sessions.link = link
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        """Negotiate the version (we speak 1) and say what this agent can do."""
+        self.client_capabilities = client_capabilities
+        if client_info is not None and client_info.name:
+            self.sessions.client_name = client_info.name
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=capabilities(),
+            agent_info=Implementation(
+                name="agent-assist", title="agent-assist", version=__version__
+            ),
+            auth_methods=[],
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        """No authentication: the model's key comes from the environment."""
+        raise checks.invalid(f"unknown authentication method {method_id!r}: none is needed")
+
+    async def new_session(
+        self, cwd: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        """Start a fresh session of `cwd`'s project."""
+        root = checks.project_dir(cwd)
+        held = await self.sessions.new(root)
+        return NewSessionResponse(session_id=held.session_id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        """Open a session and replay its conversation before answering; then its drift."""
+        root = checks.project_dir(cwd)
+        sid = checks.session_id(session_id)
+        held, drift = await self.sessions.open(root, sid)
+        store = held.engine.session.store
+        scan = await asyncio.to_thread(store.read_events, sid)
+        found = rewinds(scan.events)
+        for update in replay(scan.events, root, found):
+            await self.link.update(sid, update)
+        await self._tell_drift(sid, drift)
+        return LoadSessionResponse()
+
+    async def resume_session(
+        self, session_id: str, cwd: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> ResumeSessionResponse:
+        """Open a session without replaying it (the model gets the resume block)."""
+        root = checks.project_dir(cwd)
+        sid = checks.session_id(session_id)
+        _, drift = await self.sessions.open(root, sid)
+        await self._tell_drift(sid, drift)
+        return ResumeSessionResponse()
+
+    async def _tell_drift(self, session_id: str, drift: DriftReport | None) -> None:
+        message = drift_message(drift) if drift is not None else None
+        if message:
+            await self.link.update(session_id, update_agent_message_text(message))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """List the project's sessions (all edges' ones), newest first, a page at a time."""
+        from pathlib import Path
+
+        root = checks.project_dir(cwd) if cwd is not None else Path.cwd().resolve()
+        try:
+            offset = cursor_offset(cursor)
+        except BadCursorError as exc:
+            raise checks.invalid(str(exc), cursor=cursor) from None
+        self.sessions.roots.add(root)
+        store = await asyncio.to_thread(self.sessions.store_of, root)
+        try:
+            rows, _total, _folded = await asyncio.to_thread(
+                store.list_rows_page, 0, None, empty=True
+            )
+        finally:
+            await asyncio.to_thread(store.close)
+        here = {sid: None for sid, held in self.sessions.held.items() if held.root == root}
+        return page(listed(rows, here), root, offset)
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """Cancel the session's prompt, save the session and let it go."""
+        sid = checks.session_id(session_id)
+        self.sessions.get(sid)
+        await self.sessions.close(sid, "session/close")
+        return CloseSessionResponse()
+
+    async def delete_session(self, session_id: str, **kwargs: Any) -> DeleteSessionResponse:
+        """Delete a session, as `sessions rm` does (refused while another process holds it)."""
+        sid = checks.session_id(session_id)
+        await self.sessions.delete(sid)
+        return DeleteSessionResponse()
+
+    async def fork_session(
+        self, session_id: str, cwd: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> ForkSessionResponse:
+        """Fork a session at its last closed turn into a new open session."""
+        root = checks.project_dir(cwd)
+        sid = checks.session_id(session_id)
+        held = await self.sessions.fork(root, sid)
+        return ForkSessionResponse(session_id=held.session_id)
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        """Run a turn; its activity streams as `session/update`s."""
+        from .turns import run_prompt
+
+        sid = checks.session_id(session_id)
+        held = self.sessions.get(sid)
+        return await run_prompt(self.link, held, checks.prompt_text(prompt))
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """Stop the session's running prompt (recorded `aborted`; it answers `cancelled`)."""
+        held = self.sessions.held.get(session_id) if isinstance(session_id, str) else None
+        if held is not None and held.turn is not None and not held.turn.done():
+            held.turn.cancel()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """No extension methods yet."""
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        """Extension notifications are ignored."""

@@ -1,0 +1,193 @@
+"""The sessions one `agent-assist acp` process holds: one engine (and lifecycle) each.
+
+Every session of the process is the instance `acp-<client>-<pid>` (the pointer records the
+client and this process, so it is stale once the process is gone); ACP has no resume
+question of its own, the client chooses through `session/list` and `session/load`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.config import ServerConfig, parse_initialization_options
+from session.errors import SessionError, SessionLockedError, SessionNotFoundError
+from session.storage import StorageError
+from session.store.backend import SessionStore
+from session.store.choose import open_store
+from session.workspace.drift import DriftReport
+
+from .checks import failed, invalid
+from .client import ClientLink
+from .host import AcpHost, Tasks
+
+if TYPE_CHECKING:
+    from engine.core import Engine
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Held:
+    """One open session: its project, its engine, the prompt running in it."""
+
+    session_id: str
+    root: Path
+    engine: Engine
+    turn: asyncio.Task[Any] | None = None
+
+
+class Sessions:
+    """The open sessions, and the stores of the projects requests named."""
+
+    def __init__(self, options: Mapping[str, Any], env: Mapping[str, str]) -> None:
+        self.options = dict(options)
+        self.env = env
+        self.client_name = "client"
+        self.link: ClientLink | None = None
+        self.tasks = Tasks()
+        self.held: dict[str, Held] = {}
+        self.roots: set[Path] = {Path.cwd().resolve()}  # where `session/delete` looks
+        self.stopping = False
+
+    def config(self) -> ServerConfig:
+        """Return the options of every session of this process (warnings logged)."""
+        config, warnings = parse_initialization_options(
+            self.options, f"acp-{self.client_name}", self.env, os.getpid()
+        )
+        for warning in warnings:
+            logger.warning("option: %s", warning)
+        return config
+
+    def get(self, session_id: str) -> Held:
+        """Return an open session, or say that it is not open here."""
+        found = self.held.get(session_id)
+        if found is None:
+            raise invalid(f"session {session_id} is not open: load or resume it first")
+        return found
+
+    async def _engine(self, root: Path) -> Engine:
+        from engine.core import Engine  # the engine (and pydantic-ai later): never at initialize
+
+        if self.stopping:
+            raise failed("the agent is stopping")
+        assert self.link is not None
+        config = self.config()
+        host = AcpHost(self.link, self.tasks, config.tools.protected_paths)
+        engine = Engine(host, config, root)
+        engine.configure(config, root)
+        if not await engine.connect_store():
+            raise failed(engine.store_error or "the session store cannot be used")
+        self.roots.add(root)
+        return engine
+
+    def _hold(self, engine: Engine, root: Path) -> Held:
+        lifecycle = engine.session
+        session_id = lifecycle.session_id
+        engine.host.session_id = session_id  # type: ignore[attr-defined]
+        held = Held(session_id, root, engine)
+        self.held[session_id] = held
+        engine.session_started()
+        return held
+
+    async def new(self, root: Path) -> Held:
+        """Start a fresh session of the project at `root`."""
+        engine = await self._engine(root)
+        try:
+            engine.session.start_fresh()
+        except (SessionError, StorageError) as exc:
+            engine.close("a session that could not start")
+            raise failed(f"cannot start a session: {exc}") from None
+        return self._hold(engine, root)
+
+    async def open(self, root: Path, session_id: str) -> tuple[Held, DriftReport | None]:
+        """Open an existing session of the project at `root` (resumed: drift, resume block)."""
+        if (found := self.held.get(session_id)) is not None:
+            if found.root != root:
+                raise invalid(f"session {session_id} is open here for {found.root}, not {root}")
+            return found, None
+        engine = await self._engine(root)
+        try:
+            drift = engine.session.resume(session_id)
+        except SessionNotFoundError:
+            engine.close("a session that was not found")
+            raise invalid(f"no session {session_id} in the project at {root}") from None
+        except SessionLockedError as exc:
+            engine.close("a session in use")
+            raise failed(str(exc)) from None
+        except (SessionError, StorageError) as exc:
+            engine.close("a session that could not open")
+            raise failed(f"cannot open session {session_id}: {exc}") from None
+        return self._hold(engine, root), drift
+
+    async def fork(self, root: Path, parent_id: str) -> Held:
+        """Fork `parent_id` at its last closed turn into a new session of this process."""
+        from session.fork import fork_session
+
+        engine = await self._engine(root)
+        lifecycle = engine.session
+        try:
+            if not lifecycle.store.exists(parent_id):
+                raise invalid(f"no session {parent_id} in the project at {root}")
+            result = fork_session(lifecycle.store, parent_id, instance_id=engine.config.instance_id)
+            lifecycle.adopt(result.session)
+        except SessionError as exc:
+            engine.close("a fork that failed")
+            raise failed(f"cannot fork session {parent_id}: {exc}") from None
+        except BaseException:
+            engine.close("a fork that failed")
+            raise
+        return self._hold(engine, root)
+
+    async def close(self, session_id: str, why: str) -> None:
+        """Stop the session's prompt, save it and let it go."""
+        held = self.held.pop(session_id, None)
+        if held is None:
+            return
+        turn = held.turn
+        if turn is not None and not turn.done():
+            turn.cancel()
+            await asyncio.wait({turn}, timeout=1.5)
+        held.engine.close(why)
+
+    async def close_all(self, why: str) -> None:
+        """Close every session (the process is ending)."""
+        self.stopping = True
+        await asyncio.gather(*(self.close(sid, why) for sid in list(self.held)))
+        await self.tasks.cancel_all(timeout=0.3)
+
+    def store_of(self, root: Path) -> SessionStore:
+        """Open the configured store for the project at `root` (the caller closes it)."""
+        try:
+            return open_store(self.config().store, root)
+        except SessionError as exc:
+            raise failed(f"the session store cannot be used: {exc}") from None
+
+    async def delete(self, session_id: str) -> None:
+        """Delete a session of a project named before, as `sessions rm` does (not in use)."""
+        if session_id in self.held:
+            await self.close(session_id, "session/delete")
+        for root in sorted(self.roots):
+            store = await asyncio.to_thread(self.store_of, root)
+            try:
+                if not store.exists(session_id):
+                    continue
+                if store.held_locks([session_id]):
+                    raise failed(
+                        f"session {session_id} is in use by a running agent-assist; not deleted"
+                    )
+                await asyncio.to_thread(_delete, store, session_id)
+                return
+            finally:
+                await asyncio.to_thread(store.close)
+        raise invalid(f"no session {session_id} in the projects this agent was asked about")
+
+
+def _delete(store: SessionStore, session_id: str) -> None:
+    store.delete_session(session_id)
+    store.checkpoint_store().collect_garbage()  # blobs only its checkpoints kept

@@ -1,0 +1,124 @@
+"""`session/prompt`: a turn run by the engine, its activity streamed as `session/update`s.
+
+The engine's sink is called synchronously; the updates are queued and sent in order by one
+task, and all of them are sent before the prompt is answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from acp.helpers import update_agent_message_text
+from acp.schema import PromptResponse, Usage
+
+from .checks import failed
+from .client import ClientLink
+from .sessions import Held
+from .updates import STATUSES, stop_reason, tool_ended, tool_started
+
+logger = logging.getLogger(__name__)
+
+
+class AcpSink:
+    """The engine's `TurnSink` for one ACP turn: each event one queued `session/update`."""
+
+    def __init__(self, link: ClientLink, session_id: str, root: Path) -> None:
+        self.link = link
+        self.session_id = session_id
+        self.root = root
+        self.streamed = False
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._sender = asyncio.ensure_future(self._send())
+        self._started: set[str] = set()
+
+    def delta(self, text: str) -> None:
+        """Stream a text delta as an `agent_message_chunk`."""
+        if text:
+            self.streamed = True
+            self._queue.put_nowait(update_agent_message_text(text))
+
+    def tool(self, name: str, args: Any, status: str, call_id: str) -> None:
+        """Announce a tool call (`tool_call`) or its end (`tool_call_update`)."""
+        state = STATUSES.get(status, "in_progress")
+        if call_id not in self._started:
+            self._started.add(call_id)
+            self._queue.put_nowait(tool_started(self.root, call_id, name, args, state))
+        elif state != "in_progress":
+            self._queue.put_nowait(tool_ended(call_id, state))
+
+    def retry(self, attempt: int, reason: str) -> None:
+        """Say that the answer starts over (ACP cannot take back the text already sent)."""
+        if self.streamed:
+            note = f"\n\n_(attempt {attempt}: {reason}; the answer starts over)_\n\n"
+            self._queue.put_nowait(update_agent_message_text(note))
+        self.streamed = False
+
+    def thinking(self) -> None:
+        """Nothing to send: the client shows the turn as running."""
+
+    def end_thinking(self) -> None:
+        """Nothing to send."""
+
+    async def _send(self) -> None:
+        while (update := await self._queue.get()) is not None:
+            try:
+                await self.link.update(self.session_id, update)
+            except Exception as exc:  # the client is gone: the turn still completes and is kept
+                logger.warning("session/update not sent: %s", exc)
+
+    async def flush(self) -> None:
+        """Send what is queued, then stop the sender."""
+        self._queue.put_nowait(None)
+        await asyncio.wait({self._sender}, timeout=5)
+        if not self._sender.done():
+            self._sender.cancel()
+
+
+def usage_of(counts: dict[str, Any]) -> Usage | None:
+    """Return ACP's usage of a turn's token counts (None if the model said none)."""
+    inputs = counts.get("input_tokens") or counts.get("inputTokens")
+    outputs = counts.get("output_tokens") or counts.get("outputTokens")
+    if not isinstance(inputs, int) or not isinstance(outputs, int):
+        return None
+    return Usage(input_tokens=inputs, output_tokens=outputs, total_tokens=inputs + outputs)
+
+
+async def run_prompt(link: ClientLink, held: Held, text: str) -> PromptResponse:
+    """Run one turn of `held` and answer with its stop reason (a failed turn: an error)."""
+    from engine.errors import UserError
+
+    if held.turn is not None and not held.turn.done():
+        raise failed(f"session {held.session_id} is already answering a prompt")
+    sinks: list[AcpSink] = []
+
+    def open_sink(session_id: str, turn: int) -> AcpSink:
+        sink = AcpSink(link, held.session_id, held.root)
+        sinks.append(sink)
+        return sink
+
+    turn = asyncio.ensure_future(held.engine.turns.run(text, open_sink))
+    held.turn = turn
+    try:
+        await asyncio.wait({turn})
+    except asyncio.CancelledError:  # the request itself went (the connection closes)
+        turn.cancel()
+        raise
+    finally:
+        for sink in sinks:
+            await sink.flush()
+        if held.turn is turn:
+            held.turn = None
+    if turn.cancelled():
+        return PromptResponse(stop_reason="cancelled")
+    error = turn.exception()
+    if isinstance(error, UserError):
+        raise failed(str(error))
+    if error is not None:
+        raise error
+    outcome = turn.result()
+    return PromptResponse(
+        stop_reason=stop_reason(outcome.finish_reason), usage=usage_of(outcome.usage)
+    )
