@@ -33,7 +33,9 @@ def start(
 
 
 @pytest.fixture
-async def agent(start: Callable[..., AbstractAsyncContextManager[Running]]) -> AsyncIterator[Running]:
+async def agent(
+    start: Callable[..., AbstractAsyncContextManager[Running]],
+) -> AsyncIterator[Running]:
     """An initialized agent."""
     async with start() as running:
         await running.initialize()
