@@ -31,6 +31,7 @@ class CountingSink:
         self.first: float | None = None
         self.retries = 0
         self.tools = 0
+        self.streamed = False
 
     def delta(self, text: str) -> None:
         """Count a text delta."""
@@ -49,6 +50,9 @@ class CountingSink:
 
     def thinking(self) -> None:
         """Nothing to count: the bench's replies do not think."""
+
+    def end_thinking(self) -> None:
+        """Nothing to end (the bench's model does not think)."""
 
 
 class NoEditor:

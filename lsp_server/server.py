@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 from collections.abc import Awaitable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, BinaryIO, NoReturn, TypeVar
 
@@ -18,19 +19,19 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from engine.config import ServerConfig, parse_initialization_options
+from engine.core import Engine
+from engine.errors import UserError
+from engine.host import Reporter
 from engine.model.runner import ChatRunner
-from session.errors import SessionError
-from session.lifecycle import LifecycleConfig, SessionLifecycle
-from session.redaction import Redactor, url_credential
+from session.lifecycle import SessionLifecycle
+from session.redaction import Redactor
 from session.search import SearchIndex
-from session.store.backend import SessionStore
-from session.store.choose import FALLBACK_HINT, open_store, store_kind
-from session.store.manager import SessionManager
 from session.workspace.drift import DriftReport
 
 from . import __version__
 from . import protocol as proto
 from .edits import WorkspaceEdits
+from .progress import progress
 from .transport import AgentAssistProtocol, PipeReader, keep_params_as_dicts, readable_in_loop
 
 logger = logging.getLogger(__name__)
@@ -43,14 +44,6 @@ class RequestFailedError(JsonRpcException):
 
     CODE = proto.REQUEST_FAILED
     MESSAGE = "Request failed"
-
-
-def _sync_quietly(index: SearchIndex, manager: SessionManager, session_id: str) -> None:
-    """Sync one session into the index; a failure is logged (the index is a projection)."""
-    try:
-        index.sync_session(manager, session_id)
-    except Exception as exc:  # never fail a turn for it
-        logger.warning("search index not updated: %s", exc)
 
 
 def drift_summary(drift: DriftReport) -> str:
@@ -72,23 +65,14 @@ class AgentAssistServer(LanguageServer):
             converter_factory=keep_params_as_dicts,
             protocol_cls=AgentAssistProtocol,
         )
-        self.config = ServerConfig()
         self.initialize_params: types.InitializeParams | None = None
-        self.root: Path = Path.cwd()
-        self.lifecycle: SessionLifecycle | None = None
-        self.runner: ChatRunner | None = None
         self.ready = asyncio.Event()
-        self.turn_lock = asyncio.Lock()
         self.drift_count = 0  # tracked files changed outside the assistant (status.drift)
         self.origin: proto.SessionOrigin | None = None  # how this session came to be ours
         self.tasks: set[asyncio.Task[Any]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
         self.stop_watching = threading.Event()
-        self._search: SearchIndex | None = None
-        self._indexing: asyncio.Task[None] | None = None  # the worker sync running, if any
-        self._index_next: tuple[SearchIndex, SessionManager, str] | None = None
-        self.store_error: str | None = None  # why the configured store cannot be used now
         # In-flight request handlers, cancelled (and briefly awaited) when the process ends.
         self.requests: set[asyncio.Task[Any]] = set()
         self.stdout: BinaryIO | None = None
@@ -96,9 +80,11 @@ class AgentAssistServer(LanguageServer):
         self.output_closed = False  # nothing more is written to the client
         self.finishing = False
         self.features: dict[type[Any], Any] = {}  # installed by features.install, in order
-        self.edits = WorkspaceEdits(self)
+        self._edits = WorkspaceEdits(self)
         # What the log filters scrub (`cli`): taught the configured key and URL password too.
         self.log_redactor = Redactor()
+        # The turn and everything it needs: this edge only translates it to LSP.
+        self.engine = Engine(self, redactor=self.log_redactor)
 
     def _start_io_async(
         self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
@@ -162,7 +148,7 @@ class AgentAssistServer(LanguageServer):
         """Parse init options and pick the project root; return user-facing warnings."""
         self.initialize_params = params
         client = params.client_info.name if params.client_info else None
-        self.config, warnings = parse_initialization_options(
+        config, warnings = parse_initialization_options(
             params.initialization_options, client, os.environ, params.process_id
         )
         root: str | None = None
@@ -172,87 +158,84 @@ class AgentAssistServer(LanguageServer):
             root = to_fs_path(params.root_uri)
         elif params.root_path:
             root = params.root_path
-        self.root = Path(root).resolve() if root else Path.cwd()
-        if store_kind(self.config.store) == "local":
-            self._use_store(SessionManager(self.root))
-        # else: connected in the background by `connect_store` (requests wait until then)
-        self.runner = ChatRunner(self.config.model)
+        self.engine.configure(config, Path(root).resolve() if root else Path.cwd())
         return warnings
 
-    def _use_store(self, store: SessionStore) -> None:
-        model = self.config.model
-        secrets = tuple(s for s in (model.api_key, url_credential(model.base_url)) if s)
-        for secret in secrets:  # never in a log record either (stderr, window/logMessage)
-            self.log_redactor.add_secret(secret)
-        self.lifecycle = SessionLifecycle(
-            store,
-            self.config.instance_id,
-            LifecycleConfig(
-                tracked=self.config.tracked_files,
-                persistence=self.config.persistence,
-                secrets=secrets,
-                history_tokens=self.config.history_budget,
-                offer_unheld=self.config.instance_derived,
-                editor=self.config.editor,
-            ),
-        )
+    # The engine's state, as the features read and set it.
+
+    @property
+    def config(self) -> ServerConfig:
+        """Return the options (the engine's)."""
+        return self.engine.config
+
+    @config.setter
+    def config(self, config: ServerConfig) -> None:
+        self.engine.config = config
+
+    @property
+    def root(self) -> Path:
+        """Return the project root."""
+        return self.engine.root
+
+    @property
+    def lifecycle(self) -> SessionLifecycle | None:
+        """Return this instance's session lifecycle (None until the store is open)."""
+        return self.engine.lifecycle
+
+    @lifecycle.setter
+    def lifecycle(self, lifecycle: SessionLifecycle | None) -> None:
+        self.engine.lifecycle = lifecycle
+
+    @property
+    def runner(self) -> ChatRunner | None:
+        """Return the model runner."""
+        return self.engine.runner
+
+    @runner.setter
+    def runner(self, runner: ChatRunner | None) -> None:
+        self.engine.runner = runner
+
+    @property
+    def turn_lock(self) -> asyncio.Lock:
+        """Return the lock a turn (or a history operation) holds."""
+        return self.engine.turn_lock
+
+    @property
+    def store_error(self) -> str | None:
+        """Return why the configured store cannot be used now."""
+        return self.engine.store_error
 
     async def connect_store(self) -> bool:
         """Open the configured store if it is not open yet; False (and why: `store_error`)."""
-        if self.lifecycle is not None:
-            return True
-        try:
-            store = await asyncio.to_thread(open_store, self.config.store, self.root)
-        except SessionError as exc:
-            self.store_error = f"agent-assist cannot use its session store: {exc}; {FALLBACK_HINT}"
-            return False
-        if self.closed:  # the editor went while we connected
-            await asyncio.to_thread(store.close)
-            return False
-        self.store_error = None
-        self._use_store(store)
-        return True
+        return await self.engine.connect_store()
 
     @property
     def session(self) -> SessionLifecycle:
         """Return the lifecycle (after initialize, once the store is open)."""
-        if self.lifecycle is None:
-            raise RequestFailedError(self.store_error or "the server is not initialized yet")
-        return self.lifecycle
+        try:
+            return self.engine.session
+        except UserError as exc:
+            raise RequestFailedError(exc.message) from None
 
     @property
     def search_index(self) -> SearchIndex:
         """Return the project's search index (opened on first use)."""
-        if self._search is None:
-            self._search = SearchIndex.for_project(self.session.manager)
-        return self._search
-
-    def _index_target(self) -> tuple[SearchIndex, SessionManager, str] | None:
-        """Return what a sync of the current session syncs (None: none, or not the local store)."""
-        if self.lifecycle is None or self.lifecycle.session is None:
-            return None
-        if self.lifecycle.store.kind != "local":
-            return None  # the database's search indexes what it holds itself
-        return self.search_index, self.lifecycle.manager, self.lifecycle.session_id
+        return self.engine.indexing.index(self.session)
 
     def index_in_background(self) -> None:
-        """Index the current session in a worker thread: the event loop never waits for it.
+        """Index the current session in a worker thread (see `engine.indexing`)."""
+        self.engine.index_in_background()
 
-        A sync is usually under a millisecond, but one that recounts the trigrams or lets
-        FTS5 merge its segments takes up to a second on a large index (1M events).
-        Requests made meanwhile are queued into one more sync after it.
-        """
-        target = self._index_target()
-        if target is None:
-            return
-        self._index_next = target
-        if self._indexing is None or self._indexing.done():
-            self._indexing = self.spawn(self._index_queued(), "search index sync")
+    # -- the engine's host ----------------------------------------------------------------
 
-    async def _index_queued(self) -> None:
-        while (target := self._index_next) is not None:
-            self._index_next = None
-            await asyncio.to_thread(_sync_quietly, *target)
+    @property
+    def edits(self) -> WorkspaceEdits:
+        """Return the tools' editor side: `workspace/applyEdit` and the user's questions."""
+        return self._edits
+
+    def long_work(self, title: str) -> AbstractAsyncContextManager[Reporter]:
+        """Show `$/progress` for the duration of the block (nothing if the client cannot)."""
+        return progress(self, title)
 
     # -- client I/O ---------------------------------------------------------------------
 
@@ -299,12 +282,7 @@ class AgentAssistServer(LanguageServer):
 
     def save_after_error(self) -> None:
         """Autosave after an internal error (best effort: another error is being reported)."""
-        if self.lifecycle is None:
-            return
-        try:
-            self.lifecycle.snapshot_and_save()
-        except Exception:
-            logger.exception("autosave after an internal error failed")
+        self.engine.save_after_error()
 
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """Show a message in the editor."""
@@ -330,22 +308,7 @@ class AgentAssistServer(LanguageServer):
             return
         self.closed = True
         self.stop_watching.set()
-        target = self._index_target()
-        try:
-            saved = self.lifecycle.close()
-            logger.info("autosave on %s: %s", why, "written" if saved else "skipped")
-        except Exception as exc:  # on the way out: report it, never raise it
-            logger.error("autosave on %s failed: %s", why, exc)
-        # The session is saved first: indexing is a projection, and a worker sync still
-        # running (it holds the index) must not keep the snapshot from being written.
-        if target is not None and (self._indexing is None or self._indexing.done()):
-            _sync_quietly(*target)
-        try:
-            self.lifecycle.store.close()
-        except Exception as exc:
-            logger.error("closing the session store failed: %s", exc)
-        if self._search is not None:
-            self._search.close()
+        self.engine.close(why)
 
     def transport_lost(self, exc: BaseException) -> None:
         """Handle a lost stdout reader: say so once, stop writing, and leave."""

@@ -44,7 +44,9 @@ class TurnResult:
 
 
 class TurnSink(Protocol):
-    """Where live turn activity is shown (the client's notifications)."""
+    """Where live turn activity is shown (an edge's notifications)."""
+
+    streamed: bool  # text of the current attempt reached the client (a retry must say so)
 
     def delta(self, text: str) -> None:
         """Stream a text delta."""
@@ -60,6 +62,10 @@ class TurnSink(Protocol):
 
     def thinking(self) -> None:
         """Show that the model is thinking (a reasoning model, before its answer)."""
+        ...
+
+    def end_thinking(self) -> None:
+        """Stop showing that the model thinks: the turn ended (perhaps while it thought)."""
         ...
 
 

@@ -7,19 +7,15 @@ from .base import Feature, install
 from .chat import Chat
 from .history import History
 from .lifecycle import Lifecycle
-from .model_server import ModelServer
 from .session_commands import SessionCommands
 from .settings import LiveSettings
 from .store_watch import StoreWatch
-from .summaries import RunningSummary
 from .workspace_watch import WorkspaceWatch
 
 FEATURES: list[type[Feature]] = [
     Lifecycle,
     LiveSettings,
-    RunningSummary,
     History,
-    ModelServer,
     Chat,
     SessionCommands,
     WorkspaceWatch,

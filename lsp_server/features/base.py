@@ -23,6 +23,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 
+from engine.errors import UserError
 from session.errors import SessionError
 from session.storage import StorageError, explain_write_error
 
@@ -153,6 +154,8 @@ def _request_handler(
             exc.message = ls.log_redactor.scrub_text(exc.message)
             exc.args = (exc.message,)
             raise
+        except UserError as exc:  # the engine's words for the user
+            raise RequestFailedError(ls.log_redactor.scrub_text(exc.message)) from None
         except (SessionError, StorageError) as exc:
             message = explain_write_error(str(exc), exc.errno)
             raise RequestFailedError(ls.log_redactor.scrub_text(message)) from None

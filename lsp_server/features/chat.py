@@ -1,54 +1,37 @@
-"""`agentAssist/chat`: one turn at a time per session, streamed and fully recorded."""
+"""`agentAssist/chat`: one turn at a time per session, streamed and fully recorded.
+
+The turn itself is the engine's (`engine/turns.py`); this feature says it in LSP: the
+request's answer, `turnStarted` / `turnEnded`, the deltas (`sink.NotifyingSink`) and the
+reply as `$/progress` for clients that show nothing else.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from engine.option_names import how_to_configure_model
-from session.errors import ReadOnlySessionError, SessionError
-from session.storage import explain_write_error
+from engine.errors import UserError
+from engine.turns import Kept, TurnEngine, TurnOutcome
 
 from .. import protocol as proto
-from ..server import AgentAssistServer, RequestFailedError
-from .attempts import (
-    CUT_ANSWERS,
-    TurnFailedError,
-    capitalized,
-    cut_answer,
-    options_named,
-    run_attempts,
-)
+from ..server import RequestFailedError
 from .base import THROUGH_COMMAND, Feature, request
-from .history import History
-from .model_server import ModelServer
 from .sink import NotifyingSink, ReplyProgress, reply_tail
-from .summaries import RunningSummary
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class Kept:
-    """What a turn that did not complete kept of its reply (set as it ends)."""
-
-    text: str = ""
 
 
 class Chat(Feature):
     """`agentAssist/chat`: turns queue behind one another; each is streamed and recorded."""
 
     name = "chat"
-    needs = (History, RunningSummary, ModelServer)
 
-    def __init__(self, server: AgentAssistServer) -> None:
-        super().__init__(server)
-        self.running = False  # a turn is running (status.state)
-        self.waiting = 0  # chats queued behind it (status.waiting)
-        self.current: tuple[int, asyncio.Task[Any]] | None = None  # the running turn's task
+    @property
+    def turns(self) -> TurnEngine:
+        """Return the engine's turns (the queue: `running`, `waiting`)."""
+        return self.server.engine.turns
 
     @request(proto.CHAT)
     async def chat(self, params: proto.ChatParams) -> proto.ChatResult | proto.ChatStarted:
@@ -59,18 +42,20 @@ class Chat(Feature):
         client's token, or on one of the server's through `workspace/executeCommand`.
         """
         ls = self.server
-        if ls.runner is None or not ls.config.model.configured:
-            raise RequestFailedError(how_to_configure_model(ls.config.option_names))
+        try:
+            self.turns.check_model()
+        except UserError as exc:
+            raise RequestFailedError(exc.message) from None
         # An async chat's reply shows (and is stopped) through progress on a token of ours.
         create = THROUGH_COMMAND.get() or params.async_
         progress = await ReplyProgress.open(ls, params.work_done_token, create=create)
-        queued = ls.turn_lock.locked() or self.waiting > 0
+        queued = self.turns.busy
         if progress is not None:
             progress.begin(queued)
         if not params.async_:
             return await self._queued(params.text, progress)
         began: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self.waiting += 1  # counted from now: a chat arriving next queues behind it
+        self.turns.waiting += 1  # counted from now: a chat arriving next queues behind it
         task = ls.spawn(self._in_background(params.text, progress, began), "async chat turn")
         if queued:
             return proto.ChatStarted(session_id=ls.session.session_id, turn=None, status="queued")
@@ -88,13 +73,8 @@ class Chat(Feature):
         For a client that cannot cancel a request or a progress (an `async` chat without
         `window.workDoneProgress`). Chats queued behind it run as they would.
         """
-        current = self.current
-        if current is None or params.turn not in (None, current[0]):
-            return proto.CancelResult(stopped=False, turn=None)
-        number, task = current
-        task.cancel()
-        await asyncio.wait({task})
-        return proto.CancelResult(stopped=True, turn=number)
+        number = await self.turns.cancel(params.turn)
+        return proto.CancelResult(stopped=number is not None, turn=number)
 
     async def _queued(
         self,
@@ -105,29 +85,29 @@ class Chat(Feature):
         counted: bool = False,
         kept: Kept | None = None,
     ) -> proto.ChatResult:
-        """Wait for the turn lock (`counted`: already in `waiting`), then run the turn."""
+        """Run the turn once the ones before it ended (`counted`: already in `waiting`)."""
         ls = self.server
         if progress is not None:
             progress.cancel_with(asyncio.current_task())
+
+        def open_sink(session_id: str, turn: int) -> NotifyingSink:
+            """Say that the turn began, and show it as it runs."""
+            ls.notify(proto.TurnStartedParams(session_id=session_id, turn=turn, text=text))
+            if began is not None:
+                began.set_result(turn)
+            if progress is not None:
+                progress.report(f"turn {turn}: waiting for the model")
+            return NotifyingSink(ls, session_id, turn, progress)
+
         summary = "failed"
         try:
-            with self.need(RunningSummary).giving_way():  # the model server may have one slot
-                if not counted:
-                    self.waiting += 1
-                try:
-                    await ls.turn_lock.acquire()
-                finally:
-                    self.waiting -= 1
-                try:
-                    self.running = True
-                    result = await self._turn(text, progress, began, kept)
-                finally:
-                    self.running = False
-                    self.current = None
-                    ls.turn_lock.release()
-            words = len(result.text.split())
-            summary = f"turn {result.turn} done ({words} word{'s' * (words != 1)})"
-            return result
+            try:
+                outcome = await self.turns.run(text, open_sink, counted=counted, kept=kept)
+            except UserError as exc:
+                raise RequestFailedError(exc.message) from None
+            words = len(outcome.text.split())
+            summary = f"turn {outcome.turn} done ({words} word{'s' * (words != 1)})"
+            return chat_result(outcome)
         except asyncio.CancelledError:
             summary = "stopped"
             raise
@@ -188,105 +168,14 @@ class Chat(Feature):
         )
         return None
 
-    async def _turn(
-        self,
-        text: str,
-        progress: ReplyProgress | None,
-        began: asyncio.Future[int] | None,
-        kept: Kept | None = None,
-    ) -> proto.ChatResult:
-        ls = self.server
-        history_ops = self.need(History)
-        lifecycle = ls.session
-        await self.need(ModelServer).before_turn()  # its window and tools, if it says
-        assert ls.runner is not None
-        history = lifecycle.message_history()
-        # The cached per-message estimates bound the history's tokens: the exact count (one
-        # estimate per message) is only needed near the threshold.
-        maybe_over = lifecycle.current.history.token_bound() > ls.config.compact_threshold
-        if maybe_over and await history_ops.compact_if_needed(history):
-            history = lifecycle.message_history()
-        try:
-            recorder = lifecycle.begin_turn(text)
-        except ReadOnlySessionError as exc:
-            raise RequestFailedError(f"{exc}. Start a new session (reset) to chat.") from None
-        ls.notify(
-            proto.TurnStartedParams(
-                session_id=lifecycle.session_id, turn=recorder.number, text=text
-            )
-        )
-        if (task := asyncio.current_task()) is not None:
-            self.current = (recorder.number, task)
-        if began is not None:
-            began.set_result(recorder.number)
-        if progress is not None:
-            progress.report(f"turn {recorder.number}: waiting for the model")
-        note = lifecycle.take_drift_note()
-        prompt: str | list[str] = [note, text] if note else text
-        session_id = lifecycle.session_id
-        sink = NotifyingSink(ls, session_id, recorder.number, progress)
-        try:
-            result = await run_attempts(ls, history_ops, recorder, prompt, history, sink)
-        except asyncio.CancelledError:
-            recorder.end("aborted")  # with the streamed text it held back
-            if kept is not None:
-                kept.text = recorder.reply_so_far
-            raise
-        except SessionError as exc:  # the log refused a write (a full disk...): not the model
-            message = explain_write_error(
-                f"turn {recorder.number} could not be recorded: {exc}", exc.errno
-            )
-            logger.warning("%s", message)
-            with contextlib.suppress(SessionError):
-                recorder.end("error", error=message)
-            if kept is not None:
-                kept.text = recorder.reply_so_far
-            raise RequestFailedError(message) from None
-        except TurnFailedError as exc:
-            message = str(exc)
-            logger.warning("turn %d failed: %s", recorder.number, message)
-            recorder.end("error", error=message)
-            if kept is not None:
-                kept.text = recorder.reply_so_far
-            raise RequestFailedError(message) from None
-        finally:
-            sink.thoughts.end()  # a reply of thinking only, or a turn that ended while thinking
-        recorder.end("completed")  # fsynced: the turn is durable before its result is sent
-        if result.note:
-            note = options_named(ls, capitalized(result.note))
-            ls.show(f"{note}. The reply is kept as far as it came.")
-        elif result.finish_reason in CUT_ANSWERS:
-            ls.show(cut_answer(ls, result.finish_reason))
-        task = asyncio.current_task()
-        if task is None:
-            self._after_turn()
-        else:  # runs once the result is on its way (pygls' own callback was added first)
-            task.add_done_callback(lambda _: self._after_turn())
-        return proto.ChatResult(
-            session_id=session_id,
-            turn=recorder.number,
-            text=result.text,
-            end_reason="completed",
-            usage=result.usage,
-            attempts=recorder.attempt,
-        )
 
-    def _after_turn(self) -> None:
-        """Work a turn needs done but its result need not wait for.
-
-        The search index is a projection, synced in a worker thread and brought up to date
-        before every search anyway; the history's conversion for the next turn is a cache
-        (`ModelMessageCache`) that only saves the next request from converting this turn's
-        messages.
-        """
-        ls = self.server
-        ls.index_in_background()
-        self.need(RunningSummary).schedule()
-        if ls.runner is not None and not ls.runner.props_read:
-            learn = self.need(ModelServer).after_first_answer(ls.runner)
-            ls.spawn(learn, "llama-server's /props")
-        if ls.runner is not None and ls.lifecycle is not None and ls.lifecycle.session is not None:
-            try:
-                ls.runner.prepare_history(ls.lifecycle.message_history())
-            except Exception as exc:  # a cache: the next turn converts what it needs itself
-                logger.warning("history not prepared for the next turn: %s", exc)
+def chat_result(outcome: TurnOutcome) -> proto.ChatResult:
+    """Return the answer to a chat whose turn completed."""
+    return proto.ChatResult(
+        session_id=outcome.session_id,
+        turn=outcome.turn,
+        text=outcome.text,
+        end_reason="completed",
+        usage=outcome.usage,
+        attempts=outcome.attempts,
+    )

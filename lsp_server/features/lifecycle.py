@@ -117,6 +117,7 @@ class Lifecycle(Feature):
             ls.announce(reason, lifecycle.last_drift if resumed else None)
         finally:
             ls.ready.set()
+        ls.engine.session_started()  # the model server asked about itself, in the background
         for feature in list(ls.features.values()):
             try:
                 await feature.session_started()

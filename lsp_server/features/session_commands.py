@@ -13,10 +13,10 @@ from session.store.backend import TextSearch
 from session.store.listing_files import ListedRow
 
 from .. import protocol as proto
+from ..progress import progress
 from ..server import AgentAssistServer, RequestFailedError
 from .base import Feature, request
 from .chat import Chat
-from .history import progress
 
 DELETE_FILES = "Delete files"
 KEEP_FILES = "Keep files"
@@ -126,8 +126,8 @@ class SessionCommands(Feature):
         session = lifecycle.current
         return proto.StatusResult(
             session_id=session.session_id,
-            state="running" if chat.running else "idle",
-            waiting=chat.waiting,
+            state="running" if chat.turns.running else "idle",
+            waiting=chat.turns.waiting,
             resumed=lifecycle.resumed,
             turns=session.state.turns,
             model=ls.config.model.name,

@@ -158,6 +158,10 @@ class NotifyingSink:
         """Show that the model is thinking (its reasoning is recorded, never shown as text)."""
         self.thoughts.update()
 
+    def end_thinking(self) -> None:
+        """End the thinking progress, if it was shown (the turn ended)."""
+        self.thoughts.end()
+
     def delta(self, text: str) -> None:
         """Send `agentAssist/chatDelta`."""
         self.thoughts.end()

@@ -8,9 +8,9 @@ from typing import Any, cast
 import pytest
 
 from engine.config import parse_initialization_options
+from engine.messages import cut_answer, final_message
 from engine.model.faults import ModelFault
 from engine.option_names import client_style, how_to_configure_model, snake_case
-from lsp_server.features.attempts import cut_answer, final_message
 
 UNREACHABLE = ModelFault("unreachable", "could not connect to the model server (refused)", True)
 

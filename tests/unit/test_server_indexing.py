@@ -37,7 +37,7 @@ async def syncing(manager: SessionManager) -> tuple[AgentAssistServer, HeldIndex
     server = AgentAssistServer()
     server.lifecycle = lifecycle
     index = HeldIndex(manager.project_dir / "index.sqlite")
-    server._search = index
+    server.engine.indexing._index = index
     server.index_in_background()
     assert await asyncio.to_thread(index.entered.wait, 10)
     return server, index
@@ -58,8 +58,8 @@ async def test_a_slow_sync_leaves_the_loop_free_and_later_requests_are_coalesced
     server.index_in_background()
     assert ticks == 5 and len(index.calls) == 1
     index.release.set()
-    assert server._indexing is not None
-    await asyncio.wait_for(server._indexing, 10)
+    assert server.engine.indexing._running is not None
+    await asyncio.wait_for(server.engine.indexing._running, 10)
 
     loop_thread = threading.current_thread().name
     assert [sid for _, sid in index.calls] == [lifecycle.session_id] * 2  # two asks: one sync
@@ -73,10 +73,10 @@ async def test_a_slow_sync_leaves_the_loop_free_and_later_requests_are_coalesced
 async def test_nothing_is_indexed_without_a_session(manager: SessionManager) -> None:
     server = AgentAssistServer()
     server.index_in_background()  # before initialize: no lifecycle
-    assert server._indexing is None
+    assert server.engine.indexing._running is None
     server.lifecycle = make_lifecycle(manager)  # no session yet
     server.index_in_background()
-    assert server._indexing is None
+    assert server.engine.indexing._running is None
 
 
 async def test_exit_saves_the_session_without_waiting_for_a_running_sync(

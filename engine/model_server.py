@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
-from engine.model.runner import ChatRunner
-from engine.model.server_facts import LLAMA_CPP_PYTHON, ServerFacts
+from .messages import TEMPLATE_WARNING, WITHOUT_TOOLS
+from .model.runner import ChatRunner
+from .model.server_facts import LLAMA_CPP_PYTHON, ServerFacts
 
-from ..server import AgentAssistServer
-from .attempts import TEMPLATE_WARNING, WITHOUT_TOOLS
-from .base import Feature
+if TYPE_CHECKING:
+    from .core import Engine
 
 logger = logging.getLogger(__name__)
 
@@ -32,28 +33,22 @@ LLAMA_CPP_PYTHON_WARNING = (
 WARNINGS = {"llama-server": TEMPLATE_WARNING, LLAMA_CPP_PYTHON: LLAMA_CPP_PYTHON_WARNING}
 
 
-class ModelServer(Feature):
+class ModelServer:
     """Learns the model server's window and tools (see the module doc)."""
 
-    name = "model-server"
-
-    def __init__(self, server: AgentAssistServer) -> None:
-        super().__init__(server)
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
         self._learning: tuple[ChatRunner, asyncio.Task[None]] | None = None
-
-    async def session_started(self) -> None:
-        """Ask the server in the background, once the session is settled."""
-        self.learn()
 
     def learn(self) -> asyncio.Task[None] | None:
         """Start asking the current runner's server (once per runner); return the task."""
-        ls = self.server
+        ls = self.engine
         runner = ls.runner
         if runner is None or not ls.config.model.configured:
             return None
         if self._learning is not None and self._learning[0] is runner:
             return self._learning[1]
-        task = ls.spawn(self._learn(runner), "the model server's window and tools")
+        task = ls.host.spawn(self._learn(runner), "the model server's window and tools")
         self._learning = (runner, task)
         return task
 
@@ -66,13 +61,13 @@ class ModelServer(Feature):
     async def _learn(self, runner: ChatRunner) -> None:
         facts = await runner.learn_server()
         logger.info("the model server: %s", facts)
-        if runner is self.server.runner:
+        if runner is self.engine.runner:
             self.adopt(runner, facts)
 
     async def after_first_answer(self, runner: ChatRunner) -> None:
         """After llama-server's first answer: its /props, if they were not read before."""
         props = await runner.read_server_props()
-        if props is not None and runner is self.server.runner:
+        if props is not None and runner is self.engine.runner:
             window_source = "/props" if props.window is not None else None
             self.adopt(
                 runner, ServerFacts("llama-server", props.window, window_source, props.takes_tools)
@@ -80,7 +75,7 @@ class ModelServer(Feature):
 
     def adopt(self, runner: ChatRunner, facts: ServerFacts) -> None:
         """Work within the window the server states, and without tools it does not take."""
-        ls = self.server
+        ls = self.engine
         config = ls.config
         window, source = facts.window, facts.window_source or "the server"
         may_take = config.window_source != "overflow" or (window or 0) < config.context_window
@@ -99,4 +94,4 @@ class ModelServer(Feature):
         if facts.takes_tools is False and runner.tools:
             runner.without_tools()
             logger.warning("%s takes no tools for this model; chatting without them", facts.kind)
-            ls.show(WARNINGS.get(facts.kind, TEMPLATE_WARNING))
+            ls.host.show(WARNINGS.get(facts.kind, TEMPLATE_WARNING))

@@ -14,13 +14,14 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.model.faults import summary_failure
 from session.summary import SESSION_SUMMARY_INSTRUCTIONS, extractive_session_summary
 
-from ..server import AgentAssistServer
-from .base import Feature
+from .model.faults import summary_failure
+
+if TYPE_CHECKING:
+    from .core import Engine
 
 logger = logging.getLogger(__name__)
 
@@ -28,13 +29,11 @@ logger = logging.getLogger(__name__)
 SUMMARY_DELAY = float(os.environ.get("AGENT_ASSIST_SUMMARY_DELAY", "2"))
 
 
-class RunningSummary(Feature):
-    """Schedules and runs the background summary of the session (scheduled by chat)."""
+class RunningSummary:
+    """Schedules and runs the background summary of the session (scheduled by each turn)."""
 
-    name = "running summary"
-
-    def __init__(self, server: AgentAssistServer) -> None:
-        super().__init__(server)
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
         self.dirty = False
         self.task: asyncio.Task[Any] | None = None
 
@@ -42,7 +41,7 @@ class RunningSummary(Feature):
         """Summarise soon (debounced): a turn completed."""
         self.dirty = True
         if self.task is None or self.task.done():
-            self.task = self.server.spawn(self._run(), "running-summary")
+            self.task = self.engine.host.spawn(self._run(), "running-summary")
 
     def _cancel_pending(self) -> bool:
         """Cancel a pending summary (waiting, or being written); True if one was.
@@ -85,12 +84,12 @@ class RunningSummary(Feature):
                 logger.warning("the session summary was not updated: %s", exc)
 
     def _model_usable(self) -> bool:
-        runner = self.server.runner
-        return runner is not None and self.server.config.model.configured and runner.can_summarize
+        runner = self.engine.runner
+        return runner is not None and self.engine.config.model.configured and runner.can_summarize
 
     async def summarize_once(self) -> bool:
         """Summarise what the running summary does not cover yet; True if recorded."""
-        ls = self.server
+        ls = self.engine
         lifecycle = ls.session
         session = lifecycle.session
         plan = lifecycle.plan_summary()
