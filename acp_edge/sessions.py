@@ -158,8 +158,15 @@ class Sessions:
     async def close_all(self, why: str) -> None:
         """Close every session (the process is ending)."""
         self.stopping = True
-        await asyncio.gather(*(self.close(sid, why) for sid in list(self.held)))
+        turns = [h.turn for h in self.held.values() if h.turn is not None and not h.turn.done()]
+        for turn in turns:
+            turn.cancel()  # recorded `aborted` as each ends
+        if turns:
+            await asyncio.wait(turns, timeout=1)
+        # The work after turns (summaries, indexing) stops before the sessions are closed.
         await self.tasks.cancel_all(timeout=0.3)
+        for session_id in list(self.held):
+            await self.close(session_id, why)
 
     def store_of(self, root: Path) -> SessionStore:
         """Open the configured store for the project at `root` (the caller closes it)."""

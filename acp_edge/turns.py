@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from acp.helpers import update_agent_message_text
-from acp.schema import PromptResponse, Usage
+from acp.schema import PromptResponse, SessionInfoUpdate, Usage, UsageUpdate
 
 from .checks import failed
 from .client import ClientLink
@@ -86,6 +86,26 @@ def usage_of(counts: dict[str, Any]) -> Usage | None:
     return Usage(input_tokens=inputs, output_tokens=outputs, total_tokens=inputs + outputs)
 
 
+async def after_turn(link: ClientLink, held: Held, titled: str | None) -> None:
+    """Tell the client the session's new title (its first turn) and how full the window is."""
+    engine = held.engine
+    state = engine.session.current.state
+    if state.title and state.title != titled:
+        info = SessionInfoUpdate(
+            session_update="session_info_update",
+            title=state.title,
+            updated_at=state.updated_at.isoformat().replace("+00:00", "Z"),
+        )
+        await link.update(held.session_id, info)
+    # The history's estimated size (the cached bound the engine compacts by), not the
+    # turn's input tokens: those add up every model call of the turn.
+    used = engine.session.current.history.token_bound()
+    window = UsageUpdate(
+        session_update="usage_update", used=used, size=engine.config.context_window
+    )
+    await link.update(held.session_id, window)
+
+
 async def run_prompt(link: ClientLink, held: Held, text: str) -> PromptResponse:
     """Run one turn of `held` and answer with its stop reason (a failed turn: an error)."""
     from engine.errors import UserError
@@ -99,6 +119,8 @@ async def run_prompt(link: ClientLink, held: Held, text: str) -> PromptResponse:
         sinks.append(sink)
         return sink
 
+    state = held.engine.session.current.state
+    titled = state.title
     turn = asyncio.ensure_future(held.engine.turns.run(text, open_sink))
     held.turn = turn
     try:
@@ -119,6 +141,7 @@ async def run_prompt(link: ClientLink, held: Held, text: str) -> PromptResponse:
     if error is not None:
         raise error
     outcome = turn.result()
+    await after_turn(link, held, titled)
     return PromptResponse(
         stop_reason=stop_reason(outcome.finish_reason), usage=usage_of(outcome.usage)
     )

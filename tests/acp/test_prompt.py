@@ -23,6 +23,12 @@ async def test_a_reply_streams_as_chunks_and_ends_the_turn(
     assert len(chunks) > 1  # streamed, not sent whole
     assert "".join(chunks) == "Hello from the model, in pieces."
     assert fake.messages()[-1]["content"] == "hi"
+    told = agent.client.of(sid)
+    info = next(u for u in told if u.session_update == "session_info_update")
+    assert info.title == "hi"
+    window = next(u for u in told if u.session_update == "usage_update")
+    assert 0 < window.used < window.size == 128_000
+    assert answer.usage is not None and answer.usage.output_tokens > 0
 
 
 async def test_a_tool_call_is_announced_with_its_kind_location_and_end(
