@@ -81,6 +81,7 @@ class ServerConfig:
     option_names: OptionNames = field(default_factory=OptionNames)  # what the user calls them
     # Where `context_window` comes from: "default", "setting", or what the server said.
     window_source: str = "default"
+    client: str | None = None  # the client's name, as it said it (recorded with each turn)
 
     def option(self, key: str) -> str:
         """Return the user's name for an option: its variable if the environment gave it."""
@@ -366,8 +367,20 @@ def parse_initialization_options(
         window_source=(
             "setting" if _number(options.get("contextWindow"), int) == context_window else "default"
         ),
+        client=client_label(client_name),
     )
     return config, warnings
+
+
+MAX_CLIENT_NAME = 100
+
+
+def client_label(name: str | None) -> str | None:
+    """Return a client's name fit to record: printable, one line, bounded (None if not)."""
+    if not name:
+        return None
+    cleaned = "".join(c for c in name if c.isprintable()).strip()
+    return cleaned[:MAX_CLIENT_NAME] or None
 
 
 def _tools(raw: object, warnings: list[str]) -> ToolsConfig:

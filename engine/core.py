@@ -42,8 +42,10 @@ class Engine:
         root: Path | None = None,
         *,
         redactor: Redactor | None = None,
+        edge: str = "lsp",
     ) -> None:
         self.host = host
+        self.edge = edge  # recorded with each turn: which edge wrote it
         self.config = config or ServerConfig()
         self.root = root or Path.cwd()
         self.lifecycle: SessionLifecycle | None = None
@@ -86,6 +88,8 @@ class Engine:
                 history_tokens=self.config.history_budget,
                 offer_unheld=self.config.instance_derived,
                 editor=self.config.editor,
+                edge=self.edge,
+                client=self.config.client,
             ),
         )
 

@@ -38,9 +38,11 @@ class SessionStartData(_Data):
 
 
 class TurnStartData(_Data):
-    """`turn/start`: the user's input."""
+    """`turn/start`: the user's input, and who sent it (the edge and its client, if known)."""
 
     input: str
+    edge: str | None = None  # "lsp" or "acp"
+    client: str | None = None  # the client's name (`clientInfo.name`)
 
 
 class TurnEndData(_Data):

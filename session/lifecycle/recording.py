@@ -46,7 +46,12 @@ class SessionLifecycle(LifecycleTransitions):
                 turn=session.open_turn,
             )
         number = session.state.turns + 1
-        session.append("turn/start", {"input": text}, turn=number)
+        data: dict[str, str] = {"input": text}
+        if self.config.edge:
+            data["edge"] = self.config.edge
+        if self.config.client:
+            data["client"] = self.config.client
+        session.append("turn/start", data, turn=number)
         self._open_turn = TurnRecorder(
             lambda: self.current,
             number,

@@ -26,6 +26,10 @@ class LifecycleConfig:
     # The editor process such an instance is named after (its pointer records it, and the
     # pointers of its earlier launches are removed once their process is gone).
     editor: EditorProcess | None = None
+    # Who writes the turns: the edge ("lsp", "acp") and the client's name, as it said it
+    # (recorded in each `turn/start`, so a session shared across editors says which wrote what).
+    edge: str | None = None
+    client: str | None = None
 
 
 @dataclass(frozen=True)

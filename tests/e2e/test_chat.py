@@ -36,6 +36,8 @@ async def test_fresh_chat_streams_and_records(
     events = manager.read_events(reply["sessionId"]).events
     assert [e.type for e in events][:3] == ["session/start", "turn/start", "step/start"]
     assert events[-1].type == "turn/end"
+    started_by = events[1].data
+    assert (started_by.edge, started_by.client) == ("lsp", "Test Editor")  # who sent it
 
 
 async def test_tool_calls_are_streamed_recorded_and_rebuildable(

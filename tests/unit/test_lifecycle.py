@@ -554,3 +554,28 @@ def test_a_session_without_a_turn_is_offered_as_one(manager: SessionManager) -> 
     previous = make_lifecycle(manager).find_previous()
     assert previous is not None
     assert previous.prompt().split("\n")[1] == "untitled · no turns yet"
+
+
+def test_each_turn_says_which_edge_and_client_sent_it(manager: SessionManager) -> None:
+    """A session shared across editors says which wrote each turn (`turn/start`)."""
+    acp = make_lifecycle(manager, "acp-inst", edge="acp", client="Zed")
+    run_turn(acp, "from Zed", "ok")
+    session_id = acp.session_id
+    acp.close()
+    lsp = make_lifecycle(manager, "lsp-inst", edge="lsp", client="Neovim")
+    lsp.resume(session_id)
+    run_turn(lsp, "from Neovim", "ok")
+    lsp.close()
+    starts = [
+        e.data for e in scan_log(manager.log_path(session_id)).events if e.type == "turn/start"
+    ]
+    assert [(d.input, d.edge, d.client) for d in starts] == [
+        ("from Zed", "acp", "Zed"),
+        ("from Neovim", "lsp", "Neovim"),
+    ]
+    unnamed = make_lifecycle(manager, "plain")
+    run_turn(unnamed, "from a test", "ok")
+    events = scan_log(manager.log_path(unnamed.session_id)).events
+    first = next(e for e in events if e.type == "turn/start")
+    assert first.data.model_dump(exclude_none=True) == {"input": "from a test"}
+    unnamed.close()
