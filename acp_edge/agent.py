@@ -9,7 +9,6 @@ from typing import Any
 from acp import RequestError
 from acp.helpers import update_agent_message_text
 from acp.schema import (
-    AgentCapabilities,
     ClientCapabilities,
     CloseSessionResponse,
     DeleteSessionResponse,
@@ -19,43 +18,19 @@ from acp.schema import (
     ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
-    PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
-    SessionCapabilities,
-    SessionCloseCapabilities,
-    SessionDeleteCapabilities,
-    SessionForkCapabilities,
-    SessionListCapabilities,
-    SessionResumeCapabilities,
 )
 
 from session.workspace.drift import DriftReport
 
-from . import __version__, checks
+from . import checks, hello
 from .client import ClientLink
 from .listing import BadCursorError, cursor_offset, listed, page
 from .replay import replay, rewinds
 from .sessions import Sessions
 
 logger = logging.getLogger(__name__)
-
-PROTOCOL_VERSION = 1
-
-
-def capabilities() -> AgentCapabilities:
-    """Return what this agent does beyond the baseline."""
-    return AgentCapabilities(
-        load_session=True,
-        prompt_capabilities=PromptCapabilities(embedded_context=True),
-        session_capabilities=SessionCapabilities(
-            list=SessionListCapabilities(),
-            resume=SessionResumeCapabilities(),
-            close=SessionCloseCapabilities(),
-            delete=SessionDeleteCapabilities(),
-            fork=SessionForkCapabilities(),
-        ),
-    )
 
 
 def drift_message(drift: DriftReport) -> str | None:
@@ -101,14 +76,7 @@ class AcpAgent:
         self.client_capabilities = client_capabilities
         if client_info is not None and client_info.name:
             self.sessions.client_name = client_info.name
-        return InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=capabilities(),
-            agent_info=Implementation(
-                name="agent-assist", title="agent-assist", version=__version__
-            ),
-            auth_methods=[],
-        )
+        return InitializeResponse.model_validate(hello.initialize_result())
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:
         """No authentication: the model's key comes from the environment."""

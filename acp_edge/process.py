@@ -1,76 +1,70 @@
-"""The agent process: the connection on stdio, its routes, and the ways out.
+"""The agent process: stdio, the first `initialize` answered at once, the ways out.
 
-The SDK's router serves the `Agent` methods; `session/delete` (in the 0.12.1 schema, not
-in its router) is routed here the same way. Stdin closed, SIGTERM or SIGHUP: every open
-session is saved and the process ends.
+The first `initialize` is answered from `hello` while a thread imports the SDK and the rest
+of the edge (`connection`); then the SDK's connection serves everything after it. Stdin
+closed, SIGTERM or SIGHUP: every open session is saved and the process ends.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
+import importlib
 import os
 import signal
+import sys
 from collections.abc import Mapping
 from typing import Any
 
-from acp.agent.router import build_agent_router
-from acp.connection import Connection
-from acp.meta import AGENT_METHODS
-from acp.schema import DeleteSessionRequest
-from acp.stdio import stdio_streams
-from acp.utils import normalize_result
-
-from .agent import AcpAgent
-from .client import ClientLink
-from .sessions import Sessions
+from . import hello
 from .transport import LineTransport
-
-logger = logging.getLogger(__name__)
 
 ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 LINE_LIMIT = 50 * 1024 * 1024  # one message (an embedded file) may be large
 
 
-def route(agent: AcpAgent) -> Any:
-    """Return the router of the agent's methods (fork and close are `unstable` in the SDK)."""
-    router = build_agent_router(agent, use_unstable_protocol=True)  # type: ignore[arg-type]
-    router.route_request(
-        AGENT_METHODS["session_delete"],
-        DeleteSessionRequest,
-        agent,
-        "delete_session",
-        adapt_result=normalize_result,
+async def stdio() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Return asyncio streams over this process's stdin and stdout."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    out, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin,
+        sys.stdout,
     )
-    return router
+    return reader, asyncio.StreamWriter(out, protocol, reader, loop)
 
 
 async def run(options: Mapping[str, Any], env: Mapping[str, str]) -> None:
-    """Serve ACP on stdio until the client goes (or a signal); then save every session."""
-    reader, writer = await stdio_streams(limit=LINE_LIMIT)
-    sessions = Sessions(options, env)
-    agent = AcpAgent(sessions)
-    connection = Connection(route(agent), LineTransport(reader, writer), listening=False)
-    agent.on_connect(ClientLink(connection))
+    """Serve ACP on stdio until the client goes (or a signal)."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in ENDING_SIGNALS:
         loop.add_signal_handler(signum, stop.set)
-    serving = asyncio.ensure_future(connection.main_loop())
+    loading = asyncio.ensure_future(
+        asyncio.to_thread(importlib.import_module, "acp_edge.connection")
+    )
+    reader, writer = await stdio()
+    transport = LineTransport(reader, writer)
+    receiving = asyncio.ensure_future(transport.receive())
     stopping = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    why = "a signal" if stop.is_set() else "end of input"
-    logger.info("acp: stopping on %s", why)
-    try:
-        await sessions.close_all(why)
-    finally:
-        stopping.cancel()
-        serving.cancel()
-        await asyncio.wait({serving}, timeout=0.3)
-        try:
-            await asyncio.wait_for(connection.close(), timeout=0.3)
-        except (TimeoutError, Exception) as exc:  # on the way out: nothing more to tell
-            logger.debug("closing the connection: %s", exc)
+    await asyncio.wait({receiving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    first = receiving.result() if receiving.done() else None
+    if not receiving.done():
+        receiving.cancel()
+    if first is None:  # the client went (or a signal came) before saying anything
+        await loading  # a thread importing cannot be stopped: the process waits for it
+        return
+    client = None
+    if hello.is_initialize(first):
+        client = hello.client_name(first)
+        await transport.send(
+            {"jsonrpc": "2.0", "id": first["id"], "result": hello.initialize_result()}
+        )
+    else:
+        transport.push_back(first)
+    connection = await loading
+    await connection.serve_connection(transport, options, env, client, stop)
 
 
 def serve(options: Mapping[str, Any]) -> int:

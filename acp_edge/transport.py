@@ -54,6 +54,11 @@ class LineTransport:
         self._reader = reader
         self._writer = writer
         self._lock = asyncio.Lock()
+        self._held: list[dict[str, Any]] = []
+
+    def push_back(self, message: dict[str, Any]) -> None:
+        """Make `message` the next one `receive` returns (read before the connection began)."""
+        self._held.append(message)
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message (whole: writes never interleave)."""
@@ -64,6 +69,8 @@ class LineTransport:
 
     async def receive(self) -> dict[str, Any] | None:
         """Return the next well-formed message, answering the others; None at the end."""
+        if self._held:
+            return self._held.pop(0)
         while True:
             line = await self._read_line()
             if line is None:

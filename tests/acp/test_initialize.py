@@ -43,7 +43,7 @@ import asyncio, json, sys
 from lsp_server.cli import build_parser
 args = build_parser().parse_args(["acp"])
 from acp_edge.agent import AcpAgent
-from acp_edge.process import route
+from acp_edge.connection import route
 from acp_edge.sessions import Sessions
 agent = AcpAgent(Sessions({}, {}))
 route(agent)
@@ -52,6 +52,34 @@ heavy = ("pygls", "lsprotocol", "pydantic_ai", "openai", "httpx")
 heavy += ("engine.core", "lsp_server.server")
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m in heavy)))
 """
+
+
+FIRST = """
+import json, sys
+from lsp_server.cli import build_parser
+build_parser().parse_args(["acp"])
+from acp_edge import hello, process
+hello.initialize_result()
+heavy = ("acp", "pydantic", "engine")
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy)))
+"""
+
+
+def test_the_first_initialize_is_answered_without_the_sdk() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST], cwd=ROOT, capture_output=True, check=True, text=True
+    )
+    assert json.loads(done.stdout) == []
+
+
+def test_the_answer_is_acps_initialize_response() -> None:
+    from acp.schema import InitializeResponse
+
+    from acp_edge.hello import initialize_result
+
+    result = initialize_result()
+    parsed = InitializeResponse.model_validate(result)
+    assert parsed.model_dump(mode="json", by_alias=True, exclude_unset=True) == result
 
 
 def test_initialize_imports_neither_the_lsp_side_nor_the_model_side() -> None:
