@@ -18,6 +18,7 @@ from session.lifecycle import TurnRecorder
 
 from ..config import ModelConfig
 from .limits import content_bytes, reply_too_large
+from .mcp import McpServers
 from .quirks import ServerQuirks, loosen_tool_args
 from .tools import ToolDeps
 from .truncation import CutWatch
@@ -79,8 +80,11 @@ def _dump(message: Any) -> dict[str, Any]:
 class ChatRunner:
     """Builds the agent once per model config and runs turns with it."""
 
-    def __init__(self, model: ModelConfig) -> None:
+    def __init__(self, model: ModelConfig, mcp: McpServers | None = None) -> None:
         self.model = model
+        # The MCP servers whose tools are offered with ours (shared with a runner made
+        # after this one for new settings: they outlive it, `McpServers.aclose` ends them).
+        self.mcp = mcp or McpServers()
         self._agent: Agent[ToolDeps, str] | None = None
         self.summary_failed_at: float | None = None
         # The history as pydantic-ai objects: each turn converts only its new messages.
@@ -93,6 +97,10 @@ class ChatRunner:
         self.result_limit: int | None = None
         self._summary_tools = True  # the same, found by a summary
         self._summarizers: dict[tuple[str, bool], Agent[None, CompactionSummary]] = {}
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers this runner started (idempotent)."""
+        await self.mcp.aclose()
 
     def without_tools(self) -> None:
         """Chat without tools from now on: the server refused them for this model."""
@@ -237,6 +245,7 @@ class ChatRunner:
         from .transport import ReplyTooLargeError
 
         agent = self.agent
+        toolsets = self.mcp.toolsets() if self.tools else []  # no tools for the model: none
         text_parts: list[str] = []
         finish: str | None = None
         model_name = self.model.name or ""
@@ -280,6 +289,7 @@ class ChatRunner:
                 deps=deps,
                 model_settings=settings,
                 usage_limits=UsageLimits(request_limit=REQUEST_LIMIT),
+                toolsets=toolsets or None,
             ) as run:
                 async for node in run:
                     if Agent.is_model_request_node(node):

@@ -6,7 +6,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from session.lifecycle import SessionLifecycle
 from session.workspace.files import unlink_if_hard_linked
@@ -29,6 +29,8 @@ NO_TOOLS_INSTRUCTIONS = (
     "project in the current workspace. With this model you have no tools: you cannot read "
     "or write files yourself, so ask the user to paste what you need to see. Be concise."
 )
+# Our tools' names: an MCP server's tool whose prefixed name is one of them is not offered.
+OUR_TOOLS = frozenset({"read_file", "write_file", "list_files", "record_decision", "set_phase"})
 MAX_READ_BYTES = 256 * 1024  # the most one read_file call returns, whatever the window
 MIN_READ_BYTES = 2 * 1024  # the least, however small the window
 MAX_SCAN_BYTES = 8 << 20  # how far into a file read_file can go (a part at a time)
@@ -100,6 +102,26 @@ class EditorHost(Protocol):
         None when the editor does not have it open: then disk holds what the user sees.
         """
         ...
+
+
+class ToolCallConfirmer(Protocol):
+    """What an `EditorHost` may also do: ask before an MCP server's tool runs (`mcp`)."""
+
+    async def confirm_tool(self, server: str, tool: str, args: dict[str, Any]) -> bool:
+        """Ask the user whether the model may call `tool` of MCP server `server` with `args`.
+
+        False when the user says no or dismisses the question, or the editor cannot ask.
+        """
+        ...
+
+
+async def confirm_tool_call(host: EditorHost, server: str, tool: str, args: dict[str, Any]) -> bool:
+    """Ask through `host.confirm_tool` (`ToolCallConfirmer`); a host without it cannot ask: no."""
+    ask = getattr(host, "confirm_tool", None)  # optional: edges that ask implement it
+    if ask is None:
+        return False
+    answer: bool = await ask(server, tool, args)
+    return answer
 
 
 @dataclass

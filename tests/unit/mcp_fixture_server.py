@@ -1,0 +1,48 @@
+"""A small MCP server over stdio for the MCP tests: run as `python mcp_fixture_server.py`.
+
+Its tools: `echo` (noted in the file `$MCP_FIXTURE_NOTES` names, when set), `pid` (the
+process's id: the same one on every call while the server runs), `crash` (the process
+exits mid-call) and `hang` (never answers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("fixture")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text."""
+    notes = os.environ.get("MCP_FIXTURE_NOTES")
+    if notes:
+        with open(notes, "a", encoding="utf-8") as fh:
+            fh.write(f"echo {text}\n")
+    return f"echo: {text}"
+
+
+@server.tool()
+def pid() -> str:
+    """Return this server's process id."""
+    return str(os.getpid())
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the process before answering."""
+    os._exit(3)
+
+
+@server.tool()
+async def hang() -> str:
+    """Never answer."""
+    await asyncio.Event().wait()
+    return "never"
+
+
+if __name__ == "__main__":
+    server.run("stdio")
