@@ -11,11 +11,11 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.config import ServerConfig, parse_initialization_options
+from engine.config import ServerConfig, client_label, parse_initialization_options
 from session.errors import SessionError, SessionLockedError, SessionNotFoundError
 from session.storage import StorageError
 from session.store.backend import SessionStore
@@ -48,7 +48,7 @@ class Sessions:
     def __init__(self, options: Mapping[str, Any], env: Mapping[str, str]) -> None:
         self.options = dict(options)
         self.env = env
-        self.client_name = "client"
+        self.client_name: str | None = None  # `clientInfo.name` at initialize
         self.link: ClientLink | None = None
         self.tasks = Tasks()
         self.held: dict[str, Held] = {}
@@ -58,11 +58,12 @@ class Sessions:
     def config(self) -> ServerConfig:
         """Return the options of every session of this process (warnings logged)."""
         config, warnings = parse_initialization_options(
-            self.options, f"acp-{self.client_name}", self.env, os.getpid()
+            self.options, f"acp-{self.client_name or 'client'}", self.env, os.getpid()
         )
         for warning in warnings:
             logger.warning("option: %s", warning)
-        return config
+        # Each turn records the client as it named itself (the instance has the `acp-` prefix).
+        return replace(config, client=client_label(self.client_name))
 
     def get(self, session_id: str) -> Held:
         """Return an open session, or say that it is not open here."""
@@ -79,7 +80,7 @@ class Sessions:
         assert self.link is not None
         config = self.config()
         host = AcpHost(self.link, self.tasks, config.tools.protected_paths)
-        engine = Engine(host, config, root)
+        engine = Engine(host, config, root, edge="acp")
         engine.configure(config, root)
         if not await engine.connect_store():
             raise failed(engine.store_error or "the session store cannot be used")

@@ -12,6 +12,7 @@ import pytest
 from acp import RequestError, text_block
 
 from lsp_server.fake_model import FakeOpenAI
+from session.events import TurnStartEvent
 from session.lifecycle import SessionLifecycle
 from session.store.manager import SessionManager
 from tests.acp.harness import Running, agent_env, texts
@@ -187,3 +188,6 @@ async def test_a_session_written_over_acp_is_listed_by_the_command_line(
     rows = json.loads(done.stdout)["sessions"]
     row = next(r for r in rows if r["sessionId"] == sid)
     assert (row["title"], row["turns"], row["inUse"]) == ("from Zed", 1, False)
+    events = SessionManager(workspace, home=home).read_events(sid).events
+    start = next(e for e in events if isinstance(e, TurnStartEvent))
+    assert (start.data.edge, start.data.client) == ("acp", "acp-test")
