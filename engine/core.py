@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 from session.errors import SessionError
@@ -24,6 +25,7 @@ from .config import ServerConfig
 from .errors import UserError
 from .host import Host
 from .indexing import Indexing
+from .model.mcp import McpServers, McpServerSpec
 from .model.runner import ChatRunner
 from .model_server import ModelServer
 from .summaries import RunningSummary
@@ -49,7 +51,8 @@ class Engine:
         self.config = config or ServerConfig()
         self.root = root or Path.cwd()
         self.lifecycle: SessionLifecycle | None = None
-        self.runner: ChatRunner | None = None
+        self.mcp = McpServers()  # the MCP servers the edge was given (`use_mcp_servers`)
+        self._runner: ChatRunner | None = None
         self.turn_lock = asyncio.Lock()  # one turn (or history operation) at a time
         self.store_error: str | None = None  # why the configured store cannot be used now
         self.closed = False
@@ -71,6 +74,38 @@ class Engine:
         if store_kind(config.store) == "local":
             self.use_store(SessionManager(root))
         self.runner = ChatRunner(config.model)
+
+    @property
+    def runner(self) -> ChatRunner | None:
+        """Return the model runner (None before `configure`)."""
+        return self._runner
+
+    @runner.setter
+    def runner(self, runner: ChatRunner | None) -> None:
+        if runner is not None:  # whoever made it (new settings too): the session's servers
+            runner.mcp = self.mcp
+        self._runner = runner
+
+    def use_mcp_servers(self, specs: Sequence[McpServerSpec]) -> None:
+        """Offer these MCP servers' tools to the model from the next turn on.
+
+        `ValueError` (saying what) if two share a name; servers given before are stopped.
+        """
+        old, self.mcp = self.mcp, McpServers(specs)
+        if self._runner is not None:
+            self._runner.mcp = self.mcp
+        self._stop_mcp(old)
+
+    def _stop_mcp(self, servers: McpServers) -> None:
+        """Stop `servers` in the background; with no event loop, the process is ending.
+
+        A stdio server then ends as its input closes with this process.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self.host.spawn(servers.aclose(), "stopping MCP servers")
 
     def use_store(self, store: SessionStore) -> None:
         """Make the session lifecycle over `store`."""
@@ -139,7 +174,15 @@ class Engine:
             logger.exception("autosave after an internal error failed")
 
     def close(self, why: str) -> None:
-        """Autosave and release the session, close the store (idempotent); never raises."""
+        """Autosave and release the session, close the store, stop the MCP servers (idempotent).
+
+        Never raises.
+        """
+        if self.mcp:
+            self._stop_mcp(self.mcp)
+            self.mcp = McpServers()
+            if self._runner is not None:
+                self._runner.mcp = self.mcp
         if self.lifecycle is None or self.closed:
             return
         self.closed = True

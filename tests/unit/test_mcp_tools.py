@@ -6,6 +6,7 @@ A real stdio MCP server (`mcp_fixture_server.py`, the `mcp` SDK's server) and ou
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -276,3 +277,46 @@ def test_the_mcp_module_does_not_import_pydantic_ai() -> None:
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert json.loads(out.stdout.strip().lower()) is False
+
+
+class Host:
+    """The engine's `Host`: background work kept to be awaited."""
+
+    def __init__(self) -> None:
+        self.tasks: list[asyncio.Task[Any]] = []
+
+    @property
+    def edits(self) -> Editor:
+        return Editor()
+
+    def show(self, message: str) -> None:
+        pass
+
+    def spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+        self.tasks.append(asyncio.ensure_future(coro))
+        return self.tasks[-1]
+
+
+async def test_the_engine_gives_its_servers_to_every_runner_and_stops_them_on_close(
+    workspace: Path, home: Path
+) -> None:
+    from engine.config import ServerConfig
+    from engine.core import Engine
+
+    host = Host()
+    engine = Engine(host, ServerConfig(), workspace)  # type: ignore[arg-type]
+    engine.configure(ServerConfig(), workspace)
+    engine.use_mcp_servers([fixture_spec()])
+    assert engine.runner is not None and engine.runner.mcp is engine.mcp
+    engine.runner = ChatRunner(ModelConfig(name="m"))  # new settings: the same servers
+    assert engine.runner.mcp is engine.mcp
+    (toolset,) = engine.mcp.toolsets()
+    async with toolset:  # as a run enters it: started, and kept running after
+        pass
+    pid = int(await toolset.wrapped.server.direct_call_tool("pid", {}))  # type: ignore[attr-defined]
+    assert pid_alive(pid)
+    engine.close("the test ends")
+    await asyncio.gather(*host.tasks)
+    assert not pid_alive(pid) and not engine.mcp and engine.runner.mcp is engine.mcp
+    with pytest.raises(ValueError, match="two MCP servers are named 'fx'"):
+        engine.use_mcp_servers([fixture_spec(), fixture_spec()])
