@@ -11,7 +11,7 @@ from acp import text_block
 
 from lsp_server.fake_model import FakeOpenAI
 from session.store.manager import SessionManager
-from tests.acp.harness import Running
+from tests.acp.harness import Running, texts
 
 
 async def two_sessions(agent: Running, workspace: Path, fake: FakeOpenAI) -> list[str]:
@@ -64,3 +64,35 @@ async def test_a_signal_saves_every_session_and_ends(
     assert code == 0
     assert [saved(workspace, home, sid) for sid in ids] == [1, 1]
     assert SessionManager(workspace, home=home).held_locks(ids) == set()
+
+
+async def test_an_agent_killed_mid_turn_leaves_it_interrupted_and_the_next_load_says_so(
+    start, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    async with start() as first:
+        await first.initialize()
+        fake.add("the first answer")
+        sid = (await first.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await first.conn.prompt(session_id=sid, prompt=[text_block("one")])
+        fake.add({"hang": "half of the second"})
+        hanging = asyncio.ensure_future(
+            first.conn.prompt(session_id=sid, prompt=[text_block("two")])
+        )
+        await first.client.until(lambda c: "half of the second" in str(c.updates[-1][1]))
+        first.process.kill()
+        await first.process.wait()
+        fake.release()
+        hanging.cancel()
+    async with start() as second:
+        await second.initialize()
+        await second.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        told = second.client.of(sid)
+        assert texts(told, "user_message_chunk") == ["one", "two"]
+        replayed = "".join(texts(told, "agent_message_chunk"))
+        assert "half of the" in replayed  # what the log had of it when the agent died
+        assert "turn 2 was interrupted" in replayed
+        fake.add("the third answer")
+        answer = await second.conn.prompt(session_id=sid, prompt=[text_block("three")])
+        assert answer.stop_reason == "end_turn"
+        users = [m["content"] for m in fake.messages() if m["role"] == "user"]
+        assert users[-1] == "three" and "one" in users
