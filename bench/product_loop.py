@@ -66,6 +66,10 @@ class NoEditor:
         """Say no, as a client that cannot ask does."""
         return False
 
+    async def confirm_tool(self, server: str, tool: str, args: dict[str, Any]) -> bool:
+        """Say no to an MCP tool call, as a client that cannot ask does."""
+        return False
+
     def protected_globs(self) -> tuple[str, ...]:
         """None beyond the built-in ones."""
         return ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,8 @@ logger = logging.getLogger(__name__)
 
 # The answers to a protected write's question (the terminal client knows them too).
 ALLOW_WRITE, REFUSE_WRITE = "Allow write", "Refuse"
+ALLOW_CALL = "Allow call"  # an MCP server's tool the configuration asks about
+SHOWN_ARGS = 300  # characters of a tool call's arguments in its question
 
 
 def write_question(relative: str, reason: str) -> str:
@@ -28,6 +31,17 @@ def write_question(relative: str, reason: str) -> str:
     return (
         f"Agent Assist: the model wants to write {shown_path(relative)}, a protected path: "
         f"{reason}. Allow this write?"
+    )
+
+
+def tool_question(server: str, tool: str, args: dict[str, Any]) -> str:
+    """Return the question for an MCP tool call (the arguments, from the model, cut short)."""
+    shown = json.dumps(args, ensure_ascii=False)
+    if len(shown) > SHOWN_ARGS:
+        shown = shown[:SHOWN_ARGS] + "…"
+    return (
+        f"Agent Assist: the model wants to call {tool} of MCP server {server!r} with "
+        f"{shown}. Allow this call?"
     )
 
 
@@ -71,25 +85,31 @@ class WorkspaceEdits:
 
     async def confirm(self, relative: str, reason: str) -> bool:
         """Ask with `window/showMessageRequest`; False if refused, dismissed or not askable."""
+        question = write_question(relative, reason)
+        return await self._ask(question, ALLOW_WRITE, f"a write of {shown_path(relative)}")
+
+    async def confirm_tool(self, server: str, tool: str, args: dict[str, Any]) -> bool:
+        """Ask about an MCP tool call as about a protected write (`tools.ToolCallConfirmer`)."""
+        question = tool_question(server, tool, args)
+        return await self._ask(question, ALLOW_CALL, f"a call of {tool} ({server})")
+
+    async def _ask(self, question: str, allow: str, what: str) -> bool:
         window = self.ls.client_capabilities.window
         if window is None or window.show_message is None:
-            logger.info("refused a write of %s: the client cannot ask", shown_path(relative))
+            logger.info("refused %s: the client cannot ask", what)
             return False
         try:
             answer = await self.ls.window_show_message_request_async(
                 types.ShowMessageRequestParams(
                     type=types.MessageType.Warning,
-                    message=write_question(relative, reason),
-                    actions=[
-                        types.MessageActionItem(ALLOW_WRITE),
-                        types.MessageActionItem(REFUSE_WRITE),
-                    ],
+                    message=question,
+                    actions=[types.MessageActionItem(allow), types.MessageActionItem(REFUSE_WRITE)],
                 )
             )
         except Exception as exc:  # the client failed to ask: no answer is a no
-            logger.warning("the question about %s failed (%s)", shown_path(relative), exc)
+            logger.warning("the question about %s failed (%s)", what, exc)
             return False
-        return answer is not None and answer.title == ALLOW_WRITE
+        return answer is not None and answer.title == allow
 
     async def apply_file_edit(self, relative: str, content: str) -> EditOutcome:
         """Replace a file's content through `workspace/applyEdit` (undoable in the editor).

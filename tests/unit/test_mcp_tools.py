@@ -320,3 +320,15 @@ async def test_the_engine_gives_its_servers_to_every_runner_and_stops_them_on_cl
     assert not pid_alive(pid) and not engine.mcp and engine.runner.mcp is engine.mcp
     with pytest.raises(ValueError, match="two MCP servers are named 'fx'"):
         engine.use_mcp_servers([fixture_spec(), fixture_spec()])
+
+
+def test_the_editors_question_names_the_server_and_the_tool_and_cuts_long_arguments() -> None:
+    from lsp_server.edits import SHOWN_ARGS, tool_question
+
+    short = tool_question("fx", "echo", {"text": "hi"})
+    assert short == (
+        "Agent Assist: the model wants to call echo of MCP server 'fx' with "
+        '{"text": "hi"}. Allow this call?'
+    )
+    long = tool_question("fx", "echo", {"text": "x" * 5000})
+    assert len(long) < SHOWN_ARGS + 120 and "…. Allow this call?" in long
