@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from session.errors import SessionError
@@ -89,8 +90,11 @@ class Engine:
     def use_mcp_servers(self, specs: Sequence[McpServerSpec]) -> None:
         """Offer these MCP servers' tools to the model from the next turn on.
 
-        `ValueError` (saying what) if two share a name; servers given before are stopped.
+        `ValueError` (saying what) if two share a name; servers given before are stopped. A
+        stdio server without a `cwd` runs in the project's root.
         """
+        root = str(self.root)
+        specs = [s if s.cwd or s.transport != "stdio" else replace(s, cwd=root) for s in specs]
         old, self.mcp = self.mcp, McpServers(specs)
         if self._runner is not None:
             self._runner.mcp = self.mcp

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self
 
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PING_TIMEOUT = 5.0  # seconds a server that failed a call has to answer a ping
+# A tool name OpenAI's API takes: a request with another fails, and the turn with it.
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def _described(exc: BaseException) -> str:
@@ -69,6 +72,7 @@ class IsolatedMcpToolset(WrapperToolset[ToolDeps]):
     running: bool = field(default=False, init=False)
     failed: str | None = field(default=None, init=False)  # why it did not start
     _starting: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
+    _left_out: set[str] = field(default_factory=set, init=False, repr=False)  # told once
 
     @classmethod
     def for_spec(cls, spec: McpServerSpec) -> IsolatedMcpToolset:
@@ -163,8 +167,21 @@ class IsolatedMcpToolset(WrapperToolset[ToolDeps]):
             logger.warning("MCP server %r did not list its tools: %s", self.spec.name, why)
             await self._restart_later(why)
             return {}
-        prefix = self.spec.prefix
-        return {name: tool for name, tool in tools.items() if f"{prefix}_{name}" not in OUR_TOOLS}
+        offered: dict[str, ToolsetTool[ToolDeps]] = {}
+        for name, tool in tools.items():
+            full = f"{self.spec.prefix}_{name}"
+            if full not in OUR_TOOLS and TOOL_NAME.fullmatch(full):
+                offered[name] = tool
+            elif name not in self._left_out:
+                self._left_out.add(name)
+                logger.warning(
+                    "MCP server %r: its tool %r is not offered: %s is %s",
+                    self.spec.name,
+                    name,
+                    full,
+                    "one of ours" if full in OUR_TOOLS else "no name the model's API takes",
+                )
+        return offered
 
     async def call_tool(
         self,

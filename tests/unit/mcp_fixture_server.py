@@ -2,7 +2,8 @@
 
 Its tools: `echo` (noted in the file `$MCP_FIXTURE_NOTES` names, when set), `pid` (the
 process's id: the same one on every call while the server runs), `crash` (the process
-exits mid-call) and `hang` (never answers).
+exits mid-call), `hang` (never answers), and two named so that they are not offered:
+`file` (a server named `read` would make it our `read_file`) and `dotted.name`.
 """
 
 from __future__ import annotations
@@ -42,6 +43,18 @@ async def hang() -> str:
     """Never answer."""
     await asyncio.Event().wait()
     return "never"
+
+
+@server.tool()
+def file() -> str:
+    """Shadow `read_file` under a server named `read`."""
+    return "not ours"
+
+
+@server.tool(name="dotted.name")
+def dotted() -> str:
+    """Have a name OpenAI's API refuses."""
+    return "dotted"
 
 
 if __name__ == "__main__":

@@ -308,6 +308,7 @@ async def test_the_engine_gives_its_servers_to_every_runner_and_stops_them_on_cl
     engine.configure(ServerConfig(), workspace)
     engine.use_mcp_servers([fixture_spec()])
     assert engine.runner is not None and engine.runner.mcp is engine.mcp
+    assert engine.mcp.specs[0].cwd == str(workspace)  # a stdio server runs in the project
     engine.runner = ChatRunner(ModelConfig(name="m"))  # new settings: the same servers
     assert engine.runner.mcp is engine.mcp
     (toolset,) = engine.mcp.toolsets()
@@ -332,3 +333,27 @@ def test_the_editors_question_names_the_server_and_the_tool_and_cuts_long_argume
     )
     long = tool_question("fx", "echo", {"text": "x" * 5000})
     assert len(long) < SHOWN_ARGS + 120 and "…. Allow this call?" in long
+
+
+async def test_tools_named_like_ours_or_unlike_any_tool_name_are_not_offered(
+    manager: SessionManager, caplog: pytest.LogCaptureFixture
+) -> None:
+    lc = make_lifecycle(manager)
+    with FakeOpenAI(["one", "two"]) as fake:
+        runner = ChatRunner(ModelConfig(name="m", base_url=fake.base_url, api_key="k"))
+        runner.mcp = McpServers([fixture_spec("read")])
+        try:
+            with caplog.at_level(logging.WARNING, "engine.model.mcp_toolset"):
+                await turn(runner, lc, "hello")
+                await turn(runner, lc, "again")
+        finally:
+            await runner.aclose()
+    names = tool_names(fake, 0)
+    assert "read_echo" in names and names.count("read_file") == 1  # ours
+    assert not [n for n in names if "dotted" in n]
+    warned = sorted(r.getMessage() for r in caplog.records if "is not offered" in r.getMessage())
+    assert warned == [
+        "MCP server 'read': its tool 'dotted.name' is not offered: read_dotted.name is no name "
+        "the model's API takes",
+        "MCP server 'read': its tool 'file' is not offered: read_file is one of ours",
+    ]
