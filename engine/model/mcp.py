@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 
 Transport = Literal["stdio", "http", "sse"]
 TRANSPORTS: tuple[Transport, ...] = ("stdio", "http", "sse")
-DEFAULT_TIMEOUT = 60.0  # seconds one tool call (or a server's start) may take
+DEFAULT_TIMEOUT = 60.0  # seconds one tool call, or a server's start, may take
 _NOT_IN_A_TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
 
@@ -47,7 +47,8 @@ class McpServerSpec:
     cwd: str | None = None  # of a stdio server (None: ours)
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float = DEFAULT_TIMEOUT  # of one call
+    start_timeout: float = DEFAULT_TIMEOUT  # of the start (a stdio server: `npx` may fetch it)
     confirm: bool = False
     confirm_tools: frozenset[str] = frozenset()
 
@@ -68,8 +69,8 @@ class McpServerSpec:
             raise ValueError(
                 f"MCP server {self.name!r}: url {self.url!r} must start with http:// or https://"
             )
-        if not self.timeout > 0:
-            raise ValueError(f"MCP server {self.name!r}: timeout must be more than 0 seconds")
+        if not (self.timeout > 0 and self.start_timeout > 0):
+            raise ValueError(f"MCP server {self.name!r}: a timeout must be more than 0 seconds")
 
     @property
     def prefix(self) -> str:
@@ -118,7 +119,8 @@ def spec_from_json(raw: Any) -> McpServerSpec:
 
     stdio: `{name, command, args, env: [{name, value}]}`; http/sse: `{type, name, url,
     headers: [{name, value}]}`. `env` and `headers` may also be plain objects. Our own
-    additions, all optional: `timeout` (seconds), `confirm` (true, or a list of tool names).
+    additions, all optional: `timeout` and `startTimeout` (seconds), `confirm` (true, or a
+    list of tool names).
     """
     if not isinstance(raw, Mapping):
         raise ValueError("an MCP server must be an object")
@@ -132,9 +134,9 @@ def spec_from_json(raw: Any) -> McpServerSpec:
     for key in ("command", "url", "cwd"):
         if raw.get(key) is not None and not isinstance(raw.get(key), str):
             raise ValueError(f"MCP server {name!r}: {key} must be a string")
-    timeout = raw.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise ValueError(f"MCP server {name!r}: timeout must be a number of seconds")
+    timeouts = [raw.get(key, DEFAULT_TIMEOUT) for key in ("timeout", "startTimeout")]
+    if any(isinstance(t, bool) or not isinstance(t, int | float) for t in timeouts):
+        raise ValueError(f"MCP server {name!r}: a timeout must be a number of seconds")
     confirm = raw.get("confirm", False)
     if not isinstance(confirm, bool) and not (
         isinstance(confirm, list) and all(isinstance(t, str) for t in confirm)
@@ -149,7 +151,8 @@ def spec_from_json(raw: Any) -> McpServerSpec:
         cwd=raw.get("cwd"),
         url=raw.get("url") or "",
         headers=_pairs(raw.get("headers"), "headers", name),
-        timeout=float(timeout),
+        timeout=float(timeouts[0]),
+        start_timeout=float(timeouts[1]),
         confirm=confirm is True,
         confirm_tools=frozenset(confirm) if isinstance(confirm, list) else frozenset(),
     )

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+READ_TIMEOUT = 300.0  # seconds the session waits for a message (pydantic-ai's default)
 PING_TIMEOUT = 5.0  # seconds a server that failed a call has to answer a ping
 # A tool name OpenAI's API takes: a request with another fails, and the turn with it.
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -59,8 +60,9 @@ def _mcp_toolset(spec: McpServerSpec) -> MCPToolset[ToolDeps]:
         transport,
         id=spec.prefix,
         tool_error_behavior="failed",  # the tool's own error: a result, not a retry
-        init_timeout=spec.timeout,
-        read_timeout=spec.timeout,
+        init_timeout=spec.start_timeout,
+        # The session's own limit, also an SSE stream's idle limit: ours (`timeout`) is per call.
+        read_timeout=max(spec.timeout, READ_TIMEOUT),
     )
 
 
@@ -109,11 +111,11 @@ class IsolatedMcpToolset(WrapperToolset[ToolDeps]):
             if self.running or self.failed is not None:
                 return
             try:
-                async with asyncio.timeout(self.spec.timeout):
+                async with asyncio.timeout(self.spec.start_timeout):
                     await self.wrapped.__aenter__()
             except Exception as exc:  # whatever the server or its transport raised
                 self.failed = (
-                    f"no answer within {self.spec.timeout:g} s"
+                    f"no answer within {self.spec.start_timeout:g} s"
                     if isinstance(exc, TimeoutError)
                     else _described(exc)
                 )
@@ -155,20 +157,31 @@ class IsolatedMcpToolset(WrapperToolset[ToolDeps]):
         except Exception:
             return False
 
-    async def get_tools(self, ctx: RunContext[ToolDeps]) -> dict[str, ToolsetTool[ToolDeps]]:
-        """Return the server's tools but those named like ours; none if it cannot list them."""
+    async def _list(self, ctx: RunContext[ToolDeps]) -> dict[str, ToolsetTool[ToolDeps]] | None:
+        """Return the server's tools; None (and the server stopped) if it cannot list them."""
         if not self.running:
-            return {}
+            return None
         try:
             async with asyncio.timeout(self.spec.timeout):
-                tools = await self.wrapped.get_tools(ctx)
+                return await self.wrapped.get_tools(ctx)
         except Exception as exc:
             why = "no answer" if isinstance(exc, TimeoutError) else _described(exc)
             logger.warning("MCP server %r did not list its tools: %s", self.spec.name, why)
             await self._restart_later(why)
-            return {}
+            return None
+
+    async def get_tools(self, ctx: RunContext[ToolDeps]) -> dict[str, ToolsetTool[ToolDeps]]:
+        """Return the server's tools but those named like ours; none if it cannot list them.
+
+        A server that ran but cannot list them (its connection dropped while idle) is
+        started again once, at once.
+        """
+        tools = await self._list(ctx)
+        if tools is None and self.failed is None:
+            await self.start()
+            tools = await self._list(ctx)
         offered: dict[str, ToolsetTool[ToolDeps]] = {}
-        for name, tool in tools.items():
+        for name, tool in (tools or {}).items():
             full = f"{self.spec.prefix}_{name}"
             if full not in OUR_TOOLS and TOOL_NAME.fullmatch(full):
                 offered[name] = tool

@@ -1,4 +1,6 @@
-"""A small MCP server over stdio for the MCP tests: run as `python mcp_fixture_server.py`.
+"""A small MCP server for the MCP tests: `python mcp_fixture_server.py [sse|streamable-http PORT]`.
+
+Over stdio without arguments; else over HTTP on 127.0.0.1:PORT.
 
 Its tools: `echo` (noted in the file `$MCP_FIXTURE_NOTES` names, when set), `pid` (the
 process's id: the same one on every call while the server runs), `crash` (the process
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 
 from mcp.server.mcpserver import MCPServer
 
@@ -58,4 +61,7 @@ def dotted() -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if len(sys.argv) == 3:
+        server.run(sys.argv[1], host="127.0.0.1", port=int(sys.argv[2]))  # type: ignore[call-overload]
+    else:
+        server.run("stdio")

@@ -12,6 +12,8 @@ import logging
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from engine.model.tools import EditOutcome, ToolDeps
 from lsp_server.fake_model import FakeOpenAI
 from session.lifecycle import SessionLifecycle
 from session.store.manager import SessionManager
+from tests.fixtures import free_port
 from tests.unit.conftest import make_lifecycle
 
 SERVER = str(Path(__file__).with_name("mcp_fixture_server.py"))
@@ -255,7 +258,7 @@ def test_acp_shaped_servers_are_read() -> None:
     stdio, http, sse = parse_mcp_servers(
         [
             {"name": "fs", "command": "npx", "args": ["-y", "fs"], "env": pair},
-            {"type": "http", "name": "web", "url": "https://h/mcp", "headers": pair},
+            {"type": "http", "name": "web", "url": "https://h/mcp", "headers": pair, "timeout": 5},
             {"type": "sse", "name": "ev", "url": "http://h/sse", "headers": [], "confirm": ["run"]},
         ]
     )
@@ -266,7 +269,10 @@ def test_acp_shaped_servers_are_read() -> None:
         {"K": "v"},
     )
     assert (http.transport, http.url, dict(http.headers)) == ("http", "https://h/mcp", {"K": "v"})
+    assert (http.timeout, http.start_timeout, stdio.timeout) == (5.0, 60.0, 60.0)
     assert sse.transport == "sse" and sse.needs_confirm("run") and not sse.needs_confirm("read")
+    with pytest.raises(ValueError, match="'fs': a timeout must be a number of seconds"):
+        parse_mcp_servers([{"name": "fs", "command": "x", "startTimeout": "soon"}])
     with pytest.raises(ValueError, match="'fs': env must be a list of"):
         parse_mcp_servers([{"name": "fs", "command": "x", "env": "K=v"}])
 
@@ -357,3 +363,42 @@ async def test_tools_named_like_ours_or_unlike_any_tool_name_are_not_offered(
         "the model's API takes",
         "MCP server 'read': its tool 'file' is not offered: read_file is one of ours",
     ]
+
+
+@pytest.fixture(params=[("http", "streamable-http", "/mcp"), ("sse", "sse", "/sse")])
+def http_server(request: pytest.FixtureRequest) -> Iterator[McpServerSpec]:
+    """The fixture server over HTTP, listening: its spec."""
+    transport, how, path = request.param
+    port = free_port()
+    command = [sys.executable, SERVER, how, str(port)]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:  # uvicorn says when it listens (or it exits: EOF)
+            if "Uvicorn running on" in line:
+                break
+        else:
+            raise AssertionError("the MCP server over HTTP did not start")
+        threading.Thread(target=process.stderr.read, daemon=True).start()  # never blocks it
+        yield McpServerSpec(
+            name="web", transport=transport, url=f"http://127.0.0.1:{port}{path}",
+            headers={"Authorization": "Bearer t"},
+        )  # fmt: skip
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+async def test_a_server_over_http_or_sse_offers_its_tools(
+    manager: SessionManager, http_server: McpServerSpec
+) -> None:
+    lc = make_lifecycle(manager)
+    with FakeOpenAI([call("web_echo", text="over the wire"), "done"]) as fake:
+        runner = ChatRunner(ModelConfig(name="m", base_url=fake.base_url, api_key="k"))
+        runner.mcp = McpServers([http_server])
+        try:
+            result, _ = await turn(runner, lc, "echo")
+        finally:
+            await runner.aclose()
+    assert result.text == "done"
+    assert tool_message(fake, 1) == "echo: over the wire"
