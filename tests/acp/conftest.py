@@ -1,8 +1,14 @@
-"""Fixtures of the ACP suite: a workspace and a store of its own (tests/conftest.py), the agent."""
+"""Fixtures of the ACP suite: a workspace and a store of its own (tests/conftest.py), the agent.
+
+Every test that starts an agent runs on the local files and on PostgreSQL (a schema of its
+own, dropped after it; `AGENT_ASSIST_TEST_PG`, else skipped), as the e2e suite does.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import os
+import secrets
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -10,8 +16,51 @@ from typing import Any
 import pytest
 
 from lsp_server.fake_model import FakeOpenAI
+from session.store.backend import SessionStore
+from session.store.choose import SCHEMA_ENV, STORE_ENV, open_store
 
 from .harness import Running, running_agent
+
+PG_ENV = "AGENT_ASSIST_TEST_PG"
+
+
+@pytest.fixture(params=["local", "postgresql"])
+def store_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """The store the agents of this test use, as environment variables."""
+    if request.param == "local":
+        yield {}
+        return
+    dsn = os.environ.get(PG_ENV)
+    if not dsn:
+        pytest.skip(f"{PG_ENV} is not set: no PostgreSQL server for the ACP suite's store runs")
+    schema = f"aaacp_{secrets.token_hex(6)}"
+    yield {STORE_ENV: dsn, SCHEMA_ENV: schema}
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def stored(
+    workspace: Path, home: Path, store_env: dict[str, str]
+) -> Iterator[Callable[[], SessionStore]]:
+    """Return how to open the test's store, to read what the agents wrote."""
+    opened: list[SessionStore] = []
+
+    def open_it() -> SessionStore:
+        store = open_store(
+            store_env.get(STORE_ENV, "local"),
+            workspace.resolve(),
+            home=home,
+            schema=store_env.get(SCHEMA_ENV),
+        )
+        opened.append(store)
+        return store
+
+    yield open_it
+    for store in opened:
+        store.close()
 
 
 @pytest.fixture
@@ -21,13 +70,14 @@ def model_args(fake: FakeOpenAI) -> tuple[str, ...]:
 
 @pytest.fixture
 def start(
-    workspace: Path, home: Path, model_args: tuple[str, ...]
+    workspace: Path, home: Path, model_args: tuple[str, ...], store_env: dict[str, str]
 ) -> Callable[..., AbstractAsyncContextManager[Running]]:
     """Return how to start an agent on this test's workspace and store."""
 
     def make(*args: str, **kwargs: Any) -> AbstractAsyncContextManager[Running]:
-        kwargs.setdefault("env", {"AGENT_ASSIST_LLM_API_KEY": "sk-test-KEY-0123456789abcdef"})
-        return running_agent(workspace, home, *(args or model_args), **kwargs)
+        env = {"AGENT_ASSIST_LLM_API_KEY": "sk-test-KEY-0123456789abcdef", **store_env}
+        env.update(kwargs.pop("env", {}))
+        return running_agent(workspace, home, *(args or model_args), env=env, **kwargs)
 
     return make
 

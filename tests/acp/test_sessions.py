@@ -14,7 +14,6 @@ from acp import RequestError, text_block
 from lsp_server.fake_model import FakeOpenAI
 from session.events import TurnStartEvent
 from session.lifecycle import SessionLifecycle
-from session.store.manager import SessionManager
 from tests.acp.harness import Running, agent_env, texts
 
 
@@ -101,10 +100,10 @@ async def test_load_tells_the_drift_since_the_last_save_after_the_replay(
 
 
 async def test_close_saves_and_lets_go(
-    agent: Running, workspace: Path, home: Path, fake: FakeOpenAI
+    agent: Running, stored, workspace: Path, fake: FakeOpenAI
 ) -> None:
     sid = await one_turn(agent, workspace, fake, "q", "a")
-    store = SessionManager(workspace, home=home)
+    store = stored()
     assert store.held_locks([sid]) == {sid}
     await agent.conn.close_session(session_id=sid)
     assert store.held_locks([sid]) == set()
@@ -152,10 +151,10 @@ async def test_fork_starts_a_new_session_with_the_parents_closed_turns(
 
 
 async def test_a_session_written_by_another_edge_is_listed_and_loaded(
-    agent: Running, workspace: Path, home: Path
+    agent: Running, stored, workspace: Path
 ) -> None:
     def write() -> str:
-        lifecycle = SessionLifecycle(SessionManager(workspace, home=home), "vscode-window")
+        lifecycle = SessionLifecycle(stored(), "vscode-window")
         recorder = lifecycle.begin_turn("asked in VS Code")
         recorder.chunk("answered in VS Code")
         recorder.end("completed")
@@ -173,7 +172,7 @@ async def test_a_session_written_by_another_edge_is_listed_and_loaded(
 
 
 async def test_a_session_written_over_acp_is_listed_by_the_command_line(
-    agent: Running, workspace: Path, home: Path, fake: FakeOpenAI
+    agent: Running, stored, store_env: dict[str, str], workspace: Path, home: Path, fake: FakeOpenAI
 ) -> None:
     sid = await one_turn(agent, workspace, fake, "from Zed", "hello Zed")
     await agent.conn.close_session(session_id=sid)
@@ -181,13 +180,13 @@ async def test_a_session_written_over_acp_is_listed_by_the_command_line(
         subprocess.run,
         [sys.executable, "-m", "lsp_server.cli", "sessions", "list", "--json"],
         cwd=workspace,
-        env=agent_env(home),
+        env=agent_env(home, store_env),
         capture_output=True,
         check=True,
     )
     rows = json.loads(done.stdout)["sessions"]
     row = next(r for r in rows if r["sessionId"] == sid)
     assert (row["title"], row["turns"], row["inUse"]) == ("from Zed", 1, False)
-    events = SessionManager(workspace, home=home).read_events(sid).events
+    events = stored().read_events(sid).events
     start = next(e for e in events if isinstance(e, TurnStartEvent))
     assert (start.data.edge, start.data.client) == ("acp", "acp-test")
