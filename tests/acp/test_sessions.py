@@ -129,6 +129,9 @@ async def test_delete_removes_a_session_and_is_refused_while_another_process_hol
         with pytest.raises(RequestError) as refused:
             await second.raw("session/delete", {"sessionId": kept})
         assert "in use" in str(refused.value)
+        with pytest.raises(RequestError) as held:
+            await second.conn.load_session(cwd=str(workspace), session_id=kept, mcp_servers=[])
+        assert "in use" in str(held.value)
         assert await second.raw("session/delete", {"sessionId": gone}) == {}
         listed = await second.conn.list_sessions(cwd=str(workspace))
         assert [s.session_id for s in listed.sessions] == [kept]
