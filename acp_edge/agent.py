@@ -25,7 +25,7 @@ from acp.schema import (
 from session.workspace.drift import DriftReport
 
 from . import checks, hello
-from .client import ClientLink
+from .client import ClientFiles, ClientLink
 from .listing import BadCursorError, cursor_offset, listed, page
 from .replay import replay, rewinds
 from .sessions import Sessions
@@ -53,7 +53,6 @@ class AcpAgent:
 
     def __init__(self, sessions: Sessions) -> None:
         self.sessions = sessions
-        self.client_capabilities: ClientCapabilities | None = None
 
     @property
     def link(self) -> ClientLink:
@@ -73,9 +72,13 @@ class AcpAgent:
         **kwargs: Any,
     ) -> InitializeResponse:
         """Negotiate the version (we speak 1) and say what this agent can do."""
-        self.client_capabilities = client_capabilities
         if client_info is not None and client_info.name:
             self.sessions.client_name = client_info.name
+        fs = client_capabilities.fs if client_capabilities is not None else None
+        if fs is not None:
+            self.sessions.files = ClientFiles(
+                read=bool(fs.read_text_file), write=bool(fs.write_text_file)
+            )
         return InitializeResponse.model_validate(hello.initialize_result())
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:

@@ -1,12 +1,14 @@
-"""What the agent asks of the client: session updates, and the user's yes for an edit."""
+"""What the agent asks of the client: session updates, the user's yes, file writes."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from acp.connection import Connection
+from acp.helpers import tool_diff_content
 from acp.meta import CLIENT_METHODS
 from acp.schema import (
     AllowedOutcome,
@@ -15,17 +17,38 @@ from acp.schema import (
     RequestPermissionResponse,
     SessionNotification,
     ToolCallUpdate,
+    WriteTextFileRequest,
+    WriteTextFileResponse,
 )
-from acp.utils import notify_model, request_model
+from acp.utils import notify_model, request_model, request_optional_model
 
 logger = logging.getLogger(__name__)
 
-ALLOW = "allow"
-REJECT = "reject"
-PERMISSION_OPTIONS = (
-    PermissionOption(option_id=ALLOW, name="Allow", kind="allow_once"),
-    PermissionOption(option_id=REJECT, name="Reject", kind="reject_once"),
+Answer = Literal["once", "always", "no"]
+
+ONCE = PermissionOption(option_id="allow", name="Allow", kind="allow_once")
+ALWAYS = PermissionOption(
+    option_id="allow-always", name="Allow edits for this session", kind="allow_always"
 )
+REJECT = PermissionOption(option_id="reject", name="Reject", kind="reject_once")
+ANSWERS: dict[str, Answer] = {"allow": "once", "allow-always": "always"}
+
+
+@dataclass(frozen=True)
+class ClientFiles:
+    """What the client said of its files at `initialize` (`clientCapabilities.fs`)."""
+
+    read: bool = False
+    write: bool = False
+
+    @classmethod
+    def of(cls, params: object) -> ClientFiles:
+        """Return the file capabilities in `initialize` params (raw JSON)."""
+        caps = params.get("clientCapabilities") if isinstance(params, dict) else None
+        fs = caps.get("fs") if isinstance(caps, dict) else None
+        if not isinstance(fs, dict):
+            return cls()
+        return cls(read=fs.get("readTextFile") is True, write=fs.get("writeTextFile") is True)
 
 
 class ClientLink:
@@ -42,12 +65,23 @@ class ClientLink:
             SessionNotification(session_id=session_id, update=update),
         )
 
-    async def allowed(self, session_id: str, call_id: str, title: str) -> bool:
-        """Ask the user about a tool call; True only for an explicit allow."""
+    async def ask(
+        self,
+        session_id: str,
+        call_id: str,
+        title: str,
+        diff: tuple[str, str, str | None] | None = None,
+        *,
+        always: bool = False,
+    ) -> Answer:
+        """Ask the user about an edit (`diff`: path, new text, old text); "no" unless allowed."""
+        content = [tool_diff_content(*diff)] if diff is not None else None
         request = RequestPermissionRequest(
             session_id=session_id,
-            tool_call=ToolCallUpdate(tool_call_id=call_id, title=title, kind="edit"),
-            options=list(PERMISSION_OPTIONS),
+            tool_call=ToolCallUpdate(
+                tool_call_id=call_id, title=title, kind="edit", content=content
+            ),
+            options=[ONCE, ALWAYS, REJECT] if always else [ONCE, REJECT],
         )
         try:
             answer = await request_model(
@@ -60,6 +94,17 @@ class ClientLink:
             raise
         except Exception as exc:  # the client could not ask: no is the only safe answer
             logger.warning("permission request failed: %s", exc)
-            return False
+            return "no"
         outcome = answer.outcome
-        return isinstance(outcome, AllowedOutcome) and outcome.option_id == ALLOW
+        if not isinstance(outcome, AllowedOutcome):
+            return "no"
+        return ANSWERS.get(outcome.option_id, "no")
+
+    async def write_file(self, session_id: str, path: str, content: str) -> None:
+        """Write a file through the client (`fs/write_text_file`: its buffer, and disk)."""
+        await request_optional_model(
+            self.connection,
+            CLIENT_METHODS["fs_write_text_file"],
+            WriteTextFileRequest(session_id=session_id, path=path, content=content),
+            WriteTextFileResponse,
+        )

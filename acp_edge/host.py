@@ -1,4 +1,4 @@
-"""The engine's `Host` for one ACP session: edits on disk, questions as permission requests."""
+"""The engine's `Host` for one ACP session: edits asked as permission requests, tracked tasks."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable
+from pathlib import Path
 from typing import Any
 
 from acp.helpers import update_agent_message_text
 
-from .client import ClientLink
+from .client import ClientFiles, ClientLink
 
 logger = logging.getLogger(__name__)
 
@@ -56,47 +57,95 @@ class Tasks:
             await asyncio.wait(pending, timeout=timeout)
 
 
-class DiskEdits:
-    """The tools' `EditorHost`: files written by the tools themselves, edits asked about."""
+class AcpEdits:
+    """The tools' `EditorHost` over ACP: each edit asked, written by the client if it can.
 
-    def __init__(self, link: ClientLink, session_id: str, protected: tuple[str, ...]) -> None:
-        self.link = link
-        self.session_id = session_id
-        self.protected = protected
+    Each edit is asked with its diff unless the user allowed every edit of the session; it
+    is written through the client when it can write files, else by the tool itself. A
+    protected path is asked about by `confirm`, always.
+    """
+
+    def __init__(self, host: AcpHost, files: ClientFiles) -> None:
+        self.host = host
+        self.files = files
+        self.always = False  # the user allowed every edit of this session
+        self._confirmed: set[str] = set()  # protected paths just allowed by `confirm`
 
     async def apply_file_edit(self, relative: str, content: str) -> Any:
-        """Say that this editor takes no edits: the tool writes the file itself."""
+        """Ask (unless allowed already), then write through the client if it can."""
         from engine.model.tools import EditOutcome
 
-        return EditOutcome(applied=False)
+        host = self.host
+        target = host.root / relative
+        if relative in self._confirmed:
+            self._confirmed.discard(relative)  # asked once already, with the reason
+        elif not self.always:
+            diff = (str(target), content, _text_of(target))
+            call_id = f"edit-{secrets.token_hex(4)}"
+            answer = await host.link.ask(
+                host.session_id, call_id, f"write {relative}", diff, always=True
+            )
+            if answer == "no":
+                return EditOutcome(applied=False, refused="the user rejected the edit")
+            self.always = answer == "always"
+        if not self.files.write:
+            return EditOutcome(applied=False)  # the tool writes it
+        try:
+            await host.link.write_file(host.session_id, str(target), content)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # nothing written behind the client's back
+            return EditOutcome(applied=False, refused=f"the editor could not write it: {exc}")
+        return EditOutcome(applied=True)
 
     async def confirm(self, relative: str, reason: str) -> bool:
-        """Ask through `session/request_permission` (allow once / reject)."""
+        """Ask about a protected path (allow once / reject), whatever was allowed before."""
         call_id = f"confirm-{secrets.token_hex(4)}"
-        return await self.link.allowed(self.session_id, call_id, f"write {relative}: {reason}")
+        title = f"write {relative}: {reason}"
+        allowed = await self.host.link.ask(self.host.session_id, call_id, title) != "no"
+        if allowed:
+            self._confirmed.add(relative)
+        return allowed
 
     def protected_globs(self) -> tuple[str, ...]:
         """Return the user's protected-path globs."""
-        return self.protected
+        return self.host.protected
 
     def document_text(self, relative: str) -> str | None:
-        """Return None: the disk holds what the user sees (no open documents over ACP yet)."""
+        """Return None: the disk holds what the user sees (`fs/read_text_file` is async)."""
+        return None
+
+
+def _text_of(target: Path) -> str | None:
+    """Return a file's text as it is now (None: no such file, or not text)."""
+    try:
+        return target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return None
 
 
 class AcpHost:
     """One ACP session's host, as the engine sees it."""
 
-    def __init__(self, link: ClientLink, tasks: Tasks, protected: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        link: ClientLink,
+        tasks: Tasks,
+        root: Path,
+        protected: tuple[str, ...],
+        files: ClientFiles,
+    ) -> None:
         self.link = link
         self.tasks = tasks
+        self.root = root
         self.session_id = ""  # set once the session is known
         self.protected = protected
+        self._edits = AcpEdits(self, files)
 
     @property
-    def edits(self) -> DiskEdits:
+    def edits(self) -> AcpEdits:
         """Return the tools' editor side."""
-        return DiskEdits(self.link, self.session_id, self.protected)
+        return self._edits
 
     def show(self, message: str) -> None:
         """Log a warning and tell the user, as an agent message of the session."""

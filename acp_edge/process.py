@@ -55,16 +55,16 @@ async def run(options: Mapping[str, Any], env: Mapping[str, str]) -> None:
     if first is None:  # the client went (or a signal came) before saying anything
         await loading  # a thread importing cannot be stopped: the process waits for it
         return
-    client = None
+    introduced = None
     if hello.is_initialize(first):
-        client = hello.client_name(first)
+        introduced = first["params"]
         await transport.send(
             {"jsonrpc": "2.0", "id": first["id"], "result": hello.initialize_result()}
         )
     else:
         transport.push_back(first)
     connection = await loading
-    await connection.serve_connection(transport, options, env, client, stop)
+    await connection.serve_connection(transport, options, env, introduced, stop)
 
 
 def serve(options: Mapping[str, Any]) -> int:

@@ -23,7 +23,7 @@ from session.store.choose import open_store
 from session.workspace.drift import DriftReport
 
 from .checks import failed, invalid
-from .client import ClientLink
+from .client import ClientFiles, ClientLink
 from .host import AcpHost, Tasks
 
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ class Sessions:
         self.options = dict(options)
         self.env = env
         self.client_name: str | None = None  # `clientInfo.name` at initialize
+        self.files = ClientFiles()  # what the client can do with files
         self.link: ClientLink | None = None
         self.tasks = Tasks()
         self.held: dict[str, Held] = {}
@@ -79,7 +80,7 @@ class Sessions:
             raise failed("the agent is stopping")
         assert self.link is not None
         config = self.config()
-        host = AcpHost(self.link, self.tasks, config.tools.protected_paths)
+        host = AcpHost(self.link, self.tasks, root, config.tools.protected_paths, self.files)
         engine = Engine(host, config, root, edge="acp")
         engine.configure(config, root)
         if not await engine.connect_store():

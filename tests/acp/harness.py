@@ -17,8 +17,10 @@ from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
     DeniedOutcome,
+    FileSystemCapabilities,
     Implementation,
     RequestPermissionResponse,
+    WriteTextFileResponse,
 )
 
 AGENT = (sys.executable, "-m", "lsp_server.cli", "acp")
@@ -45,7 +47,8 @@ class Recorder:
 
     updates: list[tuple[str, Any]] = field(default_factory=list)
     asked: list[Any] = field(default_factory=list)
-    allow: bool = True
+    answer: str | None = "allow"  # the option chosen (None: the question dismissed)
+    writes: list[tuple[str, str]] = field(default_factory=list)  # fs/write_text_file
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
@@ -56,11 +59,17 @@ class Recorder:
         self, options: Any, session_id: str, tool_call: Any, **kwargs: Any
     ) -> RequestPermissionResponse:
         self.asked.append(tool_call)
-        if self.allow:
+        if self.answer is not None:
             return RequestPermissionResponse(
-                outcome=AllowedOutcome(outcome="selected", option_id="allow")
+                outcome=AllowedOutcome(outcome="selected", option_id=self.answer)
             )
         return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+
+    async def write_text_file(
+        self, content: str, path: str, session_id: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        self.writes.append((path, content))
+        return WriteTextFileResponse()
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -95,10 +104,12 @@ class Running:
     client: Recorder
     stderr: Path
 
-    async def initialize(self, name: str = "acp-test") -> Any:
+    async def initialize(self, name: str = "acp-test", *, writes: bool = False) -> Any:
         return await self.conn.initialize(
             protocol_version=1,
-            client_capabilities=ClientCapabilities(),
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=writes, write_text_file=writes)
+            ),
             client_info=Implementation(name=name, version="1.0"),
         )
 
