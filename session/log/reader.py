@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -61,6 +62,35 @@ def parse_event_line(line: bytes) -> Event:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ValueError(f"invalid event ({where}: {first['msg']})") from None
+
+
+def iter_log(path: Path) -> Iterator[Event]:
+    """Yield a log's readable events in order, one line in memory at a time.
+
+    The readable prefix `scan_log` would return: it stops at the first line that is not
+    the next event (a bad line, a torn tail, a gap in the seqs). A log that cannot be
+    opened as a regular file yields nothing. For replaying a long session with bounded
+    memory; `scan_log` is for what needs the problems and offsets too.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return
+        expect = 0
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                event = parse_event_line(line)
+            except ValueError:
+                return
+            if event.seq != expect:
+                return
+            expect += 1
+            yield event
 
 
 def scan_log(path: Path, start_offset: int = 0, expect_seq: int = 0) -> LogScan:

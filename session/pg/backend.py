@@ -11,7 +11,7 @@ nothing behind (as a local one leaves no file).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 from ..checkpoints import CheckpointRecord, CheckpointStore
 from ..derive.history import HistoryBuilder
 from ..errors import SessionError, SessionNotFoundError
-from ..events import EVENT_ADAPTER, Persistence
+from ..events import EVENT_ADAPTER, Event, Persistence
 from ..log.reader import LogScan
 from ..log.writer import LogError
 from ..paths import host_name, is_valid_session_id, storage_root
@@ -235,11 +235,17 @@ class PgSessionStore:
 
     def read_events(self, session_id: str) -> LogScan:
         """Return the session's events (as the log's events)."""
-        raws = self.pg.read_events(session_id)
+        return LogScan(events=list(self.iter_events(session_id, None)))
+
+    def iter_events(self, session_id: str, batch: int | None = 500) -> Iterator[Event]:
+        """Yield the session's events, `batch` rows fetched at a time (keyset on seq)."""
+        raws = self.pg.read_events(session_id, 0, batch)
         if not raws and not self.exists(session_id):
             raise self._missing(session_id)
-        events = [EVENT_ADAPTER.validate_python(raw) for raw in raws]
-        return LogScan(events=events)
+        while raws:
+            yield from map(EVENT_ADAPTER.validate_python, raws)
+            more = batch is not None and len(raws) == batch
+            raws = self.pg.read_events(session_id, raws[-1]["seq"] + 1, batch) if more else []
 
     def read_snapshot(
         self, session_id: str, warnings: list[str] | None = None, *, keep: bool = False

@@ -29,7 +29,7 @@ are compared as values, never as bytes).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -197,6 +197,14 @@ class SessionStore(Protocol):
 
     def read_events(self, session_id: str) -> LogScan:
         """Return the session's readable events, in order, and the problems found."""
+        ...
+
+    def iter_events(self, session_id: str) -> Iterator[Event]:
+        """Yield the session's readable events in order, a bounded batch in memory at a time.
+
+        For replaying a session however long it is (ACP's `session/load`).
+        `SessionNotFoundError` if there is no such session (at the first item at the latest).
+        """
         ...
 
     def read_snapshot(

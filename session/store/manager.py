@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -22,8 +23,8 @@ from ..errors import (
     SessionNotFoundError,
     StoreNotWritableError,
 )
-from ..events import Persistence, utcnow
-from ..log.reader import LogScan, scan_log
+from ..events import Event, Persistence, utcnow
+from ..log.reader import LogScan, iter_log, scan_log
 from ..log.writer import EventLog
 from ..paths import is_valid_session_id
 from ..redaction import Redactor
@@ -306,6 +307,13 @@ class SessionManager(ProjectLayout):
         if not self.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id} in this project")
         return scan_log(self.log_path(session_id))
+
+    def iter_events(self, session_id: str) -> Iterator[Event]:
+        """Yield a session's readable events, one log line in memory at a time."""
+        self.check_store_dirs()
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id} in this project")
+        return iter_log(self.log_path(session_id))
 
     def save(self, session: Session) -> Path:
         """Fsync the log and write the snapshot."""

@@ -124,6 +124,26 @@ def test_events_survive_a_reopen_as_the_same_values(backend: Backend) -> None:
     assert nul.count("\x00" if backend.kind == "local" else "\ufffd") == 1
 
 
+def test_events_stream_in_order_as_read_and_a_missing_session_is_said(
+    backend: Backend,
+) -> None:
+    """`iter_events` (a replay of any length, bounded in memory) gives what `read_events` does."""
+    writer = backend.store.create_session()
+    for n in range(40):  # 7 events each: several of PostgreSQL's batches at batch=50
+        one_turn(writer, f"turn {n}")
+    writer.close()
+    store = backend.reopen()
+    whole = [as_stored(e) for e in store.read_events(writer.session_id).events]
+    streamed = store.iter_events(writer.session_id)
+    assert [as_stored(e) for e in streamed] == whole and len(whole) == 1 + 40 * 7
+    if backend.kind == "postgresql":  # fetched a batch at a time, keyset on seq
+        batched = store.iter_events(writer.session_id, 50)  # type: ignore[call-arg]
+        assert [as_stored(e) for e in batched] == whole
+    missing = backend.store.new_session_id()
+    with pytest.raises(SessionNotFoundError):
+        list(store.iter_events(missing))
+
+
 def test_a_second_writer_is_refused(backend: Backend) -> None:
     writer = backend.store.create_session()
     elsewhere = backend.reopen()

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from session.log.reader import readable_prefix, scan_log
+from session.log.reader import iter_log, readable_prefix, scan_log
 from session.log.writer import EventLog, LogError
 
 
@@ -263,3 +263,36 @@ def test_a_failed_fsync_still_reports_the_written_event(
         log.append("turn/end", {"reason": "completed"}, turn=1)
     assert caught.value.written is not None and caught.value.written.seq == 2
     assert log.next_seq == 3  # in the file: the next event must not reuse its seq
+
+
+@settings(max_examples=60, deadline=None)
+@given(cut=st.integers(min_value=0, max_value=10_000), bad_line=st.integers(0, 30))
+def test_streaming_a_log_yields_the_readable_prefix_a_scan_finds(
+    tmp_path_factory: pytest.TempPathFactory, cut: int, bad_line: int
+) -> None:
+    """`iter_log` (a replay, one line in memory at a time) stops where `scan_log` does."""
+    path = tmp_path_factory.mktemp("stream") / "s.events.jsonl"
+    log = EventLog(path)
+    write_turns(log, 6)
+    log.close()
+    lines = path.read_bytes().splitlines(keepends=True)
+    if bad_line < len(lines):
+        lines[bad_line] = b'{"seq": "not a number"}\n'
+    data = b"".join(lines)
+    path.write_bytes(data[: min(cut, len(data))])
+    streamed = [e.model_dump() for e in iter_log(path)]
+    assert streamed == [e.model_dump() for e in scan_log(path).events]
+
+
+def test_streaming_a_log_that_is_no_regular_file_yields_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "real.events.jsonl"
+    log = EventLog(target)
+    write_turns(log, 1)
+    log.close()
+    link = tmp_path / "link.events.jsonl"
+    link.symlink_to(target)
+    fifo = tmp_path / "fifo.events.jsonl"
+    os.mkfifo(fifo)
+    assert list(iter_log(link)) == [] and list(iter_log(fifo)) == []
+    assert list(iter_log(tmp_path / "missing.events.jsonl")) == []
+    assert len(list(iter_log(target))) == 4
