@@ -24,7 +24,7 @@ from acp.schema import (
 
 from session.workspace.drift import DriftReport
 
-from . import checks, hello
+from . import checks, commands, hello
 from .client import ClientFiles, ClientLink
 from .listing import BadCursorError, cursor_offset, listed, page
 from .replay import replay, rewinds
@@ -91,6 +91,7 @@ class AcpAgent:
         """Start a fresh session of `cwd`'s project."""
         root = checks.project_dir(cwd)
         held = await self.sessions.new(root)
+        self._offer_commands(held.session_id)
         return NewSessionResponse(session_id=held.session_id)
 
     async def load_session(
@@ -122,6 +123,16 @@ class AcpAgent:
         message = drift_message(drift) if drift is not None else None
         if message:
             await self.link.update(session_id, update_agent_message_text(message))
+        await self.link.update(session_id, commands.available())
+
+    def _offer_commands(self, session_id: str) -> None:
+        """Send our commands once the answer naming the new session is out.
+
+        The answer is written as soon as the handler returns (nothing in between waits), so
+        a task started now writes after it.
+        """
+        update = commands.available()
+        self.sessions.tasks.spawn(self.link.update(session_id, update), "commands to the client")
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -165,6 +176,7 @@ class AcpAgent:
         root = checks.project_dir(cwd)
         sid = checks.session_id(session_id)
         held = await self.sessions.fork(root, sid)
+        self._offer_commands(held.session_id)
         return ForkSessionResponse(session_id=held.session_id)
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
@@ -173,7 +185,12 @@ class AcpAgent:
 
         sid = checks.session_id(session_id)
         held = self.sessions.get(sid)
-        return await run_prompt(self.link, held, checks.prompt_text(prompt))
+        text = checks.prompt_text(prompt)
+        if (command := commands.parse(text)) is not None:
+            said = await commands.run(held, *command)
+            await self.link.update(sid, update_agent_message_text(said))
+            return PromptResponse(stop_reason="end_turn")
+        return await run_prompt(self.link, held, text)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """Stop the session's running prompt (recorded `aborted`; it answers `cancelled`)."""

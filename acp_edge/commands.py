@@ -1,0 +1,108 @@
+"""Our commands in the editor's command menu (`available_commands_update`), run from a prompt.
+
+A prompt that starts with one of them (`/save`, `/compact`, `/search TEXT`, `/status`) runs
+it instead of a turn: nothing is asked of the model, and the answer is an agent message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from acp.helpers import update_available_commands
+from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredCommandInput
+
+from session.search import SearchHit
+from session.store.backend import TextSearch
+
+from .checks import failed
+
+if TYPE_CHECKING:
+    from acp.schema import AvailableCommandsUpdate
+
+    from .sessions import Held
+
+SEARCH_LIMIT = 10
+
+
+def _command(name: str, description: str, hint: str | None = None) -> AvailableCommand:
+    given = AvailableCommandInput(UnstructuredCommandInput(hint=hint)) if hint else None
+    return AvailableCommand(name=name, description=description, input=given)
+
+
+COMMANDS = (
+    _command("save", "Save the session and record a checkpoint of the tracked files"),
+    _command("compact", "Summarise older turns to free the context window"),
+    _command("search", "Find text in this project's sessions (literal)", "text to find"),
+    _command("status", "Say which session this is, its turns, model and store"),
+)
+
+
+def available() -> AvailableCommandsUpdate:
+    """Return the `available_commands_update` listing our commands."""
+    return update_available_commands(COMMANDS)
+
+
+def parse(text: str) -> tuple[str, str] | None:
+    """Return (command, argument) if `text` is one of our commands, else None."""
+    if not text.startswith("/"):
+        return None
+    name, _, rest = text[1:].partition(" ")
+    if name not in {c.name for c in COMMANDS}:
+        return None
+    return name, rest.strip()
+
+
+async def run(held: Held, name: str, argument: str) -> str:
+    """Run a command between turns; return what to tell the user."""
+    engine = held.engine
+    if held.turn is not None and not held.turn.done():
+        raise failed(f"/{name} waits for no turn: session {held.session_id} is answering")
+    lifecycle = engine.session
+    if name == "save":
+        async with engine.turn_lock:
+            saved = lifecycle.explicit_save()
+        return f"Saved session {saved.session_id}: checkpoint {saved.checkpoint}."
+    if name == "compact":
+        done = await engine.compaction.asked()
+        if not done.compacted:
+            return done.reason or "Nothing to compact."
+        how = " (extractive summary)" if done.fallback else ""
+        return (
+            f"Compacted{how}: {done.messages_before} messages ({done.tokens_before} tokens) "
+            f"became {done.messages_after} ({done.tokens_after} tokens)."
+        )
+    if name == "search":
+        return await _search(held, argument)
+    state = lifecycle.current.state
+    model = engine.config.model.name or "none configured"
+    return (
+        f"Session {held.session_id} · {state.turns} turns · model {model} · "
+        f"store {lifecycle.store.label} · project {held.root}"
+    )
+
+
+async def _search(held: Held, query: str) -> str:
+    if not query:
+        return "Usage: /search TEXT"
+    engine = held.engine
+    store = engine.session.store
+    if isinstance(store, TextSearch):  # the database searches what it holds
+        hits = await asyncio.to_thread(store.search, query, None, SEARCH_LIMIT)
+    else:
+        index, manager = engine.search_index, engine.session.manager
+
+        def sync_and_search() -> list[SearchHit]:  # a sync may take long: in a thread
+            index.sync(manager)
+            return index.search(query, None, SEARCH_LIMIT)
+
+        hits = await asyncio.to_thread(sync_and_search)
+    found = [(h.session_id, h.turn, h.snippet) for h in hits]
+    if not found:
+        return f"Nothing found for {query!r}."
+    lines = [f"Found {query!r}:"]
+    lines += [
+        f"- {sid} turn {turn if turn is not None else '-'}: {snippet}"
+        for sid, turn, snippet in found
+    ]
+    return "\n".join(lines)
