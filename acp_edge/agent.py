@@ -20,15 +20,17 @@ from acp.schema import (
     NewSessionResponse,
     PromptResponse,
     ResumeSessionResponse,
+    SessionModeState,
+    SetSessionModeResponse,
 )
 
 from session.workspace.drift import DriftReport
 
-from . import checks, commands, hello
+from . import checks, commands, hello, modes
 from .client import ClientFiles, ClientLink
 from .listing import BadCursorError, cursor_offset, listed, page
 from .replay import replay, rewinds
-from .sessions import Sessions
+from .sessions import Held, Sessions
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +48,10 @@ def drift_message(drift: DriftReport) -> str | None:
         if paths:
             lines.append(f"- {label}: {', '.join(paths)}")
     return "\n".join(lines) + "\n\n"
+
+
+def _modes(held: Held) -> SessionModeState:
+    return modes.mode_state(held.engine.session.current.state.phase)
 
 
 class AcpAgent:
@@ -92,7 +98,7 @@ class AcpAgent:
         root = checks.project_dir(cwd)
         held = await self.sessions.new(root)
         self._offer_commands(held.session_id)
-        return NewSessionResponse(session_id=held.session_id)
+        return NewSessionResponse(session_id=held.session_id, modes=_modes(held))
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
@@ -107,7 +113,7 @@ class AcpAgent:
         for update in replay(scan.events, root, found):
             await self.link.update(sid, update)
         await self._tell_drift(sid, drift)
-        return LoadSessionResponse()
+        return LoadSessionResponse(modes=_modes(held))
 
     async def resume_session(
         self, session_id: str, cwd: str, mcp_servers: Any = None, **kwargs: Any
@@ -115,9 +121,9 @@ class AcpAgent:
         """Open a session without replaying it (the model gets the resume block)."""
         root = checks.project_dir(cwd)
         sid = checks.session_id(session_id)
-        _, drift = await self.sessions.open(root, sid)
+        held, drift = await self.sessions.open(root, sid)
         await self._tell_drift(sid, drift)
-        return ResumeSessionResponse()
+        return ResumeSessionResponse(modes=_modes(held))
 
     async def _tell_drift(self, session_id: str, drift: DriftReport | None) -> None:
         message = drift_message(drift) if drift is not None else None
@@ -177,7 +183,7 @@ class AcpAgent:
         sid = checks.session_id(session_id)
         held = await self.sessions.fork(root, sid)
         self._offer_commands(held.session_id)
-        return ForkSessionResponse(session_id=held.session_id)
+        return ForkSessionResponse(session_id=held.session_id, modes=_modes(held))
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         """Run a turn; its activity streams as `session/update`s."""
@@ -191,6 +197,19 @@ class AcpAgent:
             await self.link.update(sid, update_agent_message_text(said))
             return PromptResponse(stop_reason="end_turn")
         return await run_prompt(self.link, held, text)
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        """Set the session's phase (recorded as the model's `set_phase` records it)."""
+        held = self.sessions.get(checks.session_id(session_id))
+        try:
+            phase = modes.phase_of(mode_id)
+        except ValueError as exc:
+            raise checks.invalid(str(exc), modeId=mode_id) from None
+        async with held.engine.turn_lock:  # between turns, as the model's own change
+            held.engine.session.set_phase(phase)
+        return SetSessionModeResponse()
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """Stop the session's running prompt (recorded `aborted`; it answers `cancelled`)."""

@@ -16,6 +16,7 @@ from acp.schema import PromptResponse, SessionInfoUpdate, Usage, UsageUpdate
 
 from .checks import failed
 from .client import ClientLink
+from .modes import mode_changed
 from .sessions import Held
 from .updates import STATUSES, stop_reason, tool_ended, tool_started
 
@@ -86,10 +87,12 @@ def usage_of(counts: dict[str, Any]) -> Usage | None:
     return Usage(input_tokens=inputs, output_tokens=outputs, total_tokens=inputs + outputs)
 
 
-async def after_turn(link: ClientLink, held: Held, titled: str | None) -> None:
-    """Tell the client the session's new title (its first turn) and how full the window is."""
+async def after_turn(link: ClientLink, held: Held, titled: str | None, phase: str | None) -> None:
+    """Tell the client the new title (a first turn), mode (the model's), and the window's use."""
     engine = held.engine
     state = engine.session.current.state
+    if state.phase != phase:
+        await link.update(held.session_id, mode_changed(state.phase))
     if state.title and state.title != titled:
         info = SessionInfoUpdate(
             session_update="session_info_update",
@@ -120,7 +123,7 @@ async def run_prompt(link: ClientLink, held: Held, text: str) -> PromptResponse:
         return sink
 
     state = held.engine.session.current.state
-    titled = state.title
+    titled, phase = state.title, state.phase
     turn = asyncio.ensure_future(held.engine.turns.run(text, open_sink))
     held.turn = turn
     try:
@@ -141,7 +144,7 @@ async def run_prompt(link: ClientLink, held: Held, text: str) -> PromptResponse:
     if error is not None:
         raise error
     outcome = turn.result()
-    await after_turn(link, held, titled)
+    await after_turn(link, held, titled, phase)
     return PromptResponse(
         stop_reason=stop_reason(outcome.finish_reason), usage=usage_of(outcome.usage)
     )
