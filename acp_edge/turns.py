@@ -18,7 +18,7 @@ from .checks import failed
 from .client import ClientLink
 from .modes import mode_changed
 from .sessions import Held
-from .updates import STATUSES, stop_reason, tool_ended, tool_started
+from .updates import STATUSES, edit_diff, stop_reason, tool_ended, tool_started
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,8 @@ class AcpSink:
         state = STATUSES.get(status, "in_progress")
         if call_id not in self._started:
             self._started.add(call_id)
-            self._queue.put_nowait(tool_started(self.root, call_id, name, args, state))
+            diff = edit_diff(self.root, name, args)
+            self._queue.put_nowait(tool_started(self.root, call_id, name, args, state, diff))
         elif state != "in_progress":
             self._queue.put_nowait(tool_ended(call_id, state))
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from acp.helpers import start_tool_call, update_tool_call
+from acp.helpers import start_tool_call, tool_diff_content, update_tool_call
 from acp.schema import StopReason, ToolCallLocation, ToolCallProgress, ToolCallStart, ToolKind
 
 ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
@@ -65,7 +65,12 @@ def tool_locations(root: Path, args: Any) -> list[ToolCallLocation]:
 
 
 def tool_started(
-    root: Path, call_id: str, name: str, args: Any, status: ToolStatus = "in_progress"
+    root: Path,
+    call_id: str,
+    name: str,
+    args: Any,
+    status: ToolStatus = "in_progress",
+    content: list[Any] | None = None,
 ) -> ToolCallStart:
     """Return the `tool_call` update announcing a call (with its status so far)."""
     return start_tool_call(
@@ -73,9 +78,24 @@ def tool_started(
         tool_title(name, args),
         kind=tool_kind(name),
         status=status,
+        content=content,
         locations=tool_locations(root, args),
         raw_input=tool_args(args),
     )
+
+
+def edit_diff(root: Path, name: str, args: Any) -> list[Any] | None:
+    """Return the `diff` of a `write_file` call about to run: the file now, and after it."""
+    given = tool_args(args)
+    path, new = given.get("path"), given.get("content")
+    if name != "write_file" or not isinstance(path, str) or not isinstance(new, str):
+        return None
+    target = root / path
+    try:
+        old: str | None = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        old = None
+    return [tool_diff_content(str(target), new, old)]
 
 
 def tool_ended(call_id: str, status: ToolStatus) -> ToolCallProgress:

@@ -33,6 +33,12 @@ async def test_an_edit_is_asked_with_its_diff_and_written_once_allowed(
     call = next(u for u in agent.client.of(sid) if u.session_update == "tool_call")
     target = workspace / "templates" / "reply.txt"
     assert (call.kind, call.locations[0].path) == ("edit", str(target))
+    [shown] = call.content  # the live tool call shows the diff too
+    assert (shown.type, shown.old_text, shown.new_text) == (
+        "diff",
+        "Dear {name},\n",
+        "Hello {name},\n",
+    )
     [asked] = agent.client.asked
     [diff] = asked.content
     assert (diff.type, diff.path) == ("diff", str(target))
