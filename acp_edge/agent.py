@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from itertools import islice
 from typing import Any
 
 from acp import RequestError
@@ -33,6 +34,8 @@ from .replay import replay, rewinds
 from .sessions import Held, Sessions
 
 logger = logging.getLogger(__name__)
+
+REPLAY_BATCH = 200  # updates made in the worker thread between sends
 
 
 def drift_message(drift: DriftReport) -> str | None:
@@ -96,7 +99,7 @@ class AcpAgent:
     ) -> NewSessionResponse:
         """Start a fresh session of `cwd`'s project."""
         root = checks.project_dir(cwd)
-        held = await self.sessions.new(root)
+        held = await self.sessions.new(root, checks.mcp_servers(mcp_servers))
         self._offer_commands(held.session_id)
         return NewSessionResponse(session_id=held.session_id, modes=_modes(held))
 
@@ -106,12 +109,16 @@ class AcpAgent:
         """Open a session and replay its conversation before answering; then its drift."""
         root = checks.project_dir(cwd)
         sid = checks.session_id(session_id)
-        held, drift = await self.sessions.open(root, sid)
+        held, drift = await self.sessions.open(root, sid, checks.mcp_servers(mcp_servers))
         store = held.engine.session.store
-        scan = await asyncio.to_thread(store.read_events, sid)
-        found = rewinds(scan.events)
-        for update in replay(scan.events, root, found):
-            await self.link.update(sid, update)
+        # Two passes over the log, streamed (a batch of events in memory at a time): the
+        # rewinds first (a later rewind hides earlier turns), then the updates, sent a
+        # batch at a time as they are made (in a worker thread: reading may take long).
+        found = await asyncio.to_thread(rewinds, store.iter_events(sid))
+        updates = replay(store.iter_events(sid), root, found)
+        while batch := await asyncio.to_thread(list, islice(updates, REPLAY_BATCH)):
+            for update in batch:
+                await self.link.update(sid, update)
         await self._tell_drift(sid, drift)
         return LoadSessionResponse(modes=_modes(held))
 
@@ -121,7 +128,7 @@ class AcpAgent:
         """Open a session without replaying it (the model gets the resume block)."""
         root = checks.project_dir(cwd)
         sid = checks.session_id(session_id)
-        held, drift = await self.sessions.open(root, sid)
+        held, drift = await self.sessions.open(root, sid, checks.mcp_servers(mcp_servers))
         await self._tell_drift(sid, drift)
         return ResumeSessionResponse(modes=_modes(held))
 
@@ -181,7 +188,7 @@ class AcpAgent:
         """Fork a session at its last closed turn into a new open session."""
         root = checks.project_dir(cwd)
         sid = checks.session_id(session_id)
-        held = await self.sessions.fork(root, sid)
+        held = await self.sessions.fork(root, sid, checks.mcp_servers(mcp_servers))
         self._offer_commands(held.session_id)
         return ForkSessionResponse(session_id=held.session_id, modes=_modes(held))
 

@@ -71,3 +71,14 @@ def prompt_text(blocks: list[Any]) -> str:
     if not text.strip():
         raise invalid("the prompt is empty")
     return text
+
+
+def mcp_servers(servers: list[Any] | None) -> tuple[Any, ...]:
+    """Return the client's MCP servers as the engine's specs (invalid params if one is bad)."""
+    from engine.model.mcp import parse_mcp_servers
+
+    raw = [s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in servers or []]
+    try:
+        return parse_mcp_servers(raw)
+    except ValueError as exc:
+        raise invalid(f"mcpServers: {exc}") from None

@@ -73,8 +73,9 @@ class ClientLink:
         diff: tuple[str, str, str | None] | None = None,
         *,
         always: bool = False,
+        kind: Literal["edit", "execute"] = "edit",
     ) -> Answer:
-        """Ask the user about an edit (`diff`: path, new text, old text); "no" unless allowed."""
+        """Ask about an edit (`diff`: path, new, old text) or a call; "no" unless allowed."""
         content = [tool_diff_content(*diff)] if diff is not None else None
         request = RequestPermissionRequest(
             session_id=session_id,

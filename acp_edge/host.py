@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable
@@ -106,6 +107,13 @@ class AcpEdits:
         if allowed:
             self._confirmed.add(relative)
         return allowed
+
+    async def confirm_tool(self, server: str, tool: str, args: dict[str, Any]) -> bool:
+        """Ask before an MCP server's tool runs (the servers the client marked to confirm)."""
+        call_id = f"mcp-{secrets.token_hex(4)}"
+        title = f"{server}: {tool} {json.dumps(args, ensure_ascii=False)[:200]}"
+        answer = await self.host.link.ask(self.host.session_id, call_id, title, kind="execute")
+        return answer != "no"
 
     def protected_globs(self) -> tuple[str, ...]:
         """Return the user's protected-path globs."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,7 +88,8 @@ class Sessions:
         self.roots.add(root)
         return engine
 
-    def _hold(self, engine: Engine, root: Path) -> Held:
+    def _hold(self, engine: Engine, root: Path, mcp: Sequence[Any]) -> Held:
+        engine.use_mcp_servers(mcp)
         lifecycle = engine.session
         session_id = lifecycle.session_id
         engine.host.session_id = session_id  # type: ignore[attr-defined]
@@ -97,7 +98,7 @@ class Sessions:
         engine.session_started()
         return held
 
-    async def new(self, root: Path) -> Held:
+    async def new(self, root: Path, mcp: Sequence[Any] = ()) -> Held:
         """Start a fresh session of the project at `root`."""
         engine = await self._engine(root)
         try:
@@ -105,9 +106,11 @@ class Sessions:
         except (SessionError, StorageError) as exc:
             engine.close("a session that could not start")
             raise failed(f"cannot start a session: {exc}") from None
-        return self._hold(engine, root)
+        return self._hold(engine, root, mcp)
 
-    async def open(self, root: Path, session_id: str) -> tuple[Held, DriftReport | None]:
+    async def open(
+        self, root: Path, session_id: str, mcp: Sequence[Any] = ()
+    ) -> tuple[Held, DriftReport | None]:
         """Open an existing session of the project at `root` (resumed: drift, resume block)."""
         if (found := self.held.get(session_id)) is not None:
             if found.root != root:
@@ -125,9 +128,9 @@ class Sessions:
         except (SessionError, StorageError) as exc:
             engine.close("a session that could not open")
             raise failed(f"cannot open session {session_id}: {exc}") from None
-        return self._hold(engine, root), drift
+        return self._hold(engine, root, mcp), drift
 
-    async def fork(self, root: Path, parent_id: str) -> Held:
+    async def fork(self, root: Path, parent_id: str, mcp: Sequence[Any] = ()) -> Held:
         """Fork `parent_id` at its last closed turn into a new session of this process."""
         from session.fork import fork_session
 
@@ -144,7 +147,7 @@ class Sessions:
         except BaseException:
             engine.close("a fork that failed")
             raise
-        return self._hold(engine, root)
+        return self._hold(engine, root, mcp)
 
     async def close(self, session_id: str, why: str) -> None:
         """Stop the session's prompt, save it and let it go."""
