@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
-from . import append, bounded, compaction, drift, resume, search, server, sessions
+from . import acp, append, bounded, compaction, drift, resume, search, server, sessions
 from .common import Mode, Result, fmt_s
 from .plot import write_plot
 
@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, Callable[[Mode], Result]] = {
     "search": search.run,
     "sessions": sessions.run,
     "bounded": bounded.run,
+    "acp": acp.run,
 }
 # name -> module with `run(mode, dsn)`, imported only when named (they need psycopg and a server)
 DATABASE_BENCHMARKS = {

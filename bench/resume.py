@@ -143,8 +143,13 @@ class Canonical:
         return cached
 
 
-def write_bulk_log(path: Path, session_id: str, workspace: Path, size: int) -> tuple[int, int]:
-    """Write a log of about `size` bytes directly (EventLog's line format); return events, turns."""
+def write_bulk_log(
+    path: Path, session_id: str, workspace: Path, size: int, *, turns: int | None = None
+) -> tuple[int, int]:
+    """Write a log of about `size` bytes directly (EventLog's line format); return events, turns.
+
+    `turns`: write exactly that many turns instead (`size` is then ignored).
+    """
     pool = TurnPool()
     canonical = Canonical()
     start = datetime.now(UTC) - timedelta(days=30)
@@ -181,7 +186,7 @@ def write_bulk_log(path: Path, session_id: str, workspace: Path, size: int) -> t
         }
         start_data = canonical.data("session/start", (), start_data)
         written += fh.write(line("session/start", None, None, start_data))
-        while written < size:
+        while (written < size) if turns is None else (turn < turns):
             turn += 1
             for type_, step, key, data in turn_events(pool, turn):
                 stored = canonical.data(type_, key, data)
