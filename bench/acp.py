@@ -243,15 +243,15 @@ async def measure(mode: Mode, tmp: Path, result: Result) -> None:
         result.rows.append(
             Row(f"acp: session/load of {size:,} turns, whole replay", fmt_s(median(wholes)))
         )
-        peak, base_peak = median([float(p) for p in peaks]), median([float(p) for p in base_peaks])
+        top, base_top = median([float(p) for p in peaks]), median([float(p) for p in base_peaks])
         result.rows.append(
             Row(
                 f"acp: peak memory after loading {size:,} turns",
-                fmt_bytes(peak),
-                f"one turn {fmt_bytes(base_peak)}",
-                peak / base_peak,
+                fmt_bytes(top),
+                f"one turn {fmt_bytes(base_top)}",
+                top / base_top,
                 f"≤ {MEMORY_RATIO}× (flat in the length)",
-                peak <= MEMORY_RATIO * base_peak,
+                top <= MEMORY_RATIO * base_top,
             )
         )
     result.rows.append(

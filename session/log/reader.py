@@ -64,13 +64,15 @@ def parse_event_line(line: bytes) -> Event:
         raise ValueError(f"invalid event ({where}: {first['msg']})") from None
 
 
-def iter_log(path: Path) -> Iterator[Event]:
+def iter_log(path: Path, types: frozenset[str] | None = None) -> Iterator[Event]:
     """Yield a log's readable events in order, one line in memory at a time.
 
     The readable prefix `scan_log` would return: it stops at the first line that is not
     the next event (a bad line, a torn tail, a gap in the seqs). A log that cannot be
     opened as a regular file yields nothing. For replaying a long session with bounded
-    memory; `scan_log` is for what needs the problems and offsets too.
+    memory; `scan_log` is for what needs the problems and offsets too. With `types`, only
+    events of those types are validated and yielded; the others are only checked to be
+    the next line's JSON object (a quick pass over a long log).
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -82,6 +84,20 @@ def iter_log(path: Path) -> Iterator[Event]:
         expect = 0
         for line in fh:
             if not line.strip():
+                continue
+            if types is not None:
+                try:
+                    raw = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    return
+                if not isinstance(raw, dict) or raw.get("seq") != expect:
+                    return
+                expect += 1
+                if raw.get("type") in types:
+                    try:
+                        yield EVENT_ADAPTER.validate_python(raw)
+                    except ValidationError:
+                        return
                 continue
             try:
                 event = parse_event_line(line)

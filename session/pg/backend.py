@@ -10,6 +10,7 @@ nothing behind (as a local one leaves no file).
 
 from __future__ import annotations
 
+import itertools
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -237,15 +238,16 @@ class PgSessionStore:
         """Return the session's events (as the log's events)."""
         return LogScan(events=list(self.iter_events(session_id, None)))
 
-    def iter_events(self, session_id: str, batch: int | None = 500) -> Iterator[Event]:
-        """Yield the session's events, `batch` rows fetched at a time (keyset on seq)."""
-        raws = self.pg.read_events(session_id, 0, batch)
-        if not raws and not self.exists(session_id):
+    def iter_events(
+        self, session_id: str, batch: int | None = 500, *, types: frozenset[str] | None = None
+    ) -> Iterator[Event]:
+        """Yield the session's events (those of `types` only, if given), a batch at a time."""
+        pages = self.pg.event_pages(session_id, batch, types)
+        first = next(pages, [])
+        if not first and not self.exists(session_id):
             raise self._missing(session_id)
-        while raws:
+        for raws in itertools.chain([first], pages):
             yield from map(EVENT_ADAPTER.validate_python, raws)
-            more = batch is not None and len(raws) == batch
-            raws = self.pg.read_events(session_id, raws[-1]["seq"] + 1, batch) if more else []
 
     def read_snapshot(
         self, session_id: str, warnings: list[str] | None = None, *, keep: bool = False
@@ -357,14 +359,11 @@ class PgSessionStore:
         return [listed_row(row) for row in page[0]], page[1], page[2]
 
     def delete_session(self, session_id: str) -> Sequence[object]:
-        """Delete the session with its events, pointers, checkpoints and local spool.
-
-        Return what went: the session id if its row was there, the spool file if one was
-        left (events of a server that stopped while the database was away).
-        """
+        """Delete the session, its events, pointers, checkpoints and spool; return what went."""
         if not is_valid_session_id(session_id):
             return []
         removed: list[object] = [session_id] if self.pg.delete_session(session_id) else []
+        # the spool of a server that stopped while the database was away, if one was left
         spool = Spool(self.spool_dir, session_id, Redactor())
         if spool.exists:
             spool.remove()

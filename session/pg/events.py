@@ -32,6 +32,9 @@ _LAST_TURN_END = """SELECT type, event->'data'->>'reason' FROM {s}.events
     ORDER BY seq DESC LIMIT 1"""
 _READ = """SELECT event FROM {s}.events
     WHERE owner = {me} AND session_id = %s AND seq >= %s ORDER BY seq LIMIT %s"""
+_READ_TYPES = """SELECT event FROM {s}.events
+    WHERE owner = {me} AND session_id = %s AND seq >= %s AND type = ANY(%s)
+    ORDER BY seq LIMIT %s"""
 
 
 @dataclass(frozen=True)
@@ -193,8 +196,17 @@ def copy_events(
 
 
 def read_events(
-    conn: Conn, schema: str, session_id: str, from_seq: int = 0, limit: int | None = None
+    conn: Conn,
+    schema: str,
+    session_id: str,
+    from_seq: int = 0,
+    limit: int | None = None,
+    types: frozenset[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Return the session's events with `seq >= from_seq`, in order, as the log's JSON."""
-    rows = conn.execute(q(schema, _READ), (session_id, from_seq, limit)).fetchall()
+    """Return the session's events with `seq >= from_seq` (of `types`), in order, as JSON."""
+    if types is None:
+        rows = conn.execute(q(schema, _READ), (session_id, from_seq, limit)).fetchall()
+    else:
+        params = (session_id, from_seq, sorted(types), limit)
+        rows = conn.execute(q(schema, _READ_TYPES), params).fetchall()
     return [row[0] for row in rows]

@@ -245,10 +245,25 @@ class PgStore:
         )
 
     def read_events(
-        self, session_id: str, from_seq: int = 0, limit: int | None = None
+        self,
+        session_id: str,
+        from_seq: int = 0,
+        limit: int | None = None,
+        types: frozenset[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Return the session's events from `from_seq` on, in seq order."""
-        return self._run(read_events, session_id, from_seq, limit)
+        """Return the session's events from `from_seq` on (of `types`, if given), in order."""
+        return self._run(read_events, session_id, from_seq, limit, types)
+
+    def event_pages(
+        self, session_id: str, batch: int | None, types: frozenset[str] | None = None
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Yield the session's events a page of `batch` at a time (keyset on seq; None: all)."""
+        page = self.read_events(session_id, 0, batch, types)
+        while page:
+            yield page
+            if batch is None or len(page) < batch:
+                return
+            page = self.read_events(session_id, page[-1]["seq"] + 1, batch, types)
 
     # pointers
 

@@ -199,10 +199,13 @@ class SessionStore(Protocol):
         """Return the session's readable events, in order, and the problems found."""
         ...
 
-    def iter_events(self, session_id: str) -> Iterator[Event]:
+    def iter_events(
+        self, session_id: str, *, types: frozenset[str] | None = None
+    ) -> Iterator[Event]:
         """Yield the session's readable events in order, a bounded batch in memory at a time.
 
-        For replaying a session however long it is (ACP's `session/load`).
+        For replaying a session however long it is (ACP's `session/load`). `types`: only
+        the events of those types (a quick pass, e.g. for the rewinds a replay must know).
         `SessionNotFoundError` if there is no such session (at the first item at the latest).
         """
         ...

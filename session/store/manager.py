@@ -308,12 +308,14 @@ class SessionManager(ProjectLayout):
             raise SessionNotFoundError(f"no session {session_id} in this project")
         return scan_log(self.log_path(session_id))
 
-    def iter_events(self, session_id: str) -> Iterator[Event]:
-        """Yield a session's readable events, one log line in memory at a time."""
+    def iter_events(
+        self, session_id: str, *, types: frozenset[str] | None = None
+    ) -> Iterator[Event]:
+        """Yield a session's readable events (of `types`), one log line in memory at a time."""
         self.check_store_dirs()
         if not self.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id} in this project")
-        return iter_log(self.log_path(session_id))
+        return iter_log(self.log_path(session_id), types)
 
     def save(self, session: Session) -> Path:
         """Fsync the log and write the snapshot."""

@@ -139,6 +139,9 @@ def test_events_stream_in_order_as_read_and_a_missing_session_is_said(
     if backend.kind == "postgresql":  # fetched a batch at a time, keyset on seq
         batched = store.iter_events(writer.session_id, 50)  # type: ignore[call-arg]
         assert [as_stored(e) for e in batched] == whole
+    ends = store.iter_events(writer.session_id, types=frozenset({"turn/end", "turn/start"}))
+    kept = [e for e in whole if e["type"] in ("turn/end", "turn/start")]
+    assert [as_stored(e) for e in ends] == kept and len(kept) == 80
     missing = backend.store.new_session_id()
     with pytest.raises(SessionNotFoundError):
         list(store.iter_events(missing))
