@@ -35,6 +35,7 @@ from .sessions import Held, Sessions
 
 logger = logging.getLogger(__name__)
 
+FIRST_BATCH = 8  # updates of the replay's first batch
 REPLAY_BATCH = 200  # updates made in the worker thread between sends
 
 
@@ -112,13 +113,18 @@ class AcpAgent:
         held, drift = await self.sessions.open(root, sid, checks.mcp_servers(mcp_servers))
         store = held.engine.session.store
         # Two passes over the log, streamed (a batch of events in memory at a time): the
-        # rewinds first (a later rewind hides earlier turns), then the updates, sent a
-        # batch at a time as they are made (in a worker thread: reading may take long).
-        found = await asyncio.to_thread(rewinds, store.iter_events(sid))
+        # rewinds first (a later rewind hides earlier turns: a quick pass validating those
+        # only), then the updates, sent a batch at a time as they are made (in a worker
+        # thread: reading may take long); the first batch small, so the first update is
+        # on its way at once.
+        only = frozenset({"session/rewind"})
+        found = await asyncio.to_thread(rewinds, store.iter_events(sid, types=only))
         updates = replay(store.iter_events(sid), root, found)
-        while batch := await asyncio.to_thread(list, islice(updates, REPLAY_BATCH)):
+        size = FIRST_BATCH
+        while batch := await asyncio.to_thread(list, islice(updates, size)):
             for update in batch:
                 await self.link.update(sid, update)
+            size = REPLAY_BATCH
         await self._tell_drift(sid, drift)
         return LoadSessionResponse(modes=_modes(held))
 

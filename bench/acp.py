@@ -44,6 +44,7 @@ SIZES: dict[Mode, tuple[int, ...]] = {
 INIT_TARGET_S = 0.250
 INIT_RATIO = 0.5  # of the LSP server's cold initialize
 FIRST_UPDATE_TARGET_S = 0.100
+TARGET_TURNS = 1_000  # the first update's target is the issue's: a 1,000-turn session
 MEMORY_RATIO = 1.15  # peak memory after loading N turns ≤ 1.15 × after loading one
 
 
@@ -236,8 +237,8 @@ async def measure(mode: Mode, tmp: Path, result: Result) -> None:
                 f"{fmt_s(first)} ({spread(firsts)})",
                 f"one turn {fmt_s(base)}",
                 first / base,
-                f"≤ {fmt_s(FIRST_UPDATE_TARGET_S)}",
-                first <= FIRST_UPDATE_TARGET_S,
+                f"≤ {fmt_s(FIRST_UPDATE_TARGET_S)}" if size <= TARGET_TURNS else "report only",
+                first <= FIRST_UPDATE_TARGET_S if size <= TARGET_TURNS else None,
             )
         )
         result.rows.append(
