@@ -25,6 +25,7 @@ ClientStyle = Literal["vscode", "neovim", "terminal", "generic"]
 _VSCODE_NAMES = ("visual studio code", "code - oss", "code-server", "vscode", "vscodium", "cursor")
 _NEOVIM_NAMES = ("neovim", "nvim")
 _TERMINAL_NAMES = ("agent-assist-terminal",)
+_ACP_PREFIX = "acp-"  # `agent-assist acp`'s sessions, named after the client it serves
 # The terminal's flags (`agent-assist chat --help`); its other options have none.
 TERMINAL_FLAGS: Mapping[str, str] = {
     "model.name": "--model",
@@ -64,8 +65,8 @@ def client_style(client_name: str | None) -> ClientStyle:
         return "vscode"
     if name in _NEOVIM_NAMES:
         return "neovim"
-    if name in _TERMINAL_NAMES:
-        return "terminal"
+    if name in _TERMINAL_NAMES or name.startswith(_ACP_PREFIX):
+        return "terminal"  # the ACP agent (`acp-<its client>`) takes the terminal's flags
     return "generic"
 
 

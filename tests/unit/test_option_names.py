@@ -46,6 +46,8 @@ def server(options: dict[str, Any], client: str | None, env: dict[str, str] | No
             "my-url",
         ),
         ("Neovim", {}, {"OPENAI_BASE_URL": "http://h:1/v1"}, "OPENAI_BASE_URL"),
+        # `agent-assist acp` run by Zed: configured with the terminal's flags
+        ("acp-Zed", {"model": {"baseUrl": "http://h:1/v1"}}, {}, "--base-url"),
     ],
 )
 def test_a_connection_error_names_the_option_the_user_set(
