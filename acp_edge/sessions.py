@@ -181,25 +181,22 @@ class Sessions:
             raise failed(f"the session store cannot be used: {exc}") from None
 
     async def delete(self, session_id: str) -> None:
-        """Delete a session of a project named before, as `sessions rm` does (not in use)."""
+        """Delete a session of a project named before, as `sessions rm` does (under its lock)."""
+        from session.deletion import delete_unless_in_use
+
         if session_id in self.held:
             await self.close(session_id, "session/delete")
         for root in sorted(self.roots):
             store = await asyncio.to_thread(self.store_of, root)
             try:
-                if not store.exists(session_id):
+                if not await asyncio.to_thread(store.exists, session_id):
                     continue
-                if store.held_locks([session_id]):
-                    raise failed(
-                        f"session {session_id} is in use by a running agent-assist; not deleted"
-                    )
-                await asyncio.to_thread(_delete, store, session_id)
+                await asyncio.to_thread(delete_unless_in_use, store, session_id)
                 return
+            except SessionLockedError:
+                raise failed(
+                    f"session {session_id} is in use by a running agent-assist; not deleted"
+                ) from None
             finally:
                 await asyncio.to_thread(store.close)
         raise invalid(f"no session {session_id} in the projects this agent was asked about")
-
-
-def _delete(store: SessionStore, session_id: str) -> None:
-    store.delete_session(session_id)
-    store.checkpoint_store().collect_garbage()  # blobs only its checkpoints kept

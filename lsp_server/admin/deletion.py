@@ -43,61 +43,22 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
 
 
-def has_content(store: AnyStore, session_id: str) -> bool:
-    """Return True if a session has anything to keep: a turn, a summary, decisions, messages.
+def removed_items(store: AnyStore, session_id: str) -> list[object] | None:
+    """Delete a session under its lock (`session.deletion`); what went, for `--json`.
 
-    Read whole (its snapshot, a seed's too, and its log): what `prune --empty` checks
-    again under the session's lock before deleting it.
+    None: kept (`only_empty` is not asked here). `SessionLockedError` if it is in use.
     """
-    state, _ = store.read_snapshot(session_id)
-    if state is not None and (
-        state.turns or state.summary or state.decisions or state.recent_messages
-    ):
-        return True
-    return any(event.turn is not None for event in store.read_events(session_id).events)
+    from session.deletion import delete_unless_in_use
 
-
-def delete_unless_in_use(
-    store: AnyStore, session_id: str, *, only_empty: bool = False
-) -> list[object] | None:
-    """Delete a session while holding its lock; SessionLockedError if it is in use.
-
-    Locally its files and the pointers naming it; in PostgreSQL its row, with which its
-    events, checkpoints and pointers go. Then the blobs only its checkpoints kept.
-    `only_empty`: kept (None) if it has content (`has_content`) once the lock is held.
-    """
-    database = database_of(store)
-    if database is not None:
-        writer = database.pg.acquire_writer(session_id)  # as a server would: refused if in use
-        try:
-            if only_empty and has_content(store, session_id):
-                return None
-            removed: list[object] = [  # the row (an id), a leftover spool (a path)
-                f"session {item}" if isinstance(item, str) else item
-                for item in database.delete_session(session_id)
-            ]
-        finally:
-            writer.release()
-        checkpoints = database.checkpoint_store()
-        return removed + [f"blob {digest}" for digest in checkpoints.collect_garbage()]
-    from session.catalog import pointers_to
-    from session.checkpoints import CheckpointStore
-
-    manager = local_of(store)
-    lock = manager.acquire_lock(session_id)
-    try:
-        if only_empty and has_content(store, session_id):
-            return None
-        naming = pointers_to(manager, session_id)  # read while the session still exists
-        removed = list(manager.delete_session(session_id))
-        for pointer in naming:
-            manager.delete_pointer(pointer.instance_id)
-            removed.append(pointer.path)
-    finally:
-        lock.release()
-    # Blobs only its checkpoints used (shared ones stay): nothing else ever deletes them.
-    removed += CheckpointStore(manager).collect_garbage()
-    return removed
+    deleted = delete_unless_in_use(store, session_id)
+    if deleted is None:
+        return None
+    if database_of(store) is None:
+        return [*deleted.removed, *deleted.blobs]
+    return [  # the row (an id), a leftover spool (a path), the blobs (digests)
+        *(f"session {item}" if isinstance(item, str) else item for item in deleted.removed),
+        *(f"blob {digest}" for digest in deleted.blobs),
+    ]
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
@@ -121,7 +82,7 @@ def remove(args: argparse.Namespace, store: AnyStore) -> int:
     if not confirm(f"Delete session {label}? This cannot be undone.", args.yes):
         raise ProblemError("not confirmed; nothing was deleted (use --yes to skip the question)")
     try:
-        removed = delete_unless_in_use(store, session_id) or []
+        removed = removed_items(store, session_id) or []
     except SessionLockedError:
         raise ProblemError(
             f"session {session_id} is in use by a running agent-assist; not deleted"
@@ -175,6 +136,7 @@ def _chosen(args: argparse.Namespace, store: AnyStore, cutoff: datetime | None) 
 
 def prune(args: argparse.Namespace, store: AnyStore, age: timedelta | None) -> int:
     """`sessions prune` in `store`."""
+    from session.deletion import delete_unless_in_use
     from session.errors import SessionLockedError
 
     cutoff = datetime.now(UTC) - age if age is not None else None

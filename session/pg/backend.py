@@ -358,6 +358,10 @@ class PgSessionStore:
         )
         return [listed_row(row) for row in page[0]], page[1], page[2]
 
+    def acquire_lock(self, session_id: str) -> SessionWriter:
+        """Take the session's writer lock (its advisory lock, on a connection of its own)."""
+        return self.pg.acquire_writer(session_id)
+
     def delete_session(self, session_id: str) -> Sequence[object]:
         """Delete the session, its events, pointers, checkpoints and spool; return what went."""
         if not is_valid_session_id(session_id):

@@ -124,6 +124,14 @@ class TextSearch(Protocol):
         ...
 
 
+class SessionLock(Protocol):
+    """A session's writer lock, held until released (by this process only)."""
+
+    def release(self) -> None:
+        """Let go of the lock."""
+        ...
+
+
 class SessionStore(Protocol):
     """The sessions of one project, in files or in a database."""
 
@@ -284,8 +292,16 @@ class SessionStore(Protocol):
         """
         ...
 
+    def acquire_lock(self, session_id: str) -> SessionLock:
+        """Take a session's writer lock without opening it (`SessionLockedError` if held)."""
+        ...
+
     def delete_session(self, session_id: str) -> Sequence[object]:
-        """Delete a session with its events, snapshot and checkpoints; return what went."""
+        """Delete a session with its events, snapshot, checkpoints and the pointers naming it.
+
+        Return what went. The caller holds the session's lock (`session.deletion`) or knows
+        no other process can write it.
+        """
         ...
 
     def held_locks(self, session_ids: Iterable[str]) -> set[str]:

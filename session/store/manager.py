@@ -343,8 +343,10 @@ class SessionManager(ProjectLayout):
         return self.list_sessions_page(empty=True)[0]
 
     def delete_session(self, session_id: str) -> list[Path]:
-        """Delete a session's log, snapshot, lock and checkpoints; return what was removed."""
-        removed = []
+        """Delete a session's log, snapshot, lock, checkpoints and pointers; return them."""
+        removed = self._pointers_naming(session_id)  # read while the session still exists
+        for path in removed:
+            unlink_quiet(path)
         for path in (self.log_path(session_id), self.snapshot_path(session_id)):
             if unlink_quiet(path):
                 removed.append(path)
@@ -356,6 +358,20 @@ class SessionManager(ProjectLayout):
         unlink_quiet(self.lock_path(session_id))
         fsync_dir(self.sessions_dir)
         return removed
+
+    def _pointers_naming(self, session_id: str) -> list[Path]:
+        """Return the pointer files that name `session_id` (unreadable ones are not)."""
+        if not self.sessions_dir.is_dir():
+            return []
+        found = []
+        for path in sorted(self.sessions_dir.glob(f"{POINTER_PREFIX}*{POINTER_SUFFIX}")):
+            try:
+                raw = read_json_file(path, max_bytes=64 * 1024)
+            except (OSError, ValueError):
+                continue
+            if isinstance(raw, dict) and raw.get("sessionId") == session_id:
+                found.append(path)
+        return found
 
     # -- checkpoints and blobs -----------------------------------------------------
 
