@@ -1,4 +1,4 @@
-"""What the agent asks of the client: session updates, the user's yes, file writes."""
+"""What the agent asks of the client: session updates, the user's yes, its files."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from acp.meta import CLIENT_METHODS
 from acp.schema import (
     AllowedOutcome,
     PermissionOption,
+    ReadTextFileRequest,
+    ReadTextFileResponse,
     RequestPermissionRequest,
     RequestPermissionResponse,
     SessionNotification,
@@ -75,13 +77,15 @@ class ClientLink:
         always: bool = False,
         kind: Literal["edit", "execute"] = "edit",
     ) -> Answer:
-        """Ask about an edit (`diff`: path, new, old text) or a call; "no" unless allowed."""
+        """Ask about an edit (`diff`: path, new, old text) or a call; "no" unless allowed.
+
+        `call_id` names the tool call asked about: the live one the sink announced, or one
+        of the agent's own for a question outside a call.
+        """
         content = [tool_diff_content(*diff)] if diff is not None else None
         request = RequestPermissionRequest(
             session_id=session_id,
-            tool_call=ToolCallUpdate(
-                tool_call_id=call_id, title=title, kind="edit", content=content
-            ),
+            tool_call=ToolCallUpdate(tool_call_id=call_id, title=title, kind=kind, content=content),
             options=[ONCE, ALWAYS, REJECT] if always else [ONCE, REJECT],
         )
         try:
@@ -100,6 +104,16 @@ class ClientLink:
         if not isinstance(outcome, AllowedOutcome):
             return "no"
         return ANSWERS.get(outcome.option_id, "no")
+
+    async def read_file(self, session_id: str, path: str) -> str:
+        """Read a file through the client (`fs/read_text_file`: its buffer, unsaved text too)."""
+        answer = await request_model(
+            self.connection,
+            CLIENT_METHODS["fs_read_text_file"],
+            ReadTextFileRequest(session_id=session_id, path=path),
+            ReadTextFileResponse,
+        )
+        return answer.content
 
     async def write_file(self, session_id: str, path: str, content: str) -> None:
         """Write a file through the client (`fs/write_text_file`: its buffer, and disk)."""

@@ -9,13 +9,21 @@ import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from acp.helpers import update_agent_message_text
 
 from .client import ClientFiles, ClientLink
 
 logger = logging.getLogger(__name__)
+
+
+class Announcer(Protocol):
+    """The running turn's sink, as a question waits for it (`turns.AcpSink`)."""
+
+    async def sent(self) -> None:
+        """Return once every update queued so far has been sent."""
+        ...
 
 
 class Quiet:
@@ -63,7 +71,9 @@ class AcpEdits:
 
     Each edit is asked with its diff unless the user allowed every edit of the session; it
     is written through the client when it can write files, else by the tool itself. A
-    protected path is asked about by `confirm`, always.
+    protected path is asked about by `confirm`, always. A question names the tool call the
+    client was shown (its id), once that call has been sent. Files are read through the
+    client when it can read them (its buffers: unsaved text too), else from disk.
     """
 
     def __init__(self, host: AcpHost, files: ClientFiles) -> None:
@@ -72,7 +82,7 @@ class AcpEdits:
         self.always = False  # the user allowed every edit of this session
         self._confirmed: set[str] = set()  # protected paths just allowed by `confirm`
 
-    async def apply_file_edit(self, relative: str, content: str) -> Any:
+    async def apply_file_edit(self, relative: str, content: str, call_id: str | None = None) -> Any:
         """Ask (unless allowed already), then write through the client if it can."""
         from engine.model.tools import EditOutcome
 
@@ -82,9 +92,9 @@ class AcpEdits:
             self._confirmed.discard(relative)  # asked once already, with the reason
         elif not self.always:
             diff = (str(target), content, _text_of(target))
-            call_id = f"edit-{secrets.token_hex(4)}"
+            call = await host.call_named(call_id, "edit")
             answer = await host.link.ask(
-                host.session_id, call_id, f"write {relative}", diff, always=True
+                host.session_id, call, f"write {relative}", diff, always=True
             )
             if answer == "no":
                 return EditOutcome(applied=False, refused="the user rejected the edit")
@@ -99,11 +109,11 @@ class AcpEdits:
             return EditOutcome(applied=False, refused=f"the editor could not write it: {exc}")
         return EditOutcome(applied=True)
 
-    async def confirm(self, relative: str, reason: str) -> bool:
+    async def confirm(self, relative: str, reason: str, call_id: str | None = None) -> bool:
         """Ask about a protected path (allow once / reject), whatever was allowed before."""
-        call_id = f"confirm-{secrets.token_hex(4)}"
+        call = await self.host.call_named(call_id, "confirm")
         title = f"write {relative}: {reason}"
-        allowed = await self.host.link.ask(self.host.session_id, call_id, title) != "no"
+        allowed = await self.host.link.ask(self.host.session_id, call, title) != "no"
         if allowed:
             self._confirmed.add(relative)
         return allowed
@@ -119,9 +129,22 @@ class AcpEdits:
         """Return the user's protected-path globs."""
         return self.host.protected
 
-    def document_text(self, relative: str) -> str | None:
-        """Return None: the disk holds what the user sees (`fs/read_text_file` is async)."""
-        return None
+    async def read_document(self, relative: str) -> str | None:
+        """Return the client's text of `relative` (`fs/read_text_file`); None: read disk.
+
+        None when the client cannot read files, or its read failed (logged): the tool
+        reads the disk then, and the turn goes on.
+        """
+        if not self.files.read or not self.host.session_id:
+            return None
+        path = str(self.host.root / relative)
+        try:
+            return await self.host.link.read_file(self.host.session_id, path)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the client could not say: disk holds the saved text
+            logger.warning("fs/read_text_file of %s failed (%s); reading the disk", path, exc)
+            return None
 
 
 def _text_of(target: Path) -> str | None:
@@ -149,11 +172,23 @@ class AcpHost:
         self.session_id = ""  # set once the session is known
         self.protected = protected
         self._edits = AcpEdits(self, files)
+        self.sink: Announcer | None = None  # the running turn's sink (its tool calls)
 
     @property
     def edits(self) -> AcpEdits:
         """Return the tools' editor side."""
         return self._edits
+
+    async def call_named(self, call_id: str | None, kind: str) -> str:
+        """Return the id a question names: the live tool call's, once the client has it.
+
+        Outside a tool call (None) an id of our own, made for the question.
+        """
+        if call_id is None:
+            return f"{kind}-{secrets.token_hex(4)}"
+        if self.sink is not None:
+            await self.sink.sent()
+        return call_id
 
     def show(self, message: str) -> None:
         """Log a warning and tell the user, as an agent message of the session."""

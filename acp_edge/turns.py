@@ -16,6 +16,7 @@ from acp.schema import PromptResponse, SessionInfoUpdate, Usage, UsageUpdate
 
 from .checks import failed
 from .client import ClientLink
+from .host import AcpHost
 from .modes import mode_changed
 from .sessions import Held
 from .updates import STATUSES, edit_diff, stop_reason, tool_ended, tool_started
@@ -70,6 +71,13 @@ class AcpSink:
                 await self.link.update(self.session_id, update)
             except Exception as exc:  # the client is gone: the turn still completes and is kept
                 logger.warning("session/update not sent: %s", exc)
+            finally:
+                self._queue.task_done()
+
+    async def sent(self) -> None:
+        """Return once what is queued has been sent (a question names a call sent before it)."""
+        if not self._sender.done():
+            await asyncio.wait({asyncio.ensure_future(self._queue.join())}, timeout=5)
 
     async def flush(self) -> None:
         """Send what is queued, then stop the sender."""
@@ -117,10 +125,13 @@ async def run_prompt(link: ClientLink, held: Held, text: str) -> PromptResponse:
     if held.turn is not None and not held.turn.done():
         raise failed(f"session {held.session_id} is already answering a prompt")
     sinks: list[AcpSink] = []
+    host = held.engine.host
 
     def open_sink(session_id: str, turn: int) -> AcpSink:
         sink = AcpSink(link, held.session_id, held.root)
         sinks.append(sink)
+        if isinstance(host, AcpHost):  # its questions name the calls this sink announced
+            host.sink = sink
         return sink
 
     state = held.engine.session.current.state
@@ -135,6 +146,8 @@ async def run_prompt(link: ClientLink, held: Held, text: str) -> PromptResponse:
     finally:
         for sink in sinks:
             await sink.flush()
+        if isinstance(host, AcpHost) and host.sink in sinks:
+            host.sink = None
         if held.turn is turn:
             held.turn = None
     if turn.cancelled():

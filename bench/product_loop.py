@@ -58,11 +58,13 @@ class CountingSink:
 class NoEditor:
     """An `EditorHost` without an editor: a write would go straight to disk."""
 
-    async def apply_file_edit(self, relative: str, content: str) -> EditOutcome:
+    async def apply_file_edit(
+        self, relative: str, content: str, call_id: str | None = None
+    ) -> EditOutcome:
         """Cannot, as a client that cannot apply edits (the write goes to disk)."""
         return EditOutcome(applied=False)
 
-    async def confirm(self, relative: str, reason: str) -> bool:
+    async def confirm(self, relative: str, reason: str, call_id: str | None = None) -> bool:
         """Say no, as a client that cannot ask does."""
         return False
 
@@ -74,8 +76,8 @@ class NoEditor:
         """None beyond the built-in ones."""
         return ()
 
-    def document_text(self, relative: str) -> str | None:
-        """No open documents: every file is read from disk."""
+    async def read_document(self, relative: str) -> str | None:
+        """No editor: every file is read from disk."""
         return None
 
 

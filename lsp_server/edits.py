@@ -83,7 +83,11 @@ class WorkspaceEdits:
         source: str = document.source
         return source
 
-    async def confirm(self, relative: str, reason: str) -> bool:
+    async def read_document(self, relative: str) -> str | None:
+        """Return `document_text` (the open documents are at hand: nothing to wait for)."""
+        return self.document_text(relative)
+
+    async def confirm(self, relative: str, reason: str, call_id: str | None = None) -> bool:
         """Ask with `window/showMessageRequest`; False if refused, dismissed or not askable."""
         question = write_question(relative, reason)
         return await self._ask(question, ALLOW_WRITE, f"a write of {shown_path(relative)}")
@@ -111,7 +115,9 @@ class WorkspaceEdits:
             return False
         return answer is not None and answer.title == allow
 
-    async def apply_file_edit(self, relative: str, content: str) -> EditOutcome:
+    async def apply_file_edit(
+        self, relative: str, content: str, call_id: str | None = None
+    ) -> EditOutcome:
         """Replace a file's content through `workspace/applyEdit` (undoable in the editor).
 
         Not applied, and not refused, when the client cannot take the edit (no

@@ -158,13 +158,13 @@ def build_agent(
         return agent
 
     @agent.tool(name="read_file")
-    def _read(ctx: RunContext[ToolDeps], path: str, start_line: int = 1) -> str:
+    async def _read(ctx: RunContext[ToolDeps], path: str, start_line: int = 1) -> str:
         """Read a text file; `path` is relative to the workspace root.
 
         A long file comes a part at a time: `start_line` (1-based) reads on from that line.
         """
         try:
-            return read_file(ctx.deps, path, start_line)
+            return await read_file(ctx.deps, path, start_line)
         except ToolError as exc:
             raise ModelRetry(str(exc)) from None
 
@@ -180,7 +180,7 @@ def build_agent(
     async def _write(ctx: RunContext[ToolDeps], path: str, content: str) -> str:
         """Create or replace a workspace file with `content`."""
         try:
-            return await write_file(ctx.deps, path, content)
+            return await write_file(ctx.deps, path, content, ctx.tool_call_id)
         except ToolError as exc:
             raise ModelRetry(str(exc)) from None
 

@@ -79,13 +79,19 @@ class EditOutcome:
 
 
 class EditorHost(Protocol):
-    """What tools need from the editor side (implemented by the language server)."""
+    """What tools need from the editor side (each edge implements it).
 
-    async def apply_file_edit(self, relative: str, content: str) -> EditOutcome:
+    `call_id`: the model's id of the tool call being run (None outside one), so an edge
+    can name the call it asks about.
+    """
+
+    async def apply_file_edit(
+        self, relative: str, content: str, call_id: str | None = None
+    ) -> EditOutcome:
         """Apply a whole-file edit through the editor (see `EditOutcome`)."""
         ...
 
-    async def confirm(self, relative: str, reason: str) -> bool:
+    async def confirm(self, relative: str, reason: str, call_id: str | None = None) -> bool:
         """Ask the user whether the model may write `relative` (`reason`: why it is asked).
 
         False when the user says no or dismisses the question, or the editor cannot ask.
@@ -96,10 +102,11 @@ class EditorHost(Protocol):
         """Return the user's protected-path globs (added to the built-in ones)."""
         ...
 
-    def document_text(self, relative: str) -> str | None:
-        """Return the text of `relative` open in the editor, unsaved changes and all.
+    async def read_document(self, relative: str) -> str | None:
+        """Return the editor's text of `relative`, unsaved changes and all.
 
-        None when the editor does not have it open: then disk holds what the user sees.
+        None when the editor does not hold it (or could not say): then disk holds what
+        the user sees. Asked only about a path `read_file` has checked.
         """
         ...
 
@@ -160,16 +167,18 @@ def _checked_path(deps: ToolDeps, path: str) -> Path:
     return target
 
 
-def read_file(deps: ToolDeps, path: str, start_line: int = 1) -> str:
+async def read_file(deps: ToolDeps, path: str, start_line: int = 1) -> str:
     """Read a UTF-8 text file of the workspace from line `start_line` (1-based).
 
     As much as `deps.read_limit` allows, in whole lines; what does not fit is said, with
-    the `start_line` that reads on.
+    the `start_line` that reads on. The path is checked before the editor is asked.
     """
     if start_line < 1:
         raise ToolError(f"start_line must be 1 or more, not {start_line}")
     target = _checked_path(deps, path)
-    unsaved = deps.host.document_text(path.strip().removeprefix("./"))
+    # A directory is no document: the editor is not asked (the disk read says what it is).
+    relative = path.strip().removeprefix("./")
+    unsaved = None if target.is_dir() else await deps.host.read_document(relative)
     if unsaved is not None:  # open in the editor: what the user sees, saved or not
         data = unsaved.encode("utf-8")[: MAX_SCAN_BYTES + 1]
     else:
@@ -268,7 +277,9 @@ def _drop_exec(fd: int) -> bool:
     return True
 
 
-async def _allowed(deps: ToolDeps, path: str, relative: str, target: Path) -> bool:
+async def _allowed(
+    deps: ToolDeps, path: str, relative: str, target: Path, call_id: str | None
+) -> bool:
     """Ask about a protected path (a refusal raises); return True if the user said yes.
 
     An executable file is asked about too; without a yes it is written, not executable.
@@ -276,10 +287,10 @@ async def _allowed(deps: ToolDeps, path: str, relative: str, target: Path) -> bo
     why = protection(relative, deps.host.protected_globs()) or in_git_directory(deps.root, relative)
     executable = _executable(target)
     if why is None:
-        return executable and await deps.host.confirm(relative, EXECUTABLE_REASON)
+        return executable and await deps.host.confirm(relative, EXECUTABLE_REASON, call_id)
     if executable:
         why += "; it is executable and stays so"
-    if not await deps.host.confirm(relative, why):
+    if not await deps.host.confirm(relative, why, call_id):
         raise ToolError(
             f"{path} is a protected path ({why}). Writing it needs the user's yes, and the "
             "user did not give it (or the editor cannot ask): nothing was written. Do not "
@@ -288,20 +299,20 @@ async def _allowed(deps: ToolDeps, path: str, relative: str, target: Path) -> bo
     return True
 
 
-async def write_file(deps: ToolDeps, path: str, content: str) -> str:
+async def write_file(deps: ToolDeps, path: str, content: str, call_id: str | None = None) -> str:
     """Write a workspace file through the editor (undoable) or directly.
 
     A protected path is written only after the user said yes; an executable file the
-    user did not confirm loses its executable bits.
+    user did not confirm loses its executable bits. `call_id`: the tool call's id.
     """
     target = _checked_path(deps, path)
     relative = path.strip().removeprefix("./")
     data = content.encode("utf-8")
     deps.calls.clear()  # a read after a write may see something new
-    confirmed = await _allowed(deps, path, relative, target)
+    confirmed = await _allowed(deps, path, relative, target, call_id)
     if not os.path.lexists(target):  # an editor creates it empty first: not the user's
         deps.lifecycle.note_assistant_creating(relative)
-    outcome = await deps.host.apply_file_edit(relative, content)
+    outcome = await deps.host.apply_file_edit(relative, content, call_id)
     if outcome.applied:
         deps.lifecycle.note_assistant_write(relative, data)
         note = "" if confirmed else _drop_exec_after_edit(target)

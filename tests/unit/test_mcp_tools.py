@@ -40,10 +40,12 @@ class Editor:
         self.allow = allow
         self.asked: list[tuple[str, str, dict[str, Any]]] = []
 
-    async def apply_file_edit(self, relative: str, content: str) -> EditOutcome:
+    async def apply_file_edit(
+        self, relative: str, content: str, call_id: str | None = None
+    ) -> EditOutcome:
         return EditOutcome(applied=False)
 
-    async def confirm(self, relative: str, reason: str) -> bool:
+    async def confirm(self, relative: str, reason: str, call_id: str | None = None) -> bool:
         return False
 
     async def confirm_tool(self, server: str, tool: str, args: dict[str, Any]) -> bool:
@@ -53,7 +55,7 @@ class Editor:
     def protected_globs(self) -> tuple[str, ...]:
         return ()
 
-    def document_text(self, relative: str) -> str | None:
+    async def read_document(self, relative: str) -> str | None:
         return None
 
 

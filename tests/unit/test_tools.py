@@ -16,16 +16,18 @@ from .conftest import make_lifecycle
 
 
 class NoEditor:
-    async def apply_file_edit(self, relative: str, content: str) -> EditOutcome:
+    async def apply_file_edit(
+        self, relative: str, content: str, call_id: str | None = None
+    ) -> EditOutcome:
         return EditOutcome(applied=False)
 
-    async def confirm(self, relative: str, reason: str) -> bool:
+    async def confirm(self, relative: str, reason: str, call_id: str | None = None) -> bool:
         return False
 
     def protected_globs(self) -> tuple[str, ...]:
         return ()
 
-    def document_text(self, relative: str) -> str | None:
+    async def read_document(self, relative: str) -> str | None:
         return None
 
 
@@ -42,43 +44,45 @@ def test_the_limit_is_a_quarter_of_the_window_within_bounds() -> None:
     assert read_limit(512) == tools.MIN_READ_BYTES
 
 
-def test_a_file_that_fits_is_read_whole(manager: SessionManager, workspace: Path) -> None:
+async def test_a_file_that_fits_is_read_whole(manager: SessionManager, workspace: Path) -> None:
     (workspace / "small.md").write_text("one\ntwo\n")
-    assert read_file(deps_for(manager, 100), "small.md") == "one\ntwo\n"
+    assert await read_file(deps_for(manager, 100), "small.md") == "one\ntwo\n"
 
 
-def test_a_long_file_is_read_a_part_at_a_time(manager: SessionManager, workspace: Path) -> None:
+async def test_a_long_file_is_read_a_part_at_a_time(
+    manager: SessionManager, workspace: Path
+) -> None:
     lines = [f"line {n:03d} of the long notes\n" for n in range(1, 201)]  # 27 bytes each
     (workspace / "long.md").write_text("".join(lines))
     deps = deps_for(manager, 100 * 27 + 5)
-    first = read_file(deps, "long.md")
+    first = await read_file(deps, "long.md")
     assert first.startswith("line 001") and "line 100" in first and "line 101" not in first
     assert first.endswith("[lines 1-100 of 200: call read_file with start_line=101 to read on]")
-    rest = read_file(deps, "long.md", start_line=101)
+    rest = await read_file(deps, "long.md", start_line=101)
     assert rest == "".join(lines[100:])  # the rest fits: no note
-    assert read_file(deps, "long.md", start_line=150).startswith("line 150")
-    assert read_file(deps, "long.md", start_line=201) == (
+    assert (await read_file(deps, "long.md", start_line=150)).startswith("line 150")
+    assert await read_file(deps, "long.md", start_line=201) == (
         "[the file has 200 lines: nothing from line 201]"
     )
     with pytest.raises(ToolError, match="start_line must be 1 or more"):
-        read_file(deps, "long.md", start_line=0)
+        await read_file(deps, "long.md", start_line=0)
 
 
-def test_a_line_longer_than_a_read_is_cut_and_said(
+async def test_a_line_longer_than_a_read_is_cut_and_said(
     manager: SessionManager, workspace: Path
 ) -> None:
     (workspace / "min.js").write_text("x" * 5_000 + "\nnext line\n")
-    part = read_file(deps_for(manager, 2_048), "min.js")
+    part = await read_file(deps_for(manager, 2_048), "min.js")
     assert part.startswith("x" * 2_048 + "\n[line 1 is cut at 2048 bytes")
     assert part.endswith("call read_file with start_line=2 to read on]")
 
 
-def test_japanese_text_is_cut_between_lines_not_inside_a_character(
+async def test_japanese_text_is_cut_between_lines_not_inside_a_character(
     manager: SessionManager, workspace: Path
 ) -> None:
     text = "".join(f"エージェントの設計 {n}\n" for n in range(100))  # 30 bytes a line
     (workspace / "ja.md").write_text(text)
-    part = read_file(deps_for(manager, 300), "ja.md")
+    part = await read_file(deps_for(manager, 300), "ja.md")
     assert "\ufffd" not in part and part.startswith("エージェントの設計 0\n")
     assert "start_line=11 to read on" in part
 
@@ -94,9 +98,9 @@ async def test_a_read_asked_for_again_and_again_says_so(
     third = tools.list_files(deps, ".")
     assert third[:-1] == listed and "call 3 of list_files" in third[-1]
     assert tools.list_files(deps, "./") == listed  # other arguments: another call
-    assert [read_file(deps, "notes.md") for _ in range(2)] == ["buy milk\n"] * 2
-    assert "call 3 of read_file" in read_file(deps, "notes.md")
-    assert "call" not in read_file(deps, "notes.md", 2)  # another part
+    assert [await read_file(deps, "notes.md") for _ in range(2)] == ["buy milk\n"] * 2
+    assert "call 3 of read_file" in await read_file(deps, "notes.md")
+    assert "call" not in await read_file(deps, "notes.md", 2)  # another part
     await tools.write_file(deps, "todo.md", "call the bank\n")
     assert tools.list_files(deps, ".") == sorted([*listed, "todo.md"])  # counted anew
 
@@ -109,7 +113,7 @@ async def test_a_path_the_file_system_refuses_is_a_tool_error(
     (workspace / "notes.md").write_text("buy milk\n")
     long_name = "data.json&#34;, " + "x" * 300
     with pytest.raises(ToolError, match="cannot be used: File name too long"):
-        read_file(deps, long_name)
+        await read_file(deps, long_name)
     with pytest.raises(ToolError, match="cannot be used: File name too long"):
         await tools.write_file(deps, long_name, "{}")
     with pytest.raises(ToolError, match="cannot be used: File name too long"):
@@ -195,7 +199,7 @@ class AskingEditor(NoEditor):
         self.answer = answer
         self.asked: list[tuple[str, str]] = []
 
-    async def confirm(self, relative: str, reason: str) -> bool:
+    async def confirm(self, relative: str, reason: str, call_id: str | None = None) -> bool:
         self.asked.append((relative, reason))
         return self.answer
 
