@@ -15,6 +15,7 @@ import orjson
 from pydantic import BaseModel, Field, ValidationError
 
 from . import checkpoint_index
+from .checkpoint_holding import PendingHolding
 from .events import utcnow
 from .paths import is_valid_session_id
 from .redaction import Redactor, is_secret_file_name
@@ -307,6 +308,10 @@ class CheckpointStore:
                 if not wanted:
                     break
         return found
+
+    def holding_later(self, session_id: str, paths: list[str]) -> PendingHolding | None:
+        """Start `holding` of `paths` in a thread (None: no paths); see `checkpoint_holding`."""
+        return PendingHolding(session_id, paths, self.holding) if paths else None
 
     def _newest_kept(
         self, session_id: str, wanted: set[str], warnings: list[str] | None

@@ -139,6 +139,7 @@ class SessionLifecycle(LifecycleTransitions):
     def _checkpoint(self, *, auto: bool, title: str) -> CheckpointRecord:
         """Record a numbered checkpoint: a `session/save` event plus copies of tracked files."""
         session = self.current
+        self.pending_holding = None  # what holds the resume's changed files may change now
         self._ensure_started()
         self._refresh_workspace_state()
         number = session.state.checkpoint_count + 1
@@ -229,6 +230,10 @@ class SessionLifecycle(LifecycleTransitions):
 
     def checkpoints_holding(self, paths: Iterable[str]) -> dict[str, int | None]:
         """Return, per path, the newest checkpoint that kept a copy of it (None: none did)."""
+        paths = list(paths)
+        pending = self.pending_holding
+        if pending is not None and pending.answers(self.session_id, paths):
+            return pending.result(self.warnings)  # the resume's, started when it found them
         return self.checkpoints.holding(self.session_id, paths, self.warnings)
 
     def list_checkpoints(self) -> list[CheckpointRecord]:

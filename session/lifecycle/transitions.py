@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..checkpoint_holding import PendingHolding
 from ..context import build_resume_context, remembered
 from ..derive.messages import Message
 from ..errors import UNWRITABLE_ERRNOS, SessionError, SessionLockedError, SessionNotFoundError
@@ -63,6 +64,7 @@ class LifecycleTransitions:
         self.resume_context = ""
         self.session_deleted = False
         self.last_drift: DriftReport | None = None
+        self.pending_holding: PendingHolding | None = None  # for the resume's changed files
         self.last_active: datetime | None = None  # of the resumed session, before this process
         # The summary and key decisions the resume block gave the model (None: not resumed).
         self.resume_memory: tuple[str, list[str]] | None = None
@@ -200,6 +202,8 @@ class LifecycleTransitions:
         for path in drift.unsafe:
             self.warnings.append(f"session {session_id}: unsafe manifest path skipped: {path!r}")
         self.last_drift = drift
+        changed = [*drift.modified, *drift.deleted]  # an editor asks about them at once
+        self.pending_holding = self.checkpoints.holding_later(session_id, changed)
         # Before the drift event. Turns the running summary never reached (the process
         # ended first) get an extractive one here; the model's follows in the background.
         self.last_active = last_active or state.updated_at

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..checkpoint_holding import PendingHolding
 from ..checkpoints import CheckpointRecord, CheckpointStore, withhold_reason
 from ..errors import SessionError
 from ..redaction import Redactor
@@ -93,6 +94,10 @@ class PgCheckpointStore(CheckpointStore):
         """Yield (number, the wanted paths it keeps with their digests), newest first."""
         for record in self.newest_first(session_id, warnings):
             yield record.number, {p: record.files[p] for p in wanted if p in record.files}
+
+    def holding_later(self, session_id: str, paths: list[str]) -> PendingHolding | None:
+        """Look `paths` up when asked, not in a thread: the connection is this thread's."""
+        return PendingHolding(session_id, paths, self.holding, background=False) if paths else None
 
     def records(self, session_id: str, warnings: list[str] | None = None) -> list[CheckpointRecord]:
         """Return the session's checkpoints, oldest first."""
