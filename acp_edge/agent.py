@@ -22,6 +22,7 @@ from acp.schema import (
     PromptResponse,
     ResumeSessionResponse,
     SessionModeState,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
 )
 
@@ -30,6 +31,7 @@ from session.workspace.drift import DriftReport
 from . import checks, commands, hello, modes
 from .client import ClientFiles, ClientLink
 from .listing import BadCursorError, cursor_offset, listed, page
+from .model_option import ModelOptions
 from .replay import replay, rewinds
 from .sessions import Held, Sessions
 
@@ -63,6 +65,7 @@ class AcpAgent:
 
     def __init__(self, sessions: Sessions) -> None:
         self.sessions = sessions
+        self.models = ModelOptions(sessions)
 
     @property
     def link(self) -> ClientLink:
@@ -89,11 +92,24 @@ class AcpAgent:
             self.sessions.files = ClientFiles(
                 read=bool(fs.read_text_file), write=bool(fs.write_text_file)
             )
-        return InitializeResponse.model_validate(hello.initialize_result())
+        result = hello.initialize_result(self.sessions.options, self.sessions.env)
+        return InitializeResponse.model_validate(result)
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:
-        """No authentication: the model's key comes from the environment."""
+        """Say where the key goes (an error): it comes from the environment only."""
+        if method_id == hello.API_KEY_METHOD and hello.needs_key(
+            self.sessions.options, self.sessions.env
+        ):
+            raise checks.failed(hello.KEY_ADVICE)
         raise checks.invalid(f"unknown authentication method {method_id!r}: none is needed")
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        """Set the session's model (from its next turn on); answer with every option."""
+        held = self.sessions.get(checks.session_id(session_id))
+        options = self.models.set(held, config_id, value)
+        return SetSessionConfigOptionResponse(config_options=list(options))
 
     async def new_session(
         self, cwd: str, mcp_servers: Any = None, **kwargs: Any
@@ -102,7 +118,9 @@ class AcpAgent:
         root = checks.project_dir(cwd)
         held = await self.sessions.new(root, checks.mcp_servers(mcp_servers))
         self._offer_commands(held.session_id)
-        return NewSessionResponse(session_id=held.session_id, modes=_modes(held))
+        return NewSessionResponse(
+            session_id=held.session_id, modes=_modes(held), config_options=self._options(held)
+        )
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
@@ -126,7 +144,7 @@ class AcpAgent:
                 await self.link.update(sid, update)
             size = REPLAY_BATCH
         await self._tell_drift(sid, drift)
-        return LoadSessionResponse(modes=_modes(held))
+        return LoadSessionResponse(modes=_modes(held), config_options=self._options(held))
 
     async def resume_session(
         self, session_id: str, cwd: str, mcp_servers: Any = None, **kwargs: Any
@@ -136,7 +154,13 @@ class AcpAgent:
         sid = checks.session_id(session_id)
         held, drift = await self.sessions.open(root, sid, checks.mcp_servers(mcp_servers))
         await self._tell_drift(sid, drift)
-        return ResumeSessionResponse(modes=_modes(held))
+        return ResumeSessionResponse(modes=_modes(held), config_options=self._options(held))
+
+    def _options(self, held: Held) -> list[Any]:
+        """Return the session's config options; the models the server lists follow later."""
+        options = self.models.of(held)
+        self.models.announce(self.link, held, options)
+        return list(options)
 
     async def _tell_drift(self, session_id: str, drift: DriftReport | None) -> None:
         message = drift_message(drift) if drift is not None else None
@@ -196,7 +220,9 @@ class AcpAgent:
         sid = checks.session_id(session_id)
         held = await self.sessions.fork(root, sid, checks.mcp_servers(mcp_servers))
         self._offer_commands(held.session_id)
-        return ForkSessionResponse(session_id=held.session_id, modes=_modes(held))
+        return ForkSessionResponse(
+            session_id=held.session_id, modes=_modes(held), config_options=self._options(held)
+        )
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         """Run a turn; its activity streams as `session/update`s."""

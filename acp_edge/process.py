@@ -59,7 +59,7 @@ async def run(options: Mapping[str, Any], env: Mapping[str, str]) -> None:
     if hello.is_initialize(first):
         introduced = first["params"]
         await transport.send(
-            {"jsonrpc": "2.0", "id": first["id"], "result": hello.initialize_result()}
+            {"jsonrpc": "2.0", "id": first["id"], "result": hello.initialize_result(options, env)}
         )
     else:
         transport.push_back(first)

@@ -4,6 +4,7 @@ Asked in the background once the session is settled (`model/server_facts.py`); a
 waits for the answer a few seconds at most. The window the server states becomes the
 working window unless the user set `contextWindow` (theirs wins; a refused prompt still
 lowers it). A server that takes no tools is said once, and chatted with without them.
+The models it lists are kept (`listed`), for an edge that offers a choice.
 llama-server is also asked after its first answer if it could not be asked before.
 """
 
@@ -39,6 +40,7 @@ class ModelServer:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._learning: tuple[ChatRunner, asyncio.Task[None]] | None = None
+        self.listed: tuple[str, ...] = ()  # the models the server listed when last asked
 
     def learn(self) -> asyncio.Task[None] | None:
         """Start asking the current runner's server (once per runner); return the task."""
@@ -61,6 +63,8 @@ class ModelServer:
     async def _learn(self, runner: ChatRunner) -> None:
         facts = await runner.learn_server()
         logger.info("the model server: %s", facts)
+        if facts.models:
+            self.listed = facts.models
         if runner is self.engine.runner:
             self.adopt(runner, facts)
 

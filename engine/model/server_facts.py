@@ -4,7 +4,8 @@ Asked in the background after `initialize` (never in its way), with short timeou
 first turn waits for the answer a few seconds at most, so that it is sent within the real
 window and with the tools the server really takes:
 
-- `GET /v1/models`: the model's entry may state its window (vLLM `max_model_len`;
+- `GET /v1/models`: the models the server serves (offered to choose from, e.g. as ACP's
+  model option); the model's entry may state its window (vLLM `max_model_len`;
   OpenRouter, LM Studio, Groq and gateways `context_length`, `max_context_length` or
   `context_window`; llama-server `meta.n_ctx_train`, the window it was trained with). The
   `Server` header and the entry say which server it is: llama.cpp's llama-server says
@@ -23,7 +24,7 @@ window and with the tools the server really takes:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx2
@@ -55,6 +56,7 @@ class ServerFacts:
     window: int | None = None
     window_source: str | None = None  # "/props" or "/v1/models"
     takes_tools: bool | None = None
+    models: tuple[str, ...] = ()  # the ids `/v1/models` listed, in its order
 
 
 def models_url(base_url: str) -> str:
@@ -75,6 +77,14 @@ def entry_window(entry: dict[str, Any]) -> int | None:
             return window
     meta = entry.get("meta")
     return _count(meta.get("n_ctx_train")) if isinstance(meta, dict) else None
+
+
+def model_ids(body: object) -> tuple[str, ...]:
+    """Return the model ids a `/v1/models` answer lists (each once, in its order)."""
+    data = body.get("data") if isinstance(body, dict) else None
+    entries = data if isinstance(data, list) else []
+    ids = (e.get("id") for e in entries if isinstance(e, dict))
+    return tuple(dict.fromkeys(i for i in ids if isinstance(i, str) and i.strip()))
 
 
 def model_entry(body: object, model: str | None) -> dict[str, Any] | None:
@@ -113,13 +123,12 @@ async def learn_server(
         entry = model_entry(body, model)
         kind = server_kind(response.headers.get("server", ""), entry)
         window = entry_window(entry) if entry is not None else None
-        facts = ServerFacts(kind, window, "/v1/models" if window else None)
+        source = "/v1/models" if window else None
+        facts = ServerFacts(kind, window, source, models=model_ids(body))
         if kind == "llama-server":
             return await _with_props(client, base_url, facts)
         if kind == LLAMA_CPP_PYTHON and probe_tools:
-            return ServerFacts(
-                kind, window, facts.window_source, await _probe(client, base_url, model)
-            )
+            return replace(facts, takes_tools=await _probe(client, base_url, model))
         return facts
 
 
@@ -136,11 +145,11 @@ async def _with_props(client: httpx2.AsyncClient, base_url: str, facts: ServerFa
     caps, settings = body.get("chat_template_caps"), body.get("default_generation_settings")
     takes = caps.get("supports_tools") if isinstance(caps, dict) else None
     n_ctx = _count(settings.get("n_ctx")) if isinstance(settings, dict) else None
-    return ServerFacts(
-        facts.kind,
-        n_ctx or facts.window,
-        "/props" if n_ctx else facts.window_source,
-        takes if isinstance(takes, bool) else None,
+    return replace(
+        facts,
+        window=n_ctx or facts.window,
+        window_source="/props" if n_ctx else facts.window_source,
+        takes_tools=takes if isinstance(takes, bool) else None,
     )
 
 
