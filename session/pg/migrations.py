@@ -152,6 +152,17 @@ BEGIN
 END
 $$"""
 
+# The step, tool and paths of a search row from its event (`scope`: more conditions on `t`).
+BACKFILL = """UPDATE {{s}}.search_texts t SET
+    step = CASE WHEN t.part = 0 THEN e.step ELSE (SELECT c.step FROM {{s}}.events c
+        WHERE c.owner = t.owner AND c.session_id = t.session_id AND c.seq <= t.seq
+            AND c.type = 'assistant/chunk' ORDER BY c.seq DESC LIMIT 1) END,
+    tool = CASE WHEN t.part = 0 AND t.type IN ('tool/call', 'tool/result')
+        THEN e.event->'data'->>'name' END,
+    paths = CASE WHEN t.part = 0 THEN {{s}}.search_paths(t.type, e.event->'data') END
+    FROM {{s}}.events e
+    WHERE e.owner = t.owner AND e.session_id = t.session_id AND e.seq = t.seq{scope}"""
+
 # Search (session/pg/search.py): one row per searchable text of an event, as the local
 # index's `event_rows`, and how far each session is indexed. `search_pattern` is a second,
 # restrictive policy: a search sets `agent_assist.search_pattern` (a LIKE pattern) for its
@@ -201,9 +212,49 @@ _V3 = ("ALTER TABLE {s}.sessions ADD COLUMN phase text",)
 # "Previous session found (… on HOST)": the host of the server that last opened it to write.
 _V4 = ("ALTER TABLE {s}.sessions ADD COLUMN host text",)
 
+# Search hits carry their step and filters narrow them (session/search/filters.py): the
+# step, the tool name and the paths a row names, as the local index keeps them. The rows
+# already there get them from their events here; under forced row-level security this
+# role's only, so each other role's are filled by its next search (`backfilled`, false
+# for every row there now, true for rows made from now on). `search_paths` is the SQL
+# twin of `filters.tool_paths`/`joined_paths` (the rows written from now on are made in
+# Python); a stream's row (part 1) takes the step of its last chunk.
+_PATH_ARGS = "'path', 'paths', 'file', 'files', 'file_path', 'filename', 'directory'"
+_V5 = (
+    "ALTER TABLE {s}.search_texts ADD COLUMN step integer, ADD COLUMN tool text,"
+    " ADD COLUMN paths text",
+    "ALTER TABLE {s}.search_progress ADD COLUMN stream_step integer,"
+    " ADD COLUMN stream_ts timestamptz, ADD COLUMN backfilled boolean NOT NULL DEFAULT false",
+    "ALTER TABLE {s}.search_progress ALTER COLUMN backfilled SET DEFAULT true",
+    f"""CREATE FUNCTION {{s}}.search_paths(kind text, data jsonb) RETURNS text
+        LANGUAGE sql IMMUTABLE AS $$
+        SELECT E'\\n' || string_agg(p, E'\\n') || E'\\n' FROM (
+            SELECT regexp_replace(regexp_replace(btrim(v, ' '), '^(\\./)+', ''), '/+$', '') AS p
+            FROM (
+                SELECT a.value #>> '{{{{}}}}' AS v FROM jsonb_each(CASE WHEN kind = 'tool/call'
+                    AND jsonb_typeof(data->'args') = 'object' THEN data->'args'
+                    ELSE '{{{{}}}}'::jsonb END) a, jsonb_array_elements(CASE
+                    WHEN jsonb_typeof(a.value) = 'array' THEN a.value
+                    ELSE jsonb_build_array(a.value) END) el
+                WHERE a.key IN ({_PATH_ARGS}) AND jsonb_typeof(el) = 'string'
+                    AND (jsonb_typeof(a.value) = 'array' OR el = a.value)
+                UNION ALL
+                SELECT el #>> '{{{{}}}}' FROM jsonb_array_elements(CASE
+                    WHEN kind = 'workspace/drift' THEN coalesce(data->'modified', '[]')
+                        || coalesce(data->'deleted', '[]') || coalesce(data->'created', '[]')
+                    ELSE '[]'::jsonb END) el
+                WHERE jsonb_typeof(el) = 'string'
+            ) listed
+        ) normal WHERE p <> '' AND strpos(p, E'\\n') = 0
+    $$""",  # noqa: S608
+    "GRANT UPDATE (step, tool, paths) ON {s}.search_texts TO PUBLIC",
+    BACKFILL.format(scope=""),
+    "UPDATE {s}.search_progress SET backfilled = true",
+)
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, pointers, checkpoints, blobs; owner-only RLS", _V1),
     Migration(2, "search texts with a trigram index (pg_trgm) and search progress", _V2),
     Migration(3, "the session's phase as a listing column", _V3),
     Migration(4, "the machine a session was last written from", _V4),
+    Migration(5, "search rows' step, tool and paths (filters), filled from the events", _V5),
 )

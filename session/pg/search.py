@@ -27,7 +27,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from datetime import UTC
+from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
@@ -35,11 +36,13 @@ from ..errors import SessionNotFoundError
 from ..events import EVENT_ADAPTER, Event
 from ..paths import is_valid_session_id
 from ..search.extract import _Extractor
+from ..search.filters import NO_FILTER, SearchFilter
 from ..search.query import SCAN_ROWS, WINDOW, SearchHit, _grouped
 from ..search.rank import rank, snippet
-from ..search.schema import PART_STREAM, STREAM_TYPE, _Progress, rowid_seq
+from ..search.schema import _Progress, rowid_seq
 from ..search.text import clean, fold
 from .errors import PgReadOnlyError
+from .migrations import BACKFILL
 from .query import Conn, _without_nul, q, text_value
 
 if TYPE_CHECKING:
@@ -54,16 +57,17 @@ _TRIGRAM = re.compile(r"[^\W_]{3}")  # three letters or digits in a row: one pg_
 _PART_MASK = 3  # a local rowid with session number 0 is seq << 2 | part
 
 _NEW_PROGRESS = "INSERT INTO {s}.search_progress (session_id) VALUES (%s) ON CONFLICT DO NOTHING"
-_PROGRESS = """SELECT indexed_seq, stream_text, stream_seq, stream_turn FROM {s}.search_progress
-    WHERE owner = current_user AND session_id = %s FOR UPDATE"""
-_SAVE_PROGRESS = """UPDATE {s}.search_progress
-    SET indexed_seq = %s, stream_text = %s, stream_seq = %s, stream_turn = %s
+_PROGRESS = """SELECT indexed_seq, stream_text, stream_seq, stream_turn, stream_step, stream_ts
+    FROM {s}.search_progress WHERE owner = current_user AND session_id = %s FOR UPDATE"""
+_SAVE_PROGRESS = """UPDATE {s}.search_progress SET indexed_seq = %s, stream_text = %s,
+        stream_seq = %s, stream_turn = %s, stream_step = %s, stream_ts = %s
     WHERE owner = current_user AND session_id = %s"""
 _DROP_STREAM = """DELETE FROM {s}.search_texts
     WHERE owner = current_user AND session_id = %s AND seq = %s AND part = 1"""  # PART_STREAM
-_INSERT = """INSERT INTO {s}.search_texts (session_id, seq, part, type, turn, ts, text, norm)
+_INSERT = """INSERT INTO {s}.search_texts
+        (session_id, seq, part, type, turn, ts, text, norm, step, tool, paths)
     SELECT %s, * FROM unnest(%s::bigint[], %s::smallint[], %s::text[], %s::integer[],
-        %s::timestamptz[], %s::text[], %s::text[])
+        %s::timestamptz[], %s::text[], %s::text[], %s::integer[], %s::text[], %s::text[])
     ON CONFLICT DO NOTHING"""
 # `owner` of the tables of version 1 has the default collation, `current_user` "C": only
 # this form of the comparison can use the indexes that start with `owner`.
@@ -78,22 +82,38 @@ _BEHIND = f"""SELECT s.session_id FROM {{s}}.sessions s LEFT JOIN {{s}}.search_p
     ORDER BY s.created_at, s.session_id"""  # noqa: S608
 _SCOPE = f"""SELECT session_id FROM {{s}}.sessions WHERE {_MINE}
     AND project = %(project)s AND (%(session)s::text IS NULL OR session_id = %(session)s)"""  # noqa: S608
-_COLUMNS = "session_id, seq, part, turn, type, text, norm"
+_COLUMNS = "session_id, seq, part, turn, type, text, norm, step, ts"
+# The rows of sessions in scope made before schema version 5 by another role: their
+# step, tool and paths from their events (see `migrations.BACKFILL`), then marked filled.
+_UNFILLED = """SELECT p.session_id FROM {s}.search_progress p JOIN {s}.sessions s
+        ON s.owner = p.owner AND s.session_id = p.session_id
+    WHERE p.owner = current_user AND NOT p.backfilled
+        AND (%(project)s::text IS NULL OR s.project = %(project)s)
+        AND (%(session)s::text IS NULL OR s.session_id = %(session)s)"""  # noqa: S608
+_BACKFILL = BACKFILL.format(scope=" AND t.owner = current_user AND t.session_id = ANY(%s)")
+_FILLED = """UPDATE {s}.search_progress SET backfilled = true
+    WHERE owner = current_user AND session_id = ANY(%s)"""
+# A filter's conditions (`_where`): constants, their values bound by name.
+_CONDITIONS = {
+    "since": "ts >= %(since)s",
+    "until": "ts < %(until)s",
+    "types": "type = ANY(%(types)s)",
+    "tool": "tool = %(tool)s",
+    "path": "(strpos(paths, %(path)s) > 0 OR strpos(paths, %(under)s) > 0)",
+}
 # Newest first, in the order of an index (`owner` leads both though it is one value here).
 _BY_TIME = "ORDER BY owner DESC, ts DESC, session_id DESC, seq DESC, part DESC"
 _BY_SEQ = "ORDER BY owner DESC, session_id DESC, seq DESC, part DESC"
 _IN_SCOPE = "owner = current_user AND session_id = ANY(%(ids)s)"
 # The statements below are made of these constants only, never of input.
-_NEWEST = {  # the newest `rows` rows in scope, those that contain the query
-    order: f"""SELECT {_COLUMNS} FROM (SELECT * FROM {{s}}.search_texts WHERE {_IN_SCOPE}
-        {order} LIMIT %(rows)s) newest WHERE strpos(norm, %(query)s) > 0 {order} LIMIT %(want)s"""  # noqa: S608
-    for order in (_BY_TIME, _BY_SEQ)
-}
-_MATCHING = {  # every row in scope that contains the query (and the pattern, if one is set)
-    order: f"""SELECT {_COLUMNS} FROM {{s}}.search_texts
-        WHERE {_IN_SCOPE} AND strpos(norm, %(query)s) > 0 {order} LIMIT %(want)s"""  # noqa: S608
-    for order in (_BY_TIME, _BY_SEQ)
-}
+_NEWEST = (  # the newest `rows` rows in scope, those that contain the query
+    """SELECT {columns} FROM (SELECT * FROM {{s}}.search_texts WHERE {scope}{where}
+        {order} LIMIT %(rows)s) newest WHERE strpos(norm, %(query)s) > 0 {order} LIMIT %(want)s"""
+)
+_MATCHING = (  # every row in scope that contains the query (and the pattern, if one is set)
+    """SELECT {columns} FROM {{s}}.search_texts
+        WHERE {scope}{where} AND strpos(norm, %(query)s) > 0 {order} LIMIT %(want)s"""
+)
 # With no pattern set, the policy's LIKE looks cheap to the trigram index but would read
 # all of it: plain scans keep bitmap scans (the only kind a GIN index serves) off.
 _PLAIN_SCANS = """SELECT set_config('enable_bitmapscan', 'off', true),
@@ -101,8 +121,9 @@ _PLAIN_SCANS = """SELECT set_config('enable_bitmapscan', 'off', true),
 _INDEXED_SCAN = "SELECT set_config('enable_bitmapscan', 'on', true), set_config(%s, %s, true)"
 _HAS_GRAMS = "SELECT to_regclass(quote_ident(%s) || '.search_texts_grams') IS NOT NULL"
 
-Columns = tuple[list[int], list[int], list[str], list[int | None], list[Any], list[str], list[str]]
-Progress = tuple[int, str | None, int | None, int | None]  # indexed_seq and the open stream
+Columns = tuple[list[Any], ...]  # seq, part, type, turn, ts, text, norm, step, tool, paths
+# indexed_seq and the open stream: text, seq, turn, step, time
+Progress = tuple[int, str | None, int | None, int | None, int | None, Any]
 
 
 def like_pattern(query: str) -> str:
@@ -126,33 +147,21 @@ def _extract(
     session_id: str, progress: Progress, events: Sequence[Event]
 ) -> tuple[Columns, Progress]:
     """Return the rows of `events` (in log order, after `progress`) as columns, and the progress."""
-    _indexed, stream_text, stream_seq, stream_turn = progress
-    extractor = _Extractor(
-        session_id,
-        _Progress(0, stream_text=stream_text, stream_seq=stream_seq, stream_turn=stream_turn),
-    )
-    columns: Columns = ([], [], [], [], [], [], [])
-    seqs, parts, types, turns, times, texts, norms = columns
-
-    def take(ts: Any) -> None:
-        for rowid, turn, type_, text, _norm in extractor.rows:
-            seqs.append(rowid_seq(rowid))
-            parts.append(rowid & _PART_MASK)
-            types.append(type_)
-            turns.append(turn)
-            times.append(ts)
-            texts.append(text)
-            norms.append(fold(text))
-        extractor.rows.clear()
-
+    _indexed, text, seq, turn, step, ts = progress
+    extractor = _Extractor(session_id, _Progress(0, 0, -1, None, -1, text, seq, turn, step, ts))
     for event in events:
         extractor.feed(event)
-        take(event.ts)
     stream_text, stream_seq, stream_turn = extractor.open_stream()
-    if stream_text is not None and stream_seq is not None:  # still streaming: provisional
-        extractor.add(stream_seq, PART_STREAM, stream_turn, STREAM_TYPE, stream_text)
-        take(events[-1].ts)
-    return columns, (events[-1].seq, stream_text, stream_seq, stream_turn)
+    open_step, open_ts = extractor.stream_step, extractor.stream_ts
+    extractor.add_stream(events[-1].ts)  # still streaming: a provisional row
+    columns: Columns = ([], [], [], [], [], [], [], [], [], [])
+    for rowid, turn, step, ts, type_, text, _norm, tool, paths in extractor.rows:
+        row = (rowid_seq(rowid), rowid & _PART_MASK, type_, turn, ts, text, fold(text))
+        for column, value in zip(columns, (*row, step, tool, paths), strict=True):
+            column.append(value)
+    if stream_text is None:
+        open_step = open_ts = None
+    return columns, (events[-1].seq, stream_text, stream_seq, stream_turn, open_step, open_ts)
 
 
 def _read(conn: Conn, schema: str, session_id: str, start: int, limit: int) -> list[Event]:
@@ -174,7 +183,7 @@ def _index(
             found = conn.execute(q(schema, _PROGRESS), (session_id,)).fetchone()
             if found is None:
                 raise SessionNotFoundError(f"no session {session_id} in the PostgreSQL store")
-            progress: Progress = (found[0], found[1], found[2], found[3])
+            progress: Progress = (found[0], found[1], found[2], found[3], found[4], found[5])
             start = progress[0] + 1
             events = [event for event in given if event.seq >= start] if given is not None else []
             if given is None:
@@ -234,6 +243,11 @@ def catch_up(store: PgStore, session_id: str | None = None, *, project: str | No
                         break
             except SessionNotFoundError:
                 continue  # deleted meanwhile
+        unfilled = [row[0] for row in conn.execute(q(store.schema, _UNFILLED), scope)]
+        if unfilled:
+            with conn.transaction():
+                conn.execute(q(store.schema, _BACKFILL), (unfilled,))
+                conn.execute(q(store.schema, _FILLED), (unfilled,))
         if written >= ANALYZE_ROWS:  # a bulk load: plans need the new statistics
             conn.execute(q(store.schema, "ANALYZE {s}.search_texts"))
     return written
@@ -254,31 +268,65 @@ def read_on(matches: int, want: int, table_rows: float) -> int | None:
     return span if span <= MAX_SPAN and cheaper else None
 
 
+def _where(filters: SearchFilter) -> tuple[str, dict[str, Any]]:
+    """Return a filter's conditions (` AND ...`, of `_CONDITIONS` only) and their values."""
+    values: dict[str, Any] = {
+        "since": filters.since,
+        "until": filters.until,
+        "types": list(filters.types) or None,
+        "tool": filters.tool,
+        "path": None if filters.path is None else text_value(f"\n{filters.path}\n"),
+    }
+    used = [name for name, value in values.items() if value is not None]
+    if filters.path is not None:
+        values["under"] = text_value(f"\n{filters.path}/")
+    return "".join(f" AND {_CONDITIONS[name]}" for name in used), values
+
+
+def _statement(template: str, order: str, where: str) -> str:
+    return template.format(columns=_COLUMNS, scope=_IN_SCOPE, where=where, order=order)
+
+
 def _candidates(
-    conn: Conn, schema: str, query: str, ids: list[str], one_session: bool, want: int
+    conn: Conn,
+    schema: str,
+    query: str,
+    ids: list[str],
+    one_session: bool,
+    want: int,
+    filters: SearchFilter = NO_FILTER,
 ) -> list[tuple[Any, ...]]:
     """Return the newest `want` rows in scope that contain `query` (see the module docstring)."""
     order = _BY_SEQ if one_session else _BY_TIME
+    where, values = _where(filters)
+    newest = q(schema, _statement(_NEWEST, order, where))
     params: dict[str, Any] = {"ids": ids, "query": query, "rows": SCAN_ROWS, "want": want}
+    params.update(values)
     with conn.transaction():
         row = conn.execute(_PLAIN_SCANS, (schema,)).fetchone()
-        found = conn.execute(q(schema, _NEWEST[order]), params, prepare=False).fetchall()
+        found = conn.execute(newest, params, prepare=False).fetchall()
         if len(found) >= want:
             return found
         grams = _TRIGRAM.search(query) is not None
         span = read_on(len(found), want, row[1] if row and row[1] else 0.0) if grams else None
         if span is not None:
             params["rows"] = span
-            found = conn.execute(q(schema, _NEWEST[order]), params, prepare=False).fetchall()
+            found = conn.execute(newest, params, prepare=False).fetchall()
             if len(found) >= want:
                 return found
         if grams:
             conn.execute(_INDEXED_SCAN, (PATTERN_SETTING, like_pattern(query)))
-        return conn.execute(q(schema, _MATCHING[order]), params, prepare=False).fetchall()
+        matching = q(schema, _statement(_MATCHING, order, where))
+        return conn.execute(matching, params, prepare=False).fetchall()
 
 
 def search(
-    store: PgStore, project: str, query: str, session_id: str | None = None, limit: int = 50
+    store: PgStore,
+    project: str,
+    query: str,
+    session_id: str | None = None,
+    limit: int = 50,
+    filters: SearchFilter | None = None,
 ) -> list[SearchHit]:
     """Find the project's events whose text contains `query`, as `SearchIndex.search` does.
 
@@ -297,16 +345,36 @@ def search(
         ids = [row[0] for row in conn.execute(q(store.schema, _SCOPE), scope)]
         if not ids:
             return []
-        rows = _candidates(
-            conn, store.schema, folded, ids, session_id is not None, max(WINDOW, limit)
-        )
+        one = session_id is not None
+        want = max(WINDOW, limit)
+        rows = _candidates(conn, store.schema, folded, ids, one, want, filters or NO_FILTER)
     count = len(rows)  # rows[0] is the newest: the largest key, as a local rowid
     best = rank(((count - at, row[6]) for at, row in enumerate(rows)), folded)[:limit]
     hits = []
     for score, key in best:
-        owner_id, seq, _part, turn, type_, text, norm = rows[count - key]
-        hits.append(SearchHit(owner_id, seq, turn, type_, snippet(text, norm, folded), score))
+        owner_id, seq, _part, turn, type_, text, norm, step, ts = rows[count - key]
+        shown = snippet(text, norm, folded)
+        when = None if ts is None else ts.astimezone(UTC)
+        hits.append(SearchHit(owner_id, seq, turn, type_, shown, score, step, when))
     return _grouped(hits)
+
+
+class ProjectStore(Protocol):
+    """A store of one project on PostgreSQL (`PgSessionStore`)."""
+
+    pg: PgStore
+    project: str
+
+
+def project_search(
+    store: ProjectStore,
+    query: str,
+    session_id: str | None = None,
+    limit: int = 50,
+    filters: SearchFilter | None = None,
+) -> list[SearchHit]:
+    """Find the store's project's events whose text contains `query` (see `search`)."""
+    return search(store.pg, store.project, query, session_id, limit, filters)
 
 
 def has_trigram_index(store: PgStore) -> bool:

@@ -18,6 +18,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..checkpoints import CheckpointRecord
 from ..events import Persistence
 from ..redaction import Redactor
+from ..search.filters import SearchFilter
 from ..search.query import SearchHit
 from ..snapshot import SessionState
 from . import blobs, records
@@ -318,10 +319,15 @@ class PgStore:
         return self._write(blobs.collect_garbage)
 
     def search(
-        self, project: str, query: str, session_id: str | None = None, limit: int = 50
+        self,
+        project: str,
+        query: str,
+        session_id: str | None = None,
+        limit: int = 50,
+        filters: SearchFilter | None = None,
     ) -> list[SearchHit]:
         """Find the project's events whose text contains `query` (see `search.search`)."""
-        return text_search.search(self, project, query, session_id, limit)
+        return text_search.search(self, project, query, session_id, limit, filters)
 
     def scrubber(self, redactor: Redactor | None) -> Redactor:
         """Return `redactor` (else the store's) knowing the database's own secrets."""

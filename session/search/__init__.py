@@ -7,6 +7,7 @@ nothing, and a missing, corrupt or outdated index is rebuilt from the logs.
 - `schema`: the tables, their version and the rowid layout;
 - `database`: the index file and its connection (safe opening, rebuilds, damage);
 - `text`: what "contains" means (NFKC and case folding);
+- `filters`, `when`: narrowing a search by time, kind, tool and path; a user's time words;
 - `extract`: which text of which event becomes a row;
 - `sync`: bringing the index up to date with the logs;
 - `query`: one literal query: candidates from trigrams, checked against the text;
@@ -17,10 +18,22 @@ nothing, and a missing, corrupt or outdated index is rebuilt from the logs.
 This package exposes that face; a build without search lacks it as a whole.
 """
 
+from .filters import KINDS, NO_FILTER, SearchFilter, search_filter
 from .index import SearchIndex
 from .migration import BuildProgress
 from .query import SearchHit
 from .schema import INDEX_FILE, SearchError
 from .sync import SyncStats
 
-__all__ = ["INDEX_FILE", "BuildProgress", "SearchError", "SearchHit", "SearchIndex", "SyncStats"]
+__all__ = [
+    "INDEX_FILE",
+    "KINDS",
+    "NO_FILTER",
+    "BuildProgress",
+    "SearchError",
+    "SearchFilter",
+    "SearchHit",
+    "SearchIndex",
+    "SyncStats",
+    "search_filter",
+]

@@ -6,7 +6,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from ..store.manager import SessionManager
-from .schema import INDEX_FILE, SCHEMA_VERSION
+from .schema import INDEX_FILE, LEGACY_TABLES
 
 
 @dataclass
@@ -32,7 +32,7 @@ def index_freshness(manager: SessionManager) -> IndexFreshness:
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             # an index being rebuilt from an older version answers with the older tables
-            table = "indexed_logs" if version == SCHEMA_VERSION else "sessions"
+            table = "sessions" if version in LEGACY_TABLES else "indexed_logs"
             rows = conn.execute(f"SELECT session_id, scanned_size FROM {table}").fetchall()  # noqa: S608
         finally:
             conn.close()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ..paths import is_valid_session_id
 from . import schema
 from .database import _BUSY_CODES, _NO_SPACE_CODES, IndexDatabase, _CorruptIndexError, _error_code
+from .filters import NO_FILTER, SearchFilter
 from .legacy import legacy_query
 from .migration import BuildProgress, build_step, finish, vacuum_if_sparse
 from .query import SearchHit, run_query
@@ -219,22 +220,34 @@ class SearchIndex(IndexDatabase):
 
     # -- reading -----------------------------------------------------------------------
 
-    def search(self, query: str, session_id: str | None = None, limit: int = 50) -> list[SearchHit]:
+    def search(
+        self,
+        query: str,
+        session_id: str | None = None,
+        limit: int = 50,
+        filters: SearchFilter | None = None,
+    ) -> list[SearchHit]:
         """Find the events whose text contains `query` (literal; after NFKC and case folding).
 
         Best matches first (`rank`); across sessions the hits are grouped by session,
-        sessions ordered by their best hit. `session_id` restricts the search to one session.
-        While an older index answers (`migrating`), it is searched as that version did.
+        sessions ordered by their best hit. `session_id` restricts the search to one session,
+        `filters` to some times, kinds, tools, paths (`filters.py`). While an older index
+        answers (`migrating`), it is searched as that version did, and cannot be filtered
+        (SearchError: `sync()` finishes the new one).
         """
         if session_id is not None:
             _check_id(session_id)
         if limit <= 0 or not query.strip():
             return []
 
+        narrowed = NO_FILTER if filters is None else filters
+
         def run(conn: sqlite3.Connection) -> list[SearchHit]:
             if self._current(conn) is not None:
+                if not narrowed.empty:
+                    raise SearchError("the search index is being rebuilt: filters work once it is")
                 return legacy_query(conn, query, session_id, limit)
-            return run_query(conn, query, session_id, limit, self.grams)
+            return run_query(conn, query, session_id, limit, self.grams, narrowed)
 
         with self._lock:
             try:

@@ -33,4 +33,4 @@ def legacy_query(
             return []
         lo, hi = _session_range(row[0])
     rows = conn.execute(_QUERY_SQL, (phrase, lo, hi, limit)).fetchall()
-    return _grouped(SearchHit._make(row) for row in rows)
+    return _grouped(SearchHit(*row) for row in rows)

@@ -4,14 +4,18 @@ Schema (`PRAGMA user_version` = `SCHEMA_VERSION`), all in `TABLES` and `GRAM_TAB
 
     indexed_logs(num INTEGER PRIMARY KEY, session_id TEXT UNIQUE,   -- per-session progress
                  log_offset, last_seq, line_hash, scanned_size,
-                 stream_text, stream_seq, stream_turn)
-    event_rows(id INTEGER PRIMARY KEY, turn, type, text, norm)      -- one row per text
+                 stream_text, stream_seq, stream_turn, stream_step, stream_ts)
+    event_rows(id INTEGER PRIMARY KEY, turn, step, ts, type, text, norm,
+               tool, paths)                                         -- one row per text
     event_grams USING fts5(body, tokenize = 'trigram case_sensitive 1',
                            detail = none, content = '')             -- kept by two triggers
     gram_docs(term TEXT PRIMARY KEY, docs)                          -- frequent trigrams
 
-`text` is the text as written; `norm` its normalized form (`text.fold`), stored only when
-it differs from what SQLite's `lower(text)` gives (for ASCII text it never does).
+`ts` is the event's time in microseconds since the epoch (UTC); `tool` the tool name of a
+tool call or result; `paths` the workspace paths a tool call names or a drift event lists,
+each between newlines (`filters.py`). `text` is the text as written; `norm` its normalized
+form (`text.fold`), stored only when it differs from what SQLite's `lower(text)` gives (for
+ASCII text it never does).
 `event_grams` indexes `coalesce(norm, lower(text))` and two `GRAM_END` characters (so
 every character starts a trigram, for queries of one or two characters) and stores
 nothing else: it only finds candidates, which are checked against `event_rows`.
@@ -38,13 +42,14 @@ import functools
 import logging
 import sqlite3
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from .grams import GRAM_DOCS_TABLE
 
 logger = logging.getLogger(__name__)
 
 INDEX_FILE = "index.sqlite"
-SCHEMA_VERSION = 3  # 1: an early draft; 2: a unicode61 word index (`event_text`)
+SCHEMA_VERSION = 4  # 2: a unicode61 word index (`event_text`); 3: no step, time, tool, paths
 GRAM_END = "\uffff\uffff"  # appended to indexed text; never in a stored text (see text.clean)
 
 _SESSION_SHIFT = 40  # rowid = num << 40 | seq << 2 | part
@@ -54,6 +59,7 @@ _MAX_SESSIONS = 1 << (63 - _SESSION_SHIFT)
 PART_EVENT = 0
 PART_STREAM = 1
 STREAM_TYPE = "assistant/chunk"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 TABLES: tuple[str, ...] = (
     """CREATE TABLE IF NOT EXISTS indexed_logs (
@@ -65,14 +71,20 @@ TABLES: tuple[str, ...] = (
     scanned_size INTEGER NOT NULL DEFAULT -1,
     stream_text TEXT,
     stream_seq INTEGER,
-    stream_turn INTEGER
+    stream_turn INTEGER,
+    stream_step INTEGER,
+    stream_ts INTEGER
 )""",
     """CREATE TABLE IF NOT EXISTS event_rows (
     id INTEGER PRIMARY KEY,
     turn INTEGER,
+    step INTEGER,
+    ts INTEGER,
     type TEXT NOT NULL,
     text TEXT NOT NULL,
-    norm TEXT
+    norm TEXT,
+    tool TEXT,
+    paths TEXT
 )""",
     GRAM_DOCS_TABLE,
 )
@@ -173,6 +185,18 @@ class _Progress:
     stream_text: str | None = None
     stream_seq: int | None = None
     stream_turn: int | None = None
+    stream_step: int | None = None
+    stream_ts: datetime | None = None
+
+
+def to_micros(moment: datetime) -> int:
+    """Return a time as the index stores it: microseconds since the epoch."""
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def from_micros(micros: int) -> datetime:
+    """Return the time the index stores as `micros` (UTC)."""
+    return _EPOCH + timedelta(microseconds=micros)
 
 
 def _rowid(num: int, seq: int, part: int) -> int:

@@ -27,12 +27,13 @@ from .grams import count_grams, note_rows
 from .schema import (
     _MAX_SESSIONS,
     PART_STREAM,
-    STREAM_TYPE,
     SearchError,
     _Progress,
     _rowid,
     _session_range,
+    from_micros,
     has_table,
+    to_micros,
 )
 
 if TYPE_CHECKING:
@@ -140,10 +141,14 @@ def drop_session(conn: sqlite3.Connection, session_id: str) -> None:
 def _progress(conn: sqlite3.Connection, session_id: str) -> _Progress | None:
     row = conn.execute(
         "SELECT num, log_offset, last_seq, line_hash, scanned_size, stream_text, stream_seq,"
-        " stream_turn FROM indexed_logs WHERE session_id = ?",
+        " stream_turn, stream_step, stream_ts FROM indexed_logs WHERE session_id = ?",
         (session_id,),
     ).fetchone()
-    return None if row is None else _Progress(*row)
+    if row is None:
+        return None
+    progress = _Progress(*row)
+    progress.stream_ts = None if row[9] is None else from_micros(row[9])
+    return progress
 
 
 def sync_one(
@@ -224,17 +229,19 @@ def _index_tail(
         for event in scan.events:
             extractor.feed(event)
         text, stream_seq, stream_turn = extractor.open_stream()
-        if text is not None and stream_seq is not None:  # still streaming: provisional
-            extractor.add(stream_seq, PART_STREAM, stream_turn, STREAM_TYPE, text)
+        stream_step, stream_ts = extractor.stream_step, extractor.stream_ts
+        extractor.add_stream(scan.events[-1].ts)  # still streaming: a provisional row
         conn.executemany(
-            "INSERT INTO event_rows (id, turn, type, text, norm) VALUES (?, ?, ?, ?, ?)",
-            extractor.rows,
+            "INSERT INTO event_rows (id, turn, step, ts, type, text, norm, tool, paths)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*row[:3], to_micros(row[3]), *row[4:]) for row in extractor.rows],
         )
         stats.rows += len(extractor.rows)
         last_seq = scan.events[-1].seq
         conn.execute(
             "UPDATE indexed_logs SET log_offset = ?, last_seq = ?, line_hash = ?, scanned_size = ?,"
-            " stream_text = ?, stream_seq = ?, stream_turn = ? WHERE num = ?",
+            " stream_text = ?, stream_seq = ?, stream_turn = ?, stream_step = ?, stream_ts = ?"
+            " WHERE num = ?",
             (
                 scan.end_offset,
                 last_seq,
@@ -243,6 +250,8 @@ def _index_tail(
                 text,
                 stream_seq,
                 stream_turn,
+                stream_step if text is not None else None,
+                to_micros(stream_ts) if text is not None and stream_ts is not None else None,
                 num,
             ),
         )

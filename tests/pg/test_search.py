@@ -25,7 +25,7 @@ from session.pg import PgStore
 from session.pg.backend import PgSessionStore
 from session.pg.query import q
 from session.pg.search import catch_up, fold_query, has_trigram_index, index_events, read_on, search
-from session.search import SearchHit, SearchIndex
+from session.search import SearchFilter, SearchHit, SearchIndex
 from session.store.manager import SessionManager
 from session.store.session import Session
 from tests.pg.conftest import connect, new_id
@@ -67,12 +67,29 @@ class Stores:
     pg: PgStore
     project: str
 
-    def pg_hits(self, query: str, session_id: str | None = None, limit: int = 10_000) -> Any:
-        return search(self.pg, self.project, query, session_id, limit)
+    def pg_hits(
+        self,
+        query: str,
+        session_id: str | None = None,
+        limit: int = 10_000,
+        filters: SearchFilter | None = None,
+    ) -> Any:
+        """PostgreSQL's hits without their times (each store wrote its events at its own)."""
+        found = search(self.pg, self.project, query, session_id, limit, filters)
+        return [hit._replace(ts=None) for hit in found]
 
-    def local_hits(self, query: str, session_id: str | None = None, limit: int = 10_000) -> Any:
+    def local_hits(
+        self,
+        query: str,
+        session_id: str | None = None,
+        limit: int = 10_000,
+        filters: SearchFilter | None = None,
+    ) -> Any:
+        """The local index's hits without their times."""
         self.index.sync(self.local)
-        return self.index.search(query, session_id, limit)
+        return [
+            hit._replace(ts=None) for hit in self.index.search(query, session_id, limit, filters)
+        ]
 
     def texts(self) -> dict[Key, str]:
         """Return every searchable text PostgreSQL holds, by (session, seq)."""
@@ -225,7 +242,8 @@ def test_the_trigram_index_serves_queries_under_forced_row_level_security(
             (session_id,),
         )
         conn.execute(f'ANALYZE "{s}".search_texts')
-        sql = q(s, pg_search._MATCHING[pg_search._BY_TIME]).as_string(conn)
+        matching = pg_search._statement(pg_search._MATCHING, pg_search._BY_TIME, "")
+        sql = q(s, matching).as_string(conn)
         params = {"ids": [session_id], "query": "config.ya", "want": 150}
         for pattern, uses_index in (("%config.ya%", True), (None, False)):
             with conn.transaction():
@@ -332,7 +350,8 @@ def test_search_scopes_to_the_project_and_the_session(stores: Stores, tmp_path: 
     ]
     assert stores.pg_hits("walrus", writer.session_id) == []  # not of this project
     assert stores.pg_hits("walrus", mine) == stores.local_hits("walrus", mine)
-    assert stores.pg.search(stores.project, "walrus", limit=1) == stores.pg_hits("walrus")[:1]
+    first = stores.pg.search(stores.project, "walrus", limit=1)
+    assert [h._replace(ts=None) for h in first] == stores.pg_hits("walrus")[:1]
     assert stores.pg_hits("  ") == [] and stores.pg_hits("walrus", limit=0) == []
     with pytest.raises(ValueError, match="invalid session id"):
         stores.pg_hits("walrus", "not-an-id")
