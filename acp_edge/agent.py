@@ -30,7 +30,7 @@ from session.workspace.drift import DriftReport
 
 from . import checks, commands, hello, modes
 from .client import ClientFiles, ClientLink
-from .listing import BadCursorError, cursor_offset, listed, page
+from .listing import BadCursorError, cursor_offset, listed, page, page_of
 from .model_option import ModelOptions
 from .replay import replay, rewinds
 from .sessions import Held, Sessions
@@ -135,14 +135,16 @@ class AcpAgent:
         # only), then the updates, sent a batch at a time as they are made (in a worker
         # thread: reading may take long); the first batch small, so the first update is
         # on its way at once.
-        only = frozenset({"session/rewind"})
-        found = await asyncio.to_thread(rewinds, store.iter_events(sid, types=only))
-        updates = replay(store.iter_events(sid), root, found)
-        size = FIRST_BATCH
-        while batch := await asyncio.to_thread(list, islice(updates, size)):
-            for update in batch:
-                await self.link.update(sid, update)
-            size = REPLAY_BATCH
+        # A session open here may have no event yet (new, or fresh after `/reset`).
+        if await asyncio.to_thread(store.exists, sid):
+            only = frozenset({"session/rewind"})
+            found = await asyncio.to_thread(rewinds, store.iter_events(sid, types=only))
+            updates = replay(store.iter_events(sid), root, found)
+            size = FIRST_BATCH
+            while batch := await asyncio.to_thread(list, islice(updates, size)):
+                for update in batch:
+                    await self.link.update(sid, update)
+                size = REPLAY_BATCH
         await self._tell_drift(sid, drift)
         return LoadSessionResponse(modes=_modes(held), config_options=self._options(held))
 
@@ -180,14 +182,18 @@ class AcpAgent:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
-        """List the project's sessions (all edges' ones), newest first, a page at a time."""
-        from pathlib import Path
+        """List a project's sessions (all edges' ones), newest first, a page at a time.
 
-        root = checks.project_dir(cwd) if cwd is not None else Path.cwd().resolve()
+        Without `cwd`, every project's: the local store's projects on this machine, or the
+        role's in PostgreSQL, each session with its project's directory.
+        """
         try:
             offset = cursor_offset(cursor)
         except BadCursorError as exc:
             raise checks.invalid(str(exc), cursor=cursor) from None
+        if cwd is None:
+            return await self._list_every_project(offset)
+        root = checks.project_dir(cwd)
         self.sessions.roots.add(root)
         store = await asyncio.to_thread(self.sessions.store_of, root)
         try:
@@ -198,6 +204,23 @@ class AcpAgent:
             await asyncio.to_thread(store.close)
         here = {sid: None for sid, held in self.sessions.held.items() if held.root == root}
         return page(listed(rows, here), root, offset)
+
+    async def _list_every_project(self, offset: int) -> ListSessionsResponse:
+        from pathlib import Path
+
+        from session.store.every_project import every_project_rows
+
+        store = await asyncio.to_thread(self.sessions.store_of, Path.cwd().resolve())
+        try:
+            entries = await asyncio.to_thread(every_project_rows, store)
+        finally:
+            await asyncio.to_thread(store.close)
+        roots = {row[0]: cwd for row, cwd in entries}
+        roots |= {sid: str(held.root) for sid, held in self.sessions.held.items()}
+        here = {sid: None for sid in self.sessions.held}
+        rows = listed([row for row, _ in entries], here)
+        self.sessions.roots |= {Path(cwd) for cwd in roots.values()}  # where delete looks
+        return page_of([(row, roots[row[0]]) for row in rows], offset)
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         """Cancel the session's prompt, save the session and let it go."""
@@ -232,7 +255,7 @@ class AcpAgent:
         held = self.sessions.get(sid)
         text = checks.prompt_text(prompt)
         if (command := commands.parse(text)) is not None:
-            said = await commands.run(held, *command)
+            said = await commands.run(self.sessions, held, *command)
             await self.link.update(sid, update_agent_message_text(said))
             return PromptResponse(stop_reason="end_turn")
         return await run_prompt(self.link, held, text)

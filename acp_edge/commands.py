@@ -1,12 +1,14 @@
 """Our commands in the editor's command menu (`available_commands_update`), run from a prompt.
 
-A prompt that starts with one of them (`/save`, `/compact`, `/search TEXT`, `/status`) runs
-it instead of a turn: nothing is asked of the model, and the answer is an agent message.
+A prompt that starts with one of them (`/save`, `/compact`, `/search TEXT`, `/status`, and
+`history_commands`' `/new`, `/sessions`, `/checkpoint [N]`, `/fork`, `/reset`) runs it
+instead of a turn: nothing is asked of the model, and the answer is an agent message.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from acp.helpers import update_available_commands
@@ -15,12 +17,13 @@ from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredComm
 from session.search import SearchHit
 from session.store.backend import TextSearch
 
+from . import history_commands as history
 from .checks import failed
 
 if TYPE_CHECKING:
     from acp.schema import AvailableCommandsUpdate
 
-    from .sessions import Held
+    from .sessions import Held, Sessions
 
 SEARCH_LIMIT = 10
 
@@ -35,6 +38,11 @@ COMMANDS = (
     _command("compact", "Summarise older turns to free the context window"),
     _command("search", "Find text in this project's sessions (literal)", "text to find"),
     _command("status", "Say which session this is, its turns, model and store"),
+    _command("new", "Start a fresh session of this project (how, in this editor)"),
+    _command("sessions", "List this project's sessions: title, turns, last active, id"),
+    _command("checkpoint", "List this session's checkpoints, or restore one (asked first)", "N"),
+    _command("fork", "Fork this session at its last closed turn into a new one"),
+    _command("reset", "Delete this session and start a fresh one (asked first)"),
 )
 
 
@@ -53,11 +61,13 @@ def parse(text: str) -> tuple[str, str] | None:
     return name, rest.strip()
 
 
-async def run(held: Held, name: str, argument: str) -> str:
+async def run(sessions: Sessions, held: Held, name: str, argument: str) -> str:
     """Run a command between turns; return what to tell the user."""
     engine = held.engine
     if held.turn is not None and not held.turn.done():
         raise failed(f"/{name} waits for no turn: session {held.session_id} is answering")
+    if name in HISTORY:
+        return await HISTORY[name](sessions, held, argument)
     lifecycle = engine.session
     if name == "save":
         async with engine.turn_lock:
@@ -80,6 +90,31 @@ async def run(held: Held, name: str, argument: str) -> str:
         f"Session {held.session_id} · {state.turns} turns · model {model} · "
         f"store {lifecycle.store.label} · project {held.root}"
     )
+
+
+async def _new(sessions: Sessions, held: Held, argument: str) -> str:
+    return history.new(held)
+
+
+async def _sessions(sessions: Sessions, held: Held, argument: str) -> str:
+    return await history.sessions(sessions, held)
+
+
+async def _fork(sessions: Sessions, held: Held, argument: str) -> str:
+    return await history.fork(sessions, held)
+
+
+async def _reset(sessions: Sessions, held: Held, argument: str) -> str:
+    return await history.reset(sessions, held)
+
+
+HISTORY: dict[str, Callable[[Sessions, Held, str], Awaitable[str]]] = {
+    "new": _new,
+    "sessions": _sessions,
+    "checkpoint": history.checkpoint,
+    "fork": _fork,
+    "reset": _reset,
+}
 
 
 async def _search(held: Held, query: str) -> str:

@@ -43,16 +43,18 @@ def listed(rows: list[ListedRow], open_here: Mapping[str, str | None]) -> list[L
 
 
 def page(rows: list[ListedRow], root: Path, offset: int, size: int = PAGE) -> ListSessionsResponse:
-    """Return the page of `rows` from `offset` (with the next page's cursor, if any)."""
-    chosen = rows[offset : offset + size]
+    """Return the page of `rows` (all of the project at `root`) from `offset`."""
+    return page_of([(row, str(root)) for row in rows], offset, size)
+
+
+def page_of(
+    entries: list[tuple[ListedRow, str]], offset: int, size: int = PAGE
+) -> ListSessionsResponse:
+    """Return the page of (row, its project's directory) from `offset` (and the next cursor)."""
+    chosen = entries[offset : offset + size]
     sessions = [
-        SessionInfo(
-            session_id=sid,
-            cwd=str(root),
-            title=title or None,
-            updated_at=updated or None,
-        )
-        for sid, title, _created, updated, *_ in chosen
+        SessionInfo(session_id=sid, cwd=cwd, title=title or None, updated_at=updated or None)
+        for (sid, title, _created, updated, *_), cwd in chosen
     ]
-    more = offset + size < len(rows)
+    more = offset + size < len(entries)
     return ListSessionsResponse(sessions=sessions, next_cursor=str(offset + size) if more else None)

@@ -73,6 +73,18 @@ class Sessions:
             raise invalid(f"session {session_id} is not open: load or resume it first")
         return found
 
+    def link_of(self) -> ClientLink:
+        """Return the client's side of the connection (set once connected)."""
+        assert self.link is not None
+        return self.link
+
+    def rekey(self, held: Held, session_id: str) -> None:
+        """Hold an open session under its new id (a `/reset` started a fresh one)."""
+        self.held.pop(held.session_id, None)
+        held.session_id = session_id
+        held.engine.host.session_id = session_id  # type: ignore[attr-defined]
+        self.held[session_id] = held
+
     async def _engine(self, root: Path) -> Engine:
         from engine.core import Engine  # the engine (and pydantic-ai later): never at initialize
 

@@ -358,6 +358,10 @@ class PgSessionStore:
         )
         return [listed_row(row) for row in page[0]], page[1], page[2]
 
+    def list_every_project(self) -> list[tuple[ListedRow, str | None]]:
+        """Return the role's sessions of every project (one query), with their workspaces."""
+        return [(listed_row(row), row.workspace_root) for row in self.pg.list_sessions(None)]
+
     def acquire_lock(self, session_id: str) -> SessionWriter:
         """Take the session's writer lock (its advisory lock, on a connection of its own)."""
         return self.pg.acquire_writer(session_id)

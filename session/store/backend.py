@@ -124,6 +124,15 @@ class TextSearch(Protocol):
         ...
 
 
+@runtime_checkable
+class AllProjectsListing(Protocol):
+    """A store that lists every project's sessions at once (PostgreSQL: the role's)."""
+
+    def list_every_project(self) -> list[tuple[ListedRow, str | None]]:
+        """Return every project's listing rows, newest first, with each one's workspace."""
+        ...
+
+
 class SessionLock(Protocol):
     """A session's writer lock, held until released (by this process only)."""
 

@@ -27,7 +27,8 @@ async def test_commands_are_offered_and_run_without_the_model(
     offered = next(
         u for u in agent.client.of(sid) if u.session_update == "available_commands_update"
     )
-    assert [c.name for c in offered.available_commands] == ["save", "compact", "search", "status"]
+    names = [c.name for c in offered.available_commands]
+    assert names[:4] == ["save", "compact", "search", "status"]  # the rest: test_commands_more
 
     fake.add("the loader reads YAML")
     await agent.conn.prompt(session_id=sid, prompt=[text_block("how does the loader work?")])
