@@ -13,7 +13,9 @@ from acp import RequestError, text_block
 from acp.schema import ReadTextFileResponse
 
 from acp_edge import hello
+from acp_edge.model_option import model_values
 from engine.config import parse_initialization_options
+from engine.model.server_facts import model_ids
 from lsp_server.fake_model import FakeOpenAI
 from lsp_server.fake_model.replies import is_summary_request
 from tests.acp.harness import Recorder, Running
@@ -184,3 +186,12 @@ async def test_a_turn_in_flight_keeps_its_model(
         assert asked_model(fake) == CONFIGURED  # the turn's second request
         await agent.conn.prompt(session_id=sid, prompt=[text_block("again")])
         assert asked_model(fake) == fake.model_id
+
+
+def test_the_listed_models_and_the_values_offered() -> None:
+    body = {"data": [{"id": "b"}, {"id": "a"}, {"id": "b"}, {"id": " "}, {"x": 1}, "c"]}
+    assert model_ids(body) == ("b", "a")
+    assert model_ids({"error": "no"}) == () == model_ids(None)
+    assert model_values("conf", "conf", ("x", "conf")) == ["conf", "x"]
+    assert model_values("conf", "x", ()) == ["conf", "x"]  # the current one, even unlisted
+    assert model_values(None, "x", ("y",)) == ["x", "y"]

@@ -63,7 +63,8 @@ async def test_llama_cpp_python_is_probed_only_when_tools_are_still_offered() ->
     with FakeOpenAI() as fake:
         fake.models_entry = dict(LLAMA_CPP_PYTHON_ENTRY)
         facts = await learn_server(fake.base_url, "k", fake.model_id, probe_tools=False)
-        assert facts == ServerFacts("llama-cpp-python") and fake.probes == []
+        listed = (fake.model_id,)
+        assert facts == ServerFacts("llama-cpp-python", models=listed) and fake.probes == []
         facts = await learn_server(fake.base_url, "k", fake.model_id, probe_tools=True)
         assert facts.takes_tools is False and len(fake.probes) == 1
         fake.tool_streams = False
@@ -75,7 +76,7 @@ async def test_llama_servers_props_window_wins_over_the_trained_one() -> None:
     with FakeOpenAI(template_tools=True, context_window=2048) as fake:
         fake.models_entry = {"meta": {"n_ctx_train": 8192}}
         facts = await learn_server(fake.base_url, None, fake.model_id, probe_tools=True)
-    assert facts == ServerFacts("llama-server", 2048, "/props", True)
+    assert facts == ServerFacts("llama-server", 2048, "/props", True, (fake.model_id,))
 
 
 async def test_a_probe_refused_with_a_reason_says_nothing_of_the_tools() -> None:
@@ -85,4 +86,4 @@ async def test_a_probe_refused_with_a_reason_says_nothing_of_the_tools() -> None
         fake.probe_answer = lambda body: None  # type: ignore[method-assign]
         fake.add({"error": 500, "message": "jinja2: tools are not supported"})
         facts = await learn_server(fake.base_url, "k", fake.model_id, probe_tools=True)
-    assert facts == ServerFacts("llama-cpp-python", takes_tools=None)
+    assert facts == ServerFacts("llama-cpp-python", takes_tools=None, models=(fake.model_id,))
