@@ -23,6 +23,8 @@ from .updates import STATUSES, edit_diff, stop_reason, tool_ended, tool_started
 
 logger = logging.getLogger(__name__)
 
+SEND_WAIT = 5.0  # seconds a question waits for the updates before it
+
 
 class AcpSink:
     """The engine's `TurnSink` for one ACP turn: each event one queued `session/update`."""
@@ -76,8 +78,12 @@ class AcpSink:
 
     async def sent(self) -> None:
         """Return once what is queued has been sent (a question names a call sent before it)."""
-        if not self._sender.done():
-            await asyncio.wait({asyncio.ensure_future(self._queue.join())}, timeout=5)
+        if self._sender.done():
+            return
+        try:
+            await asyncio.wait_for(self._queue.join(), SEND_WAIT)
+        except TimeoutError:  # the client reads slowly: ask anyway (it may show the call late)
+            logger.warning("session/update still queued after %s s; asking anyway", SEND_WAIT)
 
     async def flush(self) -> None:
         """Send what is queued, then stop the sender."""
