@@ -311,20 +311,14 @@ class PgSessionStore:
         session_id = self.pg.pointer(self.project, instance_id)
         if session_id is not None and not self.exists(session_id):
             if warnings is not None:
-                warnings.append(
-                    f"instance {instance_id}: its session {session_id} no longer exists"
-                )
+                warnings.append(f"instance {instance_id}: session {session_id} no longer exists")
             return None
         return session_id
 
     def write_pointer(
         self, instance_id: str, session_id: str, editor: EditorProcess | None = None
     ) -> None:
-        """Point this editor instance at a session.
-
-        `editor` is not kept: a shared store's pointers come from many machines, whose
-        process ids say nothing here (`session/store/pointers.py` is for local files).
-        """
+        """Point this editor instance at a session (`editor` not kept: a pid says nothing here)."""
         self.pg.set_pointer(self.project, instance_id, session_id)
 
     def delete_pointer(self, instance_id: str) -> None:
