@@ -150,6 +150,8 @@ def _request_handler(
             return (await bound(params)).wire()
         except asyncio.CancelledError:
             raise
+        except proto.ParamsError as exc:  # a field the handler itself could not understand
+            raise JsonRpcInvalidParams(str(exc)) from None
         except JsonRpcException as exc:  # its message may quote a server's error: scrubbed
             exc.message = ls.log_redactor.scrub_text(exc.message)
             exc.args = (exc.message,)

@@ -8,7 +8,7 @@ from lsprotocol import types
 
 from session.derive.transcript import transcript
 from session.errors import SessionError, SessionLockedError, SessionNotFoundError
-from session.search import SearchError, SearchHit
+from session.search import FilterError, SearchError, SearchFilter, SearchHit, search_filter
 from session.store.backend import TextSearch
 from session.store.listing_files import ListedRow
 
@@ -42,6 +42,22 @@ async def confirm_file_deletion(ls: AgentAssistServer, targets: list[str]) -> bo
             "Reset cancelled; nothing was changed.", data=proto.FailureData(cancelled=True).wire()
         )
     return answer.title == DELETE_FILES
+
+
+def search_filters(params: proto.SearchParams) -> SearchFilter:
+    """Return the filters of `agentAssist/search`; a word not understood names its field."""
+    try:
+        return search_filter(
+            since=params.since,
+            until=params.until,
+            kind=params.kind,
+            tool=params.tool,
+            path=params.path,
+        )
+    except FilterError as exc:
+        raise proto.ParamsError(
+            f"{proto.SEARCH}: invalid field '{exc.field}': {exc.reason}"
+        ) from None
 
 
 class SessionCommands(Feature):
@@ -161,12 +177,13 @@ class SessionCommands(Feature):
         """Find every event containing the query (literal text)."""
         ls = self.server
         store = ls.session.store
+        filters = search_filters(params)
         if params.session_id is not None and not store.exists(params.session_id):
             raise RequestFailedError(f"no session {params.session_id} in this project")
         if isinstance(store, TextSearch):  # the database searches what it holds
             try:
                 found = await asyncio.to_thread(
-                    store.search, params.query, params.session_id, params.limit
+                    store.search, params.query, params.session_id, params.limit, filters
                 )
             except SessionError as exc:
                 raise RequestFailedError(f"search is unavailable: {exc}") from None
@@ -179,10 +196,12 @@ class SessionCommands(Feature):
                 index.sync_session(manager, params.session_id)
             else:
                 index.sync(manager)
-            return index.search(params.query, params.session_id, params.limit)
+            return index.search(params.query, params.session_id, params.limit, filters)
 
         try:
-            if index.migrating:  # an older index answers while the new one is built
+            # an older index answers while the new one is built (unfiltered: filters wait
+            # for the new one, which the sync then finishes at once)
+            if index.migrating and filters.empty:
                 if self._rebuild is None or self._rebuild.done():
                     self._rebuild = ls.spawn(self._rebuild_index(), "search index rebuild")
                 hits = await asyncio.to_thread(

@@ -273,11 +273,39 @@ class ForkResult(Wire):
 
 
 class SearchParams(Params):
-    """`agentAssist/search`: the query is literal text."""
+    """`agentAssist/search`: the query is literal text; the filters narrow it."""
 
     query: str = Field(min_length=1, max_length=10_000)
     session_id: str | None = Field(default=None, pattern=SESSION_ID)
     limit: int = Field(default=50, ge=1, le=1000)
+    since: str | None = Field(
+        default=None,
+        max_length=100,
+        description="Events at or after: an ISO date or time (`2026-12-05`, `2026-12-05T14:30`), "
+        "a duration ago (`30m`, `12h`, `1d`, `2w`), `today` or `yesterday` (the start of the "
+        "day, in the server's time zone).",
+    )
+    until: str | None = Field(
+        default=None,
+        max_length=100,
+        description="Events before: as `since`; a date, `today` or `yesterday` means the end "
+        "of that day.",
+    )
+    kind: str | None = Field(
+        default=None,
+        max_length=200,
+        description="`user`, `assistant`, `tool-call`, `tool-result`, `drift`, `decision`, "
+        "`summary`, or several comma-separated.",
+    )
+    tool: str | None = Field(
+        default=None, max_length=200, description="Tool calls and results of this tool."
+    )
+    path: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="A workspace path (or a directory: the paths under it) named by a tool "
+        "call's path argument or listed by a drift event.",
+    )
 
 
 class SearchResult(Wire):

@@ -161,6 +161,10 @@ class SearchHit(Wire):
     type: str = Field(description="The event's type, e.g. `turn/start`, `step/end`.")
     snippet: str = Field(description="The text around the match, matches marked with [ ].")
     score: float
+    step: int | None = Field(description="The step of the turn; null outside a step.")
+    ts: Timestamp | None = Field(
+        description="The event's time; null while an index of an older version answers."
+    )
 
 
 def transcript_items(items: Iterable[DerivedItem]) -> list[TranscriptItem]:

@@ -25,7 +25,6 @@ from ..log.reader import LogScan
 from ..log.writer import LogError
 from ..paths import host_name, is_valid_session_id, storage_root
 from ..redaction import Redactor
-from ..search.query import SearchHit
 from ..snapshot import SessionState
 from ..store.backend import StoreKind
 from ..store.listing import SessionInfo
@@ -37,6 +36,7 @@ from .checkpoints import PgCheckpointStore
 from .log import PgEventLog, replay_spool
 from .opening import open_from_rows
 from .project import choose_project
+from .search import project_search
 from .snapshots import parse_snapshot
 from .spool import Spool, adopt_legacy_spool, spool_dir, spooled_sessions
 from .store import PgStore
@@ -384,9 +384,8 @@ class PgSessionStore:
         with self.pg.connection() as conn:
             return held_sessions(conn, self.pg.schema, self.pg.owner, ids)
 
-    def search(self, query: str, session_id: str | None = None, limit: int = 50) -> list[SearchHit]:
-        """Find this project's events whose text contains `query` (`pg/search.py`)."""
-        return self.pg.search(self.project, query, session_id, limit)
+    # Find this project's events whose text contains a query (`pg/search.py`).
+    search = project_search
 
     # -- checkpoints and blobs -------------------------------------------------------
 

@@ -18,7 +18,7 @@ nothing, and a missing, corrupt or outdated index is rebuilt from the logs.
 This package exposes that face; a build without search lacks it as a whole.
 """
 
-from .filters import KINDS, NO_FILTER, SearchFilter, search_filter
+from .filters import KINDS, NO_FILTER, FilterError, SearchFilter, search_filter
 from .index import SearchIndex
 from .migration import BuildProgress
 from .query import SearchHit
@@ -30,6 +30,7 @@ __all__ = [
     "KINDS",
     "NO_FILTER",
     "BuildProgress",
+    "FilterError",
     "SearchError",
     "SearchFilter",
     "SearchHit",

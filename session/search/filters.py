@@ -76,6 +76,15 @@ def kind_types(words: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(types)
 
 
+class FilterError(ValueError):
+    """A filter word that cannot be understood; `field` names which (`since`, `kind`...)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class SearchFilter:
     """What a search is narrowed to (None: not narrowed); see the module docstring."""
@@ -104,20 +113,20 @@ def search_filter(
     path: str | None = None,
     now: Clock = local_now,
 ) -> SearchFilter:
-    """Parse a user's filter words; ValueError names the field (`since: ...`)."""
+    """Parse a user's filter words; FilterError names the field (`since: ...`)."""
     try:
         start = parse_when(since, now=now) if since is not None else None
     except ValueError as exc:
-        raise ValueError(f"since: {exc}") from None
+        raise FilterError("since", str(exc)) from None
     try:
         end = parse_when(until, end=True, now=now) if until is not None else None
     except ValueError as exc:
-        raise ValueError(f"until: {exc}") from None
+        raise FilterError("until", str(exc)) from None
     try:
         types = kind_types(kind) if kind is not None else ()
     except ValueError as exc:
-        raise ValueError(f"kind: {exc}") from None
+        raise FilterError("kind", str(exc)) from None
     where = normal_path(path) if path is not None else None
     if path is not None and not where:
-        raise ValueError("path: empty path")
+        raise FilterError("path", "empty path")
     return SearchFilter(start, end, types, tool.strip() or None if tool else None, where)

@@ -41,6 +41,7 @@ from ..redaction import Redactor
 if TYPE_CHECKING:
     from ..checkpoints import CheckpointRecord, CheckpointStore
     from ..log.reader import LogScan
+    from ..search.filters import SearchFilter
     from ..search.query import SearchHit
     from ..snapshot import SessionState
     from ..workspace.identity import ProjectIdentity
@@ -119,7 +120,13 @@ class SessionLog(Protocol):
 class TextSearch(Protocol):
     """A store that searches its own events (PostgreSQL; the local store has `SearchIndex`)."""
 
-    def search(self, query: str, session_id: str | None = None, limit: int = 50) -> list[SearchHit]:
+    def search(
+        self,
+        query: str,
+        session_id: str | None = None,
+        limit: int = 50,
+        filters: SearchFilter | None = None,
+    ) -> list[SearchHit]:
         """Return the events whose text contains `query` (literally), best first."""
         ...
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -474,3 +475,42 @@ async def test_fork_takes_the_childs_id_and_refuses_a_taken_or_invalid_one(
         assert info.value.code == -32602  # invalid params, before any path is built
     status = await editor.request("agentAssist/status")
     assert status["sessionId"] == "abcdefabcdef"
+
+
+async def test_search_hits_have_step_and_time_and_filters_narrow_them(
+    make_editor, fake: FakeOpenAI
+) -> None:
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    args = {"path": "conf/pelican.yaml", "content": "pelican: 1\n"}
+    fake.add({"tool_calls": [{"name": "write_file", "arguments": args}]}, "pelican file written")
+    await editor.request("agentAssist/chat", {"text": "write the pelican config"})
+
+    async def found(**params: Any) -> list[dict[str, Any]]:
+        result = await editor.request("agentAssist/search", {"query": "pelican", **params})
+        return result["results"]
+
+    hits = await found()
+    by_type = {h["type"]: h for h in hits}
+    assert {"turn/start", "tool/call", "tool/result", "assistant/message"} <= set(by_type)
+    assert by_type["tool/call"]["turn"] == 1 and by_type["tool/call"]["step"] == 1
+    assert by_type["assistant/message"]["step"] == 2 and by_type["turn/start"]["step"] is None
+    assert all(h["ts"].startswith("20") for h in hits)
+    assert {h["type"] for h in await found(kind="tool-call")} == {"tool/call"}
+    assert {h["type"] for h in await found(tool="write_file")} == {"tool/call", "tool/result"}
+    assert [h["type"] for h in await found(path="conf")] == ["tool/call"]
+    assert await found(path="conf/pelican") == []
+    assert len(await found(since="1h", until="2999-01-01")) == len(hits)
+    first = min(h["ts"] for h in hits)
+    assert await found(until=first) == []  # `until` excludes its own moment
+    last = datetime.fromisoformat(max(h["ts"] for h in hits).replace("Z", "+00:00"))
+    after = (last + timedelta(seconds=1)).isoformat()
+    assert len(await found(since=first, until=after)) == len(hits)
+    assert await found(since=after) == []
+    for field, value in (("since", "last tuesday"), ("until", "1y"), ("kind", "tools")):
+        with pytest.raises(JsonRpcException) as info:
+            await found(**{field: value})
+        assert info.value.code == -32602 and f"'{field}'" in info.value.message
+    with pytest.raises(JsonRpcException, match="one of user, assistant"):
+        await found(kind="tools")

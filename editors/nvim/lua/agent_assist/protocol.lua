@@ -230,11 +230,18 @@ M.errors = {
 ---@field type string The event's type, e.g. `turn/start`, `step/end`.
 ---@field snippet string The text around the match, matches marked with [ ].
 ---@field score number
+---@field step integer? The step of the turn; null outside a step.
+---@field ts string? The event's time; null while an index of an older version answers.
 
----@class agent_assist.SearchParams `agentAssist/search`: the query is literal text.
+---@class agent_assist.SearchParams `agentAssist/search`: the query is literal text; the filters narrow it.
 ---@field query string
 ---@field sessionId? string
 ---@field limit? integer Range 1..1000.
+---@field since? string Events at or after: an ISO date or time (`2026-12-05`, `2026-12-05T14:30`), a duration ago (`30m`, `12h`, `1d`, `2w`), `today` or `yesterday` (the start of the day, in the server's time zone).
+---@field until? string Events before: as `since`; a date, `today` or `yesterday` means the end of that day.
+---@field kind? string `user`, `assistant`, `tool-call`, `tool-result`, `drift`, `decision`, `summary`, or several comma-separated.
+---@field tool? string Tool calls and results of this tool.
+---@field path? string A workspace path (or a directory: the paths under it) named by a tool call's path argument or listed by a drift event.
 
 ---@class agent_assist.SearchResult Best matches first, grouped by session.
 ---@field results agent_assist.SearchHit[]

@@ -207,6 +207,8 @@ export const isSearchHit: Guard<SearchHit> = isObject({
   type: isString,
   snippet: isString,
   score: isNumber,
+  step: isNullable(isNumber),
+  ts: isNullable(isString),
 });
 
 /** Each host message but the transcript (whose bad items are dropped, not fatal), by type. */

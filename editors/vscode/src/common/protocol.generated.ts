@@ -343,14 +343,28 @@ export interface SearchHit {
   /** The text around the match, matches marked with [ ]. */
   snippet: string;
   score: number;
+  /** The step of the turn; null outside a step. */
+  step: number | null;
+  /** The event's time; null while an index of an older version answers. */
+  ts: string | null;
 }
 
-/** `agentAssist/search`: the query is literal text. */
+/** `agentAssist/search`: the query is literal text; the filters narrow it. */
 export interface SearchParams {
   query: string;
   sessionId?: string | null;
   /** Range 1..1000. */
   limit?: number;
+  /** Events at or after: an ISO date or time (`2026-12-05`, `2026-12-05T14:30`), a duration ago (`30m`, `12h`, `1d`, `2w`), `today` or `yesterday` (the start of the day, in the server's time zone). */
+  since?: string | null;
+  /** Events before: as `since`; a date, `today` or `yesterday` means the end of that day. */
+  until?: string | null;
+  /** `user`, `assistant`, `tool-call`, `tool-result`, `drift`, `decision`, `summary`, or several comma-separated. */
+  kind?: string | null;
+  /** Tool calls and results of this tool. */
+  tool?: string | null;
+  /** A workspace path (or a directory: the paths under it) named by a tool call's path argument or listed by a drift event. */
+  path?: string | null;
 }
 
 /** Best matches first, grouped by session. */

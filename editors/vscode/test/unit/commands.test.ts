@@ -62,7 +62,7 @@ describe("nulls from the server", () => {
   });
 
   it("shows a search hit with and without a turn", () => {
-    const hit: SearchHit = { sessionId: "0123456789abcdef", seq: 3, turn: 2, type: "user", snippet: "an\n apple", score: 1 };
+    const hit: SearchHit = { sessionId: "0123456789abcdef", seq: 3, turn: 2, type: "user", snippet: "an\n apple", score: 1, step: null, ts: "2026-12-05T10:00:00Z" };
     expect(searchPickItem(hit)).toEqual({ label: "an apple", description: "01234567 · turn 2 · user", sessionId: hit.sessionId });
     expect(searchPickItem({ ...hit, turn: null, type: "compaction" }).description).toBe("01234567 · compaction");
   });

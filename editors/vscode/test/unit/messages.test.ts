@@ -105,7 +105,7 @@ describe("extension → webview messages", () => {
       {
         type: "searchResults",
         query: "apple",
-        results: [{ sessionId: "abc", seq: 3, turn: null, type: "compaction", snippet: "an [apple]", score: 1.5 }],
+        results: [{ sessionId: "abc", seq: 3, turn: null, type: "compaction", snippet: "an [apple]", score: 1.5, step: 2, ts: "2026-12-05T10:00:00Z" }],
       },
     ];
     for (const m of messages) {

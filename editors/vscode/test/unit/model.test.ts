@@ -228,7 +228,7 @@ describe("sessions and search in the view", () => {
     expect(searching.search.results).toBeUndefined();
     const stale = update(searching, { type: "searchResults", query: "appl", results: [] });
     expect(stale.search.results).toBeUndefined();
-    const hit = { sessionId: "s1", seq: 1, turn: 2, type: "turn/start", snippet: "an [apple] a day", score: 1 };
+    const hit = { sessionId: "s1", seq: 1, turn: 2, type: "turn/start", snippet: "an [apple] a day", score: 1, step: null, ts: "2026-12-05T10:00:00Z" };
     expect(update(searching, { type: "searchResults", query: "apple", results: [hit] }).search.results).toEqual([hit]);
   });
 
