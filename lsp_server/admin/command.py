@@ -85,6 +85,19 @@ def register(subparsers: Any) -> None:
     p.add_argument("text", help="the text to find (quote it if it has spaces)")
     p.add_argument("--all-projects", action="store_true", help="every project in the store")
     p.add_argument("--limit", type=int, default=20, help="most results per project")
+    when = "an ISO date or time, a duration ago (30m, 12h, 1d, 2w), today or yesterday"
+    p.add_argument("--since", metavar="WHEN", help=f"events at or after: {when}")
+    p.add_argument("--until", metavar="WHEN", help=f"events before ({when}; a day: its end)")
+    p.add_argument(
+        "--kind",
+        help="user, assistant, tool-call, tool-result, drift, decision, summary "
+        "(several comma-separated)",
+    )
+    p.add_argument("--tool", help="tool calls and results of this tool")
+    p.add_argument(
+        "--path",
+        help="tool calls naming this workspace path (or under it), drift events listing it",
+    )
     p.set_defaults(func=lazy("search", "cmd_search"))
 
     p = sub.add_parser(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import datetime
 from typing import Any
 
 from session.terminal_text import inert
@@ -43,12 +44,33 @@ def hit_json(project: str, hit: Any) -> dict[str, Any]:
         "sessionId": hit.session_id,
         "seq": hit.seq,
         "turn": hit.turn,
+        "step": hit.step,
+        "ts": None if hit.ts is None else hit.ts.isoformat(),
         "type": hit.type,
         "snippet": hit.snippet,
     }
 
 
-def local_search(args: argparse.Namespace, index_cls: Any) -> list[dict[str, Any]]:
+def filters_of(args: argparse.Namespace) -> Any:
+    """Return the search's filters from its flags; a word not understood is a usage error."""
+    from session.search import FilterError, search_filter
+
+    try:
+        return search_filter(
+            since=args.since, until=args.until, kind=args.kind, tool=args.tool, path=args.path
+        )
+    except FilterError as exc:
+        raise UsageError(f"--{exc.field}: {exc.reason}") from None
+
+
+def shown_time(ts: str | None) -> str:
+    """Return a hit's time for the table: local, to the second."""
+    if ts is None:
+        return ""
+    return datetime.fromisoformat(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def local_search(args: argparse.Namespace, index_cls: Any, filters: Any) -> list[dict[str, Any]]:
     """Search the local index of this project (or of every project)."""
     results: list[dict[str, Any]] = []
     for manager in managers(args):
@@ -56,24 +78,25 @@ def local_search(args: argparse.Namespace, index_cls: Any) -> list[dict[str, Any
             continue
         with index_cls.for_project(manager) as index:
             index.sync(manager)
-            for hit in index.search(args.text, limit=args.limit):
+            for hit in index.search(args.text, limit=args.limit, filters=filters):
                 results.append(hit_json(manager.project_dir.name, hit))
     return results
 
 
-def database_search(args: argparse.Namespace, spec: str) -> list[dict[str, Any]]:
+def database_search(args: argparse.Namespace, spec: str, filters: Any) -> list[dict[str, Any]]:
     """Search the PostgreSQL store: this project, or each of the role's projects there."""
     from session.store.backend import TextSearch
 
     with open_database(args, spec) as store:
         assert isinstance(store, TextSearch)
         if not args.all_projects:
-            return [hit_json(store.project, h) for h in store.search(args.text, limit=args.limit)]
+            found = store.search(args.text, limit=args.limit, filters=filters)
+            return [hit_json(store.project, h) for h in found]
         projects = dict.fromkeys(row.project for row in store.pg.list_sessions(None))
         return [
             hit_json(project, hit)
             for project in projects
-            for hit in store.pg.search(project, args.text, None, args.limit)
+            for hit in store.pg.search(project, args.text, None, args.limit, filters)
         ]
 
 
@@ -84,8 +107,12 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise ProblemError(NOT_AVAILABLE)
     if not args.text.strip():
         raise UsageError("search text is empty")
+    filters = filters_of(args)
     spec = store_spec(args)
-    results = local_search(args, index_cls) if spec is None else database_search(args, spec)
+    if spec is None:
+        results = local_search(args, index_cls, filters)
+    else:
+        results = database_search(args, spec, filters)
     if args.json:
         write_json({"query": args.text, "results": results})
         return OK
@@ -97,7 +124,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     table = Table()
-    columns = ["session", "turn", "seq", "type", "snippet"]
+    columns = ["session", "turn", "step", "time", "seq", "type", "snippet"]
     if args.all_projects:
         columns.insert(0, "project")
     for column in columns:
@@ -106,6 +133,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         cells = [
             row["sessionId"],
             "" if row["turn"] is None else str(row["turn"]),
+            "" if row["step"] is None else str(row["step"]),
+            shown_time(row["ts"]),
             str(row["seq"]),
             row["type"],
             row["snippet"],

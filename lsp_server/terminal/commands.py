@@ -10,6 +10,7 @@ from .. import protocol as proto
 from ..admin.table import quoted
 from ..client import LspError
 from .render import markdown, short_time, table
+from .search import search
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -24,7 +25,10 @@ HELP = [
     ("/compact", "summarise older turns to free the context window"),
     ("/resume", "print the context injected from the previous session"),
     ("/fork [seq]", "continue in a new session copied up to event seq (default: now)"),
-    ("/search <text>", "search every session of this project"),
+    (
+        "/search <text> [key:value]",
+        "search this project's sessions; filters since: until: kind: tool: path: (/search)",
+    ),
     ("/sessions", "list this project's sessions"),
     ("/open <id>", "switch to another session of this project"),
     ("/history", "print this session's transcript"),
@@ -171,35 +175,6 @@ async def fork(chat: Chat, rest: str) -> None:
         f"now in session {result['sessionId']}.",
         "green",
     )
-
-
-async def search(chat: Chat, rest: str) -> None:
-    """/search <text>."""
-    if not rest:
-        chat.say("Usage: /search <text>", "yellow")
-        return
-    try:
-        result = await chat.request(proto.SEARCH, {"query": rest, "limit": 20})
-    except LspError as exc:
-        if exc.not_served:
-            chat.warn("Search is not available from this server yet.")
-            return
-        raise
-    hits = result.get("results") or []
-    if not hits:
-        chat.say(f"No matches for {quoted(rest)}.")
-        return
-    rows = [
-        [
-            str(hit.get("sessionId")),
-            "" if hit.get("turn") is None else str(hit["turn"]),
-            str(hit.get("type")),
-            str(hit.get("snippet")),
-        ]
-        for hit in hits
-    ]
-    columns = ["session", "turn", "type", "snippet"]
-    chat.console.print(table(f"Matches for {quoted(rest)}", columns, rows))
 
 
 async def list_sessions(chat: Chat, rest: str) -> None:

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -561,3 +561,30 @@ def test_deleting_removes_the_blobs_only_its_checkpoints_used(
     assert not manager.exists(doomed) and manager.exists(kept)
     assert not checkpoints.blob_path(digest("only-recent.txt")).exists()
     assert checkpoints.blob_path(digest("agent_spec.md")).exists()  # still used
+
+
+def test_search_filters_and_shows_step_and_time(
+    workspace: Path, env: dict[str, str], store: dict[str, str]
+) -> None:
+    args = ("sessions", "search", "Kenobi", "--workspace", str(workspace))
+    code, data = cli_json(*args, env=env)
+    (hit,) = data["results"]
+    assert hit["type"] == "assistant/message" and hit["step"] == 1 and hit["turn"] == 1
+    when = datetime.fromisoformat(hit["ts"])
+    assert when.tzinfo is not None
+    code, data = cli_json(*args, "--kind", "user", env=env)
+    assert code == 0 and data["results"] == []
+    code, data = cli_json(*args, "--kind", "assistant", "--since", "2020-01-01", env=env)
+    assert [r["sessionId"] for r in data["results"]] == [store["recent"]]
+    after = (when + timedelta(seconds=1)).isoformat()
+    code, data = cli_json(*args, "--since", after, env=env)
+    assert code == 0 and data["results"] == []
+    code, data = cli_json(*args, "--tool", "read_file", env=env)
+    assert data["results"] == []
+    table = run_cli(*args, "--until", after, env=env)
+    assert table.returncode == 0 and "step" in table.stdout and "time" in table.stdout
+    assert when.astimezone().strftime("%Y-%m-%d %H:%M:%S") in table.stdout
+    bad = run_cli(*args, "--since", "last tuesday", env=env)
+    assert bad.returncode == 2 and "--since: 'last tuesday' is not a time" in bad.stderr
+    bad = run_cli(*args, "--kind", "tools", env=env)
+    assert bad.returncode == 2 and "one of user, assistant, tool-call" in bad.stderr
