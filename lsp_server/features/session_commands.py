@@ -191,24 +191,25 @@ class SessionCommands(Feature):
         manager = ls.session.manager
         index = ls.search_index
 
-        def sync_and_search() -> list[SearchHit]:  # in a worker thread: a sync may take long
-            if params.session_id is not None:
+        def sync_and_search(finish: bool) -> list[SearchHit]:  # in a thread: a sync may take long
+            if params.session_id is not None and not finish:
                 index.sync_session(manager, params.session_id)
             else:
-                index.sync(manager)
+                index.sync(manager)  # (and finishes a rebuild at once)
             return index.search(params.query, params.session_id, params.limit, filters)
 
         try:
-            # an older index answers while the new one is built (unfiltered: filters wait
-            # for the new one, which the sync then finishes at once)
-            if index.migrating and filters.empty:
+            # An older index answers while the new one is built, unfiltered: filters need
+            # the new one, which a sync of the project then finishes at once.
+            migrating = index.migrating
+            if migrating and filters.empty:
                 if self._rebuild is None or self._rebuild.done():
                     self._rebuild = ls.spawn(self._rebuild_index(), "search index rebuild")
                 hits = await asyncio.to_thread(
                     index.search, params.query, params.session_id, params.limit
                 )
             else:
-                hits = await asyncio.to_thread(sync_and_search)
+                hits = await asyncio.to_thread(sync_and_search, migrating)
         except SearchError as exc:
             raise RequestFailedError(f"search is unavailable: {exc}") from None
         return proto.SearchResult(results=[proto.SearchHit.model_validate(h) for h in hits])

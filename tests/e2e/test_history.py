@@ -333,6 +333,27 @@ async def test_an_old_index_answers_while_the_new_one_is_built_with_progress(
     assert reports[0].title == "Rebuilding the search index" and reports[-1].kind == "end"
 
 
+@pytest.mark.local_store  # the local index file and its migration
+@pytest.mark.parametrize("client_name", ["vscode"])
+async def test_a_filtered_search_of_an_old_index_finishes_its_rebuild_first(
+    make_editor, fake: FakeOpenAI, workspace: Path, home: Path
+) -> None:
+    editor: Editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    fake.add("noted")
+    reply = await editor.request("agentAssist/chat", {"text": "plan the zebra migration"})
+    await editor.stop()
+    write_word_index(home, workspace, reply["sessionId"], "plan the zebra migration")
+    editor = make_editor()
+    await editor.start()
+    await editor.ready()
+    params = {"query": "ebra migr", "sessionId": reply["sessionId"], "kind": "user"}
+    hits = (await editor.request("agentAssist/search", params))["results"]
+    assert [(h["type"], h["turn"], h["step"]) for h in hits] == [("turn/start", 1, None)]
+    assert hits[0]["ts"] and "z[ebra migr]ation" in hits[0]["snippet"]  # the new index
+
+
 @pytest.mark.parametrize("client_name", ["vscode"])
 async def test_restore_also_reverts_unsaved_editor_buffers(make_editor, workspace: Path) -> None:
     from lsprotocol import types
