@@ -231,7 +231,7 @@ _V5 = (
         SELECT E'\\n' || string_agg(p, E'\\n') || E'\\n' FROM (
             SELECT regexp_replace(regexp_replace(btrim(v, ' '), '^(\\./)+', ''), '/+$', '') AS p
             FROM (
-                SELECT a.value #>> '{{{{}}}}' AS v FROM jsonb_each(CASE WHEN kind = 'tool/call'
+                SELECT el #>> '{{{{}}}}' AS v FROM jsonb_each(CASE WHEN kind = 'tool/call'
                     AND jsonb_typeof(data->'args') = 'object' THEN data->'args'
                     ELSE '{{{{}}}}'::jsonb END) a, jsonb_array_elements(CASE
                     WHEN jsonb_typeof(a.value) = 'array' THEN a.value

@@ -109,3 +109,38 @@ def test_another_roles_rows_are_filled_by_its_next_search(
         found = search(other_store, theirs.project, "config", filters=case_filter(words))
         assert hits_of(found) == expected, words
     assert search(store, theirs.project, "config") == []  # never the other role's
+
+
+TRICKY_DATA = [
+    ("tool/call", {"args": {"path": "./a/b.txt"}}),
+    ("tool/call", {"args": {"paths": ["x/", " ./y ", 3, None, "", "./"], "content": "z.txt"}}),
+    ("tool/call", {"args": {"file": "f", "files": ["g", "h//"], "directory": "."}}),
+    ("tool/call", {"args": {"file_path": "line\nbreak", "filename": "n.md", "dir": "not/one"}}),
+    ("tool/call", {"args": '{"path": "a string, not an object"}'}),
+    ("tool/call", {"args": None}),
+    ("tool/call", {"args": {"path": {"nested": "no"}}}),
+    ("workspace/drift", {"modified": ["m.py", "./n/"], "deleted": ["d"], "created": []}),
+    ("workspace/drift", {"modified": []}),
+    ("tool/result", {"args": {"path": "results name no path"}}),
+]
+
+
+@pytest.mark.parametrize(("kind", "data"), TRICKY_DATA)
+def test_search_paths_in_sql_is_the_python_extraction(
+    store: PgStore, kind: str, data: dict[str, object]
+) -> None:
+    from psycopg.types.json import Jsonb
+
+    from session.search.filters import joined_paths, tool_paths
+
+    if kind == "tool/call":
+        expected = joined_paths(tool_paths(data["args"]))
+    elif kind == "workspace/drift":
+        listed = [data.get(k, []) for k in ("modified", "deleted", "created")]
+        expected = joined_paths([p for paths in listed for p in paths])  # type: ignore[attr-defined]
+    else:
+        expected = None
+    with store.connection() as conn:
+        sql = q(store.schema, "SELECT {s}.search_paths(%s, %s)")
+        (got,) = conn.execute(sql, (kind, Jsonb(data))).fetchone()  # type: ignore[misc]
+    assert got == expected
