@@ -1,7 +1,11 @@
 """Fixtures of the ACP suite: a workspace and a store of its own (tests/conftest.py), the agent.
 
-Every test that starts an agent runs on the local files and on PostgreSQL (a schema of its
-own, dropped after it; `AGENT_ASSIST_TEST_PG`, else skipped), as the e2e suite does.
+The tests of what the store holds (sessions, their replay and resume, lifetime, deletion,
+listing, history commands, the cross-edge ones) run on the local files and on PostgreSQL
+(a schema of its own, dropped after it; `AGENT_ASSIST_TEST_PG`, else skipped), as the e2e
+suite does. The tests of the protocol alone (`ON_ANY_STORE`: bad input, prompts, edits,
+reads, options, MCP, modes) run on the local files only: the store is behind the same
+interface, proved on both by tests/store and the e2e suite, and CI's time is better spent.
 """
 
 from __future__ import annotations
@@ -22,6 +26,28 @@ from session.store.choose import SCHEMA_ENV, STORE_ENV, open_store
 from .harness import Running, running_agent
 
 PG_ENV = "AGENT_ASSIST_TEST_PG"
+ON_ANY_STORE = {
+    "test_bad_input",
+    "test_commands",
+    "test_config",
+    "test_edits",
+    "test_files",
+    "test_mcp",
+    "test_modes",
+    "test_prompt",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the protocol-only modules' tests on the local store only (see the module doc)."""
+    here = Path(__file__).parent
+    kept, dropped = [], []
+    for item in items:
+        ours = item.path.parent == here and item.path.stem in ON_ANY_STORE
+        (dropped if ours and "[postgresql" in item.nodeid else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(params=["local", "postgresql"])
