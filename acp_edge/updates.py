@@ -104,5 +104,12 @@ def tool_ended(call_id: str, status: ToolStatus) -> ToolCallProgress:
 
 
 def stop_reason(finish_reason: str | None) -> StopReason:
-    """Return ACP's stop reason of a completed turn (cut by the output limit: `max_tokens`)."""
-    return "max_tokens" if finish_reason == "length" else "end_turn"
+    """Return ACP's stop reason of a completed turn.
+
+    Cut by the output limit: `max_tokens`; stopped by the provider's content filter:
+    `refusal` (the answer is kept as far as it came, as over LSP); else `end_turn`.
+    """
+    return STOP_REASONS.get(finish_reason or "", "end_turn")
+
+
+STOP_REASONS: dict[str, StopReason] = {"length": "max_tokens", "content_filter": "refusal"}

@@ -18,6 +18,8 @@ from .replies import FAULTS, FLOODS, Reply, null_content_at, prompt_tokens, spli
 from .script import SILENT_STYLES, ClientGoneError, ModelScript
 
 log = logging.getLogger(__name__)
+# finish_reason of a reply kind (else "stop")
+FINISH = {"tool_calls": "tool_calls", "length": "length", "filtered": "content_filter"}
 
 
 class ChatCompletionsHandler(BaseHTTPRequestHandler):
@@ -389,7 +391,7 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
 
     @staticmethod
     def _finish(reply: Reply) -> str:
-        return {"tool_calls": "tool_calls", "length": "length"}.get(reply.kind, "stop")
+        return FINISH.get(reply.kind, "stop")
 
     def _envelope(
         self, obj: str, body: dict[str, Any], number: int, choices: list[dict[str, Any]]

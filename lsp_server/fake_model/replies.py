@@ -11,6 +11,7 @@ Replies are dicts (the same shape as the CLI's JSON script file)::
                                                    # header); without it, no such header
     {"empty": True}                                # finish_reason "stop", no content
     {"length": "partial text", "chunk": 8}         # finish_reason "length"
+    {"filtered": "partial text"}                   # finish_reason "content_filter"
     {"hang": "first delta"}                        # one delta, then wait for release()
 
 Faults real servers produce (each streams its text first, then fails):
@@ -48,6 +49,7 @@ _KINDS = (
     "error",
     "empty",
     "length",
+    "filtered",
     "hang",
     "cut",
     "drop",
@@ -143,8 +145,8 @@ def parse_reply(spec: str | dict[str, Any] | Reply) -> Reply:
         reply.code = str(spec["code"]) if spec.get("code") is not None else None
         if spec.get("retry_after") is not None:
             reply.retry_after = str(spec["retry_after"])
-    elif kind == "length":
-        reply.text = str(spec["length"])
+    elif kind in ("length", "filtered"):
+        reply.text = str(spec[kind])
     elif kind == "hang":
         reply.text = spec["hang"] if isinstance(spec["hang"], str) and spec["hang"] else "..."
     return reply

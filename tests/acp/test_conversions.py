@@ -126,3 +126,4 @@ def test_tools_in_acps_terms() -> None:
         "end_turn",
         "end_turn",
     )
+    assert stop_reason("content_filter") == "refusal"

@@ -63,6 +63,16 @@ async def test_an_answer_cut_by_the_output_limit_is_max_tokens(
     assert answer.stop_reason == "max_tokens"
 
 
+async def test_an_answer_stopped_by_the_content_filter_is_refusal(
+    agent: Running, workspace: Path, fake: FakeOpenAI
+) -> None:
+    fake.add({"filtered": "the start of an answer"})
+    sid = (await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+    answer = await agent.conn.prompt(session_id=sid, prompt=[text_block("say it")])
+    assert answer.stop_reason == "refusal"
+    assert "".join(texts(agent.client.of(sid), "agent_message_chunk")).startswith("the start")
+
+
 async def test_cancel_ends_the_prompt_as_cancelled_and_records_it_aborted(
     agent: Running, workspace: Path, fake: FakeOpenAI
 ) -> None:
