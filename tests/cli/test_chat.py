@@ -324,10 +324,13 @@ def test_untitled_sessions_turnless_hits_and_the_compaction_notice_render(
     child.expect_exact("You (turn 2): second question")
     child.expect_exact("second answer")
     child.expect_exact("Older turns were compacted.")
-    # The summary's text is a hit in no turn (`turn: null`): an empty turn cell.
+    # The summary's text is a hit in no turn (`turn: null`): empty turn and step cells.
     command(child, "/search quokka")
     child.expect_exact("Matches for 'quokka'")
-    child.expect(rf"│ {session_id} │\s+│ session/compact\s+│ About a \[quokka\]\.\s+│")
+    when = r"\d{4}-\d\d-\d\d \d\d:\d\d"
+    child.expect(
+        rf"│ {session_id} │\s+│\s+│ {when} │ session/compact\s+│ About a \[quokka\]\.\s+│"
+    )
     child.expect_exact(PROMPT)
     child.sendcontrol("d")
     assert finish(child) == 0
