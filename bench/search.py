@@ -229,7 +229,7 @@ class LogWriter:
         rng, corpus = self.rng, self.corpus
         prompt = corpus.text(1, 3)
         events: list[tuple[str, int | None, dict[str, Any]]] = [
-            ("turn/start", None, {"input": prompt})
+            ("turn/start", None, {"input": prompt, "edge": None, "client": None})
         ]
         steps = 2 if rng.random() < 0.5 else 1
         for step in range(1, steps + 1):
