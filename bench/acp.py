@@ -30,7 +30,7 @@ from session.lifecycle import SessionLifecycle
 from session.store.manager import SessionManager
 
 from .common import Mode, Result, Row, fmt_bytes, fmt_s, median, scratch_dir, spread
-from .resume import INSTANCE, TurnPool, text_response, user_request, write_bulk_log
+from .resume import INSTANCE, TurnPool, record_turn, write_bulk_log
 from .server_process import PYCACHE, bench_bytecode, cold_start, make_workspace, server_env
 
 AGENT = (sys.executable, "-m", "lsp_server.cli", "acp")
@@ -141,15 +141,7 @@ def record_session(workspace: Path, home: Path, turns: int) -> str:
         lifecycle = SessionLifecycle(manager, INSTANCE)
         lifecycle.start_fresh()
         session_id = lifecycle.session_id
-    pool = TurnPool(seed=3)
-    recorder = lifecycle.begin_turn(pool.prompts[0])
-    recorder.start_step([user_request(pool.prompts[0])])
-    text, chunks = pool.responses[0]
-    for delta in chunks:
-        recorder.chunk(delta)
-    recorder.assistant_message(text_response(text))
-    recorder.end_step({"input_tokens": 1, "output_tokens": 1})
-    recorder.end("completed")
+    record_turn(lifecycle, TurnPool(seed=3))
     assert lifecycle.close(), "the session was not saved"
     return session_id
 

@@ -195,6 +195,18 @@ def write_bulk_log(
     return seq, turn
 
 
+def record_turn(lifecycle: SessionLifecycle, pool: TurnPool) -> None:
+    """Record one completed turn as the runner would (the pool's first prompt and answer)."""
+    recorder = lifecycle.begin_turn(pool.prompts[0])
+    recorder.start_step([user_request(pool.prompts[0])])
+    text, chunks = pool.responses[0]
+    for delta in chunks:
+        recorder.chunk(delta)
+    recorder.assistant_message(text_response(text))
+    recorder.end_step({"input_tokens": 1, "output_tokens": 1})
+    recorder.end("completed")
+
+
 def make_session(manager: SessionManager, workspace: Path, size: int) -> dict[str, Any]:
     """Create a session of about `size` bytes, then resume it once, add a turn and save."""
     manager.ensure_dirs()
@@ -207,15 +219,7 @@ def make_session(manager: SessionManager, workspace: Path, size: int) -> dict[st
     start = time.perf_counter()
     lifecycle = SessionLifecycle(manager, INSTANCE)
     lifecycle.resume(session_id)
-    pool = TurnPool(seed=11)
-    recorder = lifecycle.begin_turn(pool.prompts[0])
-    recorder.start_step([user_request(pool.prompts[0])])
-    text, chunks = pool.responses[0]
-    for delta in chunks:
-        recorder.chunk(delta)
-    recorder.assistant_message(text_response(text))
-    recorder.end_step({"input_tokens": 1, "output_tokens": 1})
-    recorder.end("completed")
+    record_turn(lifecycle, TurnPool(seed=11))
     assert lifecycle.close(), "the exit autosave did not write a snapshot"
     prepared = time.perf_counter() - start
     del lifecycle
