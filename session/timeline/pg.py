@@ -1,0 +1,67 @@
+"""A file's changes on PostgreSQL: the projection run over the events the database holds.
+
+No table of its own: one query reads, for the project's sessions of this role, the events
+that can record a change of a file (`project.TYPES`), in each session's order, keeping only
+those that name the path (a `tool/result`, drift or rewind whose `files`/`changes` hold it)
+and those the projection needs around them (`session/start`, `turn/start`, `tool/call`s of
+a `write_file`). Row-level security confines it to the role's own rows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..events import EVENT_ADAPTER
+from .project import TYPES, ChangeRow, Cursor, project
+
+if TYPE_CHECKING:
+    from ..pg.backend import PgSessionStore
+
+_EVENTS = """
+SELECT e.session_id, e.event FROM {s}.events e
+JOIN {s}.sessions s ON s.owner = e.owner AND s.session_id = e.session_id
+WHERE e.owner = {me} AND s.project = %(project)s AND e.type = ANY(%(types)s)
+  AND (e.type IN ('session/start', 'turn/start', 'tool/call')
+       OR e.event -> 'data' -> 'files' @> %(named)s
+       OR e.event -> 'data' -> 'changes' @> %(named)s
+       OR (e.type = 'tool/result' AND e.event -> 'data' ->> 'name' = 'write_file'))
+ORDER BY e.session_id, e.seq
+"""
+
+
+def database_changes(
+    store: PgSessionStore, path: str, since: datetime | None, until: datetime | None
+) -> tuple[list[ChangeRow], dict[str, str | None]]:
+    """Return the changes of `path` (newest first) and the titles of the project's sessions."""
+    from psycopg.types.json import Jsonb
+
+    from ..pg.query import q
+
+    pg = store.pg
+    params = {"project": store.project, "types": sorted(TYPES), "named": Jsonb([{"path": path}])}
+    with pg.connection() as conn:
+        rows = conn.execute(q(pg.schema, _EVENTS), params).fetchall()
+    found: list[ChangeRow] = []
+    titles: dict[str, str | None] = {}
+    batch: list[object] = []
+    current: str | None = None
+    cursor = Cursor()
+
+    def flush() -> None:
+        if current is not None:
+            events = [EVENT_ADAPTER.validate_python(e) for e in batch]
+            found.extend(r for r in project(current, events, cursor) if r.path == path)
+            titles[current] = cursor.title
+
+    for session_id, event in rows:
+        if session_id != current:
+            flush()
+            current, batch, cursor = session_id, [], Cursor()
+        batch.append(event)
+    flush()
+    found = [
+        r for r in found if (since is None or r.ts >= since) and (until is None or r.ts < until)
+    ]
+    found.sort(key=lambda r: (r.ts, r.session_id, r.seq), reverse=True)
+    return found, titles
