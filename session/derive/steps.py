@@ -174,9 +174,9 @@ class _Folder:
         if isinstance(event, TurnStartEvent):
             if event.turn is None:
                 return
-            turn = TurnSteps(event.turn, event.data.input, event.ts)
-            self.turns.append(turn)
-            self.by_number[event.turn] = turn
+            started = TurnSteps(event.turn, event.data.input, event.ts)
+            self.turns.append(started)
+            self.by_number[event.turn] = started
             return
         turn = self.turn_of(event)
         if turn is None or turn.end_reason is not None:
