@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
+from array import array
 from pathlib import Path
 
 import orjson
@@ -27,6 +29,29 @@ def saved(manager: SessionManager) -> tuple[SessionLifecycle, Path]:
     return lc, manager.checkpoints_dir / lc.session_id / "1.json"
 
 
+def parts(index: Path) -> tuple[dict[str, object], list[str], list[str]]:
+    """Read an index back: its header, its paths and their digests (hex)."""
+    raw = index.read_bytes()
+    head, _, body = raw.partition(b"\n")
+    header = orjson.loads(head)
+    n = header["n"]
+    offsets = array("I")
+    offsets.frombytes(body[: offsets.itemsize * (n + 1)])
+    names = body[offsets.itemsize * (n + 1) :]
+    paths = [names[offsets[i] : offsets[i + 1]].decode() for i in range(n)]
+    packed = names[offsets[n] :]
+    return header, paths, [packed[32 * i : 32 * (i + 1)].hex() for i in range(n)]
+
+
+def forge(header: dict[str, object], paths: list[str], digests: list[str]) -> bytes:
+    """An index as `checkpoint_index.write` lays one out, from given parts."""
+    offsets = array("I", [0])
+    for path in paths:
+        offsets.append(offsets[-1] + len(path.encode()))
+    body = b"".join(p.encode() for p in paths) + b"".join(bytes.fromhex(d) for d in digests)
+    return orjson.dumps({**header, "n": len(paths)}) + b"\n" + offsets.tobytes() + body
+
+
 def no_record_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make reading a record an error: what answers then came from the index."""
 
@@ -42,7 +67,7 @@ def test_a_checkpoint_writes_its_index_and_a_resume_reads_only_that(
     lc, record = saved(manager)
     index = checkpoint_index.index_path(record)
     assert index.is_file() and index.name == "1.index"
-    assert json.loads(index.read_bytes())["paths"] == ["agent_spec.md", "templates/prompt.txt"]
+    assert parts(index)[1] == ["agent_spec.md", "templates/prompt.txt"]
     no_record_parse(monkeypatch)
     held = lc.checkpoints_holding(["agent_spec.md", "templates/prompt.txt", "new.txt"])
     assert held == {"agent_spec.md": 1, "templates/prompt.txt": 1, "new.txt": None}
@@ -53,13 +78,18 @@ def test_a_missing_or_damaged_index_is_rebuilt_from_the_record(manager: SessionM
     lc, record = saved(manager)
     index = checkpoint_index.index_path(record)
     good = index.read_bytes()
+    header, paths, digests = parts(index)
     damage = [
         None,  # deleted
         b"{not json",
-        orjson.dumps({**orjson.loads(good), "digests": "ab"}),  # digests do not fit the paths
-        orjson.dumps({**orjson.loads(good), "paths": [1, 2]}),  # paths that are not strings
-        orjson.dumps({**orjson.loads(good), "session_id": "ffffffffffff"}),  # another's
-        orjson.dumps({**orjson.loads(good), "v": 99}),
+        b"",
+        good[: len(good) - 1],  # cut short: the digests do not fit the paths
+        good + b"x",
+        forge({**header, "n": 5}, paths, digests)[: len(good)],  # a count that does not fit
+        forge({**header, "n": "2"}, paths, digests),
+        forge({**header, "session_id": "ffffffffffff"}, paths, digests),  # another's
+        forge({**header, "v": 1}, paths, digests),  # the JSON layout of the first version
+        forge({**header, "order": "middle"}, paths, digests),  # another machine's
     ]
     for bad in damage:
         if bad is None:
@@ -120,11 +150,8 @@ def test_a_forged_index_is_only_a_hint_a_copy_comes_from_the_record(
     """An index naming a file its record does not keep can claim a checkpoint, never content."""
     lc, record = saved(manager)
     index = checkpoint_index.index_path(record)
-    forged = orjson.loads(index.read_bytes())
-    spec_digest = forged["digests"][:64]
-    forged["paths"] = ["agent_spec.md", "secret.txt"]
-    forged["digests"] = spec_digest * 2
-    index.write_bytes(orjson.dumps(forged))
+    header, _, digests = parts(index)
+    index.write_bytes(forge(header, ["agent_spec.md", "secret.txt"], [digests[0]] * 2))
     assert lc.checkpoints_holding(["secret.txt"]) == {"secret.txt": 1}  # the hint is wrong…
     assert lc.checkpoint_copy("secret.txt", 1) is None  # …and gives nothing away
     lc.close()
@@ -139,3 +166,21 @@ def test_records_listing_and_deletion_see_the_index_as_part_of_the_checkpoint(
     lc.close()
     manager.delete_session(session_id)
     assert not record.parent.exists()  # record and index go together
+
+
+def test_an_index_with_scrambled_offsets_or_bytes_never_raises(manager: SessionManager) -> None:
+    """Its body is bisected in place, unchecked: garbage there is a wrong hint at worst."""
+    lc, record = saved(manager)
+    index = checkpoint_index.index_path(record)
+    good = index.read_bytes()
+    head_end = good.index(b"\n") + 1
+    rng = random.Random(42)
+    for _ in range(200):
+        body = bytearray(good[head_end:])
+        for _ in range(rng.randint(1, 8)):
+            body[rng.randrange(len(body))] = rng.randrange(256)
+        index.write_bytes(good[:head_end] + bytes(body))
+        held = lc.checkpoints_holding(["agent_spec.md", "templates/prompt.txt", "ü/é.txt"])
+        assert set(held) == {"agent_spec.md", "templates/prompt.txt", "ü/é.txt"}
+        assert all(v in (None, 1) for v in held.values())
+    lc.close()
