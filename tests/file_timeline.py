@@ -10,6 +10,7 @@ own append path; contents through its blob store; times from the injected clock
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from typing import Any
 
 from session.store.session import Session
@@ -54,14 +55,16 @@ def write_step(
     writer.append("step/end", {"usage": {}}, turn=turn, step=step)
 
 
-def write_history(writer: Session, store: Any, clock: Clock) -> None:
-    """The script above, into `writer` (a fresh session of `store`)."""
-    clock.now = DAY_ONE
+def write_history(
+    writer: Session, store: Any, clock: Clock, days: tuple[datetime, datetime] = (DAY_ONE, DAY_TWO)
+) -> None:
+    """The script above, into `writer` (a fresh session of `store`), on `days`."""
+    clock.now = days[0]
     writer.append("turn/start", {"input": "make the config"}, turn=1)
     write_step(writer, store, 1, 1, "c1", [change(store, "config.yaml", None, V1)])
     write_step(writer, store, 1, 2, "c2", [change(store, "config.yaml", V1, V2)])
     writer.append("turn/end", {"reason": "completed"}, turn=1)
-    clock.now = DAY_TWO
+    clock.now = days[1]
     drift = {"source": "resume", "modified": ["config.yaml"], "unchanged": 0}
     drift["changes"] = [change(store, "config.yaml", V2, V3)]
     writer.append("workspace/drift", drift)
