@@ -6,6 +6,7 @@ import asyncio
 
 from lsprotocol import types
 
+from session.derive.steps import turn_steps
 from session.derive.transcript import transcript
 from session.errors import SessionError, SessionLockedError, SessionNotFoundError
 from session.search import FilterError, SearchError, SearchFilter, SearchHit, search_filter
@@ -14,9 +15,11 @@ from session.store.listing_files import ListedRow
 
 from .. import protocol as proto
 from ..progress import progress
+from ..protocol import lookback as lb
 from ..server import AgentAssistServer, RequestFailedError
 from .base import Feature, request
 from .chat import Chat
+from .inspect import HISTORY_FOLD, turn_views
 
 DELETE_FILES = "Delete files"
 KEEP_FILES = "Keep files"
@@ -166,11 +169,15 @@ class SessionCommands(Feature):
         session_id = params.session_id or lifecycle.session_id
         if not lifecycle.store.exists(session_id):
             if session_id == lifecycle.session_id:
-                return proto.HistoryResult(session_id=session_id, items=[])
+                none: list[lb.TurnView] | None = [] if params.steps else None
+                return proto.HistoryResult(session_id=session_id, items=[], turns=none)
             raise RequestFailedError(f"no session {session_id} in this project")
         scan = lifecycle.store.read_events(session_id)
         items = proto.transcript_items(transcript(scan.events))
-        return proto.HistoryResult(session_id=session_id, items=items)
+        if not params.steps:
+            return proto.HistoryResult(session_id=session_id, items=items)
+        turns = turn_views(turn_steps(scan.events, fold=HISTORY_FOLD))
+        return proto.HistoryResult(session_id=session_id, items=items, turns=turns)
 
     @request(proto.SEARCH)
     async def search(self, params: proto.SearchParams) -> proto.SearchResult:
