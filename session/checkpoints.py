@@ -14,9 +14,10 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel, Field, ValidationError
 
-from . import checkpoint_index
+from . import checkpoint_index, file_changes
 from .checkpoint_holding import PendingHolding
 from .events import utcnow
+from .file_changes import SECRET_FILE_WITHHELD, SECRET_WITHHELD
 from .paths import is_valid_session_id
 from .redaction import Redactor, is_secret_file_name
 from .storage import (
@@ -30,8 +31,6 @@ from .workspace.files import MODE_BITS, UNKNOWN_MODE, file_mode, is_symlink, rea
 from .workspace.safe_paths import is_safe_relative_path
 
 _SHA_HEX = frozenset("0123456789abcdef")
-SECRET_WITHHELD = "not kept: contains a secret"  # noqa: S105 - a reason, not a secret
-SECRET_FILE_WITHHELD = "not kept: its name marks a file of secrets"  # noqa: S105 - a reason
 WITHHELD_REASONS = (SECRET_WITHHELD, SECRET_FILE_WITHHELD)
 BLOBS_LOCK = ".lock"  # `blobs/.lock`: writers share it, the garbage collector holds it alone
 
@@ -74,6 +73,7 @@ class RestorePlan:
     withheld: dict[str, str] = field(default_factory=dict)  # path -> why it is not restored
     # The mode each written file gets (none: a file that exists keeps its own).
     modes: dict[str, int] = field(default_factory=dict)
+    before: dict[str, bytes | None] = field(default_factory=dict)  # what each write replaces
 
 
 class CheckpointStore:
@@ -133,15 +133,32 @@ class CheckpointStore:
         finally:
             os.close(fd)
 
+    @contextmanager
+    def keeping(self, session_id: str, contents: list[bytes]) -> Iterator[None]:
+        """Keep a step's file contents as blobs (unsynced), named as `session_id`'s.
+
+        The event naming them is appended inside: the collector never sees one without
+        the other. A blob lost in a power cut costs that diff, nothing else.
+        """
+        with self._blobs_locked(alone=False):
+            digests = [self.write_blob(data, durable=False) for data in contents]
+            if digests:
+                directory = self._dir(session_id)
+                ensure_private_dir(self.manager.checkpoints_dir)
+                ensure_private_dir(directory)
+                seed = self.manager.log_path(session_id)
+                file_changes.append_refs(directory, digests, seed=seed)
+            yield
+
     def collect_garbage(self) -> list[object]:
-        """Delete the blobs no checkpoint of this project refers to; return them.
+        """Delete the blobs no checkpoint and no log of this project refers to; return them.
 
         Race-free under `blobs/.lock`, whatever the blobs' age.
         """
         if not self.blobs.is_dir() or self.blobs.is_symlink():
             return []
         with self._blobs_locked(alone=True):
-            referenced: set[str] = set()
+            referenced = file_changes.log_referenced(self.manager)
             checkpoints = self.manager.checkpoints_dir
             if checkpoints.is_dir() and not checkpoints.is_symlink():
                 for entry in os.scandir(checkpoints):
@@ -249,14 +266,14 @@ class CheckpointStore:
         checkpoint_index.write(path, data, record.session_id, record.files)
         return path
 
-    def write_blob(self, data: bytes) -> str:
+    def write_blob(self, data: bytes, *, durable: bool = True) -> str:
         """Store `data` under its SHA-256 unless a blob of it is there; return the digest."""
         digest = hashlib.sha256(data).hexdigest()
         target = self.blob_path(digest)
         if not target.exists():
             ensure_private_dir(self.blobs)
             ensure_private_dir(target.parent)
-            atomic_write_bytes(target, data)
+            atomic_write_bytes(target, data, durable=durable)
         return digest
 
     def records(self, session_id: str, warnings: list[str] | None = None) -> list[CheckpointRecord]:

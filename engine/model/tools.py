@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from session.lifecycle import SessionLifecycle
-from session.workspace.files import unlink_if_hard_linked
+from session.workspace.files import read_workspace_file, unlink_if_hard_linked
 from session.workspace.patterns import SKIPPED_DIRS
 from session.workspace.protected import in_git_directory, protection
 from session.workspace.safe_paths import is_safe_relative_path
@@ -310,11 +310,13 @@ async def write_file(deps: ToolDeps, path: str, content: str, call_id: str | Non
     data = content.encode("utf-8")
     deps.calls.clear()  # a read after a write may see something new
     confirmed = await _allowed(deps, path, relative, target, call_id)
+    before = await _replaced(deps, relative, target)
     if not os.path.lexists(target):  # an editor creates it empty first: not the user's
         deps.lifecycle.note_assistant_creating(relative)
     outcome = await deps.host.apply_file_edit(relative, content, call_id)
     if outcome.applied:
         deps.lifecycle.note_assistant_write(relative, data)
+        deps.lifecycle.record_file_change(call_id, relative, before, data)
         note = "" if confirmed else _drop_exec_after_edit(target)
         return f"{relative}: edit applied in the editor ({len(data)} bytes; undoable there){note}"
     if outcome.refused is not None:
@@ -335,7 +337,21 @@ async def write_file(deps: ToolDeps, path: str, content: str, call_id: str | Non
     except OSError as exc:  # a directory there, no space left, not allowed, ...
         raise ToolError(f"cannot write {path}: {exc.strerror}") from None
     deps.lifecycle.note_assistant_write(relative, data)
+    deps.lifecycle.record_file_change(call_id, relative, before, data)
     return f"{relative}: written ({len(data)} bytes){NOT_EXECUTABLE if dropped else ''}"
+
+
+async def _replaced(deps: ToolDeps, relative: str, target: Path) -> bytes | None:
+    """Return what a write replaces: the editor's text if it holds the file, else disk's.
+
+    None: no such file (or not a regular one, or unreadable: nothing to show as before).
+    """
+    if not os.path.lexists(target):
+        return None
+    unsaved = await deps.host.read_document(relative)
+    if unsaved is not None:
+        return unsaved.encode("utf-8")
+    return read_workspace_file(deps.root, relative)
 
 
 NOT_EXECUTABLE = "; it is no longer executable (the user did not confirm keeping it so)"

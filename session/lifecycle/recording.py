@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
@@ -16,11 +17,13 @@ from ..compaction import CompactionPlan, CompactionSummary, history_tokens, plan
 from ..context import build_resume_context, remembered
 from ..errors import SessionError
 from ..events import Event
+from ..file_changes import prepare
 from ..snapshot_meta import TITLE_CHARS
 from ..summary import SummaryPlan, clip_words
 from ..workspace.drift import DriftReport
-from ..workspace.files import set_file_mode, write_workspace_file
+from ..workspace.files import read_workspace_file, set_file_mode, write_workspace_file
 from ..workspace.manifest import plain_dict
+from .changes import drift_changes, recording
 from .transitions import LifecycleTransitions
 from .turns import TurnRecorder
 from .values import SaveResult
@@ -57,8 +60,32 @@ class SessionLifecycle(LifecycleTransitions):
             number,
             headers_sent=self._headers_sent,
             on_completed=self._turn_completed,
+            keep=self._keep_contents,
         )
         return self._open_turn
+
+    def _keep_contents(self, contents: list[bytes]) -> AbstractContextManager[None]:
+        """Keep file contents as this session's blobs; its event is appended inside."""
+        return self.checkpoints.keeping(self.session_id, contents)
+
+    @property
+    def _metadata_only(self) -> bool:
+        return self.current.state.persistence == "metadata"
+
+    def record_file_change(
+        self, call_id: str | None, relative: str, before: bytes | None, after: bytes | None
+    ) -> None:
+        """Note what tool call `call_id` replaced and wrote in `relative` (None: no file).
+
+        Recorded with the call's `tool/result` (nothing outside a turn, or if unchanged).
+        """
+        recorder = self._open_turn
+        if call_id is None or recorder is None or recorder.closed or before == after:
+            return
+        change = prepare(
+            relative, before, after, redactor=self.redactor, metadata=self._metadata_only
+        )
+        recorder.note_change(call_id, change)
 
     def _turn_completed(self) -> None:
         # The first successful reply after a reset re-enables autosave.
@@ -104,6 +131,24 @@ class SessionLifecycle(LifecycleTransitions):
     def take_drift_note(self) -> str | None:
         """Return (once) a note for the model about files changed outside the assistant."""
         return self.tracker.take_drift_note()
+
+    def _drift_data(self, drift: DriftReport, source: str) -> dict[str, Any]:
+        return {
+            "source": source,
+            "modified": drift.modified,
+            "deleted": drift.deleted,
+            "created": drift.created,
+            "unchanged": drift.unchanged,
+            "after_assistant_edit": drift.after_assistant_edit,
+        }
+
+    def _record_drift(self, drift: DriftReport, source: str) -> Event:
+        """Record `workspace/drift`, with each changed file's digests (and content, kept)."""
+        self._ensure_started()
+        data = self._drift_data(drift, source)
+        changes = drift_changes(self.workspace_root, drift, self.redactor, self._metadata_only)
+        with recording(self._keep_contents, changes) as records:
+            return self.current.append("workspace/drift", {**data, "changes": records})
 
     def check_live_drift(self, paths: list[str]) -> DriftReport | None:
         """Compare changed `paths` with the manifest; record and return real drift."""
@@ -260,7 +305,15 @@ class SessionLifecycle(LifecycleTransitions):
         for relative, data in (open_documents or {}).items():
             if relative in current or relative in record.files:
                 current[relative] = hashlib.sha256(data).hexdigest()
-        return self.checkpoints.plan_restore(record, current)
+        plan = self.checkpoints.plan_restore(record, current)
+        for relative, _ in plan.writes:  # what each write replaces: the editor's, else disk's
+            document = (open_documents or {}).get(relative)
+            plan.before[relative] = (
+                document
+                if document is not None
+                else read_workspace_file(self.workspace_root, relative)
+            )
+        return plan
 
     def restore(self, plan: RestorePlan, applied: set[str] | None = None) -> list[str]:
         """Restore a planned checkpoint: save the present, write files, rewind the talk.
@@ -271,7 +324,17 @@ class SessionLifecycle(LifecycleTransitions):
         session = self.current
         self._checkpoint(auto=True, title=f"Before restoring checkpoint {plan.record.number}")
         restored = []
+        changes = []
+        metadata = self._metadata_only
         for relative, data in plan.writes:
+            if relative in plan.before:
+                before = plan.before[relative]
+            else:
+                before = read_workspace_file(self.workspace_root, relative)
+            if before != data:
+                changes.append(
+                    prepare(relative, before, data, redactor=self.redactor, metadata=metadata)
+                )
             mode = plan.modes.get(relative)
             if applied is None or relative not in applied:
                 write_workspace_file(self.workspace_root, relative, data, mode)
@@ -280,9 +343,9 @@ class SessionLifecycle(LifecycleTransitions):
             self.note_assistant_write(relative, data)
             restored.append(relative)
         self._turn_wrote = False
-        session.append(
-            "session/rewind", {"to_seq": plan.record.seq, "checkpoint": plan.record.number}
-        )
+        rewind: dict[str, Any] = {"to_seq": plan.record.seq, "checkpoint": plan.record.number}
+        with recording(self._keep_contents, changes) as files:
+            session.append("session/rewind", {**rewind, "files": files} if files else rewind)
         return restored
 
 

@@ -9,8 +9,10 @@ from typing import Any
 from ..derive.messages import Message
 from ..errors import SessionError
 from ..events import EndReason, Event
+from ..file_changes import PendingChange
 from ..redaction import StreamScrubber
 from ..store.session import Session
+from .changes import Keep, recording
 
 
 class TurnRecorder:
@@ -23,10 +25,14 @@ class TurnRecorder:
         *,
         headers_sent: set[str],
         on_completed: Callable[[], None],
+        keep: Keep | None = None,
     ) -> None:
         self._current = current  # the session the turn goes to (reopened after a store fault)
         self._headers_sent = headers_sent  # system prompts already recorded in full
         self._on_completed = on_completed
+        self._keep = keep  # keeps file contents as blobs, the event appended inside
+        # tool call id -> the files that call changed, attached to its `tool/result`
+        self._changes: dict[str, list[PendingChange]] = {}
         self.number = number
         self.step = 0
         self.closed = False
@@ -51,19 +57,22 @@ class TurnRecorder:
     def _write(self, type_: str, data: dict[str, Any]) -> Event:
         return self._session.append(type_, data, turn=self.number, step=self.step or None)
 
-    def start_step(self, messages: list[Message]) -> Event:
+    def start_step(self, messages: list[Message], proof: dict[str, Any] | None = None) -> Event:
         """Start a model request; `messages` are the new request messages it carries.
 
         After `retry_step` the first step resends the request already in the history, so
-        it records no new messages.
+        it records no new messages. `proof`: the request's digest and what rebuilds it
+        (`request_sha256`, `request`), added to the event's data.
         """
         self.flush()  # the previous step's held text belongs to that step
         self.step += 1
         self._partial = ""
         if self.resending:
             self.resending = False
-            return self._append("step/start", {"messages": [], "attempt": self.attempt})
-        return self._append("step/start", {"messages": messages})
+            data: dict[str, Any] = {"messages": [], "attempt": self.attempt}
+        else:
+            data = {"messages": messages}
+        return self._append("step/start", {**data, **(proof or {})})
 
     def retry_step(self, kind: str, reason: str, delay: float, streamed: bool) -> Event:
         """Abandon the current step's answer; the next step resends its request."""
@@ -137,14 +146,25 @@ class TurnRecorder:
         """Record a tool call."""
         return self._append("tool/call", {"tool_call_id": tool_call_id, "name": name, "args": args})
 
+    def note_change(self, tool_call_id: str, change: PendingChange) -> None:
+        """Hold a file the tool call changed until its result is recorded."""
+        self._changes.setdefault(tool_call_id, []).append(change)
+
     def tool_result(
         self, tool_call_id: str, name: str, content: Any, is_error: bool = False
     ) -> Event:
-        """Record a tool's result."""
-        return self._append(
-            "tool/result",
-            {"tool_call_id": tool_call_id, "name": name, "content": content, "is_error": is_error},
-        )
+        """Record a tool's result, with the files it changed (`files`) if any."""
+        data: dict[str, Any] = {
+            "tool_call_id": tool_call_id,
+            "name": name,
+            "content": content,
+            "is_error": is_error,
+        }
+        changes = self._changes.pop(tool_call_id, None)
+        if not changes or self._keep is None:
+            return self._append("tool/result", data)
+        with recording(self._keep, changes) as files:
+            return self._append("tool/result", {**data, "files": files})
 
     def end_step(self, usage: dict[str, Any] | None = None) -> Event:
         """Record the end of a model call."""

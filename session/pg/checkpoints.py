@@ -19,7 +19,36 @@ from ..checkpoints import CheckpointRecord, CheckpointStore, withhold_reason
 from ..errors import SessionError
 from ..redaction import Redactor
 from ..workspace.files import read_workspace_file
+from .blobs import hold_blobs
+from .query import Conn, q
 from .store import CheckpointWriter, PgStore
+
+# The digests the role's events name in `FileChange`s (tool results, restores, drifts).
+_COLLECT = (
+    "WITH referenced AS (SELECT DISTINCT v.digest FROM (SELECT CASE"
+    " WHEN e.type = 'workspace/drift' THEN e.event->'data'->'changes'"
+    " ELSE e.event->'data'->'files' END AS list"
+    " FROM {s}.events e WHERE e.owner = {me}"
+    " AND e.type IN ('tool/result', 'session/rewind', 'workspace/drift')) c"
+    " CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(c.list) = 'array'"
+    " THEN c.list ELSE '[]'::jsonb END) AS f(change)"
+    " CROSS JOIN LATERAL (VALUES (f.change->>'before'), (f.change->>'after')) AS v(digest)"
+    " WHERE v.digest IS NOT NULL)"
+    " DELETE FROM {s}.blobs b WHERE owner = {me}"
+    " AND NOT EXISTS (SELECT 1 FROM {s}.checkpoint_files f"
+    " WHERE f.owner = b.owner AND f.digest = b.digest)"
+    " AND b.digest NOT IN (SELECT digest FROM referenced) RETURNING digest"
+)
+
+
+def collect_unreferenced(conn: Conn, schema: str) -> list[str]:
+    """Delete this role's blobs no checkpoint keeps and no event names; return them."""
+    with conn.transaction():
+        hold_blobs(conn, schema, alone=True)
+        rows = conn.execute(
+            q(schema, _COLLECT),
+        ).fetchall()
+    return [row[0] for row in rows]
 
 
 class PgCheckpointStore(CheckpointStore):
@@ -58,9 +87,24 @@ class PgCheckpointStore(CheckpointStore):
             raise RuntimeError("a checkpoint is committed inside `_writing`")
         self._writer.put_checkpoint(record)
 
+    @contextmanager
+    def keeping(self, session_id: str, contents: list[bytes]) -> Iterator[None]:
+        """Keep a step's file contents as blobs; the event naming them is appended inside.
+
+        The blobs' transaction holds the blob lock shared until the event is committed,
+        so the collector (which reads the events) never sees a blob without its event.
+        """
+        if not contents:
+            yield
+            return
+        with self.pg.checkpoint_writing() as writer:
+            for data in contents:
+                writer.put_blob(data)
+            yield
+
     def collect_garbage(self) -> list[object]:
-        """Delete the blobs no checkpoint keeps, whatever their age; return their digests."""
-        return list(self.pg.collect_blobs())
+        """Delete the blobs no checkpoint and no event keeps, whatever their age."""
+        return list(self.pg._write(collect_unreferenced))
 
     def has_blob(self, digest: str) -> bool:
         """Return True if the blob is stored (and intact)."""
@@ -78,8 +122,8 @@ class PgCheckpointStore(CheckpointStore):
         self.pg.put_checkpoint(record)
         return f"checkpoint {record.number} of session {record.session_id}"
 
-    def write_blob(self, data: bytes) -> str:
-        """Store `data` once; return its digest."""
+    def write_blob(self, data: bytes, *, durable: bool = True) -> str:
+        """Store `data` once; return its digest (committed: `durable` is the database's)."""
         return self.pg.put_blob(data)
 
     def newest_first(

@@ -27,6 +27,8 @@ class DriftReport:
     unsafe: list[str] = field(default_factory=list)
     # of `modified`: files the assistant wrote that reached disk with the user's changes
     after_assistant_edit: list[str] = field(default_factory=list)
+    # path -> (the manifest's digest, disk's now) of each changed path (None: no file)
+    digests: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     @property
     def has_drift(self) -> bool:
@@ -62,6 +64,7 @@ def _report(
         before, now = old.get(path), digest(path)
         if before == now or has_controls(path):  # a stored name the scanner now refuses
             continue
+        report.digests[path] = (before, now)
         if before is None:
             if patterns.matches(path):
                 report.created.append(path)

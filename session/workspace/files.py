@@ -57,10 +57,15 @@ def read_workspace_file(root: Path, relative: str) -> bytes | None:
         fd = os.open(root / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a directory: fdopen would refuse it
             return None
-        return fh.read()
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def write_workspace_file(root: Path, relative: str, data: bytes, mode: int | None = None) -> None:

@@ -1,0 +1,69 @@
+"""The `FileChange`s a session records: a tool's write, a restore's, a drift's.
+
+Each is made from the contents (`file_changes.prepare`) and recorded with its blobs: the
+event naming them is appended inside `keeping` (see `CheckpointStore.keeping`). A store
+that cannot keep the blobs costs the diffs, never the event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import SessionError
+from ..file_changes import PendingChange, contents_of, digest_of, prepare
+from ..redaction import Redactor
+from ..storage import StorageError
+from ..workspace.drift import DriftReport
+from ..workspace.files import read_workspace_file
+
+Keep = Callable[[list[bytes]], AbstractContextManager[None]]
+
+
+@contextmanager
+def recording(keep: Keep, changes: list[PendingChange]) -> Iterator[list[dict[str, Any]]]:
+    """Keep the changes' contents as blobs; yield their records for the event appended inside."""
+    records = [change.record() for change in changes]
+    with ExitStack() as stack:
+        contents = contents_of(changes)
+        if contents:
+            try:
+                stack.enter_context(keep(contents))
+            except (StorageError, SessionError, OSError) as exc:
+                why = f"not kept: {exc}".splitlines()[0][:200]
+                for record in records:
+                    record["withheld"] = record["withheld"] or why
+        yield records
+
+
+def drift_changes(
+    root: Path, drift: DriftReport, redactor: Redactor | None, metadata: bool
+) -> list[PendingChange]:
+    """Return the changes a drift saw: before the last known digest, after disk's now.
+
+    Only the changed files are read; a file that changed again since it was hashed is
+    recorded by its digest alone (its content is not the one the drift saw).
+    """
+    changes = []
+    for path in sorted({*drift.modified, *drift.created, *drift.deleted}):
+        before, after = drift.digests.get(path, (None, None))
+        data = None
+        if after is not None and not metadata:
+            data = read_workspace_file(root, path)
+            if data is not None and digest_of(data) != after:
+                data = None
+        change = prepare(
+            path,
+            None,
+            data,
+            redactor=redactor,
+            metadata=metadata,
+            before_digest=before,
+            after_digest=after,
+        )
+        if data is None and after is not None and change.withheld is None and not metadata:
+            change.withheld = "not kept: changed again while it was read"
+        changes.append(change)
+    return changes

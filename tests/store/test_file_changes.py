@@ -1,0 +1,194 @@
+"""What each change of a file replaced and wrote (#42), recorded the same in both stores.
+
+A tool's write (`tool/result.files`), a restore's (`session/rewind.files`) and a drift's
+(`workspace/drift.changes`) carry the content digests before and after; the contents are
+blobs shared with the checkpoints, kept by the collector while a log names them and gone
+once the sessions naming them are deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from engine.model.tools import EditOutcome, ToolDeps, write_file
+from session.deletion import delete_unless_in_use
+from session.file_changes import METADATA_WITHHELD
+from session.lifecycle import SessionLifecycle
+from session.lifecycle.values import LifecycleConfig
+from session.store.backend import SessionStore
+from tests.store.conftest import Backend
+
+V0 = b"name: demo\n"
+V1 = b"name: demo\nlevel: 1\n"
+V2 = b"name: demo\nlevel: 2\n"
+V3 = b"name: demo\nlevel: 2\nport: 8080\n"  # the user's hand edit
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class HeadlessEditor:
+    """An edge without an editor: edits are written directly, nothing is asked."""
+
+    async def apply_file_edit(
+        self, relative: str, content: str, call_id: str | None = None
+    ) -> EditOutcome:
+        return EditOutcome(applied=False)
+
+    async def confirm(self, relative: str, reason: str, call_id: str | None = None) -> bool:
+        return False
+
+    def protected_globs(self) -> tuple[str, ...]:
+        return ()
+
+    async def read_document(self, relative: str) -> str | None:
+        return None
+
+
+def open_lifecycle(store: SessionStore, instance: str, **config: Any) -> SessionLifecycle:
+    lifecycle = SessionLifecycle(store, instance, LifecycleConfig(**config))
+    lifecycle.resume_or_start(lifecycle.find_previous(), True)
+    return lifecycle
+
+
+async def turn_of_writes(lifecycle: SessionLifecycle, *writes: tuple[str, bytes]) -> None:
+    """One turn, one step, a `write_file` call per write, recorded as the runner does."""
+    deps = ToolDeps(lifecycle, HeadlessEditor())
+    recorder = lifecycle.begin_turn("write them")
+    recorder.start_step([])
+    for n, (path, content) in enumerate(writes):
+        call = f"call-{n}"
+        recorder.tool_call(call, "write_file", {"path": path})
+        result = await write_file(deps, path, content.decode(), call)
+        recorder.tool_result(call, "write_file", result)
+    recorder.end_step()
+    recorder.end("completed")
+
+
+def events(store: SessionStore, session_id: str, type_: str) -> list[dict[str, Any]]:
+    return [
+        e.model_dump(mode="json")["data"]
+        for e in store.read_events(session_id).events
+        if e.type == type_
+    ]
+
+
+def blobs_of(backend: Backend) -> int:
+    """Count the stored blobs (not the local store's lock file)."""
+    lock = backend.store.checkpoint_store().blobs / ".lock" if backend.kind == "local" else None
+    return backend.blob_count() - (1 if lock is not None and lock.exists() else 0)
+
+
+def change(
+    path: str, before: bytes | None, after: bytes | None, withheld: str | None = None
+) -> dict[str, Any]:
+    return {
+        "path": path,
+        "before": None if before is None else sha(before),
+        "after": None if after is None else sha(after),
+        "withheld": withheld,
+    }
+
+
+async def test_writes_restores_and_drift_record_their_contents(backend: Backend) -> None:
+    store = backend.store
+    root = store.workspace_root
+    (root / "config.yaml").write_bytes(V0)
+    lifecycle = open_lifecycle(store, "one")
+    first = lifecycle.session_id
+    await turn_of_writes(lifecycle, ("config.yaml", V1), ("config.yaml", V2), ("new.md", b"hi\n"))
+
+    results = events(store, first, "tool/result")
+    assert [r["files"] for r in results] == [
+        [change("config.yaml", V0, V1)],
+        [change("config.yaml", V1, V2)],
+        [change("new.md", None, b"hi\n")],
+    ]
+    blobs = store.checkpoint_store()
+    for content in (V0, V1, V2, b"hi\n"):
+        assert blobs.read_blob(sha(content)) == content
+
+    # The user edits it by hand: the live watcher's drift names what it replaced and wrote.
+    (root / "config.yaml").write_bytes(V3)
+    assert lifecycle.check_live_drift(["config.yaml"]) is not None
+    (drift,) = events(store, first, "workspace/drift")
+    assert drift["changes"] == [change("config.yaml", V2, V3)]
+    assert blobs.read_blob(sha(V3)) == V3
+
+    # Restoring the checkpoint of turn 1 writes V2 back over V3 (and deletes nothing).
+    (checkpoint,) = [r for r in lifecycle.list_checkpoints() if r.title == "After turn 1"]
+    lifecycle.restore(lifecycle.plan_restore(checkpoint.number))
+    (rewind,) = events(store, first, "session/rewind")
+    assert rewind["files"] == [change("config.yaml", V3, V2)]
+    assert (root / "config.yaml").read_bytes() == V2
+
+    # The resume check: edited while no server ran, seen (and kept) when the session resumes.
+    lifecycle.close()
+    (root / "config.yaml").write_bytes(V1 + b"# resumed\n")
+    again = open_lifecycle(store, "one")
+    assert again.session_id == first
+    resumed = events(store, first, "workspace/drift")[-1]
+    assert resumed["source"] == "resume"
+    assert resumed["changes"] == [change("config.yaml", V2, V1 + b"# resumed\n")]
+    assert blobs.read_blob(sha(V1 + b"# resumed\n")) == V1 + b"# resumed\n"
+    again.close()
+
+
+async def test_the_collector_keeps_what_a_log_names_until_its_sessions_go(
+    backend: Backend,
+) -> None:
+    store = backend.store
+    root = store.workspace_root
+    (root / "notes.txt").write_bytes(V0)  # not tracked: no checkpoint keeps it
+    one = open_lifecycle(store, "one")
+    await turn_of_writes(one, ("notes.txt", V1))
+    two = open_lifecycle(store, "two")
+    await turn_of_writes(two, ("notes.txt", V2))  # V1 -> V2: V1 is named by both
+    first, second = one.session_id, two.session_id
+    one.close()
+    two.close()
+
+    blobs = store.checkpoint_store()
+    assert blobs.collect_garbage() == []  # every blob is named by a log (or a checkpoint)
+    assert all(blobs.read_blob(sha(v)) == v for v in (V0, V1, V2))
+
+    assert delete_unless_in_use(store, first) is not None
+    assert blobs.read_blob(sha(V0)) is None  # only the first session named it
+    assert blobs.read_blob(sha(V1)) == V1 and blobs.read_blob(sha(V2)) == V2
+
+    assert delete_unless_in_use(store, second) is not None
+    # nothing outlives the sessions, whatever its age (no grace period)
+    assert all(blobs.read_blob(sha(v)) is None for v in (V0, V1, V2))
+
+
+async def test_a_metadata_session_keeps_digests_only(backend: Backend) -> None:
+    store = backend.store
+    (store.workspace_root / "config.yaml").write_bytes(V0)
+    lifecycle = open_lifecycle(store, "meta", persistence="metadata")
+    await turn_of_writes(lifecycle, ("config.yaml", V1))
+    (result,) = events(store, lifecycle.session_id, "tool/result")
+    assert result["files"] == [change("config.yaml", V0, V1, METADATA_WITHHELD)]
+    lifecycle.close()
+    assert blobs_of(backend) == 0
+
+
+def test_a_log_naming_blobs_it_never_wrote_keeps_them(backend: Backend) -> None:
+    """A log that names blobs it never wrote (a fork's copied prefix) still keeps them."""
+    store = backend.store
+    data = b"forked content\n"
+    digest = store.put_blob(data)
+    session = store.create_session(instance_id="x")
+    session.append("turn/start", {"input": "x"}, turn=1)
+    session.append(
+        "tool/result",
+        {"tool_call_id": "c", "name": "write_file", "files": [change("a.md", None, data)]},
+        turn=1,
+        step=1,
+    )
+    session.append("turn/end", {"reason": "completed"}, turn=1)
+    session.close()
+    blobs = store.checkpoint_store()
+    assert blobs.collect_garbage() == []
+    assert blobs.read_blob(digest) == data
