@@ -99,6 +99,20 @@ class AssistantMessageData(_Data):
     message: dict[str, Any]
 
 
+class FileChange(_Data):
+    """One file changed by a step (or seen changed by a drift): its content before and after.
+
+    `before`/`after` are SHA-256 digests of the content (null: the file did not exist /
+    was deleted). The contents are kept as blobs (content-addressed, shared with the
+    checkpoints) unless `withheld` says why not (a secret, binary, too large).
+    """
+
+    path: str  # workspace-relative, POSIX
+    before: str | None = None
+    after: str | None = None
+    withheld: str | None = None
+
+
 class ToolCallData(_Data):
     """`tool/call`: a tool invocation requested by the model."""
 
@@ -114,6 +128,7 @@ class ToolResultData(_Data):
     name: str
     content: Any = None
     is_error: bool = False
+    files: list[FileChange] = Field(default_factory=list)  # what the tool changed
 
 
 class DriftData(_Data):
@@ -127,6 +142,8 @@ class DriftData(_Data):
     # of `modified`: files the assistant wrote that reached disk with the user's changes
     # (absent from events written before it was recorded)
     after_assistant_edit: list[str] = Field(default_factory=list)
+    # the modified, deleted and created files' contents before (the last known) and after
+    changes: list[FileChange] = Field(default_factory=list)
 
 
 class CompactData(_Data):
@@ -160,6 +177,7 @@ class RewindData(_Data):
 
     to_seq: int
     checkpoint: int | None = None
+    files: list[FileChange] = Field(default_factory=list)  # what the restore wrote back
 
 
 class PhaseData(_Data):
