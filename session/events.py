@@ -54,9 +54,16 @@ class TurnEndData(_Data):
 
 
 class StepStartData(_Data):
-    """`step/start`: the new request messages of this model call (pydantic-ai JSON)."""
+    """`step/start`: the new request messages of this model call (pydantic-ai JSON).
+
+    `request_sha256`: the digest of the request's HTTP body as sent (canonical JSON, secrets
+    redacted); `request`: what rebuilding it from the log needs beyond the messages and the
+    `request/header` (engine/model/request_digest.py). Absent from older events.
+    """
 
     messages: list[dict[str, Any]]
+    request_sha256: str | None = None
+    request: dict[str, Any] | None = None
 
 
 class StepRetryData(_Data):

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
 
+import httpx2  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 from pydantic_ai import Agent, ModelRetry, PromptedOutput, RunContext  # noqa: E402
 from pydantic_ai.capabilities import AbstractCapability  # noqa: E402
@@ -37,14 +40,21 @@ TOOL_RETRIES = 3
 REQUEST_LIMIT = 50  # model requests in one turn (pydantic-ai's default, set here to name it)
 
 
-def _model(config: ModelConfig, quirks: ServerQuirks | None) -> OpenAIChatModel:
+def _model(
+    config: ModelConfig, quirks: ServerQuirks | None, wire: Wire | None = None
+) -> OpenAIChatModel:
     # Our own HTTP client (read timeout, streams that must finish, the server's quirks) and
     # no SDK retries: the chat loop retries, so it can tell the client and keep the log honest.
     client = AsyncOpenAI(
         base_url=config.base_url,
         api_key=config.api_key or "none",
         http_client=build_http_client(
-            config.stream_timeout, config.first_token_timeout, quirks, config.max_reply_bytes
+            config.stream_timeout,
+            config.first_token_timeout,
+            quirks,
+            config.max_reply_bytes,
+            inner=wire.inner if wire else None,
+            on_send=wire.on_send if wire else None,
         ),
         max_retries=0,
     )
@@ -133,14 +143,34 @@ def build_summarizer(
     )
 
 
+@dataclass(frozen=True)
+class Wire:
+    """How an agent's requests leave: `on_send` sees each body; `inner` replaces the network.
+
+    A rebuilt request (`request_digest`) is captured by `inner` with `instructions` as they
+    were recorded, instead of the ones the session has now.
+    """
+
+    on_send: Callable[[bytes], None] | None = None
+    inner: httpx2.AsyncBaseTransport | None = None
+    instructions: str | None = None
+
+
 def build_agent(
-    config: ModelConfig, *, tools: bool = True, quirks: ServerQuirks | None = None
+    config: ModelConfig,
+    *,
+    tools: bool = True,
+    quirks: ServerQuirks | None = None,
+    wire: Wire | None = None,
 ) -> Agent[ToolDeps, str]:
     """Return an agent for an OpenAI-compatible model with the workspace tools (or none)."""
-    model = _model(config, quirks)
+    model = _model(config, quirks, wire)
     base = BASE_INSTRUCTIONS if tools else NO_TOOLS_INSTRUCTIONS
+    fixed = wire.instructions if wire else None
 
     def instructions(ctx: RunContext[ToolDeps]) -> str:
+        if fixed is not None:
+            return fixed
         # Re-evaluated on every run: the resume context reaches the model on every turn
         # after a resume and is gone after a reset.
         context = ctx.deps.lifecycle.resume_context

@@ -20,6 +20,9 @@ from ..config import ModelConfig
 from .limits import content_bytes, reply_too_large
 from .mcp import McpServers
 from .quirks import ServerQuirks, loosen_tool_args
+from .request_digest import SentBodies, resumed, step_proof
+from .request_digest import dump_message as _dump
+from .request_digest import jsonable as _jsonable
 from .tools import ToolDeps
 from .truncation import CutWatch
 from .usage import UsageTally
@@ -70,13 +73,6 @@ class TurnSink(Protocol):
         ...
 
 
-def _dump(message: Any) -> dict[str, Any]:
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
-
-    dumped: list[dict[str, Any]] = ModelMessagesTypeAdapter.dump_python([message], mode="json")
-    return dumped[0]
-
-
 class ChatRunner:
     """Builds the agent once per model config and runs turns with it."""
 
@@ -93,6 +89,7 @@ class ChatRunner:
         self.tools = True  # False once the server refused the tools for this model
         self.props_read = False  # llama-server was asked what it is (`read_server_props`)
         self.quirks = ServerQuirks()  # what else it refused, shared by every agent built
+        self.sent = SentBodies()  # the chat agent's last request body, for its digest
         # Bytes of an earlier tool result the model is sent at most (None: all of it).
         self.result_limit: int | None = None
         self._summary_tools = True  # the same, found by a summary
@@ -138,9 +135,10 @@ class ChatRunner:
         return facts
 
     def _build(self) -> Agent[ToolDeps, str]:
-        from .build import build_agent
+        from .build import Wire, build_agent
 
-        return build_agent(self.model, tools=self.tools, quirks=self.quirks)
+        wire = Wire(on_send=self.sent.keep)
+        return build_agent(self.model, tools=self.tools, quirks=self.quirks, wire=wire)
 
     @property
     def can_summarize(self) -> bool:
@@ -246,6 +244,8 @@ class ChatRunner:
 
         agent = self.agent
         toolsets = self.mcp.toolsets() if self.tools else []  # no tools for the model: none
+        mcp = bool(toolsets)
+        self.sent.take()  # what an earlier attempt sent is not this one's
         text_parts: list[str] = []
         finish: str | None = None
         model_name = self.model.name or ""
@@ -272,7 +272,8 @@ class ChatRunner:
             nonlocal sent_tokens, instructions
             message = _dump(request)
             instructions = message.pop("instructions", None) or ""
-            recorded = recorder.start_step([message])
+            proof = step_proof(self, deps.lifecycle, self.model.max_output_tokens, stream, mcp)
+            recorded = recorder.start_step([message], proof)
             sent_tokens += history_tokens(getattr(recorded.data, "messages", []))
             sent_tokens += len(instructions) // 4
             recorder.request_header(model_name, settings_recorded, instructions)
@@ -297,10 +298,14 @@ class ChatRunner:
                             unanswered = node  # sent when the run moves on
                             continue
                         async with node.stream(run.ctx) as model_stream:
-                            record_request(node.request)  # prepared now: instructions set
+                            events = aiter(model_stream)
+                            try:  # its first event (or failure): the request was sent
+                                first = await anext(events, None)
+                            finally:
+                                record_request(node.request)  # prepared now: instructions set
                             step_text = []
                             size = 0
-                            async for event in model_stream:
+                            async for event in resumed(first, events):
                                 size += content_bytes(event)
                                 if size > cap:  # the rest is not read: the stream is closed
                                     raise ReplyTooLargeError(cap)
@@ -412,9 +417,3 @@ class ChatRunner:
 # tool choice of structured output: an empty stream); or the model answered without the
 # tool call (small models). Not a stall, a rate limit, a server error or no server at all.
 _SUMMARY_AS_TEXT = frozenset({"no-tools", "connection", "cut", "empty", "other"})
-
-
-def _jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, str | int | float | bool | list | dict):
-        return value
-    return str(value)

@@ -217,11 +217,13 @@ class CompletionCheckTransport(httpx2.AsyncBaseTransport):
         quirks: ServerQuirks | None = None,
         stream_timeout: float | None = None,
         max_reply: int | None = None,
+        on_send: Callable[[bytes], None] | None = None,
     ) -> None:
         self.inner = inner
         self.quirks = quirks or ServerQuirks()
         self.stream_timeout = stream_timeout
         self.max_reply = max_reply
+        self.on_send = on_send  # given each POST body as sent (`request_digest`)
         self.suspect = False  # a stream broke: its connection may be dead
 
     def _broken(self) -> None:
@@ -232,6 +234,8 @@ class CompletionCheckTransport(httpx2.AsyncBaseTransport):
         suspect, self.suspect = self.suspect, False
         if self.quirks.blank_tool_text and request.method == "POST":
             request = _changed(request, blank_tool_text(await request.aread()))
+        if self.on_send is not None and request.method == "POST":
+            self.on_send(await request.aread())  # the body as it goes on the wire
         try:
             response = await self.inner.handle_async_request(request)
         except (httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError):
@@ -292,11 +296,18 @@ def build_http_client(
     first_token_timeout: float,
     quirks: ServerQuirks | None = None,
     max_reply: int | None = None,
+    *,
+    inner: httpx2.AsyncBaseTransport | None = None,
+    on_send: Callable[[bytes], None] | None = None,
 ) -> httpx2.AsyncClient:
-    """Return the client for model requests (the timeouts and caps: the module docstring)."""
+    """Return the client for model requests (the timeouts and caps: the module docstring).
+
+    `on_send` is given each request body as sent; `inner` replaces the network (a rebuild
+    captures the body instead of sending it: `request_digest`).
+    """
     first = max(first_token_timeout, stream_timeout)
     timeout = httpx2.Timeout(first, connect=min(CONNECT_TIMEOUT, stream_timeout))
     transport = CompletionCheckTransport(
-        httpx2.AsyncHTTPTransport(), quirks, stream_timeout, max_reply
+        inner or httpx2.AsyncHTTPTransport(), quirks, stream_timeout, max_reply, on_send
     )
     return httpx2.AsyncClient(transport=transport, timeout=timeout)

@@ -1,0 +1,89 @@
+"""`sessions request ID --turn T --step S` and `doctor --verify ID`: requests proved from the log.
+
+The rebuild is `engine/model/request_digest.py`'s: the real agent makes the body, captured
+instead of sent (pydantic-ai is imported; nothing goes on the network).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import TYPE_CHECKING
+
+from .output import write_json
+from .running import OK, PROBLEM, ProblemError, UsageError
+from .targets import project_store, resolve_session
+
+if TYPE_CHECKING:
+    from session.events import Event
+
+
+def _events(args: argparse.Namespace) -> tuple[str, list[Event]]:
+    with project_store(args) as store:
+        session_id = resolve_session(store, args.id)
+        return session_id, list(store.read_events(session_id).events)
+
+
+def cmd_request(args: argparse.Namespace) -> int:
+    """Print the rebuilt request of one step as JSON; exit 1 unless it matches its digest."""
+    from engine.model.request_rebuild import find_step, rebuild
+
+    if args.turn < 1 or args.step < 1:
+        raise UsageError("--turn and --step count from 1")
+    session_id, events = _events(args)
+    index = find_step(events, args.turn, args.step)
+    if index is None:
+        raise ProblemError(f"session {session_id} has no step {args.step} in turn {args.turn}")
+    result = asyncio.run(rebuild(events, index))
+    write_json(
+        {
+            "session": session_id,
+            "turn": result.turn,
+            "step": result.step,
+            "recordedSha256": result.recorded,
+            "rebuiltSha256": result.sha256,
+            "matches": result.matches,
+            "problem": result.problem,
+            "request": result.body,
+        }
+    )
+    where = f"turn {result.turn} step {result.step}"
+    if result.matches:
+        sys.stderr.write(f"{where}: the rebuilt request matches the digest recorded when sent\n")
+        return OK
+    why = result.problem or "the rebuilt request differs from the one recorded when sent"
+    sys.stderr.write(f"{where}: {why}\n")
+    return PROBLEM
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """`doctor --verify ID`: rebuild every proved request; name each step that differs."""
+    from engine.model.request_rebuild import proved_steps, rebuild
+
+    args.id = args.verify
+    session_id, events = _events(args)
+    indexes = proved_steps(events)
+
+    async def run_all() -> list[tuple[int, int, str | None, bool]]:
+        out = []
+        for index in indexes:
+            result = await rebuild(events, index)
+            out.append((result.turn, result.step, result.problem, result.matches))
+        return out
+
+    results = asyncio.run(run_all())
+    lines = [
+        f"turn {turn} step {step}: {problem or 'the rebuilt request differs from the one sent'}"
+        for turn, step, problem, matches in results
+        if not matches
+    ]
+    total = len(results)
+    if not total:
+        lines.append(f"session {session_id}: no request with a recorded digest")
+    elif lines:
+        lines.append(f"session {session_id}: {len(lines)} of {total} requests do not match")
+    else:
+        lines.append(f"session {session_id}: all {total} requests match the digests recorded")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return PROBLEM if total and len(lines) > 1 else OK
