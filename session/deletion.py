@@ -39,8 +39,8 @@ def delete_unless_in_use(
     """Delete a session while holding its lock; `SessionLockedError` if a process holds it.
 
     Its events, snapshot, checkpoints and the pointers naming it go (in PostgreSQL with its
-    row), then the blobs only its checkpoints kept (shared ones stay: nothing else ever
-    deletes them). `only_empty`: kept (None) if it has content once the lock is held.
+    row), then the blobs only its checkpoints kept or only its log named (file changes:
+    shared ones stay, whatever their age: nothing else ever deletes them). `only_empty`: kept (None) if it has content once the lock is held.
     """
     lock = store.acquire_lock(session_id)
     try:
