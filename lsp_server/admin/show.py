@@ -6,24 +6,39 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from session.terminal_text import inert, inert_json
 
 from .dump import load_session, session_meta
 from .output import counted, plain_console, write_json
-from .running import OK
+from .running import OK, UsageError
 from .targets import project_store, resolve_session
-from .transcript import print_item, transcript_markdown
+from .transcript import print_item, print_steps, transcript_markdown
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """`sessions show ID`: metadata and transcript."""
+    """`sessions show ID [--steps [--fold N]]`: metadata and transcript (or steps)."""
+    steps = getattr(args, "steps", False)
+    fold = getattr(args, "fold", None)
+    if steps and fold is not None and fold < 0:
+        raise UsageError(f"--fold must be 0 (never cut) or more bytes, not {fold}")
     with project_store(args) as manager:
         session_id = resolve_session(manager, args.id)
         dump = load_session(manager, session_id)
         meta = session_meta(dump, manager)
+    turns = None
+    if steps:
+        from session.derive.steps import turn_steps
+
+        turns = turn_steps(dump.events, fold=fold or None)
     if args.json:
-        write_json({**meta, "items": dump.items})
+        shown: dict[str, Any] = {**meta, "items": dump.items}
+        if turns is not None:
+            from ..protocol.lookback import TurnView
+
+            shown["turns"] = [TurnView.model_validate(t).wire() for t in turns]
+        write_json(shown)
         return OK
     console = plain_console()
     title = inert(meta["title"] or "(untitled)")
@@ -42,6 +57,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     if dump.read_only:
         console.print(f"⚠ read-only: {inert(dump.read_only)}", markup=False, style="yellow")
     console.print()
+    if turns is not None:  # every turn as the log has it, a rewound one too
+        for turn in turns:
+            print_steps(console, turn)
+        if not turns:
+            console.print("No turns yet.", markup=False)
+        return OK
     for item in dump.items:
         print_item(console, item)
     return OK

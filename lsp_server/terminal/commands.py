@@ -11,6 +11,7 @@ from ..admin.table import quoted
 from ..client import LspError
 from .render import markdown, short_time, table
 from .search import search
+from .steps import show_steps
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -31,7 +32,7 @@ HELP = [
     ),
     ("/sessions", "list this project's sessions"),
     ("/open <id>", "switch to another session of this project"),
-    ("/history", "print this session's transcript"),
+    ("/history [--steps]", "print this session's transcript (--steps: each model call)"),
     ("/status", "session, model and drift status"),
     ("/withdraw", "take the messages queued while a reply runs back into the input line"),
     ("/clear", "clear the screen"),
@@ -227,7 +228,14 @@ async def open_session(chat: Chat, rest: str) -> None:
 
 
 async def history(chat: Chat, rest: str) -> None:
-    """/history: the transcript of the current session."""
+    """/history [--steps]: the transcript of the current session (or its steps)."""
+    if rest not in ("", "--steps"):
+        chat.say("Usage: /history [--steps]", "yellow")
+        return
+    if rest:
+        found = await chat.request(proto.HISTORY, {"steps": True})
+        show_steps(chat, found.get("turns") or [])
+        return
     result = await chat.request(proto.HISTORY)
     items = result.get("items") or []
     if not items:
