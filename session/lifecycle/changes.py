@@ -19,6 +19,10 @@ from ..storage import StorageError
 from ..workspace.drift import DriftReport
 from ..workspace.files import read_workspace_file
 
+DRIFT_COPIES = 32  # a drift keeps the content of at most this many files (the first by path)
+DRIFT_COPY_BYTES = 4 << 20  # and reads at most about this much
+TOO_MANY_WITHHELD = f"not kept: more than {DRIFT_COPIES} files (or 4 MB) changed at once"
+
 Keep = Callable[[list[bytes]], AbstractContextManager[None]]
 
 
@@ -47,13 +51,19 @@ def drift_changes(
     recorded by its digest alone (its content is not the one the drift saw).
     """
     changes = []
-    for path in sorted({*drift.modified, *drift.created, *drift.deleted}):
+    budget = DRIFT_COPY_BYTES
+    paths = sorted({*drift.modified, *drift.created, *drift.deleted})
+    for n, path in enumerate(paths):
         before, after = drift.digests.get(path, (None, None))
         data = None
         if after is not None and not metadata:
+            if n >= DRIFT_COPIES or budget <= 0:  # a branch switch: digests only, kept cheap
+                changes.append(PendingChange(path, before, after, TOO_MANY_WITHHELD))
+                continue
             data = read_workspace_file(root, path)
             if data is not None and digest_of(data) != after:
                 data = None
+            budget -= len(data or b"")
         change = prepare(
             path,
             None,

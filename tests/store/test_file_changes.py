@@ -15,6 +15,8 @@ from engine.model.tools import EditOutcome, ToolDeps, write_file
 from session.deletion import delete_unless_in_use
 from session.file_changes import METADATA_WITHHELD
 from session.lifecycle import SessionLifecycle
+from session.lifecycle.changes import DRIFT_COPIES
+from session.lifecycle.changes import TOO_MANY_WITHHELD as TOO_MANY
 from session.lifecycle.values import LifecycleConfig
 from session.store.backend import SessionStore
 from tests.store.conftest import Backend
@@ -192,3 +194,30 @@ def test_a_log_naming_blobs_it_never_wrote_keeps_them(backend: Backend) -> None:
     blobs = store.checkpoint_store()
     assert blobs.collect_garbage() == []
     assert blobs.read_blob(digest) == data
+
+
+def test_a_large_drift_keeps_a_bounded_number_of_contents(backend: Backend) -> None:
+    """A branch switch changing many files records every digest, reads only the first few."""
+    store = backend.store
+    templates = store.workspace_root / "templates"
+    templates.mkdir()
+    names = [f"templates/t{n:02d}.md" for n in range(DRIFT_COPIES + 8)]
+    for name in names:
+        (store.workspace_root / name).write_bytes(b"old " + name.encode())
+    lifecycle = open_lifecycle(store, "big")
+    for name in names:
+        (store.workspace_root / name).write_bytes(b"new " + name.encode())
+    assert lifecycle.check_live_drift(names) is not None
+    (drift,) = events(store, lifecycle.session_id, "workspace/drift")
+    expected = [
+        change(
+            n, b"old " + n.encode(), b"new " + n.encode(), None if i < DRIFT_COPIES else TOO_MANY
+        )
+        for i, n in enumerate(names)
+    ]
+    assert drift["changes"] == expected
+    blobs = store.checkpoint_store()
+    assert [blobs.read_blob(sha(b"new " + n.encode())) is not None for n in names] == [
+        i < DRIFT_COPIES for i in range(len(names))
+    ]
+    lifecycle.close()
