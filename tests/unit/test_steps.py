@@ -164,6 +164,8 @@ async def test_a_turn_with_tools_a_retry_an_aborted_and_a_failed_turn(
     assert [(r.attempt, r.kind) for r in answer.retries] == [(1, "cut")]
     assert answer.text == "The file is all é." and "abandoned" not in answer.text
     assert answer.end_reason == "answered" and answer.model == "test-model"
+    digests = [first.request_sha256, answer.request_sha256]  # of the requests that went out
+    assert all(d is not None and len(d) == 64 for d in digests) and len(set(digests)) == 2
     (stopped,) = turns[1].steps
     assert (stopped.text, stopped.end_reason, stopped.usage) == ("half an answer", "aborted", None)
     assert stopped.ended_at == turns[1].ended_at
