@@ -5,8 +5,9 @@ Shared by the local index (`index.py`, fed a log's tail at a time) and PostgreSQ
 
 - `tool/result` with `files`: one row per file, kind `delete` when `after` is null, `edit`
   for a tool whose name says so, else `write` (a `write_file` creating the file included).
-- `tool/result` of a `write_file` without `files` (a log written before contents were
-  kept): one `write` row for the call's `path` argument, digests null.
+- `tool/result` of a `write_file` without a `files` key (a log written before contents were
+  kept): one `write` row for the call's `path` argument, digests null. An empty `files`
+  (written since) is a write that changed nothing: no row.
 - `workspace/drift` `changes`: kind `drift`; `session/rewind` `files`: kind `restore`.
 - A fork's copy of its parent's events (seqs `1..fork_boundary`) gives nothing: those
   changes are the parent's, listed once under it.
@@ -126,7 +127,9 @@ def project(session_id: str, events: list[Event], cursor: Cursor) -> list[Change
             if data.files:
                 for change in data.files:
                     add(change.path, _kind(data.name, change.after), data.name, change, event)
-            elif old_path is not None and not data.is_error:
+            elif (
+                old_path is not None and not data.is_error and "files" not in data.model_fields_set
+            ):
                 add(old_path, "write", data.name, None, event)
         elif kind == "workspace/drift":
             for change in data.changes:

@@ -162,6 +162,15 @@ def test_old_logs_list_a_write_without_contents(
     version = file_version(manager, workspace, "config.yaml", writer.session_id, turn=1)
     assert version.reason == OLD_REASON
     assert file_history(manager, workspace, "config.yaml", line="x").changes == []
+    # written now, an empty `files` is a write that changed nothing: not listed
+    again = manager.create_session()
+    again.append("turn/start", {"input": "same again"}, turn=1)
+    call = {"tool_call_id": "n1", "name": "write_file", "args": {"path": "config.yaml"}}
+    again.append("tool/call", call, turn=1, step=1)
+    result = {"tool_call_id": "n1", "name": "write_file", "content": "ok", "files": []}
+    again.append("tool/result", result, turn=1, step=1)
+    again.close()
+    assert len(file_history(manager, workspace, "config.yaml").changes) == 1
 
 
 def test_the_index_catches_up_cheaply_and_is_rebuilt_when_damaged(
