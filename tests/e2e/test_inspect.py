@@ -51,6 +51,7 @@ async def test_inspect_reads_a_session_another_server_holds_while_it_writes(
     first, second = turn["steps"]
     assert (first["step"], first["endReason"], first["text"]) == (1, "tool-calls", "Let me look.")
     assert first["model"] == "test-model" and first["usage"]["inputTokens"] > 0
+    assert len(first["requestSha256"]) == 64  # the digest of the request that went out
     (tool,) = first["tools"]
     assert (tool["toolCallId"], tool["name"], tool["args"]) == (
         "call_read",

@@ -229,3 +229,20 @@ def test_a_metadata_session_shows_no_content(workspace: Path, home: Path) -> Non
     assert all("not persisted" in s for s in shown), shown
     assert not any(w in s for s in shown for w in ("secret", "plan is", "plan.md", "whole"))
     assert step.end_reason == "tool-calls" and step.usage is not None
+
+
+def test_rewound_and_compacted_turns_are_shown_as_the_log_has_them(
+    manager: SessionManager,
+) -> None:
+    from session.derive.transcript import transcript
+
+    lc = make_lifecycle(manager)
+    run_turn(lc, "first", "one")
+    boundary = manager.read_events(lc.session_id).events[-1].seq
+    run_turn(lc, "second", "two")
+    lc.current.append("session/rewind", {"to_seq": boundary})
+    lc.current.append("session/compact", {"summary": "s", "decisions": [], "covers_seq": boundary})
+    run_turn(lc, "third", "three")
+    events = manager.read_events(lc.session_id).events
+    assert [t.input for t in turn_steps(events)] == ["first", "second", "third"]
+    assert [i.text for i in transcript(events) if i.role == "user"] == ["first", "third"]
