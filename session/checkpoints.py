@@ -83,6 +83,7 @@ class CheckpointStore:
         self.manager = manager
         self.workspace_root = manager.workspace_root
         self.blobs = manager.blobs_dir
+        self._unsynced: set[str] = set()  # blobs written without fsync (`keeping`), this process
 
     def _dir(self, session_id: str) -> Path:
         if not is_valid_session_id(session_id):
@@ -111,6 +112,9 @@ class CheckpointStore:
         if why is not None:
             return why
         if target.exists():
+            if digest in self._unsynced:  # a file change's copy: a checkpoint's is durable
+                self._unsynced.discard(digest)
+                file_changes.make_durable(target)
             return None
         ensure_private_dir(self.blobs)
         ensure_private_dir(target.parent)
@@ -141,7 +145,12 @@ class CheckpointStore:
         the other. A blob lost in a power cut costs that diff, nothing else.
         """
         with self._blobs_locked(alone=False):
-            digests = [self.write_blob(data, durable=False) for data in contents]
+            digests = []
+            for data in contents:
+                digest = hashlib.sha256(data).hexdigest()
+                if not self.blob_path(digest).exists():
+                    self._unsynced.add(self.write_blob(data, durable=False))
+                digests.append(digest)
             if digests:
                 directory = self._dir(session_id)
                 ensure_private_dir(self.manager.checkpoints_dir)

@@ -25,7 +25,7 @@ import orjson
 
 from .paths import is_valid_session_id
 from .redaction import Redactor, is_secret_file_name
-from .storage import ensure_private_dir
+from .storage import ensure_private_dir, fsync_dir
 
 if TYPE_CHECKING:
     from .store.layout import ProjectLayout
@@ -151,6 +151,19 @@ def log_digests(log_path: Path) -> set[str]:
             except orjson.JSONDecodeError:
                 continue  # a torn last line: the log's reader says so, not this
     return found
+
+
+def make_durable(path: Path) -> None:
+    """Fsync a blob written without one (a file change's), and its directory."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(path.parent)
 
 
 def read_refs(directory: Path) -> set[str] | None:

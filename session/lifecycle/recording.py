@@ -19,6 +19,7 @@ from ..errors import SessionError
 from ..events import Event
 from ..file_changes import prepare
 from ..snapshot_meta import TITLE_CHARS
+from ..storage import StorageError
 from ..summary import SummaryPlan, clip_words
 from ..workspace.drift import DriftReport
 from ..workspace.files import read_workspace_file, set_file_mode, write_workspace_file
@@ -65,7 +66,12 @@ class SessionLifecycle(LifecycleTransitions):
         return self._open_turn
 
     def _keep_contents(self, contents: list[bytes]) -> AbstractContextManager[None]:
-        """Keep file contents as this session's blobs; its event is appended inside."""
+        """Keep file contents as this session's blobs; its event is appended inside.
+
+        Not while the store is away (the events go to the spool): no wait on the database.
+        """
+        if not self.current.log.online:
+            raise StorageError("the store is unreachable")
         return self.checkpoints.keeping(self.session_id, contents)
 
     @property

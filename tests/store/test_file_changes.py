@@ -9,7 +9,10 @@ once the sessions naming them are deleted.
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import Any
+
+import pytest
 
 from engine.model.tools import EditOutcome, ToolDeps, write_file
 from session.deletion import delete_unless_in_use
@@ -220,4 +223,36 @@ def test_a_large_drift_keeps_a_bounded_number_of_contents(backend: Backend) -> N
     assert [blobs.read_blob(sha(b"new " + n.encode())) is not None for n in names] == [
         i < DRIFT_COPIES for i in range(len(names))
     ]
+    lifecycle.close()
+
+
+async def test_recording_adds_no_fsync_and_a_checkpoint_makes_its_copy_durable(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change's blob is written unsynced; a checkpoint keeping the same content syncs it."""
+    if backend.kind != "local":
+        pytest.skip("the local files' fsyncs (PostgreSQL commits the blob without a flush)")
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    store = backend.store
+    (store.workspace_root / "agent_spec.md").write_bytes(V0)  # tracked: checkpointed
+    lifecycle = open_lifecycle(store, "sync")
+    deps = ToolDeps(lifecycle, HeadlessEditor())
+    recorder = lifecycle.begin_turn("write it")
+    recorder.start_step([])
+    recorder.tool_call("c", "write_file", {"path": "agent_spec.md"})
+    monkeypatch.setattr(os, "fsync", fsync)
+    recorder.tool_result(
+        "c", "write_file", await write_file(deps, "agent_spec.md", V1.decode(), "c")
+    )
+    assert synced == []  # the write, its blobs and its event: no fsync on the turn's path
+    recorder.end_step()
+    recorder.end("completed")  # the turn's end, then the checkpoint "After turn 1"
+    blob = str(store.checkpoint_store().blob_path(sha(V1)))
+    assert blob in synced
     lifecycle.close()
