@@ -174,6 +174,6 @@ def stats_text(stats: Stats) -> str:
         parts.append("~ some token counts are estimates (the model server sent no usage)\n")
     parts.append(
         f"{counted(len(stats.by_session), 'session')}; model time runs from each "
-        "request to its step's end (tool calls included)\n"
+        "request to the model's answer (the tools after it not included)\n"
     )
     return "".join(parts)

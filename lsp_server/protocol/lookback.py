@@ -205,7 +205,9 @@ class StatsFigures(Wire):
     input_tokens: int
     output_tokens: int
     estimated: bool = Field(description="Some token counts are estimates (the server sent none).")
-    model_seconds: float = Field(description="Time waiting on the model (step start to end).")
+    model_seconds: float = Field(
+        description="Time waiting on the model: each step's start to its answer."
+    )
     retries: dict[str, int] = Field(description="Retried attempts by kind.")
 
 

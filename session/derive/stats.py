@@ -6,8 +6,9 @@ What the log says is counted once, nothing is estimated here and nothing leaves 
 - a step is a model call whose answer was kept: a `step/start` without a `step/retry` of
   its step. An abandoned attempt is a retry of its kind (`step/retry` `kind`), not a step;
 - tokens are the `step/end` usages; `estimated` when one of them was an estimate;
-- model time runs from a step's `step/start` to its `step/end` (which follows the step's
-  tool results), an abandoned attempt to its `step/retry`; a step with neither runs to its
+- model time runs from a step's `step/start` to its answer (`assistant/message`: the wait
+  on the model, not the tools that run after it), else its `step/end`; an abandoned
+  attempt to its `step/retry`; a step with none of these runs to its
   turn's end when that end was written as it happened (aborted, error), and counts nothing
   while the turn is open or when its end was written after a crash (`synthesized`);
 - a turn belongs to the UTC day it started and a step to the model its `request/header`
@@ -41,6 +42,7 @@ STATS_TYPES = frozenset(
         "step/start",
         "step/retry",
         "step/end",
+        "assistant/message",
         "request/header",
         "tool/call",
         "tool/result",
@@ -107,6 +109,7 @@ class TurnFigures:
 class _Step:
     started: datetime | None = None
     ended: datetime | None = None  # its step/end, or the step/retry that abandoned it
+    answered: datetime | None = None  # its first assistant/message
     model: str | None = None
     retry: str | None = None  # the kind, when abandoned
     usage: dict[str, Any] | None = None
@@ -149,7 +152,7 @@ class _Turn:
             figures.estimated = figures.estimated or bool(usage.get("estimated"))
             figures.tool_calls.update(step.tool_calls)
             figures.tool_errors += step.tool_errors
-            until = step.ended or ended
+            until = (step.answered if step.retry is None else None) or step.ended or ended
             if step.started is not None and until is not None and until > step.started:
                 figures.model_seconds += (until - step.started).total_seconds()
         total = Figures()
@@ -206,6 +209,9 @@ def fold_turns(
             turn.step(event.step).started = event.ts
         elif event.type == "request/header":
             turn.step(event.step).model = getattr(data, "model", None)
+        elif event.type == "assistant/message":
+            step = turn.step(event.step)
+            step.answered = step.answered or event.ts
         elif event.type == "step/end":
             step = turn.step(event.step)
             step.ended, step.usage = event.ts, getattr(data, "usage", None)

@@ -121,13 +121,16 @@ def expected(sessions: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
                     part["outputTokens"] += data["usage"].get("output_tokens", 0)
                     part["estimated"] |= bool(data["usage"].get("estimated"))
                 elif event["type"] == "step/start":
-                    closing = [
-                        when(e) for e in turn_events
-                        if e["type"] in ("step/end", "step/retry") and e["step"] == number
-                    ]  # fmt: skip
                     retried = any(
                         e["type"] == "step/retry" and e["step"] == number for e in turn_events
                     )
+                    ends = ("step/end", "step/retry")
+                    answers = ("assistant/message",) if not retried else ()
+                    closing = [
+                        when(e) for e in turn_events if e["type"] in answers and e["step"] == number
+                    ] + [
+                        when(e) for e in turn_events if e["type"] in ends and e["step"] == number
+                    ]  # fmt: skip  # the model's answer, else the step's end or its retry
                     part["steps"] += not retried
                     until = closing[0] if closing else turn_end
                     if until is not None:

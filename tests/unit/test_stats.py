@@ -58,10 +58,10 @@ def write_two_days(writer: Session, clock: Clock) -> None:
     """Day one: turns 1-2 on model-a; day two: turns 3-5 on model-b (one rewound, one open)."""
     clock.now = DAY_ONE
     writer.append("turn/start", {"input": "read the files"}, turn=1)  # t+1
-    # step 1: t+2 .. its end at t+9 (header, message, 2 calls, 2 results): 7 s
+    # step 1: t+2 .. its answer at t+4 (header, message; the tools after it): 2 s
     step(writer, 1, 1, "model-a", {"input_tokens": 100, "output_tokens": 20},
          [("read_file", False), ("read_file", True)])  # fmt: skip
-    # step 2: t+10 .. t+13: 3 s
+    # step 2: t+10 .. its answer at t+12: 2 s
     step(writer, 1, 2, "model-a", {"input_tokens": 150, "output_tokens": 30})
     writer.append("turn/end", {"reason": "completed"}, turn=1)
 
@@ -74,7 +74,7 @@ def write_two_days(writer: Session, clock: Clock) -> None:
     )
     writer.append("assistant/chunk", {"delta": "part"}, turn=2, step=1)
     retry(writer, 2, 1, "cut", 2)
-    # step 2, the resent request, estimated usage: 3 s
+    # step 2, the resent request, estimated usage: 2 s
     step(writer, 2, 2, "model-a", {"input_tokens": 40, "output_tokens": 10, "estimated": True})
     writer.append("turn/end", {"reason": "completed"}, turn=2)
     checkpoint_seq = writer.log.next_seq - 1
@@ -82,16 +82,16 @@ def write_two_days(writer: Session, clock: Clock) -> None:
     clock.now = DAY_TWO
     writer.append("turn/start", {"input": "write it"}, turn=3)
     step(writer, 3, 1, "model-b", {"input_tokens": 10, "output_tokens": 5},
-         [("write_file", False)])  # fmt: skip  # 5 s
+         [("write_file", False)])  # fmt: skip  # 2 s
     writer.append("turn/end", {"reason": "completed"}, turn=3)
     writer.append("session/rewind", {"to_seq": checkpoint_seq})  # turn 3 still happened
 
     writer.append("turn/start", {"input": "stopped"}, turn=4)
-    step(writer, 4, 1, "model-b", None)  # no end: counts to the turn's end (3 s)
+    step(writer, 4, 1, "model-b", None)  # no end, but answered: 2 s
     writer.append("turn/end", {"reason": "aborted"}, turn=4)
 
     writer.append("turn/start", {"input": "still open"}, turn=5)
-    step(writer, 5, 1, "model-b", None)  # no end, no turn end: a step, no time
+    step(writer, 5, 1, "model-b", None)  # no end, no turn end, answered: 2 s
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_the_fold_counts_turns_steps_tools_tokens_time_and_retries(
     assert totals.tool_errors == 1
     assert (totals.input_tokens, totals.output_tokens) == (300, 65)
     assert totals.estimated is True
-    assert totals.model_seconds == 7 + 3 + 3 + 3 + 5 + 3
+    assert totals.model_seconds == 2 + 2 + 3 + 2 + 2 + 2 + 2  # to each answer, or retry
     assert totals.retries == {"connection": 1, "cut": 1}
 
     (only,) = stats.by_session
@@ -133,9 +133,9 @@ def test_the_fold_counts_turns_steps_tools_tokens_time_and_retries(
 
     day_two, day_one = stats.by_day  # newest first
     assert (day_two.key, day_one.key) == ("2026-12-05", "2026-12-04")
-    assert (day_one.turns, day_one.steps, day_one.model_seconds) == (2, 3, 16)
+    assert (day_one.turns, day_one.steps, day_one.model_seconds) == (2, 3, 9)
     assert day_one.retries == {"connection": 1, "cut": 1} and day_one.estimated
-    assert (day_two.turns, day_two.steps, day_two.model_seconds) == (3, 3, 8)
+    assert (day_two.turns, day_two.steps, day_two.model_seconds) == (3, 3, 6)
     assert day_two.tool_calls == {"write_file": 1} and not day_two.estimated
     assert (day_two.input_tokens, day_two.output_tokens) == (10, 5)
 
@@ -194,8 +194,8 @@ def test_the_fold_reads_only_the_types_it_needs_and_an_empty_log_adds_nothing(
     whole = list(fold_turns(manager.read_events(session_id).events))
     some = list(fold_turns(manager.iter_events(session_id, types=STATS_TYPES)))
     assert whole == some and [t.turn for t in some] == [1, 2, 3, 4, 5]
-    assert whole[3].by_model["model-b"].model_seconds == 3  # aborted: to the turn's end
-    assert whole[4].total.model_seconds == 0  # open: nothing yet
+    assert whole[3].by_model["model-b"].model_seconds == 2  # aborted, answered: to the answer
+    assert whole[4].total.model_seconds == 2  # open, answered: to the answer
     assert list(fold_turns([])) == []
     fold = StatsFold()
     fold_store(fold, manager, ["0123456789ab"], set())  # no such session: skipped

@@ -19,6 +19,11 @@ M.methods = {
   history = "agentAssist/history",
   status = "agentAssist/status",
   cancel = "agentAssist/cancel",
+  inspect = "agentAssist/inspect",
+  file_history = "agentAssist/fileHistory",
+  file_version = "agentAssist/fileVersion",
+  restore_file = "agentAssist/restoreFile",
+  stats = "agentAssist/stats",
   turn_started = "agentAssist/turnStarted",
   turn_ended = "agentAssist/turnEnded",
   chat_delta = "agentAssist/chatDelta",
@@ -140,6 +145,46 @@ M.errors = {
 ---@class agent_assist.FailureData The `data` of a RequestFailed (-32803) error, when there is more to say.
 ---@field cancelled? boolean The user cancelled (e.g. at the reset question): nothing was changed.
 
+---@class agent_assist.FileChange One change of the file: a step of the assistant, or a drift seen behind its back.
+---@field sessionId string
+---@field sessionTitle string?
+---@field turn integer? Null for a drift found outside a turn.
+---@field step integer?
+---@field ts string
+---@field kind "write"|"edit"|"restore"|"delete"|"drift"
+---@field tool string? The tool that changed it; null for a drift.
+---@field userMessage string? The user's message of that turn.
+---@field beforeSha256 string? Null: the file did not exist (or unknown).
+---@field afterSha256 string? Null: the file was deleted (or unknown).
+---@field diff string? A unified diff, before to after; null when a side was not kept.
+---@field reason? string Why there is no diff (a secret, binary, too large...).
+
+---@class agent_assist.FileHistoryParams `agentAssist/fileHistory`: every recorded change of one workspace file.
+---@field path string Workspace-relative or absolute.
+---@field since? string Changes at or after: an ISO date or time (`2026-12-05`, `2026-12-05T14:30`), a duration ago (`30m`, `12h`, `1d`, `2w`), `today` or `yesterday`.
+---@field until? string Changes before: as `since`.
+---@field line? string Only the changes whose diff adds or removes a line containing this text.
+---@field limit? integer Range 1..10000.
+
+---@class agent_assist.FileHistoryResult Newest first.
+---@field path string The workspace-relative path.
+---@field changes agent_assist.FileChange[]
+---@field truncated? boolean More changes than `limit`.
+
+---@class agent_assist.FileVersionParams `agentAssist/fileVersion`: the file's content before or after one recorded change.
+---@field path string
+---@field sessionId string
+---@field turn? integer At least 1.
+---@field step? integer At least 1.
+---@field ts? string The change's time (for a drift).
+---@field side? "before"|"after"
+
+---@class agent_assist.FileVersionResult The content, when it was kept.
+---@field path string
+---@field sha256 string? Null: the file did not exist on that side.
+---@field text string? Null when not kept (see `reason`) or absent.
+---@field reason? string Why there is no text.
+
 ---@class agent_assist.ForkParams `agentAssist/fork`: this or another session, at a closed-turn boundary.
 ---@field sessionId? string
 ---@field boundary? integer At least 0.
@@ -152,10 +197,12 @@ M.errors = {
 
 ---@class agent_assist.HistoryParams `agentAssist/history`: this or another session's transcript.
 ---@field sessionId? string
+---@field steps? boolean Also the turns' steps (`turns`).
 
 ---@class agent_assist.HistoryResult A transcript to redraw a chat view from.
 ---@field sessionId string
 ---@field items agent_assist.TranscriptItem[]
+---@field turns? agent_assist.TurnView[] With `steps`: every turn and its steps.
 
 ---@class agent_assist.InitializationOptions Options of `initialize`; each falls back to its default (with a warning) if invalid.
 ---@field instanceId? string This editor instance (a window): it resumes its own last session.
@@ -169,6 +216,18 @@ M.errors = {
 ---@field store? string Where sessions are kept: `local` (the default: files under the store root) or a PostgreSQL connection string (`postgresql://role@host/db`; the password from it, PGPASSWORD or ~/.pgpass). Else AGENT_ASSIST_STORE.
 ---@field optionNames? table<string, string> What the user calls each option in this client, by its path here: `{"model.baseUrl": "--base-url"}`; the server's messages use these names. Unset ones: a known client's (by clientInfo.name: VS Code `agentAssist.model.baseUrl`, Neovim `model.base_url`, the terminal's flags), else the path; an environment variable the value came from is named as such.
 ---@field driftMessages? boolean False: drift (at resume and live) is not repeated as `window/showMessage` (default true).
+
+---@class agent_assist.InspectParams `agentAssist/inspect`: any session of the project, read-only, without its lock.
+---@field sessionId string
+---@field turn? integer Only this turn. At least 1.
+---@field step? integer Only this step (with `turn`). At least 1.
+---@field fold? integer Cut tool results longer (bytes). Range 0..1000000.
+
+---@class agent_assist.InspectResult The session's turns and steps as the log has them now.
+---@field sessionId string
+---@field title string?
+---@field held boolean Another window holds the session (it may be writing).
+---@field turns agent_assist.TurnView[]
 
 ---@class agent_assist.ModelOptions An OpenAI-compatible chat model (else the environment's).
 ---@field name? string
@@ -207,6 +266,20 @@ M.errors = {
 ---@class agent_assist.ResetResult The new session after a reset (the old one's log and checkpoints are deleted).
 ---@field sessionId string
 ---@field deletedFiles string[]
+
+---@class agent_assist.RestoreFileParams `agentAssist/restoreFile`: write that version back, as an edit of the editor. The client asks the user first; the server applies it with `workspace/applyEdit` (so it is undoable), and a side whose content is absent deletes the file only if `allowDelete`.
+---@field path string
+---@field sessionId string
+---@field turn? integer At least 1.
+---@field step? integer At least 1.
+---@field ts? string The change's time (for a drift).
+---@field side? "before"|"after"
+---@field allowDelete? boolean
+
+---@class agent_assist.RestoreFileResult Whether the editor applied it.
+---@field path string
+---@field restored boolean
+---@field reason? string Why not.
 
 ---@class agent_assist.ResumeResult The block injected into the system prompt, and what it told the model.
 ---@field sessionId string The session all this is about.
@@ -274,6 +347,40 @@ M.errors = {
 ---@field total integer How many sessions are listed, those folded (`empty`) not counted.
 ---@field empty integer How many sessions without a turn were folded: not listed, not in `total` (0 with `includeEmpty`). The current session is always listed.
 
+---@class agent_assist.StatsFigures Sums over a set of turns.
+---@field turns integer
+---@field steps integer
+---@field toolCalls table<string, integer> Calls by tool name.
+---@field toolErrors integer
+---@field inputTokens integer
+---@field outputTokens integer
+---@field estimated boolean Some token counts are estimates (the server sent none).
+---@field modelSeconds number Time waiting on the model: each step's start to its answer.
+---@field retries table<string, integer> Retried attempts by kind.
+
+---@class agent_assist.StatsGroup The figures of one session, day (UTC date) or model.
+---@field turns integer
+---@field steps integer
+---@field toolCalls table<string, integer> Calls by tool name.
+---@field toolErrors integer
+---@field inputTokens integer
+---@field outputTokens integer
+---@field estimated boolean Some token counts are estimates (the server sent none).
+---@field modelSeconds number Time waiting on the model: each step's start to its answer.
+---@field retries table<string, integer> Retried attempts by kind.
+---@field key string
+
+---@class agent_assist.StatsParams `agentAssist/stats`: figures summed from the project's logs. Nothing leaves the machine.
+---@field since? string From: an ISO date or time (`2026-12-05`, `2026-12-05T14:30`), a duration ago (`30m`, `12h`, `1d`, `2w`), `today` or `yesterday`.
+---@field until? string Before: as `since`.
+---@field sessionId? string Only this one.
+
+---@class agent_assist.StatsResult Totals, then by session (newest first), by day (newest first) and by model.
+---@field totals agent_assist.StatsFigures
+---@field bySession agent_assist.StatsGroup[]
+---@field byDay agent_assist.StatsGroup[]
+---@field byModel agent_assist.StatsGroup[]
+
 ---@class agent_assist.StatusResult Where this instance's session is.
 ---@field sessionId string
 ---@field state "idle"|"running"
@@ -289,6 +396,33 @@ M.errors = {
 ---@field phase agent_assist.Phase?
 ---@field store agent_assist.StoreStatus
 ---@field project agent_assist.ProjectInfo
+
+---@class agent_assist.StepRetry An attempt of a step that was abandoned and sent again.
+---@field attempt integer
+---@field kind string cut, stall, connection, rate-limit, server, empty, ...
+---@field reason string
+
+---@class agent_assist.StepTool One tool call of a step, with its result.
+---@field toolCallId string
+---@field name string
+---@field args any The arguments, as the model sent them.
+---@field result string? The result as text; null while it has none.
+---@field folded? boolean The result was longer than the fold and is cut (`result_bytes` says how long).
+---@field resultBytes integer The whole result's length in UTF-8 bytes.
+---@field isError? boolean The tool failed (its result is the error).
+
+---@class agent_assist.StepView One model call of a turn: what it was asked, what it answered, which tools ran.
+---@field turn integer
+---@field step integer
+---@field startedAt string?
+---@field endedAt string? Null while it has not ended.
+---@field model string? The model asked; null when not recorded.
+---@field usage agent_assist.Usage? Null when the model server sent none.
+---@field text string The assistant text of this step (may be empty).
+---@field tools agent_assist.StepTool[]
+---@field retries? agent_assist.StepRetry[] Abandoned attempts, first first.
+---@field endReason string? `tool-calls` (the model asked for tools), `answered`, or how the turn ended when it ended in this step (`aborted`, `error`, `interrupted`).
+---@field requestSha256? string The digest of the request this step sent.
 
 ---@class agent_assist.StoreStatus Where the sessions are kept, and whether that store takes writes now.
 ---@field kind "local"|"postgresql"
@@ -334,6 +468,14 @@ M.errors = {
 ---@field sessionId string
 ---@field turn integer
 ---@field text string The user's message, as sent.
+
+---@class agent_assist.TurnView One turn, with its steps.
+---@field turn integer
+---@field input string The user's message.
+---@field startedAt string?
+---@field endedAt string? Null while the turn is open.
+---@field endReason string? completed, aborted, error, interrupted.
+---@field steps agent_assist.StepView[]
 
 ---@class agent_assist.Usage Token usage over a turn's model calls.
 ---@field inputTokens integer

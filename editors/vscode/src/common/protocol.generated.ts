@@ -16,6 +16,11 @@ export const SEARCH = "agentAssist/search";
 export const HISTORY = "agentAssist/history";
 export const STATUS = "agentAssist/status";
 export const CANCEL = "agentAssist/cancel";
+export const INSPECT = "agentAssist/inspect";
+export const FILE_HISTORY = "agentAssist/fileHistory";
+export const FILE_VERSION = "agentAssist/fileVersion";
+export const RESTORE_FILE = "agentAssist/restoreFile";
+export const STATS = "agentAssist/stats";
 
 // Notifications (server → client)
 export const TURN_STARTED = "agentAssist/turnStarted";
@@ -195,6 +200,76 @@ export interface FailureData {
   cancelled?: boolean;
 }
 
+/** One change of the file: a step of the assistant, or a drift seen behind its back. */
+export interface FileChange {
+  sessionId: string;
+  sessionTitle: string | null;
+  /** Null for a drift found outside a turn. */
+  turn: number | null;
+  step: number | null;
+  ts: string;
+  kind: "write" | "edit" | "restore" | "delete" | "drift";
+  /** The tool that changed it; null for a drift. */
+  tool: string | null;
+  /** The user's message of that turn. */
+  userMessage: string | null;
+  /** Null: the file did not exist (or unknown). */
+  beforeSha256: string | null;
+  /** Null: the file was deleted (or unknown). */
+  afterSha256: string | null;
+  /** A unified diff, before to after; null when a side was not kept. */
+  diff: string | null;
+  /** Why there is no diff (a secret, binary, too large...). */
+  reason?: string;
+}
+
+/** `agentAssist/fileHistory`: every recorded change of one workspace file. */
+export interface FileHistoryParams {
+  /** Workspace-relative or absolute. */
+  path: string;
+  /** Changes at or after: an ISO date or time (`2026-12-05`, `2026-12-05T14:30`), a duration ago (`30m`, `12h`, `1d`, `2w`), `today` or `yesterday`. */
+  since?: string | null;
+  /** Changes before: as `since`. */
+  until?: string | null;
+  /** Only the changes whose diff adds or removes a line containing this text. */
+  line?: string | null;
+  /** Range 1..10000. */
+  limit?: number;
+}
+
+/** Newest first. */
+export interface FileHistoryResult {
+  /** The workspace-relative path. */
+  path: string;
+  changes: FileChange[];
+  /** More changes than `limit`. */
+  truncated?: boolean;
+}
+
+/** `agentAssist/fileVersion`: the file's content before or after one recorded change. */
+export interface FileVersionParams {
+  path: string;
+  sessionId: string;
+  /** At least 1. */
+  turn?: number | null;
+  /** At least 1. */
+  step?: number | null;
+  /** The change's time (for a drift). */
+  ts?: string | null;
+  side?: "before" | "after";
+}
+
+/** The content, when it was kept. */
+export interface FileVersionResult {
+  path: string;
+  /** Null: the file did not exist on that side. */
+  sha256: string | null;
+  /** Null when not kept (see `reason`) or absent. */
+  text: string | null;
+  /** Why there is no text. */
+  reason?: string;
+}
+
 /** `agentAssist/fork`: this or another session, at a closed-turn boundary. */
 export interface ForkParams {
   sessionId?: string | null;
@@ -214,12 +289,16 @@ export interface ForkResult {
 /** `agentAssist/history`: this or another session's transcript. */
 export interface HistoryParams {
   sessionId?: string | null;
+  /** Also the turns' steps (`turns`). */
+  steps?: boolean;
 }
 
 /** A transcript to redraw a chat view from. */
 export interface HistoryResult {
   sessionId: string;
   items: TranscriptItem[];
+  /** With `steps`: every turn and its steps. */
+  turns?: TurnView[];
 }
 
 /** Options of `initialize`; each falls back to its default (with a warning) if invalid. */
@@ -242,6 +321,26 @@ export interface InitializationOptions {
   optionNames?: Record<string, string> | null;
   /** False: drift (at resume and live) is not repeated as `window/showMessage` (default true). */
   driftMessages?: boolean | null;
+}
+
+/** `agentAssist/inspect`: any session of the project, read-only, without its lock. */
+export interface InspectParams {
+  sessionId: string;
+  /** Only this turn. At least 1. */
+  turn?: number | null;
+  /** Only this step (with `turn`). At least 1. */
+  step?: number | null;
+  /** Cut tool results longer (bytes). Range 0..1000000. */
+  fold?: number;
+}
+
+/** The session's turns and steps as the log has them now. */
+export interface InspectResult {
+  sessionId: string;
+  title: string | null;
+  /** Another window holds the session (it may be writing). */
+  held: boolean;
+  turns: TurnView[];
 }
 
 /** An OpenAI-compatible chat model (else the environment's). */
@@ -304,6 +403,28 @@ export interface ResetParams {
 export interface ResetResult {
   sessionId: string;
   deletedFiles: string[];
+}
+
+/** `agentAssist/restoreFile`: write that version back, as an edit of the editor. The client asks the user first; the server applies it with `workspace/applyEdit` (so it is undoable), and a side whose content is absent deletes the file only if `allowDelete`. */
+export interface RestoreFileParams {
+  path: string;
+  sessionId: string;
+  /** At least 1. */
+  turn?: number | null;
+  /** At least 1. */
+  step?: number | null;
+  /** The change's time (for a drift). */
+  ts?: string | null;
+  side?: "before" | "after";
+  allowDelete?: boolean;
+}
+
+/** Whether the editor applied it. */
+export interface RestoreFileResult {
+  path: string;
+  restored: boolean;
+  /** Why not. */
+  reason?: string;
 }
 
 /** The block injected into the system prompt, and what it told the model. */
@@ -419,6 +540,59 @@ export interface SessionsResult {
   empty: number;
 }
 
+/** Sums over a set of turns. */
+export interface StatsFigures {
+  turns: number;
+  steps: number;
+  /** Calls by tool name. */
+  toolCalls: Record<string, number>;
+  toolErrors: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** Some token counts are estimates (the server sent none). */
+  estimated: boolean;
+  /** Time waiting on the model: each step's start to its answer. */
+  modelSeconds: number;
+  /** Retried attempts by kind. */
+  retries: Record<string, number>;
+}
+
+/** The figures of one session, day (UTC date) or model. */
+export interface StatsGroup {
+  turns: number;
+  steps: number;
+  /** Calls by tool name. */
+  toolCalls: Record<string, number>;
+  toolErrors: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** Some token counts are estimates (the server sent none). */
+  estimated: boolean;
+  /** Time waiting on the model: each step's start to its answer. */
+  modelSeconds: number;
+  /** Retried attempts by kind. */
+  retries: Record<string, number>;
+  key: string;
+}
+
+/** `agentAssist/stats`: figures summed from the project's logs. Nothing leaves the machine. */
+export interface StatsParams {
+  /** From: an ISO date or time (`2026-12-05`, `2026-12-05T14:30`), a duration ago (`30m`, `12h`, `1d`, `2w`), `today` or `yesterday`. */
+  since?: string | null;
+  /** Before: as `since`. */
+  until?: string | null;
+  /** Only this one. */
+  sessionId?: string | null;
+}
+
+/** Totals, then by session (newest first), by day (newest first) and by model. */
+export interface StatsResult {
+  totals: StatsFigures;
+  bySession: StatsGroup[];
+  byDay: StatsGroup[];
+  byModel: StatsGroup[];
+}
+
 /** Where this instance's session is. */
 export interface StatusResult {
   sessionId: string;
@@ -439,6 +613,52 @@ export interface StatusResult {
   phase: Phase | null;
   store: StoreStatus;
   project: ProjectInfo;
+}
+
+/** An attempt of a step that was abandoned and sent again. */
+export interface StepRetry {
+  attempt: number;
+  /** cut, stall, connection, rate-limit, server, empty, ... */
+  kind: string;
+  reason: string;
+}
+
+/** One tool call of a step, with its result. */
+export interface StepTool {
+  toolCallId: string;
+  name: string;
+  /** The arguments, as the model sent them. */
+  args: unknown;
+  /** The result as text; null while it has none. */
+  result: string | null;
+  /** The result was longer than the fold and is cut (`result_bytes` says how long). */
+  folded?: boolean;
+  /** The whole result's length in UTF-8 bytes. */
+  resultBytes: number;
+  /** The tool failed (its result is the error). */
+  isError?: boolean;
+}
+
+/** One model call of a turn: what it was asked, what it answered, which tools ran. */
+export interface StepView {
+  turn: number;
+  step: number;
+  startedAt: string | null;
+  /** Null while it has not ended. */
+  endedAt: string | null;
+  /** The model asked; null when not recorded. */
+  model: string | null;
+  /** Null when the model server sent none. */
+  usage: Usage | null;
+  /** The assistant text of this step (may be empty). */
+  text: string;
+  tools: StepTool[];
+  /** Abandoned attempts, first first. */
+  retries?: StepRetry[];
+  /** `tool-calls` (the model asked for tools), `answered`, or how the turn ended when it ended in this step (`aborted`, `error`, `interrupted`). */
+  endReason: string | null;
+  /** The digest of the request this step sent. */
+  requestSha256?: string;
 }
 
 /** Where the sessions are kept, and whether that store takes writes now. */
@@ -517,6 +737,19 @@ export interface TurnStartedParams {
   text: string;
 }
 
+/** One turn, with its steps. */
+export interface TurnView {
+  turn: number;
+  /** The user's message. */
+  input: string;
+  startedAt: string | null;
+  /** Null while the turn is open. */
+  endedAt: string | null;
+  /** completed, aborted, error, interrupted. */
+  endReason: string | null;
+  steps: StepView[];
+}
+
 /** Token usage over a turn's model calls. */
 export interface Usage {
   inputTokens: number;
@@ -543,6 +776,11 @@ export interface Requests {
   "agentAssist/history": { params: HistoryParams; result: HistoryResult };
   "agentAssist/status": { params: EmptyParams; result: StatusResult };
   "agentAssist/cancel": { params: CancelParams; result: CancelResult };
+  "agentAssist/inspect": { params: InspectParams; result: InspectResult };
+  "agentAssist/fileHistory": { params: FileHistoryParams; result: FileHistoryResult };
+  "agentAssist/fileVersion": { params: FileVersionParams; result: FileVersionResult };
+  "agentAssist/restoreFile": { params: RestoreFileParams; result: RestoreFileResult };
+  "agentAssist/stats": { params: StatsParams; result: StatsResult };
 }
 
 /** Each notification's params, by method. */
