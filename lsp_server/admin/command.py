@@ -72,6 +72,14 @@ def register(subparsers: Any) -> None:
 
     p = sub.add_parser("show", parents=[common, stored], help="print a session's transcript")
     p.add_argument("id", help="session id (or a unique prefix)")
+    p.add_argument(
+        "--steps",
+        action="store_true",
+        help="every step: times, model, usage, tool calls with their results (folded)",
+    )
+    p.add_argument(
+        "--fold", type=int, default=2000, metavar="BYTES", help="cut results longer (0: never)"
+    )
     p.set_defaults(func=lazy("show", "cmd_show"))
 
     p = sub.add_parser(
@@ -137,11 +145,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--all-projects", action="store_true", help="every project in the store")
     p.set_defaults(func=lazy("search", "cmd_reindex"))
 
+    from .lookback_commands import register_lookback
     from .migrate import register_migrate
     from .seed_import import register_import
 
     register_migrate(sub, common)
     register_import(sub, common)
+    register_lookback(sub, [common, stored])
 
     doctor = subparsers.add_parser(
         "doctor",
@@ -156,5 +166,18 @@ def register(subparsers: Any) -> None:
     doctor.add_argument(
         "--timeout", type=float, default=10.0, help="seconds for the model round trip"
     )
+    doctor.add_argument(
+        "--verify",
+        metavar="ID",
+        help="rebuild every request of session ID from the log and check it against the "
+        "digest recorded when it was sent (exit 1 naming each step that differs)",
+    )
     add_store_options(doctor)
-    doctor.set_defaults(func=lazy("doctor", "cmd_doctor"))
+    doctor.set_defaults(func=_doctor)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    """`doctor`, or `doctor --verify ID`."""
+    if getattr(args, "verify", None):
+        return lazy("request", "cmd_verify")(args)
+    return lazy("doctor", "cmd_doctor")(args)

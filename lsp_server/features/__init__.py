@@ -5,10 +5,13 @@ from __future__ import annotations
 from ..server import AgentAssistServer
 from .base import Feature, install
 from .chat import Chat
+from .file_history import FileHistory
 from .history import History
+from .inspect import Inspect
 from .lifecycle import Lifecycle
 from .session_commands import SessionCommands
 from .settings import LiveSettings
+from .stats import Stats
 from .store_watch import StoreWatch
 from .workspace_watch import WorkspaceWatch
 
@@ -20,6 +23,9 @@ FEATURES: list[type[Feature]] = [
     SessionCommands,
     WorkspaceWatch,
     StoreWatch,
+    Inspect,
+    FileHistory,
+    Stats,
 ]
 
 

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from . import lookback
+from .lookback import TurnView
 from .types import (
     CheckpointInfo,
     Persistence,
@@ -318,6 +320,7 @@ class HistoryParams(Params):
     """`agentAssist/history`: this or another session's transcript."""
 
     session_id: str | None = Field(default=None, pattern=SESSION_ID)
+    steps: bool = Field(default=False, description="Also the turns' steps (`turns`).")
 
 
 class HistoryResult(Wire):
@@ -325,6 +328,7 @@ class HistoryResult(Wire):
 
     session_id: str
     items: list[TranscriptItem]
+    turns: list[TurnView] | None = omitted("With `steps`: every turn and its steps.")
 
 
 class StatusResult(Wire):
@@ -380,6 +384,11 @@ REQUESTS: tuple[Request, ...] = (
     Request(HISTORY, HistoryParams, HistoryResult),
     Request(STATUS, EmptyParams, StatusResult),
     Request(CANCEL, CancelParams, CancelResult),
+    Request(lookback.INSPECT, lookback.InspectParams, lookback.InspectResult),
+    Request(lookback.FILE_HISTORY, lookback.FileHistoryParams, lookback.FileHistoryResult),
+    Request(lookback.FILE_VERSION, lookback.FileVersionParams, lookback.FileVersionResult),
+    Request(lookback.RESTORE_FILE, lookback.RestoreFileParams, lookback.RestoreFileResult),
+    Request(lookback.STATS, lookback.StatsParams, lookback.StatsResult),
 )
 
 BY_METHOD: dict[str, Request] = {r.method: r for r in REQUESTS}
