@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
-from . import acp, append, bounded, compaction, drift, resume, search, server, sessions
+from . import acp, append, bounded, compaction, drift, resume, search, server, sessions, timeline
 from .common import Mode, Result, fmt_s
 from .plot import write_plot
 
@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, Callable[[Mode], Result]] = {
     "sessions": sessions.run,
     "bounded": bounded.run,
     "acp": acp.run,
+    "timeline": timeline.run,
 }
 # name -> module with `run(mode, dsn)`, imported only when named (they need psycopg and a server)
 DATABASE_BENCHMARKS = {
