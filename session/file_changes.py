@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .paths import is_valid_session_id
 from .redaction import Redactor, is_secret_file_name
-from .storage import ensure_private_dir, fsync_dir
+from .storage import atomic_write_bytes, ensure_private_dir, fsync_dir
 
 if TYPE_CHECKING:
     from .store.layout import ProjectLayout
@@ -36,6 +35,8 @@ LARGE_WITHHELD = f"not kept: larger than {MAX_COPY_BYTES >> 20} MB"
 METADATA_WITHHELD = "metadata"  # a metadata-persistence session keeps no content
 SECRET_WITHHELD = "not kept: contains a secret"  # noqa: S105 - a reason (as checkpoints')
 SECRET_FILE_WITHHELD = "not kept: its name marks a file of secrets"  # noqa: S105
+PARTIAL = b"partial"  # a refs file's line: the log before it was not read
+SEED_SCAN_BYTES = 4 << 20  # a longer log is not read on the turn's path (the collector does)
 REFS_FILE = "files.refs"  # checkpoints/<id>/files.refs: the blobs the session's log names
 CHANGE_EVENTS = {"tool/result": "files", "session/rewind": "files", "workspace/drift": "changes"}
 
@@ -166,33 +167,44 @@ def make_durable(path: Path) -> None:
     fsync_dir(path.parent)
 
 
-def read_refs(directory: Path) -> set[str] | None:
-    """Return the digests of `<dir>/files.refs`, or None if there is none."""
+def read_refs(directory: Path) -> tuple[set[str], bool] | None:
+    """Return the digests of `<dir>/files.refs` and whether they are all the log's.
+
+    None: there is no such file. Not all: started beside a long log it did not read.
+    """
     try:
         fd = os.open(directory / REFS_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     except OSError:
-        return set()
+        return set(), False
     with os.fdopen(fd, "rb") as fh:
-        return {line.decode("ascii", "replace") for line in fh.read().split() if len(line) == 64}
+        lines = fh.read().split()
+    found = {line.decode("ascii", "replace") for line in lines if len(line) == 64}
+    return found, PARTIAL not in lines
 
 
 def append_refs(directory: Path, digests: Iterable[str], *, seed: Path | None = None) -> None:
-    """Add `digests` to `<dir>/files.refs` (unsynced); a new file starts from `seed`'s log.
+    """Add `digests` to `<dir>/files.refs` (unsynced); a new one starts from `seed`'s log.
 
-    Lost in a power cut only if the event naming them was too (or the blob costs a diff).
+    A long log is not read on the turn's path: the file says it is partial, and the
+    collector completes it. Lost in a power cut, a line costs that blob's diff.
     """
     wanted = list(digests)
-    new = not os.path.lexists(directory / REFS_FILE)
-    if new and seed is not None:
-        wanted = sorted(log_digests(seed).union(wanted))
-    if not wanted and not new:
-        return
+    lines = [d.encode("ascii") for d in wanted]
+    if seed is not None and not os.path.lexists(directory / REFS_FILE):
+        try:
+            size = os.stat(seed).st_size
+        except OSError:
+            size = 0
+        if size > SEED_SCAN_BYTES:
+            lines.insert(0, PARTIAL)
+        else:
+            lines = [d.encode("ascii") for d in sorted(log_digests(seed).union(wanted))]
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(directory / REFS_FILE, flags, 0o600)
     try:
-        os.write(fd, "".join(f"{d}\n" for d in wanted).encode("ascii"))
+        os.write(fd, b"".join(line + b"\n" for line in lines))
     finally:
         os.close(fd)
 
@@ -200,22 +212,25 @@ def append_refs(directory: Path, digests: Iterable[str], *, seed: Path | None = 
 def log_referenced(layout: ProjectLayout) -> set[str]:
     """Return the blobs a local project's logs name in `FileChange`s (the collector's lock held).
 
-    From each session's `files.refs`; one never written (a fork, a migrated log) is built
-    from its log first.
+    From each session's `files.refs`; one missing or partial (a fork, a migrated log, one
+    older than it) is made whole from the log, once (and kept, empty too, so the next
+    collection reads no log twice).
     """
     referenced: set[str] = set()
-    sessions = set(layout.session_ids())
     checkpoints = layout.checkpoints_dir
-    if checkpoints.is_dir() and not checkpoints.is_symlink():
-        sessions.update(e.name for e in os.scandir(checkpoints) if is_valid_session_id(e.name))
-    for session_id in sessions:
+    for session_id in set(layout.session_ids()):  # a deleted session's stale refs: ignored
         directory = checkpoints / session_id
-        refs = read_refs(directory)
-        if refs is None:
-            refs = log_digests(layout.log_path(session_id))
-            if refs:
-                ensure_private_dir(checkpoints)
-                ensure_private_dir(directory)
-                append_refs(directory, refs)
+        known = read_refs(directory)
+        refs, whole = known if known is not None else (set(), False)
+        if not whole:
+            log = layout.log_path(session_id)
+            refs |= log_digests(log)
+            if not log.exists():  # no log (yet, or any more): nothing to remember
+                referenced |= refs
+                continue
+            ensure_private_dir(checkpoints)
+            ensure_private_dir(directory)
+            payload = "".join(f"{d}\n" for d in sorted(refs)).encode("ascii")
+            atomic_write_bytes(directory / REFS_FILE, payload, durable=False)
         referenced |= refs
     return referenced

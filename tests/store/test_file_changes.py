@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from engine.model.tools import EditOutcome, ToolDeps, write_file
+from session import file_changes
 from session.deletion import delete_unless_in_use
 from session.file_changes import METADATA_WITHHELD
 from session.lifecycle import SessionLifecycle
@@ -256,3 +257,29 @@ async def test_recording_adds_no_fsync_and_a_checkpoint_makes_its_copy_durable(
     blob = str(store.checkpoint_store().blob_path(sha(V1)))
     assert blob in synced
     lifecycle.close()
+
+
+def test_refs_started_beside_a_long_log_are_completed_by_the_collector(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session's first kept change does not read a long log: the collector does, once."""
+    if backend.kind != "local":
+        pytest.skip("the local store's files.refs (PostgreSQL reads the events)")
+    monkeypatch.setattr(file_changes, "SEED_SCAN_BYTES", 0)  # every log is "long"
+    store = backend.store
+    old, new = b"named before the refs\n", b"named with them\n"
+    store.put_blob(old)
+    session = store.create_session(instance_id="x")
+    step: dict[str, Any] = {"turn": 1, "step": 1}
+    session.append("turn/start", {"input": "x"}, turn=1)
+    files = [change("a.md", None, old)]
+    session.append("tool/result", {"tool_call_id": "a", "name": "w", "files": files}, **step)
+    blobs = store.checkpoint_store()
+    with blobs.keeping(session.session_id, [new]):
+        files = [change("a.md", old, new)]
+        session.append("tool/result", {"tool_call_id": "b", "name": "w", "files": files}, **step)
+    refs_dir = store.checkpoints_dir / session.session_id  # type: ignore[attr-defined]
+    assert file_changes.read_refs(refs_dir) == ({sha(new)}, False)
+    assert blobs.collect_garbage() == []
+    assert file_changes.read_refs(refs_dir) == ({sha(old), sha(new)}, True)
+    session.close()
