@@ -125,3 +125,48 @@ async def test_every_request_rebuilt_from_the_log_matches_what_was_sent(
     recorded = {e.data.request_sha256 for e in events if e.type == "step/start"}
     assert recorded - {None} <= received(fake)
     await editor.stop()
+
+
+async def test_requests_changed_for_the_server_are_proved_too(
+    make_editor, workspace: Path, home: Path
+) -> None:
+    """Window healing (a read cut to fit), llama-cpp's overflow (empty, then in one piece),
+    `content: ""` for a tool call, a turn asked in one piece, and no tools."""
+    notes = "".join(f"Note {n}: the reply templates live under templates/.\n" for n in range(400))
+    (workspace / "notes.md").write_text(notes)
+    (workspace / "small.md").write_text("small\n")
+    big = {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.md"}}]}
+    small = {"tool_calls": [{"name": "read_file", "arguments": {"path": "small.md"}}]}
+    with FakeOpenAI(context_window=2048, overflow="llama-cpp") as model:
+        model.add(big, "The notes say where the templates live.")
+        options = {"model": {"name": "test-model", "apiKey": "sk-x", "baseUrl": model.base_url}}
+        editor: Editor = make_editor(options={"instanceId": "proof2", **options})
+        await editor.start()
+        await editor.ready()
+        reply = await editor.request("agentAssist/chat", {"text": "what do the notes say?"})
+        assert reply["endReason"] == "completed"
+        session_id = reply["sessionId"]
+        model.null_content = "llama-server"
+        model.add(small, "Small.", "after blank text")
+        await editor.request("agentAssist/chat", {"text": "read small.md"})
+        await editor.request("agentAssist/chat", {"text": "and then?"})
+        model.null_content = None
+        model.tool_streams = False
+        model.add(small, "Read in one piece.")
+        await editor.request("agentAssist/chat", {"text": "read small.md again"})
+        model.tool_streams = True
+        model.no_tools = "vllm"
+        model.add("without tools")
+        last = await editor.request("agentAssist/chat", {"text": "no tools now"})
+        assert last["text"] == "without tools"
+        events = stored(workspace, home).read_events(session_id).events
+        kinds = [e.data.kind for e in events if e.type == "step/retry"]
+        assert {"overflow", "null-content", "empty", "no-tools"} <= set(kinds), kinds
+        assert await verified(workspace, home, session_id) == []
+        facts = [e.data.request for e in events if e.type == "step/start" and e.data.request]
+        assert any(f.get("blank_tool_text") for f in facts)
+        assert any(f.get("tools") is False for f in facts)
+        assert any(f.get("stream") is False for f in facts)
+        recorded = {e.data.request_sha256 for e in events if e.type == "step/start"}
+        assert recorded - {None} <= received(model)
+        await editor.stop()
