@@ -56,6 +56,7 @@ def _heading(change: Any) -> str:
 
 def cmd_file_history(args: argparse.Namespace) -> int:
     """`sessions file-history PATH`."""
+    from session.storage import StorageError
     from session.timeline import TimelinePathError, file_history
     from session.timeline.index import TimelineError
 
@@ -71,8 +72,10 @@ def cmd_file_history(args: argparse.Namespace) -> int:
             )
         except TimelinePathError as exc:
             raise UsageError(str(exc)) from None
-        except TimelineError as exc:
+        except (TimelineError, StorageError) as exc:
             raise ProblemError(str(exc)) from None
+        except OSError as exc:
+            raise ProblemError(f"the file history is unavailable: {exc}") from None
     if args.json:
         changes = [change_json(c) for c in found.changes]
         if args.no_diff:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..events import EVENT_ADAPTER
+from .index import TimelineError
 from .project import TYPES, ChangeRow, Cursor, project
 
 if TYPE_CHECKING:
@@ -34,14 +35,20 @@ def database_changes(
     store: PgSessionStore, path: str, since: datetime | None, until: datetime | None
 ) -> tuple[list[ChangeRow], dict[str, str | None]]:
     """Return the changes of `path` (newest first) and the titles of the project's sessions."""
+    import psycopg
     from psycopg.types.json import Jsonb
 
     from ..pg.query import q
 
     pg = store.pg
     params = {"project": store.project, "types": sorted(TYPES), "named": Jsonb([{"path": path}])}
-    with pg.connection() as conn:
-        rows = conn.execute(q(pg.schema, _EVENTS), params).fetchall()
+    try:
+        with pg.connection() as conn:
+            rows = conn.execute(q(pg.schema, _EVENTS), params).fetchall()
+    except psycopg.Error as exc:  # (an unreachable database is the store's own error)
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise TimelineError(f"the database could not be read: {first}") from None
+
     found: list[ChangeRow] = []
     titles: dict[str, str | None] = {}
     batch: list[object] = []

@@ -89,13 +89,17 @@ def _rows(
 
         rows, titles = database_changes(store, path, since, until)
         return rows, lambda ids: {i: titles.get(i) for i in ids}
-    from .index import TimelineIndex
+    import sqlite3
 
-    index = TimelineIndex.for_project(store)
-    index.catch_up(store)
-    found = list(index.changes(path, since, until))
-    titles = index.titles({r.session_id for r in found})
-    index.close()
+    from .index import TimelineError, TimelineIndex
+
+    with TimelineIndex.for_project(store) as index:
+        index.catch_up(store)
+        try:
+            found = list(index.changes(path, since, until))
+            titles = index.titles({r.session_id for r in found})
+        except sqlite3.Error as exc:
+            raise TimelineError(f"the file-history index failed: {exc}") from None
     return found, lambda ids: {i: titles.get(i) for i in ids}
 
 
