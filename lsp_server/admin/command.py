@@ -151,7 +151,7 @@ def register(subparsers: Any) -> None:
 
     register_migrate(sub, common)
     register_import(sub, common)
-    register_lookback(sub, [common, stored])
+    register_lookback(sub, [common, stored], lazy)
 
     doctor = subparsers.add_parser(
         "doctor",

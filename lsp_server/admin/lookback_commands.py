@@ -7,15 +7,19 @@ command runs (`command.lazy`).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
+
+Lazy = Callable[[str, str], Callable[[argparse.Namespace], int]]
 
 WHEN = "an ISO date or time, a duration ago (30m, 12h, 1d, 2w), today or yesterday"
 
 
-def register_lookback(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    """Add `sessions file-history`, `sessions request` and `sessions stats`."""
-    from .command import lazy
+def register_lookback(sub: Any, parents: list[argparse.ArgumentParser], lazy: Lazy) -> None:
+    """Add `sessions file-history`, `sessions request` and `sessions stats`.
 
+    `lazy`: `command.lazy` (passed in: this module is imported by `command`).
+    """
     p = sub.add_parser(
         "file-history",
         parents=parents,
