@@ -25,7 +25,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
-from . import acp, append, bounded, compaction, drift, resume, search, server, sessions, timeline
+from . import (
+    acp,
+    append,
+    bounded,
+    compaction,
+    drift,
+    file_changes,
+    resume,
+    search,
+    server,
+    sessions,
+    timeline,
+)
 from .common import Mode, Result, fmt_s
 from .plot import write_plot
 
@@ -40,6 +52,7 @@ BENCHMARKS: dict[str, Callable[[Mode], Result]] = {
     "bounded": bounded.run,
     "acp": acp.run,
     "timeline": timeline.run,
+    "file_changes": file_changes.run,
 }
 # name -> module with `run(mode, dsn)`, imported only when named (they need psycopg and a server)
 DATABASE_BENCHMARKS = {
