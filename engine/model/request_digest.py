@@ -71,7 +71,7 @@ def step_proof(
 ) -> dict[str, Any]:
     """Return what a step records to prove its request: the digest and how to rebuild it."""
     body = runner.sent.take()
-    if body is None:  # the request never reached the transport
+    if body is None or lifecycle.redactor.metadata_only:  # not sent; content not kept
         return {}
     try:
         sha = digest(canonical(body, lifecycle.redactor))

@@ -11,7 +11,7 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING
 
-from .output import write_json
+from .output import counted, write_json
 from .running import OK, PROBLEM, ProblemError, UsageError
 from .targets import project_store, resolve_session
 
@@ -73,17 +73,26 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return out
 
     results = asyncio.run(run_all())
+    differ = [(t, s, p) for t, s, p, matches in results if not matches]
+    if getattr(args, "json", False):
+        write_json(
+            {
+                "session": session_id,
+                "requests": len(results),
+                "differ": [{"turn": t, "step": s, "problem": p} for t, s, p in differ],
+            }
+        )
+        return PROBLEM if differ else OK
     lines = [
-        f"turn {turn} step {step}: {problem or 'the rebuilt request differs from the one sent'}"
-        for turn, step, problem, matches in results
-        if not matches
+        f"turn {t} step {s}: {p or 'the rebuilt request differs from the one sent'}"
+        for t, s, p in differ
     ]
-    total = len(results)
-    if not total:
+    total = counted(len(results), "request")
+    if not results:
         lines.append(f"session {session_id}: no request with a recorded digest")
-    elif lines:
-        lines.append(f"session {session_id}: {len(lines)} of {total} requests do not match")
+    elif differ:
+        lines.append(f"session {session_id}: {len(differ)} of {total} do not match")
     else:
-        lines.append(f"session {session_id}: all {total} requests match the digests recorded")
+        lines.append(f"session {session_id}: {total}, each matching the digest recorded")
     sys.stdout.write("\n".join(lines) + "\n")
-    return PROBLEM if total and len(lines) > 1 else OK
+    return PROBLEM if differ else OK

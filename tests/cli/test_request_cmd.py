@@ -91,7 +91,7 @@ def test_a_request_is_rebuilt_redacted_and_every_one_verified(
 
     verified = run_cli("doctor", "--verify", session_id, *where, env=env)
     assert verified.returncode == 0, verified.stdout + verified.stderr
-    assert f"session {session_id}: all 4 requests match" in verified.stdout  # 1 + 2 + a retry
+    assert f"session {session_id}: 4 requests, each matching" in verified.stdout  # 1 + 2 + retry
 
     missing = run_cli("sessions", "request", session_id, "--turn", "9", *where, env=env)
     assert missing.returncode == 1
@@ -118,6 +118,12 @@ def test_a_tampered_message_fails_verify_naming_its_step(
     lines = out.stdout.splitlines()
     assert lines[0].startswith("turn 2 step 1: ")
     assert lines[-1] == f"session {session_id}: 1 of 2 requests do not match"
+    as_json = run_cli("doctor", "--verify", session_id, "--json", *where, env=env)
+    assert as_json.returncode == 1
+    report = json.loads(as_json.stdout)
+    assert report["requests"] == 2 and [(d["turn"], d["step"]) for d in report["differ"]] == [
+        (2, 1)
+    ]
     one = run_cli("sessions", "request", session_id, "--turn", "2", *where, env=env)
     assert one.returncode == 1 and not json.loads(one.stdout)["matches"]
     assert "turn 2 step 1: the rebuilt request differs" in one.stderr
