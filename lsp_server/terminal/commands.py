@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import protocol as proto
 from ..admin.table import quoted
 from ..client import LspError
+from .file_history import file_history
 from .render import markdown, short_time, table
 from .search import search
 from .steps import show_steps
@@ -33,6 +34,10 @@ HELP = [
     ("/sessions", "list this project's sessions"),
     ("/open <id>", "switch to another session of this project"),
     ("/history [--steps]", "print this session's transcript (--steps: each model call)"),
+    (
+        "/file-history PATH [--line TEXT]",
+        "every recorded change of a file, newest first, with its diff (--since, --until)",
+    ),
     ("/status", "session, model and drift status"),
     ("/withdraw", "take the messages queued while a reply runs back into the input line"),
     ("/clear", "clear the screen"),
@@ -306,6 +311,7 @@ COMMANDS: dict[str, SlashCommand] = {
     "sessions": list_sessions,
     "open": open_session,
     "history": history,
+    "file-history": file_history,
     "status": status,
     "help": show_help,
 }
