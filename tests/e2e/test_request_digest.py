@@ -170,3 +170,30 @@ async def test_requests_changed_for_the_server_are_proved_too(
         recorded = {e.data.request_sha256 for e in events if e.type == "step/start"}
         assert recorded - {None} <= received(model)
         await editor.stop()
+
+
+async def test_a_prompt_the_server_cut_silently_is_proved_when_asked_again(
+    make_editor, workspace: Path, home: Path
+) -> None:
+    """Ollama past its window: the answer is dropped, the session compacted, the turn resent."""
+    summary = {
+        "tool_calls": [
+            {
+                "name": "final_result",
+                "arguments": {"summary": "The user asked two long questions.", "decisions": []},
+            }
+        ]
+    }
+    with FakeOpenAI(context_window=2048, overflow="ollama") as model:
+        model.add("answer 1", "answer 2", "answer 3 (from a cut prompt)", summary, "answer 3")
+        options = {"model": {"name": "test-model", "apiKey": "sk-x", "baseUrl": model.base_url}}
+        editor: Editor = make_editor(options={"instanceId": "proof3", **options})
+        await editor.start()
+        await editor.ready()
+        for n in (1, 2, 3):
+            reply = await editor.request("agentAssist/chat", {"text": f"q{n} " + "x" * 3000})
+        assert reply["text"] == "answer 3"
+        events = stored(workspace, home).read_events(reply["sessionId"]).events
+        assert [e.data.kind for e in events if e.type == "step/retry"] == ["truncated"]
+        assert await verified(workspace, home, reply["sessionId"]) == []
+        await editor.stop()
