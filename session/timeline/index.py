@@ -217,9 +217,13 @@ class TimelineIndex:
     def titles(self, session_ids: set[str]) -> dict[str, str | None]:
         """Return the sessions' titles (their first message, as the listing shows it)."""
         found: dict[str, str | None] = {}
-        for session_id, cursor in self._connection().execute("SELECT session_id, cursor FROM logs"):
-            if session_id in session_ids:
-                found[session_id] = orjson.loads(cursor).get("title") if cursor else None
+        conn = self._connection()
+        for session_id in session_ids:
+            row = conn.execute("SELECT cursor FROM logs WHERE session_id = ?", (session_id,))
+            cursor = row.fetchone()
+            found[session_id] = (
+                orjson.loads(cursor[0]).get("title") if cursor and cursor[0] else None
+            )
         return found
 
 

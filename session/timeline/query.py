@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -80,15 +81,20 @@ def workspace_path(root: Path, path: str) -> str:
     return clean
 
 
+@contextmanager
 def _rows(
     store: Any, path: str, since: datetime | None, until: datetime | None
-) -> tuple[Iterable[ChangeRow], Callable[[set[str]], dict[str, str | None]]]:
-    """Return the store's change rows of `path` (newest first) and a title lookup."""
+) -> Iterator[tuple[Iterable[ChangeRow], Callable[[set[str]], dict[str, str | None]]]]:
+    """Yield the store's change rows of `path`, newest first, and a title lookup.
+
+    The local index is caught up first, and read as the caller iterates.
+    """
     if getattr(store, "pg", None) is not None:
         from .pg import database_changes
 
         rows, titles = database_changes(store, path, since, until)
-        return rows, lambda ids: {i: titles.get(i) for i in ids}
+        yield rows, lambda ids: {i: titles.get(i) for i in ids}
+        return
     import sqlite3
 
     from .index import TimelineError, TimelineIndex
@@ -96,11 +102,9 @@ def _rows(
     with TimelineIndex.for_project(store) as index:
         index.catch_up(store)
         try:
-            found = list(index.changes(path, since, until))
-            titles = index.titles({r.session_id for r in found})
+            yield index.changes(path, since, until), index.titles
         except sqlite3.Error as exc:
             raise TimelineError(f"the file-history index failed: {exc}") from None
-    return found, lambda ids: {i: titles.get(i) for i in ids}
 
 
 def file_history(
@@ -115,18 +119,21 @@ def file_history(
 ) -> History:
     """Return the changes of `path` across the project's sessions, newest first."""
     relative = workspace_path(root, path)
-    rows, titles = _rows(store, relative, since, until)
     picked: list[tuple[ChangeRow, str | None, str | None]] = []
     truncated = False
-    for row in rows:
-        diff, reason = change_diff(store.read_blob, row)
-        if line is not None and (diff is None or not touches(diff, line)):
-            continue
-        if len(picked) == limit:
-            truncated = True
-            break
-        picked.append((row, diff, reason))
-    names = titles({row.session_id for row, _, _ in picked})
+    with _rows(store, relative, since, until) as (rows, titles):
+        for row in rows:
+            if len(picked) == limit and line is None:
+                truncated = True
+                break
+            diff, reason = change_diff(store.read_blob, row)
+            if line is not None and (diff is None or not touches(diff, line)):
+                continue
+            if len(picked) == limit:
+                truncated = True
+                break
+            picked.append((row, diff, reason))
+        names = titles({row.session_id for row, _, _ in picked})
     changes = [
         Change(
             session_id=row.session_id,
@@ -164,15 +171,15 @@ def file_version(
 ) -> Version:
     """Return the content of `path` before or after one change (a step's first and last)."""
     relative = workspace_path(root, path)
-    rows, _ = _rows(store, relative, None, None)
-    mine = [
-        r
-        for r in rows
-        if r.session_id == session_id
-        and (turn is None or r.turn == turn)
-        and (step is None or r.step == step)
-        and (ts is None or r.ts == ts)
-    ]
+    with _rows(store, relative, None, None) as (rows, _):
+        mine = [
+            r
+            for r in rows
+            if r.session_id == session_id
+            and (turn is None or r.turn == turn)
+            and (step is None or r.step == step)
+            and (ts is None or r.ts == ts)
+        ]
     if not mine:
         raise ChangeNotFoundError(
             f"no recorded change of {relative} in session {session_id}"
