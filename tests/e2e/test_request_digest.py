@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pygls.exceptions import JsonRpcException
 
 from engine.model.request_digest import canonical, digest
 from engine.model.request_rebuild import proved_steps, rebuild
@@ -93,6 +94,10 @@ async def test_every_request_rebuilt_from_the_log_matches_what_was_sent(
     assert recorded <= received(fake)  # each digest is of a body the server received
     assert SECRET not in json.dumps([e.model_dump(mode="json") for e in events])
 
+    # A turn that fails (its partial text kept), then one that does not.
+    fake.add({"cut": "first try "}, {"cut": "second try "}, {"cut": "third try, also cut"})
+    with pytest.raises(JsonRpcException):
+        await editor.request("agentAssist/chat", {"text": "cut thrice"})
     # An empty stream, asked again in one piece; a compaction; a rewind to a checkpoint.
     fake.add({"empty": True}, "in one piece")
     await editor.request("agentAssist/chat", {"text": "empty first"})
