@@ -272,6 +272,7 @@ def test_save_and_completion(first: dict[str, Any], project: Project) -> None:
         "status",
         "dismiss",
         "withdraw",
+        "filehistory",
     }
     assert first["complete_checkpoints"] == ["1", "2"]
     assert first["complete_sessions"] == [session_id]

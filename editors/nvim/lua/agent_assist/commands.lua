@@ -424,6 +424,9 @@ M.subcommands = {
   withdraw = function()
     chat().withdraw()
   end,
+  filehistory = function(args)
+    require("agent_assist.filehistory").run(args)
+  end,
 }
 
 M.names = vim.tbl_keys(M.subcommands)
@@ -450,7 +453,7 @@ local function matching(candidates, prefix)
   end, candidates)
 end
 
---- Completion of subcommands, checkpoint numbers and session ids.
+--- Completion of subcommands, checkpoint numbers, session ids and filehistory's files.
 ---@param arglead string
 ---@param cmdline string
 ---@return string[]
@@ -478,6 +481,8 @@ function M.complete(arglead, cmdline, _)
       table.insert(ids, s.sessionId)
     end
     return matching(ids, arglead)
+  elseif sub == "filehistory" then
+    return vim.list_extend(matching({ "restore" }, arglead), vim.fn.getcompletion(arglead, "file"))
   end
   return {}
 end

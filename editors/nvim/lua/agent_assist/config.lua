@@ -24,6 +24,7 @@
 ---@field open_file string|false  session header: open the changed file on the line ("What I remember": toggle its fold)
 ---@field diff string|false       session header: diff the changed file on the line against its checkpoint copy
 ---@field dismiss string|false    chat buffer: dismiss the session header
+---@field restore string|false    a file-history diff: restore the file as it was before the change
 
 ---@class agent_assist.FloatOptions
 ---@field width number  fraction of the editor width (0-1) or columns
@@ -68,6 +69,7 @@ M.defaults = {
     open_file = "<CR>",
     diff = "gd",
     dismiss = "dh",
+    restore = "gR",
   },
   layout = "vsplit",
   float = { width = 0.8, height = 0.8, border = "rounded" },
