@@ -59,6 +59,7 @@ DATABASE_BENCHMARKS = {
     "pg_store": "bench.pg_store",
     "pg_search": "bench.pg_search",
     "pg_spool": "bench.pg_spool",
+    "pg_file_changes": "bench.pg_file_changes",
 }
 README = Path(__file__).with_name("README.md")
 PLOT = README.with_name("results.png")

@@ -7,8 +7,10 @@ that cannot keep the blobs costs the diffs, never the event.
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,23 +25,41 @@ DRIFT_COPIES = 32  # a drift keeps the content of at most this many files (the f
 DRIFT_COPY_BYTES = 4 << 20  # and reads at most about this much
 TOO_MANY_WITHHELD = f"not kept: more than {DRIFT_COPIES} files (or 4 MB) changed at once"
 
+logger = logging.getLogger(__name__)
 Keep = Callable[[list[bytes]], AbstractContextManager[None]]
 
 
 @contextmanager
 def recording(keep: Keep, changes: list[PendingChange]) -> Iterator[list[dict[str, Any]]]:
-    """Keep the changes' contents as blobs; yield their records for the event appended inside."""
+    """Keep the changes' contents as blobs; yield their records for the event appended inside.
+
+    A store that fails to keep them before the event says so in `withheld`; one that fails
+    after it (PostgreSQL writes them once the event is in) costs those diffs, not the turn.
+    """
     records = [change.record() for change in changes]
-    with ExitStack() as stack:
-        contents = contents_of(changes)
-        if contents:
-            try:
-                stack.enter_context(keep(contents))
-            except (StorageError, SessionError, OSError) as exc:
-                why = f"not kept: {exc}".splitlines()[0][:200]
-                for record in records:
-                    record["withheld"] = record["withheld"] or why
+    contents = contents_of(changes)
+    if not contents:
         yield records
+        return
+    kept = keep(contents)
+    try:
+        kept.__enter__()
+    except (StorageError, SessionError, OSError) as exc:
+        why = f"not kept: {exc}".splitlines()[0][:200]
+        for record in records:
+            record["withheld"] = record["withheld"] or why
+        yield records
+        return
+    try:
+        yield records
+    except BaseException:
+        if not kept.__exit__(*sys.exc_info()):
+            raise
+    else:
+        try:
+            kept.__exit__(None, None, None)
+        except (StorageError, SessionError, OSError) as exc:
+            logger.warning("file change contents not kept: %s", exc)
 
 
 def drift_changes(

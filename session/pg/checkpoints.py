@@ -19,7 +19,7 @@ from ..checkpoints import CheckpointRecord, CheckpointStore, withhold_reason
 from ..errors import SessionError
 from ..redaction import Redactor
 from ..workspace.files import read_workspace_file
-from .blobs import hold_blobs
+from .blobs import hold_blobs, put_blob
 from .query import Conn, q
 from .store import CheckpointWriter, PgStore
 
@@ -58,6 +58,7 @@ class PgCheckpointStore(CheckpointStore):
         self.pg = pg
         self.workspace_root = workspace_root
         self._writer: CheckpointWriter | None = None  # inside `create`
+        self._written: set[str] = set()  # the file changes' blobs written by `keeping`
 
     def store_blob(
         self, root: Path, relative: str, digest: str, redactor: Redactor | None = None
@@ -89,23 +90,32 @@ class PgCheckpointStore(CheckpointStore):
 
     @contextmanager
     def keeping(self, session_id: str, contents: list[bytes]) -> Iterator[None]:
-        """Keep a step's file contents as blobs; the event naming them is appended inside.
+        """Keep a step's file contents as blobs, once the event naming them is appended.
 
-        The blobs' transaction holds the blob lock shared until the event is committed,
-        so the collector (which reads the events) never sees a blob without its event.
+        In that order no lock is needed: a collection that started before the event saw
+        neither (the blob is not there to delete), one after sees the event. Written in one
+        pipelined transaction without a WAL flush (the next durable point flushes it); the
+        contents this store already wrote (the last write's after is the next one's before)
+        are not sent again.
         """
-        if not contents:
-            yield
+        yield
+        fresh = {hashlib.sha256(d).hexdigest(): d for d in contents}
+        fresh = {k: v for k, v in fresh.items() if k not in self._written}
+        if not fresh:
             return
-        with self.pg.checkpoint_writing() as writer:
-            # No WAL flush on the turn's path: the next durable point flushes it.
-            writer.conn.execute("SET LOCAL synchronous_commit = off")
-            for data in contents:
-                writer.put_blob(data)
-            yield
+        if reason := self.pg.read_only_reason:
+            raise SessionError(reason)
+        with self.pg.connection() as conn, conn.transaction(), conn.pipeline():
+            conn.execute("SET LOCAL synchronous_commit = off")
+            for data in fresh.values():
+                put_blob(conn, self.pg.schema, data)
+        if len(self._written) > 4096:
+            self._written.clear()
+        self._written.update(fresh)
 
     def collect_garbage(self) -> list[object]:
         """Delete the blobs no checkpoint and no event keeps, whatever their age."""
+        self._written.clear()  # a session of ours may have gone: its blobs with it
         return list(self.pg._write(collect_unreferenced))
 
     def has_blob(self, digest: str) -> bool:
