@@ -3,6 +3,8 @@ import * as vscode from "vscode";
 import { ChatController } from "./common/chat";
 import { CHECKPOINT_SCHEME, CheckpointDocuments } from "./common/checkpointDocuments";
 import { SessionCommands } from "./common/commands";
+import { FileHistoryCommands, INSPECT_SCHEME, InspectDocuments } from "./common/fileHistory";
+import { VERSION_SCHEME, VersionDocuments } from "./common/fileVersions";
 import { showDrift } from "./common/drift";
 import { DraftStore } from "./common/draft";
 import { insertAtCursor } from "./common/insert";
@@ -33,6 +35,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const navigation = new ViewNavigation(agent, post, log);
   const commands = new SessionCommands(agent, () => void navigation.refresh());
   const draft = new DraftStore(context.workspaceState);
+  const fileHistory = new FileHistoryCommands(agent);
 
   const onMessage = (message: WebviewMessage): void => {
     switch (message.type) {
@@ -90,6 +93,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       case "draft":
         draft.set(message.text);
         break;
+      case "loadSteps":
+        void navigation.steps();
+        break;
     }
   };
   const view = new ChatViewProvider(context.extensionUri, onMessage);
@@ -102,6 +108,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     chat,
     vscode.window.registerWebviewViewProvider(VIEW_ID, view, { webviewOptions: { retainContextWhenHidden: false } }),
     vscode.workspace.registerTextDocumentContentProvider(CHECKPOINT_SCHEME, new CheckpointDocuments(agent, log)),
+    vscode.workspace.registerTextDocumentContentProvider(VERSION_SCHEME, new VersionDocuments(agent, log)),
+    vscode.workspace.registerTextDocumentContentProvider(INSPECT_SCHEME, new InspectDocuments(agent)),
     agent.onSessionChanged.event(() => {
       void resume.refresh();
       void navigation.refresh();
@@ -125,6 +133,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
     vscode.commands.registerCommand("agentAssist.restartServer", () => agent.restart()),
+    vscode.commands.registerCommand(
+      "agentAssist.fileHistory",
+      (resource?: vscode.Uri) => SessionCommands.guarded(() => fileHistory.fileHistory(resource))(),
+    ),
     // The other settings reach the running server through workspace/didChangeConfiguration.
     // Those it reads at start are sent as it started (liveOptions), so this is the one message.
     vscode.workspace.onDidChangeConfiguration((e) => {

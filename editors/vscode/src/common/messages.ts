@@ -19,8 +19,13 @@ import type {
   ResumeResult,
   SearchHit,
   SessionInfo,
+  StepRetry,
+  StepTool,
+  StepView,
   TranscriptItem,
   TranscriptRole,
+  TurnView,
+  Usage,
 } from "./protocol";
 
 /** Webview → extension. */
@@ -44,7 +49,9 @@ export type WebviewMessage =
   | { type: "restore"; number: number }
   | { type: "search"; query: string }
   /** The unsent message changed (kept by the host across reloads). */
-  | { type: "draft"; text: string };
+  | { type: "draft"; text: string }
+  /** The steps of this session's turns (a turn's steps toggle was opened). */
+  | { type: "loadSteps" };
 
 /** Commands the webview's toolbar may trigger. */
 export type ViewCommand = "newSession" | "saveSession" | "listSessions" | "searchSessions" | "checkpoints";
@@ -86,7 +93,9 @@ export type HostMessage =
   /** The unsent message the host kept, for a view that lost its own state. */
   | { type: "draft"; text: string }
   /** Waiting messages taken back: their texts go back into the input. */
-  | { type: "withdrawn"; texts: string[] };
+  | { type: "withdrawn"; texts: string[] }
+  /** Each turn of the session with its steps (`history {steps: true}`); `error` when it could not be read. */
+  | { type: "steps"; sessionId: string; turns: TurnView[]; error?: string };
 
 const isId = (value: unknown): value is string => typeof value === "string" && value !== "";
 const isCheckpointNumber = (value: unknown): value is number => Number.isInteger(value) && Number(value) >= 1;
@@ -103,6 +112,7 @@ export function parseWebviewMessage(value: unknown): WebviewMessage | undefined 
     case "withdraw":
     case "listSessions":
     case "moreSessions":
+    case "loadSteps":
       return { type };
     case "send":
       return typeof value.text === "string" && value.text.trim() !== "" ? { type, text: value.text } : undefined;
@@ -211,6 +221,50 @@ export const isSearchHit: Guard<SearchHit> = isObject({
   ts: isNullable(isString),
 });
 
+const isUnknown: Guard<unknown> = (value): value is unknown => value !== undefined;
+
+export const isUsage: Guard<Usage> = isObject({
+  inputTokens: isNumber,
+  outputTokens: isNumber,
+  requests: isNumber,
+  estimated: isOptional(isBoolean),
+});
+
+export const isStepTool: Guard<StepTool> = isObject({
+  toolCallId: isString,
+  name: isString,
+  args: isUnknown,
+  result: isNullable(isString),
+  folded: isOptional(isBoolean),
+  resultBytes: isNumber,
+  isError: isOptional(isBoolean),
+});
+
+const isStepRetry: Guard<StepRetry> = isObject({ attempt: isNumber, kind: isString, reason: isString });
+
+export const isStepView: Guard<StepView> = isObject({
+  turn: isNumber,
+  step: isNumber,
+  startedAt: isNullable(isString),
+  endedAt: isNullable(isString),
+  model: isNullable(isString),
+  usage: isNullable(isUsage),
+  text: isString,
+  tools: isArrayOf(isStepTool),
+  retries: isOptional(isArrayOf(isStepRetry)),
+  endReason: isNullable(isString),
+  requestSha256: isOptional(isString),
+});
+
+export const isTurnView: Guard<TurnView> = isObject({
+  turn: isNumber,
+  input: isString,
+  startedAt: isNullable(isString),
+  endedAt: isNullable(isString),
+  endReason: isNullable(isString),
+  steps: isArrayOf(isStepView),
+});
+
 /** Each host message but the transcript (whose bad items are dropped, not fatal), by type. */
 const HOST_MESSAGES = {
   userMessage: isObject({ type: isOneOf(["userMessage"] as const), text: isString }),
@@ -227,6 +281,12 @@ const HOST_MESSAGES = {
   error: isObject({ type: isOneOf(["error"] as const), text: isString }),
   draft: isObject({ type: isOneOf(["draft"] as const), text: isString }),
   withdrawn: isObject({ type: isOneOf(["withdrawn"] as const), texts: isArrayOf(isString) }),
+  steps: isObject({
+    type: isOneOf(["steps"] as const),
+    sessionId: isString,
+    turns: isArrayOf(isTurnView),
+    error: isOptional(isString),
+  }),
   state: isObject({ type: isOneOf(["state"] as const), running: isBoolean, sessionId: isString, waiting: isNumber }),
   resume: isObject({ type: isOneOf(["resume"] as const), resume: isResumeView }),
   checkpoints: isObject({

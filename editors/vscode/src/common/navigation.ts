@@ -8,6 +8,7 @@ import {
   type CheckpointListResult,
   type CheckpointRestoreResult,
   FORK,
+  HISTORY,
   OPEN,
   SEARCH,
   SESSIONS,
@@ -114,6 +115,17 @@ export class ViewNavigation {
       }
       await this.checkpoints();
     });
+  }
+
+  /** Every turn of this session with its steps, for the transcript's steps toggle. */
+  async steps(): Promise<void> {
+    try {
+      const result = await this.server.request(HISTORY, { steps: true });
+      this.post({ type: "steps", sessionId: result.sessionId, turns: result.turns ?? [] });
+    } catch (error) {
+      this.log.warn(`steps: ${errorText(error)}`);
+      this.post({ type: "steps", sessionId: "", turns: [], error: errorText(error) });
+    }
   }
 
   async search(query: string): Promise<void> {

@@ -273,7 +273,9 @@ function render(before: View, force = false): void {
     before.checkpoints !== view.checkpoints ||
     before.confirm !== view.confirm ||
     before.running !== view.running ||
-    before.reveal !== view.reveal
+    before.reveal !== view.reveal ||
+    before.openSteps !== view.openSteps ||
+    before.steps !== view.steps
   ) {
     renderLog(before, force);
   }
@@ -413,6 +415,16 @@ log.addEventListener("click", (event) => {
   if (insert) {
     post({ type: "insert", text: code() });
     flash(insert, "Inserted");
+    return;
+  }
+  const steps = closest(target, "button.steps-toggle");
+  if (steps) {
+    const turn = Number(steps.dataset.turn);
+    const opening = !view.openSteps.includes(turn);
+    dispatch({ type: "ui/toggleSteps", turn });
+    if (opening) {
+      post({ type: "loadSteps" });
+    }
     return;
   }
   const restore = closest(target, "button.restore");

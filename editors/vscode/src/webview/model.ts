@@ -1,6 +1,14 @@
 /** The whole sidebar as data: what the host sent and what the user opened; pure, tested without a DOM. */
 import type { HostMessage, ResumeView } from "../common/messages";
-import { describeTurns, type CheckpointInfo, type CheckpointRestoreResult, type SearchHit, type SessionInfo, type TranscriptItem } from "../common/protocol";
+import {
+  describeTurns,
+  type CheckpointInfo,
+  type CheckpointRestoreResult,
+  type SearchHit,
+  type SessionInfo,
+  type TranscriptItem,
+  type TurnView,
+} from "../common/protocol";
 import { applyHostMessage, type Transcript } from "./transcript";
 
 export type Panel = "none" | "sessions" | "search";
@@ -26,6 +34,19 @@ export interface View {
   search: { query: string; results: SearchHit[] | undefined };
   /** A turn to scroll to (a search hit); `due` once that session's transcript is shown. */
   reveal: { sessionId: string; turn: number | null; due: boolean } | undefined;
+  /** The turns whose steps are shown (of the transcript's session). */
+  openSteps: number[];
+  /** The session's turns with their steps, as the host last sent them; `loading` while it is asked again. */
+  steps: { sessionId: string; turns: TurnView[]; loading: boolean; error: string | undefined };
+}
+
+/** What a turn's steps toggle shows. */
+export interface TurnSteps {
+  open: boolean;
+  loading: boolean;
+  /** Undefined: not known (yet), or the session has no such turn now. */
+  turn: TurnView | undefined;
+  error: string | undefined;
 }
 
 /** What the user did in the view that changes what it shows (no host round trip needed). */
@@ -36,7 +57,9 @@ export type UiAction =
   | { type: "ui/cancelRestore" }
   | { type: "ui/search"; query: string }
   | { type: "ui/reveal"; sessionId: string; turn: number | null }
-  | { type: "ui/revealed" };
+  | { type: "ui/revealed" }
+  /** Open or close the steps of a turn (opening asks the host for them). */
+  | { type: "ui/toggleSteps"; turn: number };
 
 export function initialView(transcript: Transcript, dismissed: string[] = []): View {
   return {
@@ -53,6 +76,21 @@ export function initialView(transcript: Transcript, dismissed: string[] = []): V
     panel: "none",
     search: { query: "", results: [] },
     reveal: undefined,
+    openSteps: [],
+    steps: { sessionId: "", turns: [], loading: false, error: undefined },
+  };
+}
+
+/** The steps toggle of `turn` in this view. */
+export function turnSteps(view: View, turn: number): TurnSteps {
+  const open = view.openSteps.includes(turn);
+  const { steps } = view;
+  const known = steps.sessionId === view.transcript.sessionId;
+  return {
+    open,
+    loading: open && steps.loading,
+    turn: open && known ? steps.turns.find((t) => t.turn === turn) : undefined,
+    error: open ? steps.error : undefined,
   };
 }
 
@@ -75,6 +113,16 @@ export function update(view: View, action: HostMessage | UiAction): View {
     }
     case "ui/revealed":
       return { ...view, reveal: undefined };
+    case "ui/toggleSteps": {
+      if (view.openSteps.includes(action.turn)) {
+        return { ...view, openSteps: view.openSteps.filter((t) => t !== action.turn) };
+      }
+      return { ...view, openSteps: [...view.openSteps, action.turn], steps: { ...view.steps, loading: true, error: undefined } };
+    }
+    case "steps":
+      return action.error === undefined
+        ? { ...view, steps: { sessionId: action.sessionId, turns: action.turns, loading: false, error: undefined } }
+        : { ...view, steps: { ...view.steps, loading: false, error: action.error } };
     case "state":
       return {
         ...view,
@@ -95,7 +143,12 @@ export function update(view: View, action: HostMessage | UiAction): View {
     case "transcript": {
       const other = action.sessionId !== view.transcript.sessionId;
       const reveal = view.reveal?.sessionId === action.sessionId ? { ...view.reveal, due: true } : view.reveal;
-      return { ...view, transcript: applyHostMessage(view.transcript, action), reveal, ...(other ? { confirm: undefined } : {}) };
+      return {
+        ...view,
+        transcript: applyHostMessage(view.transcript, action),
+        reveal,
+        ...(other ? { confirm: undefined, openSteps: [] } : {}),
+      };
     }
     default:
       return { ...view, transcript: applyHostMessage(view.transcript, action) };

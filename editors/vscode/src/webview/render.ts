@@ -1,6 +1,7 @@
 /** DOM for each part of the sidebar, built from the view model; text goes in as text, Markdown as escaped HTML. */
 import type { ResumeView } from "../common/messages";
-import type { CheckpointInfo, SessionInfo, TranscriptItem } from "../common/protocol";
+import type { CheckpointInfo, SessionInfo, StepView, TranscriptItem, TurnView } from "../common/protocol";
+import { localTime, stepHeadline, toolArgsText, toolLine, toolResultText } from "../common/steps";
 import { h, icon, ICONS } from "./dom";
 import { renderMarkdown } from "./markdown";
 import {
@@ -11,6 +12,8 @@ import {
   restoreLines,
   type Row,
   sessionMeta,
+  type TurnSteps,
+  turnSteps,
   sessionTitle,
   snippetParts,
   type View,
@@ -19,7 +22,51 @@ import { endLabel, isStreaming, RETRY_STATUS } from "./transcript";
 
 const AUTHORS = { user: "You", assistant: "Agent Assist" } as const;
 
-function messageElement(item: TranscriptItem & { role: "user" | "assistant" }, streaming: boolean): HTMLElement {
+/** Does this item carry its turn's steps toggle (the reply that ended a turn)? */
+export function hasStepsToggle(item: TranscriptItem): item is TranscriptItem & { turn: number } {
+  return item.role === "assistant" && item.endReason !== undefined && item.turn !== null && item.turn > 0;
+}
+
+function stepElement(step: StepView): HTMLElement {
+  return h(
+    "li",
+    { class: "step", "data-step": step.step },
+    h("div", { class: "step-head" }, stepHeadline(step)),
+    ...(step.retries ?? []).map((r) => h("div", { class: "step-retry muted" }, `retried: attempt ${r.attempt} (${r.kind}): ${r.reason}`)),
+    step.text !== "" && h("div", { class: "step-text" }, step.text),
+    ...step.tools.map((tool) =>
+      h(
+        "details",
+        { class: `step-tool${tool.isError ? " error" : ""}`, "data-tool": tool.name },
+        h("summary", {}, toolLine(tool), tool.isError && h("span", { class: "tool-status" }, "failed")),
+        h("p", { class: "step-label" }, "Arguments"),
+        h("pre", { class: "step-args" }, toolArgsText(tool.args)),
+        h("p", { class: "step-label" }, tool.isError ? "Error" : "Result"),
+        h("pre", { class: `step-result${tool.folded ? " folded" : ""}` }, toolResultText(tool)),
+      ),
+    ),
+  );
+}
+
+/** The steps of one turn under its reply: each model call with its times, model, usage and tool calls. */
+export function stepsElement(turn: number, state: TurnSteps): HTMLElement {
+  const body = (view: TurnView | undefined): (HTMLElement | string)[] => {
+    if (state.error !== undefined && view === undefined) {
+      return [h("p", { class: "muted", role: "status" }, `The steps could not be read: ${state.error}`)];
+    }
+    if (view === undefined) {
+      return [h("p", { class: "muted", role: "status" }, state.loading ? "Loading the steps…" : `No steps recorded for turn ${turn}.`)];
+    }
+    const when = `${localTime(view.startedAt)} → ${view.endedAt === null ? "still open" : localTime(view.endedAt)}`;
+    return [
+      h("p", { class: "steps-when muted" }, `Turn ${turn} · ${when} · ${view.steps.length} step${view.steps.length === 1 ? "" : "s"}`),
+      h("ol", { class: "step-list" }, ...view.steps.map(stepElement)),
+    ];
+  };
+  return h("section", { class: "steps", id: `steps-${turn}`, "aria-label": `Steps of turn ${turn}` }, ...body(state.turn));
+}
+
+function messageElement(item: TranscriptItem & { role: "user" | "assistant" }, streaming: boolean, steps?: TurnSteps): HTMLElement {
   const author = AUTHORS[item.role];
   const label = endLabel(item);
   const body = h("div", { class: "item-body" });
@@ -46,8 +93,23 @@ function messageElement(item: TranscriptItem & { role: "user" | "assistant" }, s
       h("span", { class: "author" }, author),
       streaming && h("span", { class: "streaming", "aria-hidden": "true" }, "…"),
       label && h("span", { class: `badge end-badge${item.partial ? " partial" : ""}` }, label),
+      steps &&
+        item.turn !== null &&
+        h(
+          "button",
+          {
+            type: "button",
+            class: "link steps-toggle",
+            "data-turn": item.turn,
+            "aria-expanded": steps.open ? "true" : "false",
+            "aria-controls": steps.open ? `steps-${item.turn}` : undefined,
+            "aria-label": `${steps.open ? "Hide" : "Show"} the steps of turn ${item.turn}`,
+          },
+          steps.open ? "Hide steps" : "Steps",
+        ),
     ),
     body,
+    steps?.open === true && item.turn !== null && stepsElement(item.turn, steps),
   );
 }
 
@@ -92,11 +154,12 @@ function noticeElement(item: TranscriptItem): HTMLElement {
   );
 }
 
-export function itemElement(item: TranscriptItem, streaming: boolean): HTMLElement {
+/** `steps`: the turn's steps toggle, on the reply that ended the turn. */
+export function itemElement(item: TranscriptItem, streaming: boolean, steps?: TurnSteps): HTMLElement {
   switch (item.role) {
     case "user":
     case "assistant":
-      return messageElement({ ...item, role: item.role }, streaming);
+      return messageElement({ ...item, role: item.role }, streaming, steps);
     case "tool":
       return toolElement(item);
     case "notice":
@@ -187,7 +250,7 @@ export function rowKey(row: Row): string {
 
 export function rowSignature(view: View, row: Row, streaming: boolean): string {
   if (row.kind === "item") {
-    return JSON.stringify([row.item, streaming]);
+    return JSON.stringify([row.item, streaming, hasStepsToggle(row.item) ? turnSteps(view, row.item.turn) : null]);
   }
   const confirm = view.confirm?.number === row.checkpoint.number ? view.confirm : undefined;
   return JSON.stringify([row.checkpoint, confirm, view.running]);
@@ -199,7 +262,10 @@ export function rowStreaming(view: View, row: Row): boolean {
 }
 
 export function rowElement(view: View, row: Row, streaming: boolean, now: Date): HTMLElement {
-  return row.kind === "item" ? itemElement(row.item, streaming) : checkpointElement(view, row.checkpoint, now);
+  if (row.kind === "item") {
+    return itemElement(row.item, streaming, hasStepsToggle(row.item) ? turnSteps(view, row.item.turn) : undefined);
+  }
+  return checkpointElement(view, row.checkpoint, now);
 }
 
 export function bannerElement(resume: ResumeView, now: Date, memoryOpen: boolean): HTMLElement {
