@@ -158,6 +158,7 @@ class Rebuilt:
     body: Any = None  # the rebuilt request body (scrubbed)
     sha256: str | None = None
     problem: str | None = None  # why it could not be rebuilt
+    unchecked: bool = False  # not rebuildable by design (MCP tools): not a mismatch
 
     @property
     def matches(self) -> bool:
@@ -192,7 +193,8 @@ async def rebuild(events: Sequence[Event], index: int) -> Rebuilt:
         result.problem = "no digest was recorded for this request"
         return result
     if facts.get("mcp"):
-        result.problem = "it offered MCP servers' tools, whose definitions the log does not hold"
+        result.problem = "not checked: it offered MCP servers' tools, which the log does not hold"
+        result.unchecked = True
         return result
     try:
         messages, header = request_messages(events, index, facts)

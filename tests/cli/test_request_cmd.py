@@ -91,7 +91,8 @@ def test_a_request_is_rebuilt_redacted_and_every_one_verified(
 
     verified = run_cli("doctor", "--verify", session_id, *where, env=env)
     assert verified.returncode == 0, verified.stdout + verified.stderr
-    assert f"session {session_id}: 4 requests, each matching" in verified.stdout  # 1 + 2 + retry
+    # 1 + 2 + a retry
+    assert f"session {session_id}: 4 requests, 4 checked, each matching" in verified.stdout
 
     missing = run_cli("sessions", "request", session_id, "--turn", "9", *where, env=env)
     assert missing.returncode == 1
