@@ -5,8 +5,8 @@ Each session is indexed up to `log_offset` (the end of event `last_seq`), `line_
 the SHA-256 of the line ending there, so a log that shrank or was replaced is noticed and
 indexed again; a log whose size is `scanned_size` still is not read at all. `catch_up` runs
 before each query, so the answer is never behind the logs; with nothing appended it costs a
-listing of the sessions and a `stat` of each log. Another version of the file, or a damaged
-one, is deleted and rebuilt; the file is never opened through a symlink, and is mode 0600.
+listing of the sessions, a `stat` of each log and no write. Another version of the file, or
+a damaged one, is deleted and rebuilt; it is never opened through a symlink, and is mode 0600.
 
     logs(session_id PRIMARY KEY, log_offset, last_seq, line_hash, scanned_size, cursor)
     changes(path, session_id, seq, turn, step, ts, kind, tool, before, after, withheld,
@@ -183,6 +183,18 @@ class TimelineIndex:
 
     def _catch_up(self, manager: SessionManager) -> int:
         present = set(manager.session_ids())
+        conn = self._connection()
+        sizes = dict(conn.execute("SELECT session_id, scanned_size FROM logs").fetchall())
+        stale = set(sizes) - present
+        for session_id in present:  # a stat each, no open: nothing appended, nothing read
+            try:
+                size = os.stat(manager.log_path(session_id), follow_symlinks=False).st_size
+            except OSError:
+                size = -1
+            if sizes.get(session_id) != size:
+                stale.add(session_id)
+        if not stale:
+            return 0
         read = 0
         with self._transaction() as conn:
             known = {
@@ -192,10 +204,11 @@ class TimelineIndex:
                     " FROM logs"
                 )
             }
-            for session_id in sorted(set(known) - present):
-                _drop(conn, session_id)
-            for session_id in sorted(present):
-                read += _sync_one(conn, manager.log_path(session_id), session_id, known)
+            for session_id in sorted(stale):
+                if session_id not in present:
+                    _drop(conn, session_id)
+                else:
+                    read += _sync_one(conn, manager.log_path(session_id), session_id, known)
         return read
 
     def changes(

@@ -121,12 +121,19 @@ def file_history(
     relative = workspace_path(root, path)
     picked: list[tuple[ChangeRow, str | None, str | None]] = []
     truncated = False
+    blobs: dict[str, bytes | None] = {}  # one change's after is often the next one's before
+
+    def read_blob(digest: str) -> bytes | None:
+        if digest not in blobs:
+            blobs[digest] = store.read_blob(digest)
+        return blobs[digest]
+
     with _rows(store, relative, since, until) as (rows, titles):
         for row in rows:
             if len(picked) == limit and line is None:
                 truncated = True
                 break
-            diff, reason = change_diff(store.read_blob, row)
+            diff, reason = change_diff(read_blob, row)
             if line is not None and (diff is None or not touches(diff, line)):
                 continue
             if len(picked) == limit:
