@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lsp_server.fake_model import FakeOpenAI
-from lsp_server.terminal.file_history import USAGE, file_history_words
+from lsp_server.terminal.file_history import USAGE, file_history_words, what, where
 from tests.cli.conftest import clean_env, model_env
 
 from .screen import TMUX, Terminal
@@ -31,6 +31,16 @@ def test_the_words_of_the_command() -> None:
     assert file_history_words("'my notes.txt'") == ("my notes.txt", {})
     for bad in ("", "a b", "a --line", "a --line=", "'open quote"):
         assert file_history_words(bad) is None, bad
+
+
+def test_the_words_of_a_change() -> None:
+    step = {"turn": 2, "step": 1, "kind": "edit", "tool": "write_file"}
+    assert (where(step), what(step)) == ("turn 2 · step 1", "edit (write_file)")
+    drift = {"turn": None, "step": None, "kind": "drift", "tool": None}
+    assert (where(drift), what(drift)) == (
+        "outside a turn",
+        "drift (changed outside the assistant)",
+    )
 
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")

@@ -73,3 +73,11 @@ def test_nothing_recorded_and_errors_are_notified(observed: dict[str, Any]) -> N
     assert outside["msg"].startswith("Agent Assist: ") and "outside" in outside["msg"]
     assert outside["level"] == ERROR
     assert [n for n in notes(observed, ERROR) if "Traceback" in n] == []
+
+
+def test_a_drift_and_a_created_file_are_worded(observed: dict[str, Any]) -> None:
+    assert observed["drift_row"] == "2026-12-05 14:30  drift  (untitled)  outside a turn"
+    assert observed["drift_name"] == "agent-assist://conf/app.yaml@drift.2026-12-05T14:30:07:after"
+    assert observed["delete_question"] == (
+        "Delete a.txt? It did not exist before turn 1 · step 2 (t)."
+    )

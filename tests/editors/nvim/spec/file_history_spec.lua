@@ -91,4 +91,13 @@ H.run(function(out)
   vim.cmd("AgentAssist filehistory restore")
   out.not_in_diff = H.wait_notification("not in a file-history diff").msg
   out.diff_buffers_left = vim.fn.bufnr(before_name) ~= -1 or vim.fn.bufnr(after_name) ~= -1
+
+  -- the words of a drift (no turn, no tool) and of a change that created the file
+  local fh = require("agent_assist.filehistory")
+  local drift = { sessionId = "abc", ts = "2026-12-05T14:30:07.123Z", kind = "drift" }
+  out.drift_row = fh.format_change(drift)
+  out.drift_name = fh.buffer_name("conf/app.yaml", drift, "after")
+  local created = { sessionId = "abc", sessionTitle = "t", turn = 1, step = 2, kind = "write" }
+  out.delete_question =
+    fh.restore_question({ root = "/", path = "a.txt", change = created, before_absent = true })
 end)
