@@ -19,7 +19,7 @@ from session.timeline import (
 )
 from session.timeline.index import INDEX_FILE, TimelineIndex
 from session.timeline.project import OLD_REASON
-from tests.file_timeline import V1, V2, V3, V4, digest, write_history, write_old_style
+from tests.file_timeline import V1, V2, V3, V4, change, digest, write_history, write_old_style
 from tests.search_timeline import NOW, injected_clock
 
 
@@ -218,3 +218,27 @@ def test_times_are_kept_to_the_microsecond() -> None:
     moment = datetime(2026, 12, 5, 9, 0, 1, 123456, tzinfo=UTC)
     assert from_micros(to_micros(moment)) == moment
     assert from_micros(to_micros(moment - timedelta(days=20000))) == moment - timedelta(days=20000)
+
+
+def test_a_deletion_and_an_edit_tool(project: tuple[SessionManager, str]) -> None:
+    manager, session_id = project
+    writer = manager.open_session(session_id)
+    writer.append("turn/start", {"input": "tidy up"}, turn=3)
+    edit = [change(manager, "config.yaml", V1, V2)]
+    result = {"tool_call_id": "e", "name": "edit_file", "content": "ok", "files": edit}
+    writer.append("tool/result", result, turn=3, step=1)
+    gone = [change(manager, "config.yaml", V2, None)]
+    result = {"tool_call_id": "d", "name": "write_file", "content": "ok", "files": gone}
+    writer.append("tool/result", result, turn=3, step=2)
+    writer.close()
+    found = file_history(manager, manager.workspace_root, "config.yaml").changes
+    assert [(c.kind, c.tool, c.step) for c in found[:2]] == [
+        ("delete", "write_file", 2),
+        ("edit", "edit_file", 1),
+    ]
+    assert (
+        found[0].diff is not None
+        and "-level: 1" in found[0].diff
+        and "+" not in found[0].diff.replace("+++", "")
+    )
+    assert kinds(manager, line="level: 1")[:2] == [("delete", 3, 2), ("edit", 3, 1)]
