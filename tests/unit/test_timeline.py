@@ -236,9 +236,7 @@ def test_a_deletion_and_an_edit_tool(project: tuple[SessionManager, str]) -> Non
         ("delete", "write_file", 2),
         ("edit", "edit_file", 1),
     ]
-    assert (
-        found[0].diff is not None
-        and "-level: 1" in found[0].diff
-        and "+" not in found[0].diff.replace("+++", "")
-    )
+    deleted = found[0].diff
+    assert deleted is not None and "-level: 1" in deleted
+    assert [line for line in deleted.splitlines() if line.startswith("+")] == ["+++ b/config.yaml"]
     assert kinds(manager, line="level: 1")[:2] == [("delete", 3, 2), ("edit", 3, 1)]
