@@ -81,3 +81,8 @@ def test_a_drift_and_a_created_file_are_worded(observed: dict[str, Any]) -> None
     assert observed["delete_question"] == (
         "Delete a.txt? It did not exist before turn 1 · step 2 (t)."
     )
+
+
+def test_completion_offers_restore_and_files(observed: dict[str, Any]) -> None:
+    assert observed["completion"] == ["config.yaml"]
+    assert observed["completion_restore"] == ["restore"]

@@ -92,6 +92,11 @@ H.run(function(out)
   out.not_in_diff = H.wait_notification("not in a file-history diff").msg
   out.diff_buffers_left = vim.fn.bufnr(before_name) ~= -1 or vim.fn.bufnr(after_name) ~= -1
 
+  -- completion offers `restore` and the files
+  out.completion = require("agent_assist.commands").complete("co", "AgentAssist filehistory co", 0)
+  out.completion_restore =
+    require("agent_assist.commands").complete("re", "AgentAssist filehistory re", 0)
+
   -- the words of a drift (no turn, no tool) and of a change that created the file
   local fh = require("agent_assist.filehistory")
   local drift = { sessionId = "abc", ts = "2026-12-05T14:30:07.123Z", kind = "drift" }
