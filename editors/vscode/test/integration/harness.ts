@@ -58,6 +58,8 @@ export class ServerSession {
   readonly configurationRequests: (string | undefined)[][] = [];
   /** The answer to workspace/configuration, as the extension's middleware gives it; null for each item by default. */
   configuration: (sections: (string | undefined)[]) => unknown[] = (sections) => sections.map(() => null);
+  /** The answer to workspace/applyEdit (VS Code applies it in the editor); refused by default. */
+  applyEdit: (params: any) => unknown = () => ({ applied: false });
   private waiters: { match: (n: Notification) => boolean; resolve: (n: Notification) => void }[] = [];
   private constructor(
     readonly proc: ChildProcess,
@@ -95,7 +97,7 @@ export class ServerSession {
       session.configurationRequests.push(sections);
       return session.configuration(sections);
     });
-    connection.onRequest("workspace/applyEdit", () => ({ applied: false }));
+    connection.onRequest("workspace/applyEdit", (p: any) => session.applyEdit(p));
     connection.listen();
     return session;
   }
