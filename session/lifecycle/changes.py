@@ -41,8 +41,8 @@ def recording(keep: Keep, changes: list[PendingChange]) -> Iterator[list[dict[st
     if not contents:
         yield records
         return
-    kept = keep(contents)
     try:
+        kept = keep(contents)
         kept.__enter__()
     except (StorageError, SessionError, OSError) as exc:
         why = f"not kept: {exc}".splitlines()[0][:200]

@@ -283,3 +283,25 @@ def test_refs_started_beside_a_long_log_are_completed_by_the_collector(
     assert blobs.collect_garbage() == []
     assert file_changes.read_refs(refs_dir) == ({sha(old), sha(new)}, True)
     session.close()
+
+
+async def test_a_store_that_cannot_keep_the_contents_costs_the_diffs_not_the_turn(
+    backend: Backend,
+) -> None:
+    if backend.kind != "local":
+        pytest.skip("breaks the local blob directory")
+    store = backend.store
+    blobs_dir = store.checkpoint_store().blobs
+    blobs_dir.parent.mkdir(parents=True, exist_ok=True)
+    blobs_dir.write_bytes(b"not a directory")  # every blob write fails
+    lifecycle = open_lifecycle(store, "broken")
+    deps = ToolDeps(lifecycle, HeadlessEditor())
+    recorder = lifecycle.begin_turn("write it")
+    recorder.start_step([])
+    recorder.tool_call("c", "write_file", {"path": "notes.md"})
+    recorder.tool_result("c", "write_file", await write_file(deps, "notes.md", "hello\n", "c"))
+    (result,) = events(store, lifecycle.session_id, "tool/result")
+    (recorded,) = result["files"]
+    assert recorded["after"] == sha(b"hello\n") and recorded["before"] is None
+    assert recorded["withheld"].startswith("not kept: ")
+    assert (store.workspace_root / "notes.md").read_bytes() == b"hello\n"
