@@ -135,13 +135,15 @@ class TimelineIndex:
         conn = sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
         try:
             conn.execute("PRAGMA journal_mode = WAL")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version != VERSION:
-                conn.execute("DROP TABLE IF EXISTS logs")
-                conn.execute("DROP TABLE IF EXISTS changes")
-            for statement in _SCHEMA:
-                conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {VERSION}")
+            if conn.execute("PRAGMA user_version").fetchone()[0] != VERSION:
+                conn.execute("BEGIN IMMEDIATE")  # (two processes may open it first at once)
+                if conn.execute("PRAGMA user_version").fetchone()[0] != VERSION:
+                    conn.execute("DROP TABLE IF EXISTS logs")
+                    conn.execute("DROP TABLE IF EXISTS changes")
+                    for statement in _SCHEMA:
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {VERSION}")
+                conn.execute("COMMIT")
             conn.execute("SELECT count(*) FROM logs").fetchone()
         except sqlite3.DatabaseError:
             conn.close()
@@ -152,8 +154,10 @@ class TimelineIndex:
         if self._conn is None:
             try:
                 self._conn = self._open()
-            except sqlite3.DatabaseError:  # damaged: it is only a cache
-                self._delete_files()
+            except sqlite3.DatabaseError as exc:
+                if not _is_corrupt(exc):  # busy, read-only...: say so, delete nothing
+                    raise TimelineError(f"the file-history index cannot be opened: {exc}") from None
+                self._delete_files()  # damaged: it is only a cache
                 self._conn = self._open()
         return self._conn
 
@@ -175,7 +179,7 @@ class TimelineIndex:
         try:
             return self._catch_up(manager)
         except sqlite3.DatabaseError as exc:
-            if "malformed" not in str(exc) and "not a database" not in str(exc):
+            if not _is_corrupt(exc):
                 raise TimelineError(f"the file-history index failed: {exc}") from None
             self.close()
             self._delete_files()
@@ -238,6 +242,13 @@ class TimelineIndex:
                 orjson.loads(cursor[0]).get("title") if cursor and cursor[0] else None
             )
         return found
+
+
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB
+        return True
+    return "malformed" in str(exc) or "not a database" in str(exc)
 
 
 def _drop(conn: sqlite3.Connection, session_id: str) -> None:

@@ -7,6 +7,7 @@ from the store's blobs either way. `file_version` finds one change's side.
 
 from __future__ import annotations
 
+import logging
 import os
 import posixpath
 from collections.abc import Callable, Iterable, Iterator
@@ -18,6 +19,8 @@ from typing import Any, Literal
 
 from .diff import BINARY, change_diff, side_bytes, touches
 from .project import OLD_REASON, ChangeRow
+
+logger = logging.getLogger(__name__)
 
 
 class TimelinePathError(ValueError):
@@ -97,14 +100,42 @@ def _rows(
         return
     import sqlite3
 
+    from ..storage import StorageError
     from .index import TimelineError, TimelineIndex
 
     with TimelineIndex.for_project(store) as index:
-        index.catch_up(store)
+        try:
+            index.catch_up(store)
+        except (TimelineError, StorageError, OSError) as exc:  # a read-only store...
+            logger.warning("file history without its index (%s): reading the logs", exc)
+            rows, titles = _from_logs(store, path, since, until)
+            yield rows, lambda ids: {i: titles.get(i) for i in ids}
+            return
         try:
             yield index.changes(path, since, until), index.titles
         except sqlite3.Error as exc:
             raise TimelineError(f"the file-history index failed: {exc}") from None
+
+
+def _from_logs(
+    manager: Any, path: str, since: datetime | None, until: datetime | None
+) -> tuple[list[ChangeRow], dict[str, str | None]]:
+    """Return the changes of `path` projected from every log (no index), newest first."""
+    from ..log.reader import scan_log
+    from .project import Cursor, project
+
+    found: list[ChangeRow] = []
+    titles: dict[str, str | None] = {}
+    for session_id in manager.session_ids():
+        cursor = Cursor()
+        events = scan_log(manager.log_path(session_id)).events
+        found += [r for r in project(session_id, events, cursor) if r.path == path]
+        titles[session_id] = cursor.title
+    found = [
+        r for r in found if (since is None or r.ts >= since) and (until is None or r.ts < until)
+    ]
+    found.sort(key=lambda r: (r.ts, r.session_id, r.seq), reverse=True)
+    return found, titles
 
 
 def file_history(

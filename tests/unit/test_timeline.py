@@ -240,3 +240,19 @@ def test_a_deletion_and_an_edit_tool(project: tuple[SessionManager, str]) -> Non
     assert deleted is not None and "-level: 1" in deleted
     assert [line for line in deleted.splitlines() if line.startswith("+")] == ["+++ b/config.yaml"]
     assert kinds(manager, line="level: 1")[:2] == [("delete", 3, 2), ("edit", 3, 1)]
+
+
+def test_without_a_usable_index_the_logs_are_read(
+    project: tuple[SessionManager, str], tmp_path: Path
+) -> None:
+    manager, _ = project
+    indexed = kinds(manager)
+    path = manager.project_dir / INDEX_FILE
+    for name in ("", "-wal", "-shm"):
+        path.with_name(path.name + name).unlink(missing_ok=True)
+    elsewhere = tmp_path / "planted.sqlite"
+    elsewhere.write_bytes(b"")
+    path.symlink_to(elsewhere)  # never opened through a symlink
+    assert kinds(manager) == indexed
+    assert kinds(manager, line="port: 8080") == [("restore", None, None), ("write", 2, 1)]
+    assert elsewhere.read_bytes() == b""
