@@ -122,16 +122,27 @@ def hold_blobs(conn: Conn, schema: str, *, alone: bool) -> None:
         ) from None
 
 
+# The digests the role's events name in `FileChange`s (tool results, restores, drifts).
+_COLLECT = (
+    "WITH referenced AS (SELECT DISTINCT v.digest FROM (SELECT CASE"
+    " WHEN e.type = 'workspace/drift' THEN e.event->'data'->'changes'"
+    " ELSE e.event->'data'->'files' END AS list"
+    " FROM {s}.events e WHERE e.owner = {me}"
+    " AND e.type IN ('tool/result', 'session/rewind', 'workspace/drift')) c"
+    " CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(c.list) = 'array'"
+    " THEN c.list ELSE '[]'::jsonb END) AS f(change)"
+    " CROSS JOIN LATERAL (VALUES (f.change->>'before'), (f.change->>'after')) AS v(digest)"
+    " WHERE v.digest IS NOT NULL)"
+    " DELETE FROM {s}.blobs b WHERE owner = {me}"
+    " AND NOT EXISTS (SELECT 1 FROM {s}.checkpoint_files f"
+    " WHERE f.owner = b.owner AND f.digest = b.digest)"
+    " AND b.digest NOT IN (SELECT digest FROM referenced) RETURNING digest"
+)
+
+
 def collect_garbage(conn: Conn, schema: str) -> list[str]:
-    """Delete this role's blobs no checkpoint keeps, whatever their age; return them."""
+    """Delete this role's blobs no checkpoint keeps and no event names, whatever their age."""
     with conn.transaction():
         hold_blobs(conn, schema, alone=True)
-        rows = conn.execute(
-            q(
-                schema,
-                "DELETE FROM {s}.blobs b WHERE owner = {me}"
-                " AND NOT EXISTS (SELECT 1 FROM {s}.checkpoint_files f"
-                " WHERE f.owner = b.owner AND f.digest = b.digest) RETURNING digest",
-            ),
-        ).fetchall()
+        rows = conn.execute(q(schema, _COLLECT)).fetchall()
     return [row[0] for row in rows]

@@ -19,36 +19,14 @@ from ..checkpoints import CheckpointRecord, CheckpointStore, withhold_reason
 from ..errors import SessionError
 from ..redaction import Redactor
 from ..workspace.files import read_workspace_file
-from .blobs import hold_blobs, put_blob
-from .query import Conn, q
+from .blobs import collect_garbage, put_blob
+from .query import Conn
 from .store import CheckpointWriter, PgStore
-
-# The digests the role's events name in `FileChange`s (tool results, restores, drifts).
-_COLLECT = (
-    "WITH referenced AS (SELECT DISTINCT v.digest FROM (SELECT CASE"
-    " WHEN e.type = 'workspace/drift' THEN e.event->'data'->'changes'"
-    " ELSE e.event->'data'->'files' END AS list"
-    " FROM {s}.events e WHERE e.owner = {me}"
-    " AND e.type IN ('tool/result', 'session/rewind', 'workspace/drift')) c"
-    " CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(c.list) = 'array'"
-    " THEN c.list ELSE '[]'::jsonb END) AS f(change)"
-    " CROSS JOIN LATERAL (VALUES (f.change->>'before'), (f.change->>'after')) AS v(digest)"
-    " WHERE v.digest IS NOT NULL)"
-    " DELETE FROM {s}.blobs b WHERE owner = {me}"
-    " AND NOT EXISTS (SELECT 1 FROM {s}.checkpoint_files f"
-    " WHERE f.owner = b.owner AND f.digest = b.digest)"
-    " AND b.digest NOT IN (SELECT digest FROM referenced) RETURNING digest"
-)
 
 
 def collect_unreferenced(conn: Conn, schema: str) -> list[str]:
     """Delete this role's blobs no checkpoint keeps and no event names; return them."""
-    with conn.transaction():
-        hold_blobs(conn, schema, alone=True)
-        rows = conn.execute(
-            q(schema, _COLLECT),
-        ).fetchall()
-    return [row[0] for row in rows]
+    return collect_garbage(conn, schema)
 
 
 class PgCheckpointStore(CheckpointStore):

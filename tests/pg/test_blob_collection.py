@@ -18,6 +18,7 @@ from session.errors import SessionError
 from session.lifecycle import SessionLifecycle
 from session.pg import PgStore
 from session.pg.backend import PgSessionStore
+from session.pg.events import EventDraft
 from tests.pg.conftest import connect, new_id
 
 DEADLINE_S = 60.0  # waits are on events; this only ends a hung test
@@ -53,6 +54,22 @@ def test_a_blob_no_checkpoint_keeps_is_collected_at_once(store: PgStore) -> None
     assert store.collect_blobs() == [orphan]  # no grace: its age does not matter
     assert store.blob(orphan) is None
     assert store.blob(kept) == b"kept\n"
+
+
+def test_the_stores_collector_keeps_what_a_logged_file_change_names(store: PgStore) -> None:
+    """`PgStore.collect_blobs` and the checkpoint store's collector are one: events count."""
+    session_id = new_id()
+    store.create_session(session_id, "proj")
+    before, after = store.put_blob(b"name: demo\n"), store.put_blob(b"name: demo\nport: 1\n")
+    orphan = store.put_blob(b"named by nothing\n")
+    change = {"path": "config.yaml", "before": before, "after": after}
+    result = {"tool_call_id": "c1", "name": "write_file", "content": "ok", "files": [change]}
+    with store.acquire_writer(session_id) as writer:
+        writer.append([EventDraft("tool/result", result, turn=1, step=1)])
+    assert store.collect_blobs() == [orphan]
+    assert store.blob(before) == b"name: demo\n" and store.blob(after) is not None
+    store.delete_session(session_id)
+    assert sorted(store.collect_blobs()) == sorted([before, after])  # named by no log now
 
 
 def test_the_collector_waits_for_a_checkpoint_being_written(store: PgStore, pg_dsn: str) -> None:
