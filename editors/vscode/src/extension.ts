@@ -133,8 +133,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
     vscode.commands.registerCommand("agentAssist.restartServer", () => agent.restart()),
+    // not `agentAssist.fileHistory`: the language client registers each request of the server
+    // under that name (`workspace/executeCommand` `agentAssist.<verb>`)
     vscode.commands.registerCommand(
-      "agentAssist.fileHistory",
+      "agentAssist.showFileHistory",
       (resource?: vscode.Uri) => SessionCommands.guarded(() => fileHistory.fileHistory(resource))(),
     ),
     // The other settings reach the running server through workspace/didChangeConfiguration.

@@ -1,5 +1,7 @@
 // @vitest-environment happy-dom
 /** Looking back: the file history's quick pick rows, the version documents' URIs, a turn's steps (model and DOM). */
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   changePickItem,
@@ -12,6 +14,7 @@ import {
 } from "../../src/common/fileHistory";
 import { changeParams, parseVersionUri, type VersionRef, versionText, versionUriParts, VERSION_SCHEME } from "../../src/common/fileVersions";
 import { type HostMessage, parseHostMessage, parseWebviewMessage } from "../../src/common/messages";
+import * as protocol from "../../src/common/protocol";
 import type { FileChange, StepView, TranscriptItem, TurnView } from "../../src/common/protocol";
 import { inspectMarkdown, localTime, stepHeadline, usageText } from "../../src/common/steps";
 import { initialView, turnSteps, type UiAction, update, type View } from "../../src/webview/model";
@@ -32,6 +35,19 @@ const CHANGE: FileChange = {
 };
 
 const DRIFT: FileChange = { ...CHANGE, turn: null, step: null, kind: "drift", tool: null, userMessage: null };
+
+describe("the extension's commands", () => {
+  it("never take the name of a server request (the language client registers `agentAssist.<verb>` for each)", () => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, "../../package.json"), "utf-8"));
+    const ours: string[] = manifest.contributes.commands.map((c: { command: string }) => c.command);
+    const values: unknown[] = Object.values(protocol);
+    const methods = values.filter((v): v is string => typeof v === "string" && v.startsWith("agentAssist/"));
+    const servers = methods.map((m) => `agentAssist.${m.split("/")[1] ?? ""}`);
+    expect(ours).toContain("agentAssist.showFileHistory");
+    expect(servers).toContain("agentAssist.fileHistory");
+    expect(ours.filter((c) => servers.includes(c))).toEqual([]);
+  });
+});
 
 describe("the file history quick pick", () => {
   it("labels a change by its local time and kind, the session and step, the user's message shortened", () => {
