@@ -24,6 +24,7 @@ from typing import Literal, Protocol, TypeVar
 
 from .checkpoints import CheckpointRecord
 from .errors import SessionLockedError
+from .file_changes import event_digests
 from .snapshot import SessionState
 from .transfer_check import (
     InUseError,
@@ -191,6 +192,17 @@ def _copy_checkpoints(
     return copied
 
 
+def _copy_change_blobs(events: Sequence[Raw], source: SessionSource, into: SessionImport) -> None:
+    """Copy the blobs the events' file changes name (before the events that name them).
+
+    A blob the source no longer holds only costs that change its diff (as in the source).
+    """
+    for digest in sorted({d for event in events for d in event_digests(event)}):
+        data = source.read_blob(digest)
+        if data is not None:
+            into.put_blob(data)
+
+
 def copy_session(
     source: SessionSource,
     target: SessionTarget | None,
@@ -244,6 +256,7 @@ def copy_session(
         report(0, len(to_copy))
         for done in range(0, len(to_copy), batch):
             part = to_copy[done : done + batch]
+            _copy_change_blobs(part, source, into)
             into.append_events(part)
             report(done + len(part), len(to_copy))
         into.publish()

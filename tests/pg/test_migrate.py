@@ -531,3 +531,31 @@ def test_a_damaged_log_is_copied_up_to_the_damage_and_said(
     assert again.returncode == 1 and report["damaged"] == 1
     first = next(s for s in report["sessions"] if s["sessionId"] == ids[0])
     assert first["status"] == "complete" and "line 5" in first["damaged"]
+
+
+def test_the_blobs_a_file_change_names_travel_with_its_session(
+    pg_dsn: str, schema: str, workspace: Path, tmp_path: Path
+) -> None:
+    """A file's timeline keeps its diffs across `migrate`, both ways."""
+    home, fresh = tmp_path / "home", tmp_path / "fresh"
+    manager = SessionManager(workspace, home=home)
+    blobs = CheckpointStore(manager)
+    before, after = blobs.write_blob(b"name: demo\n"), blobs.write_blob(b"name: demo\nport: 1\n")
+    session = manager.create_session(instance_id="win-1")
+    session.append("turn/start", {"input": "add the port"}, turn=1)
+    change = {"path": "config.yaml", "before": before, "after": after}
+    result = {"tool_call_id": "c1", "name": "write_file", "content": "ok", "files": [change]}
+    session.append("tool/result", result, turn=1, step=1)
+    session.append("turn/end", {"reason": "completed"}, turn=1)
+    manager.write_snapshot(session)
+    session.close()
+
+    out = migrate(home, "--to", pg_dsn, "--project", str(workspace), "--schema", schema)
+    assert out.returncode == 0, out.stderr
+    with PgStore.open(pg_dsn, schema=schema) as pg:
+        assert pg.blob(before) == b"name: demo\n" and pg.blob(after) == b"name: demo\nport: 1\n"
+    out = migrate(fresh, "--from", pg_dsn, "--project", str(workspace), "--schema", schema)
+    assert out.returncode == 0, out.stderr
+    copied = CheckpointStore(SessionManager(workspace, home=fresh))
+    assert copied.read_blob(before) == b"name: demo\n"
+    assert copied.read_blob(after) == b"name: demo\nport: 1\n"
