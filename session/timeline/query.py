@@ -160,6 +160,12 @@ def file_history(
         return blobs[digest]
 
     with _rows(store, relative, since, until) as (rows, titles):
+        if isinstance(rows, list) and getattr(store, "pg", None) is not None:
+            from .pg import database_blobs  # one round trip, not two a change
+
+            shown = rows if line is not None else rows[:limit]
+            sides = {d for r in shown for d in (r.before, r.after) if d is not None}
+            blobs.update(database_blobs(store, sides))
         for row in rows:
             if len(picked) == limit and line is None:
                 truncated = True
