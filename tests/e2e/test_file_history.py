@@ -81,6 +81,12 @@ async def test_the_timeline_of_a_file_over_lsp(
         {"path": "config.yaml", "sessionId": session_id, "turn": 1, "step": 2},
     )
     assert version["text"] == V1
+    drift = found["changes"][0]  # a drift is named by its time
+    seen = await editor.request(
+        "agentAssist/fileVersion",
+        {"path": "config.yaml", "sessionId": session_id, "ts": drift["ts"], "side": "after"},
+    )
+    assert seen == {"path": "config.yaml", "sha256": drift["afterSha256"], "text": HAND}
     restored = await editor.request(
         "agentAssist/restoreFile",
         {"path": "config.yaml", "sessionId": session_id, "turn": 1, "step": 2},
