@@ -91,3 +91,29 @@ async def test_hostile_paths_and_restores_are_refused(
     assert error.code == -32602
     assert not (workspace.parent / "escape.txt").exists()
     assert editor.edits == []  # nothing was ever sent to the editor to apply
+
+
+async def test_a_client_without_apply_edit_gets_it_written_on_disk_never_outside(
+    make_editor: Any, fake: FakeOpenAI, workspace: Path, home: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / "link").symlink_to(outside)
+    session_id = recorded(workspace, home)
+    manager = SessionManager(workspace, home=home)
+    writer = manager.open_session(session_id)
+    files = [change(manager, "notes/todo.txt", "first\n", "second\n")]
+    result = {"tool_call_id": "n", "name": "write_file", "content": "ok", "files": files}
+    writer.append("turn/start", {"input": "notes"}, turn=2)
+    writer.append("tool/result", result, turn=2, step=1)
+    writer.close()
+    editor: Editor = make_editor(options={"instanceId": "plain-window"}, apply_edits=False)
+    await editor.start()
+    await editor.ready()
+    where = {"sessionId": session_id, "turn": 2, "step": 1}
+    done = await editor.request("agentAssist/restoreFile", {"path": "notes/todo.txt", **where})
+    assert done == {"path": "notes/todo.txt", "restored": True}
+    assert (workspace / "notes" / "todo.txt").read_text() == "first\n"
+    where["turn"] = 1
+    error = await failure(editor, "agentAssist/restoreFile", {"path": "link/evil.txt", **where})
+    assert error.code == -32803 and list(outside.iterdir()) == []
