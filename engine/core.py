@@ -90,12 +90,14 @@ class Engine:
     def use_mcp_servers(self, specs: Sequence[McpServerSpec]) -> None:
         """Offer these MCP servers' tools to the model from the next turn on.
 
-        `ValueError` (saying what) if two share a name; servers given before are stopped. A
-        stdio server without a `cwd` runs in the project's root.
+        `ValueError` (saying what) if two share a name; servers given before are stopped, but
+        those given again alike, which go on. A stdio server without a `cwd` runs in the
+        project's root.
         """
         root = str(self.root)
         specs = [s if s.cwd or s.transport != "stdio" else replace(s, cwd=root) for s in specs]
-        old, self.mcp = self.mcp, McpServers(specs)
+        old = self.mcp
+        self.mcp = McpServers(specs, keep=old)
         if self._runner is not None:
             self._runner.mcp = self.mcp
         self._stop_mcp(old)

@@ -11,6 +11,7 @@ with ours. A server is started on the first turn that needs it and kept running 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -167,12 +168,33 @@ def parse_mcp_servers(raw: Any) -> tuple[McpServerSpec, ...]:
     return checked_specs(spec_from_json(item) for item in raw)
 
 
+@dataclass(frozen=True)
+class McpServerState:
+    """One server as `status` shows it: `connected`, `failed` (why), or `not started`."""
+
+    name: str
+    kind: Transport
+    state: str
+    reason: str | None = None
+    tools: tuple[str, ...] = ()  # its tools' own names, as it last listed them
+
+
 class McpServers:
     """The session's MCP servers: their toolsets, built once, started once, closed once."""
 
-    def __init__(self, specs: Sequence[McpServerSpec] = ()) -> None:
+    def __init__(self, specs: Sequence[McpServerSpec] = (), keep: McpServers | None = None) -> None:
+        """Take `specs`; a server of `keep` with the very same spec goes on running here."""
         self.specs = checked_specs(specs)
         self._toolsets: list[IsolatedMcpToolset] | None = None
+        if keep is not None and keep._toolsets and self.specs:
+            left = list(keep._toolsets)
+            self._toolsets = []
+            for spec in self.specs:
+                same = next((t for t in left if t.spec == spec), None)
+                if same is not None:
+                    left.remove(same)
+                self._toolsets.append(same or self._build_one(spec))
+            keep._toolsets = left  # what `keep.aclose` stops
 
     def __bool__(self) -> bool:
         return bool(self.specs)
@@ -185,10 +207,46 @@ class McpServers:
         if not self.specs:
             return []
         if self._toolsets is None:
-            from .mcp_toolset import IsolatedMcpToolset
-
-            self._toolsets = [IsolatedMcpToolset.for_spec(spec) for spec in self.specs]
+            self._toolsets = self._build()
         return [toolset.prefixed(toolset.spec.prefix) for toolset in self._toolsets]
+
+    def _build(self) -> list[IsolatedMcpToolset]:
+        return [self._build_one(spec) for spec in self.specs]
+
+    @staticmethod
+    def _build_one(spec: McpServerSpec) -> IsolatedMcpToolset:
+        from .mcp_toolset import IsolatedMcpToolset
+
+        return IsolatedMcpToolset.for_spec(spec)
+
+    async def connect(self) -> None:
+        """Start every server now and learn its tools (each failure is its own state)."""
+        if not self.specs:
+            return
+        if self._toolsets is None:
+            self._toolsets = self._build()
+
+        async def one(toolset: IsolatedMcpToolset) -> None:
+            await toolset.start()
+            await toolset.learn_tools()
+
+        await asyncio.gather(*(one(t) for t in list(self._toolsets)))
+
+    def states(self) -> list[McpServerState]:
+        """Return each server's state, in the order they were given."""
+        toolsets = {t.spec.name: t for t in self._toolsets or []}
+        out = []
+        for spec in self.specs:
+            toolset = toolsets.get(spec.name)
+            if toolset is not None and toolset.running:
+                state, reason = "connected", None
+            elif toolset is not None and toolset.failed is not None:
+                state, reason = "failed", toolset.failed
+            else:
+                state, reason = "not started", toolset.stopped if toolset is not None else None
+            tools = tuple(toolset.tool_names) if toolset is not None else ()
+            out.append(McpServerState(spec.name, spec.transport, state, reason, tools))
+        return out
 
     async def aclose(self) -> None:
         """Stop every server that was started (idempotent; never raises)."""

@@ -73,6 +73,8 @@ class IsolatedMcpToolset(WrapperToolset[ToolDeps]):
     spec: McpServerSpec = field(kw_only=True)
     running: bool = field(default=False, init=False)
     failed: str | None = field(default=None, init=False)  # why it did not start
+    stopped: str | None = field(default=None, init=False)  # why it last stopped (to restart)
+    tool_names: tuple[str, ...] = field(default=(), init=False)  # as it last listed them
     _starting: asyncio.Lock = field(default_factory=asyncio.Lock, init=False, repr=False)
     _left_out: set[str] = field(default_factory=set, init=False, repr=False)  # told once
 
@@ -127,6 +129,23 @@ class IsolatedMcpToolset(WrapperToolset[ToolDeps]):
                 await self._close_client()
                 return
             self.running = True
+            self.stopped = None
+
+    async def learn_tools(self) -> None:
+        """Note the names of the tools a running server offers (for `status`); never raises."""
+        if not self.running:
+            return
+        try:
+            async with asyncio.timeout(self.spec.timeout):
+                tools = await self.server.client.list_tools()
+        except Exception as exc:
+            logger.info("MCP server %r did not list its tools: %s", self.spec.name, _described(exc))
+            return
+        self.tool_names = tuple(sorted(t.name for t in tools if self._offered(t.name)))
+
+    def _offered(self, name: str) -> bool:
+        full = f"{self.spec.prefix}_{name}"
+        return full not in OUR_TOOLS and TOOL_NAME.fullmatch(full) is not None
 
     async def stop(self) -> None:
         """End the server's session (and a stdio server's process); never raises."""
@@ -149,6 +168,7 @@ class IsolatedMcpToolset(WrapperToolset[ToolDeps]):
         """Stop a server that died, so the next run starts it again."""
         logger.warning("MCP server %r stopped (%s): started again next turn", self.spec.name, why)
         await self.stop()
+        self.stopped = f"stopped ({why}): started again on the next turn"
 
     async def _alive(self) -> bool:
         try:
@@ -183,7 +203,7 @@ class IsolatedMcpToolset(WrapperToolset[ToolDeps]):
         offered: dict[str, ToolsetTool[ToolDeps]] = {}
         for name, tool in (tools or {}).items():
             full = f"{self.spec.prefix}_{name}"
-            if full not in OUR_TOOLS and TOOL_NAME.fullmatch(full):
+            if self._offered(name):
                 offered[name] = tool
             elif name not in self._left_out:
                 self._left_out.add(name)
@@ -194,6 +214,8 @@ class IsolatedMcpToolset(WrapperToolset[ToolDeps]):
                     full,
                     "one of ours" if full in OUR_TOOLS else "no name the model's API takes",
                 )
+        if tools is not None:
+            self.tool_names = tuple(sorted(offered))
         return offered
 
     async def call_tool(

@@ -9,6 +9,7 @@ from .file_history import FileHistory
 from .history import History
 from .inspect import Inspect
 from .lifecycle import Lifecycle
+from .mcp import McpTools
 from .session_commands import SessionCommands
 from .settings import LiveSettings
 from .stats import Stats
@@ -16,6 +17,7 @@ from .store_watch import StoreWatch
 from .workspace_watch import WorkspaceWatch
 
 FEATURES: list[type[Feature]] = [
+    McpTools,
     Lifecycle,
     LiveSettings,
     History,

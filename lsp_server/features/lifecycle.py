@@ -11,6 +11,7 @@ from .. import protocol as proto
 from ..lifetime import GRACE_SECONDS, watch_client
 from ..server import AgentAssistServer
 from .base import Feature, lsp
+from .mcp import McpTools
 
 logger = logging.getLogger(__name__)
 
@@ -39,13 +40,16 @@ class Lifecycle(Feature):
     """The session's start (resume or fresh) and the process's end."""
 
     name = "lifecycle"
+    needs = (McpTools,)
 
     @lsp(types.INITIALIZE)
     def initialize(self, params: types.InitializeParams) -> None:
         """Take the options and the project root; start watching the editor process."""
         ls = self.server
         ls.loop = asyncio.get_running_loop()
-        for warning in ls.configure(params):
+        warnings = ls.configure(params)
+        warnings += self.need(McpTools).configure(params.initialization_options)
+        for warning in warnings:
             ls.show(warning)
         logger.info("agent-assist for %s, instance %s", ls.root, ls.config.instance_id)
         ls.spawn(

@@ -20,6 +20,7 @@ from ..server import AgentAssistServer, RequestFailedError
 from .base import Feature, request
 from .chat import Chat
 from .inspect import HISTORY_FOLD, turn_views
+from .mcp import McpTools
 
 DELETE_FILES = "Delete files"
 KEEP_FILES = "Keep files"
@@ -67,7 +68,7 @@ class SessionCommands(Feature):
     """The session's own requests: save, reset, new, open, and what they are."""
 
     name = "session commands"
-    needs = (Chat,)
+    needs = (Chat, McpTools)
     _rebuild: asyncio.Task[None] | None = None  # the search index's background rebuild
 
     @request(proto.SAVE)
@@ -160,6 +161,7 @@ class SessionCommands(Feature):
             project=proto.ProjectInfo.model_validate(
                 lifecycle.store.identity, from_attributes=True
             ),
+            mcp_servers=self.need(McpTools).states(),
         )
 
     @request(proto.HISTORY)

@@ -7,6 +7,8 @@ clients' types.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from .types import AutoResume, Persistence
@@ -84,6 +86,29 @@ class ToolsOptions(Params):
     )
 
 
+class McpServerOptions(Params):
+    """One MCP server: a command (stdio) or a URL (http, sse)."""
+
+    command: str | None = Field(default=None, description="The program of a stdio server.")
+    args: list[str] | None = None
+    env: dict[str, str] | None = None
+    cwd: str | None = Field(default=None, description="Where it runs (default: the project).")
+    url: str | None = Field(default=None, description="An http or sse server's address.")
+    headers: dict[str, str] | None = None
+    type: Literal["stdio", "http", "sse"] | None = Field(
+        default=None, description="Default: `stdio` with a command, else `http`."
+    )
+    confirm: bool | list[str] | None = Field(
+        default=None,
+        description="true: the user confirms each call of its tools; a list: of those tools.",
+    )
+    timeout: float | None = Field(default=None, gt=0, description="Seconds one call may take.")
+    start_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds its start may take (default 60)."
+    )
+    disabled: bool | None = Field(default=None, description="true: left out.")
+
+
 class InitializationOptions(Params):
     """Options of `initialize`; each falls back to its default (with a warning) if invalid."""
 
@@ -121,6 +146,12 @@ class InitializationOptions(Params):
         "a known client's (by clientInfo.name: VS Code `agentAssist.model.baseUrl`, Neovim "
         "`model.base_url`, the terminal's flags), else the path; an environment variable the "
         "value came from is named as such.",
+    )
+    mcp_servers: dict[str, McpServerOptions] | None = Field(
+        default=None,
+        description="MCP servers whose tools the model may call, by name (its tools reach the "
+        "model as `<name>_<tool>`); trusted. The project's `.agent-assist/mcp.json` adds its "
+        "own, started only once the user allowed each. Read at start.",
     )
     drift_messages: bool | None = Field(
         default=None,

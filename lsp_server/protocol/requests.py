@@ -9,6 +9,7 @@ from pydantic import Field
 
 from . import lookback
 from .lookback import TurnView
+from .mcp import McpServerStatus
 from .types import (
     CheckpointInfo,
     Persistence,
@@ -352,6 +353,9 @@ class StatusResult(Wire):
     phase: Phase | None
     store: StoreStatus
     project: ProjectInfo
+    mcp_servers: list[McpServerStatus] = Field(
+        default_factory=list, description="The MCP servers whose tools the model may call."
+    )
 
 
 @dataclass(frozen=True)

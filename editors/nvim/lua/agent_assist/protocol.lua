@@ -215,6 +215,7 @@ M.errors = {
 ---@field compactAt? number Fraction of the window at which older turns are compacted (default 0.6). Range 0.1..0.95.
 ---@field store? string Where sessions are kept: `local` (the default: files under the store root) or a PostgreSQL connection string (`postgresql://role@host/db`; the password from it, PGPASSWORD or ~/.pgpass). Else AGENT_ASSIST_STORE.
 ---@field optionNames? table<string, string> What the user calls each option in this client, by its path here: `{"model.baseUrl": "--base-url"}`; the server's messages use these names. Unset ones: a known client's (by clientInfo.name: VS Code `agentAssist.model.baseUrl`, Neovim `model.base_url`, the terminal's flags), else the path; an environment variable the value came from is named as such.
+---@field mcpServers? table<string, agent_assist.McpServerOptions> MCP servers whose tools the model may call, by name (its tools reach the model as `<name>_<tool>`); trusted. The project's `.agent-assist/mcp.json` adds its own, started only once the user allowed each. Read at start.
 ---@field driftMessages? boolean False: drift (at resume and live) is not repeated as `window/showMessage` (default true).
 
 ---@class agent_assist.InspectParams `agentAssist/inspect`: any session of the project, read-only, without its lock.
@@ -228,6 +229,27 @@ M.errors = {
 ---@field title string?
 ---@field held boolean Another window holds the session (it may be writing).
 ---@field turns agent_assist.TurnView[]
+
+---@class agent_assist.McpServerOptions One MCP server: a command (stdio) or a URL (http, sse).
+---@field command? string The program of a stdio server.
+---@field args? string[]
+---@field env? table<string, string>
+---@field cwd? string Where it runs (default: the project).
+---@field url? string An http or sse server's address.
+---@field headers? table<string, string>
+---@field type? "stdio"|"http"|"sse" Default: `stdio` with a command, else `http`.
+---@field confirm? boolean|string[] true: the user confirms each call of its tools; a list: of those tools.
+---@field timeout? number Seconds one call may take.
+---@field startTimeout? number Seconds its start may take (default 60).
+---@field disabled? boolean true: left out.
+
+---@class agent_assist.McpServerStatus One configured MCP server.
+---@field name string
+---@field kind "stdio"|"http"|"sse"
+---@field source "settings"|"project" `settings`: the editor's mcpServers; `project`: .agent-assist/mcp.json.
+---@field state "connected"|"failed"|"not started"|"awaiting trust"|"declined" `connected`; `failed` (see `reason`); `not started` (it starts with the next turn); `awaiting trust` (a project server the user has not allowed yet); `declined` (the user said no).
+---@field reason? string Why it failed, stopped or does not start.
+---@field tools string[] Its tools' own names, as it last listed them (the model sees `<server>_<tool>`).
 
 ---@class agent_assist.ModelOptions An OpenAI-compatible chat model (else the environment's).
 ---@field name? string
@@ -396,6 +418,7 @@ M.errors = {
 ---@field phase agent_assist.Phase?
 ---@field store agent_assist.StoreStatus
 ---@field project agent_assist.ProjectInfo
+---@field mcpServers agent_assist.McpServerStatus[] The MCP servers whose tools the model may call.
 
 ---@class agent_assist.StepRetry An attempt of a step that was abandoned and sent again.
 ---@field attempt integer

@@ -319,6 +319,8 @@ export interface InitializationOptions {
   store?: string | null;
   /** What the user calls each option in this client, by its path here: `{"model.baseUrl": "--base-url"}`; the server's messages use these names. Unset ones: a known client's (by clientInfo.name: VS Code `agentAssist.model.baseUrl`, Neovim `model.base_url`, the terminal's flags), else the path; an environment variable the value came from is named as such. */
   optionNames?: Record<string, string> | null;
+  /** MCP servers whose tools the model may call, by name (its tools reach the model as `<name>_<tool>`); trusted. The project's `.agent-assist/mcp.json` adds its own, started only once the user allowed each. Read at start. */
+  mcpServers?: Record<string, McpServerOptions> | null;
   /** False: drift (at resume and live) is not repeated as `window/showMessage` (default true). */
   driftMessages?: boolean | null;
 }
@@ -341,6 +343,43 @@ export interface InspectResult {
   /** Another window holds the session (it may be writing). */
   held: boolean;
   turns: TurnView[];
+}
+
+/** One MCP server: a command (stdio) or a URL (http, sse). */
+export interface McpServerOptions {
+  /** The program of a stdio server. */
+  command?: string | null;
+  args?: string[] | null;
+  env?: Record<string, string> | null;
+  /** Where it runs (default: the project). */
+  cwd?: string | null;
+  /** An http or sse server's address. */
+  url?: string | null;
+  headers?: Record<string, string> | null;
+  /** Default: `stdio` with a command, else `http`. */
+  type?: "stdio" | "http" | "sse" | null;
+  /** true: the user confirms each call of its tools; a list: of those tools. */
+  confirm?: boolean | string[] | null;
+  /** Seconds one call may take. */
+  timeout?: number | null;
+  /** Seconds its start may take (default 60). */
+  startTimeout?: number | null;
+  /** true: left out. */
+  disabled?: boolean | null;
+}
+
+/** One configured MCP server. */
+export interface McpServerStatus {
+  name: string;
+  kind: "stdio" | "http" | "sse";
+  /** `settings`: the editor's mcpServers; `project`: .agent-assist/mcp.json. */
+  source: "settings" | "project";
+  /** `connected`; `failed` (see `reason`); `not started` (it starts with the next turn); `awaiting trust` (a project server the user has not allowed yet); `declined` (the user said no). */
+  state: "connected" | "failed" | "not started" | "awaiting trust" | "declined";
+  /** Why it failed, stopped or does not start. */
+  reason?: string;
+  /** Its tools' own names, as it last listed them (the model sees `<server>_<tool>`). */
+  tools: string[];
 }
 
 /** An OpenAI-compatible chat model (else the environment's). */
@@ -613,6 +652,8 @@ export interface StatusResult {
   phase: Phase | null;
   store: StoreStatus;
   project: ProjectInfo;
+  /** The MCP servers whose tools the model may call. */
+  mcpServers: McpServerStatus[];
 }
 
 /** An attempt of a step that was abandoned and sent again. */
