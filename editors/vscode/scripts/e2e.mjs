@@ -15,6 +15,8 @@
 // write_file is applied in the editor unsaved; Ctrl+S saves it there and no drift is reported
 // (the session log has none for it), while a template changed outside VS Code is drift. Set API Key
 // reaches the running server: the next model request carries the key, the server is not restarted.
+// History of This File on the template the model wrote in two turns: the newest change's diff
+// (before ↔ after) opens; its item button restores the version before it, through the editor.
 /* global window, getComputedStyle, MutationObserver -- in the callbacks evaluated in the browser */
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -45,9 +47,13 @@ const REPLIES = [
 ];
 const GREETING_BEFORE = "Hello {name},\n";
 const GREETING = "Dear {name},\nthe assistant wrote this line.\n";
+const GREETING_SIGNED = `${GREETING}Kind regards\n`;
 REPLIES.push(
   { tool_calls: [{ name: "write_file", arguments: { path: "templates/greeting.md", content: GREETING }, id: "call_2" }] },
   { text: "Greeting updated." },
+  // written again in the next turn: the file's history has two changes
+  { tool_calls: [{ name: "write_file", arguments: { path: "templates/greeting.md", content: GREETING_SIGNED }, id: "call_3" }] },
+  { text: "Greeting signed." },
 );
 
 fs.mkdirSync(RESULTS, { recursive: true });
@@ -638,6 +644,16 @@ try {
   await poll("greeting.md saved with the assistant's text", () => fs.readFileSync(greetingFile, "utf-8") === GREETING);
   await page.locator('.tabs-container .tab.active[aria-label^="greeting.md"]:not(.dirty)').waitFor({ timeout: 15_000 });
   await page.screenshot({ path: path.join(RESULTS, "12-assistant-edit-saved.png") });
+  // the model writes it again (the history below has two changes of it); saved in the editor too
+  await view().locator("#input").fill("sign the greeting");
+  await view().locator("#input").press("Enter");
+  await poll("the reply after the second write", async () =>
+    (await assistantTexts()).includes("Greeting signed.") && !(await view().locator("#working").isVisible()), 60_000);
+  const signedLines = page.locator(".monaco-editor .view-lines", { hasText: "Kind regards" }).first();
+  await signedLines.waitFor({ timeout: 15_000 });
+  await signedLines.click();
+  await page.keyboard.press("Control+S");
+  await poll("greeting.md saved signed", () => fs.readFileSync(greetingFile, "utf-8") === GREETING_SIGNED);
   // for contrast, and as the witness: a template changed outside VS Code is drift. Watcher events
   // come in order, so once its warning is shown, a drift of the save would have been shown first.
   fs.writeFileSync(path.join(workspace, "templates", "signature.md"), "Regards, changed outside\n");
@@ -702,6 +718,54 @@ try {
   const pidsAfter = serverPids();
   if (JSON.stringify(pidsAfter) !== JSON.stringify(pidsBefore)) throw new Error(`the server restarted: ${pidsBefore} → ${pidsAfter}`);
   step(`Set API Key: the next request carries the new key, the same server process (${pidsAfter})`);
+
+  // -- History of This File: the template written twice; the newest change's diff, then restore the version before it
+  await quickOpen("greeting.md");
+  await runCommand("Agent Assist: History of This File");
+  const historyTitle = page.locator(".quick-input-widget .quick-input-title", { hasText: "History of templates/greeting.md" });
+  const historyRows = page.locator(".quick-input-widget .monaco-list-row", { hasText: "· write" });
+  await historyTitle.waitFor({ timeout: 30_000 });
+  await poll("the file's two changes listed", async () => (await historyRows.count()) === 2, 30_000);
+  const newestRow = historyRows.first();
+  const newestText = await newestRow.textContent();
+  const where = /turn (\d+) step (\d+)/.exec(newestText ?? "");
+  if (!where || !newestText.includes("· write") || !newestText.includes("sign the greeting")) {
+    throw new Error(`the newest change's row: ${newestText}`);
+  }
+  const [, changeTurn, changeStep] = where;
+  const olderText = await historyRows.nth(1).textContent();
+  if (!olderText.includes("update the greeting template")) throw new Error(`the older change's row: ${olderText}`);
+  await newestRow.click();
+  const diffTitle = `greeting.md (before ↔ after turn ${changeTurn} step ${changeStep})`;
+  await page.locator(`.tabs-container .tab.active[aria-label^="${diffTitle}"]`).waitFor({ timeout: 15_000 });
+  const diff = page.locator(".monaco-diff-editor").first();
+  await diff.locator(".editor.modified .view-lines", { hasText: "Kind regards" }).waitFor({ timeout: 15_000 });
+  const original = diff.locator(".editor.original .view-lines", { hasText: "the assistant wrote this line." });
+  await original.waitFor({ timeout: 15_000 });
+  if ((await original.textContent()).includes("Kind regards")) throw new Error("the diff's before side holds the after text");
+  await page.screenshot({ path: path.join(RESULTS, "14-file-history-diff.png") });
+  step(`History of This File: ${diffTitle} opened`);
+  await quickOpen("greeting.md"); // the file's own editor again (the diff's sides are not the file)
+  await runCommand("Agent Assist: History of This File");
+  await historyTitle.waitFor({ timeout: 30_000 });
+  await poll("the history listed again", async () => (await historyRows.count()) === 2, 30_000);
+  await historyRows.first().hover();
+  await historyRows.first().locator('.action-label[aria-label^="Restore this version"], .action-label[title^="Restore this version"]').first().click();
+  await dialog.waitFor({ timeout: 10_000 });
+  const asked = await dialog.textContent();
+  if (!asked.includes(`Restore templates/greeting.md as it was before turn ${changeTurn} step ${changeStep}?`)) {
+    throw new Error(`the restore question does not name the file and step: ${asked}`);
+  }
+  await dialog.getByRole("button", { name: "Restore", exact: true }).click();
+  await notice("restored templates/greeting.md as it was before").waitFor({ timeout: 30_000 });
+  // applied in the editor (undoable), unsaved; saved there, the file holds the version before that step
+  await page.locator('.tabs-container .tab.active.dirty[aria-label^="greeting.md"]').waitFor({ timeout: 15_000 });
+  const restoredLines = page.locator(".monaco-editor .view-lines", { hasText: "the assistant wrote this line." }).first();
+  await poll("the version before in the editor", async () => !(await restoredLines.textContent()).includes("Kind regards"));
+  await restoredLines.click();
+  await page.keyboard.press("Control+S");
+  await poll("greeting.md restored on disk", () => fs.readFileSync(greetingFile, "utf-8") === GREETING);
+  step("restored the version before that step through the editor, then saved");
   await page.screenshot({ path: path.join(RESULTS, "vscode-e2e.png") });
   ok = true;
 } finally {

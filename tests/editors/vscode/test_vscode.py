@@ -80,7 +80,8 @@ def test_end_to_end_in_code_server(
     capsys: pytest.CaptureFixture[str], record_property: Callable[[str, object], None]
 ) -> None:
     """The sidebar in real VS Code: roles, resume banner, restore, Stop, retry, three themes,
-    the model's edit saved in the editor (no drift) and a file changed outside (drift)."""
+    the model's edit saved in the editor (no drift) and a file changed outside (drift), a file's
+    history with a change's diff and a restore of the version before it."""
     results = EXTENSION / "test-results"
     started = time.time()
     try:
@@ -100,6 +101,7 @@ def test_end_to_end_in_code_server(
         "3-resume-banner",
         "12-assistant-edit-saved",
         "13-drift-outside",
+        "14-file-history-diff",
     )
     for name in shots:
         shot = results / f"{name}.png"
