@@ -10,6 +10,7 @@ from session.paths import is_valid_instance_id, sanitize_instance_id
 from session.store.pointers import EditorProcess
 from session.workspace.patterns import DEFAULT_TRACKED
 
+from .mcp_shape import settings_warnings
 from .option_names import OptionNames, parse_option_names
 
 AutoResume = Literal["ask", "always", "never"]
@@ -348,6 +349,7 @@ def parse_initialization_options(
         warnings.append("store must be a string: local or a PostgreSQL connection string")
     store = store or env.get("AGENT_ASSIST_STORE", "").strip() or "local"
     derived = instance_id == default_instance and instance != default_instance
+    warnings += settings_warnings(options.get("mcpServers"))  # the rest: `mcp_config`
     config = ServerConfig(
         instance_id,
         auto_resume,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .mcp_shape import server_entries
 from .model.mcp import McpServerSpec, spec_from_json
 
 logger = logging.getLogger(__name__)
@@ -55,18 +56,17 @@ def _substituted(value: Any, root: Path) -> Any:
     return value
 
 
-def specs_from_map(raw: object, where: str, root: Path) -> tuple[list[McpServerSpec], list[str]]:
-    """Read a `{name: server}` map; a bad server is left out with a warning naming it."""
-    if raw is None:
-        return [], []
-    if not isinstance(raw, Mapping):
-        return [], [f"{where} must be an object {{name: {{command, args}} | {{url}}}}; ignored"]
+def specs_from_map(
+    raw: object, where: str, root: Path, shape: bool = True
+) -> tuple[list[McpServerSpec], list[str]]:
+    """Read a `{name: server}` map; a bad server is left out with a warning naming it.
+
+    `shape=False`: no warnings about the map's shape (`mcp_shape`), only about its servers.
+    """
+    entries, warnings = server_entries(raw, where)
+    warnings = warnings if shape else []
     specs: list[McpServerSpec] = []
-    warnings: list[str] = []
-    for name, entry in raw.items():
-        if not isinstance(entry, Mapping):
-            warnings.append(f"{where}: MCP server {name!r} must be an object; left out")
-            continue
+    for name, entry in entries.items():
         if entry.get("disabled") is True:  # Cursor's and Cline's switch
             continue
         body = dict(_substituted(entry, root))
@@ -101,15 +101,19 @@ def read_project_file(root: Path) -> tuple[object, str | None]:
 
 
 def configured_servers(options: object, root: Path) -> McpConfigured:
-    """Return the settings' `mcpServers` and the project file's servers the settings do not name."""
+    """Return the settings' `mcpServers` and the project file's servers the settings do not name.
+
+    The settings' shape is warned about by `parse_initialization_options`.
+    """
     given = options.get("mcpServers") if isinstance(options, Mapping) else None
-    settings, warnings = specs_from_map(given, "mcpServers", root)
+    settings, warnings = specs_from_map(given, "mcpServers", root, shape=False)
     raw, problem = read_project_file(root)
-    warnings += [problem] if problem else []
     project, more = specs_from_map(raw, str(PROJECT_FILE), root)
     named = {s.name for s in settings}
     return McpConfigured(
-        tuple(settings), tuple(s for s in project if s.name not in named), tuple(warnings + more)
+        tuple(settings),
+        tuple(s for s in project if s.name not in named),
+        tuple(warnings + ([problem] if problem else []) + more),
     )
 
 
