@@ -83,10 +83,13 @@ class SessionLifecycle(LifecycleTransitions):
     ) -> None:
         """Note what tool call `call_id` replaced and wrote in `relative` (None: no file).
 
-        Recorded with the call's `tool/result` (nothing outside a turn, or if unchanged).
+        Recorded with the call's `tool/result` (nothing outside a turn; an empty list if unchanged).
         """
         recorder = self._open_turn
-        if call_id is None or recorder is None or recorder.closed or before == after:
+        if call_id is None or recorder is None or recorder.closed:
+            return
+        if before == after:  # written as it was: `files: []` (a log of old had no `files`)
+            recorder.note_unchanged(call_id)
             return
         change = prepare(
             relative, before, after, redactor=self.redactor, metadata=self._metadata_only

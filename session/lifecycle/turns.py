@@ -150,6 +150,10 @@ class TurnRecorder:
         """Hold a file the tool call changed until its result is recorded."""
         self._changes.setdefault(tool_call_id, []).append(change)
 
+    def note_unchanged(self, tool_call_id: str) -> None:
+        """Note that the tool call wrote a file as it was: its result says `files: []`."""
+        self._changes.setdefault(tool_call_id, [])
+
     def tool_result(
         self, tool_call_id: str, name: str, content: Any, is_error: bool = False
     ) -> Event:
@@ -161,7 +165,9 @@ class TurnRecorder:
             "is_error": is_error,
         }
         changes = self._changes.pop(tool_call_id, None)
-        if not changes or self._keep is None:
+        if changes == []:  # it wrote the file as it was
+            return self._append("tool/result", {**data, "files": []})
+        if changes is None or self._keep is None:
             return self._append("tool/result", data)
         with recording(self._keep, changes) as files:
             return self._append("tool/result", {**data, "files": files})

@@ -104,13 +104,20 @@ async def test_writes_restores_and_drift_record_their_contents(backend: Backend)
     (root / "config.yaml").write_bytes(V0)
     lifecycle = open_lifecycle(store, "one")
     first = lifecycle.session_id
-    await turn_of_writes(lifecycle, ("config.yaml", V1), ("config.yaml", V2), ("new.md", b"hi\n"))
+    await turn_of_writes(
+        lifecycle,
+        ("config.yaml", V1),
+        ("config.yaml", V2),
+        ("new.md", b"hi\n"),
+        ("new.md", b"hi\n"),  # written as it was: no change (and not an old log's write)
+    )
 
     results = events(store, first, "tool/result")
     assert [r["files"] for r in results] == [
         [change("config.yaml", V0, V1)],
         [change("config.yaml", V1, V2)],
         [change("new.md", None, b"hi\n")],
+        [],
     ]
     blobs = store.checkpoint_store()
     for content in (V0, V1, V2, b"hi\n"):
