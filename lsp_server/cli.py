@@ -19,6 +19,7 @@ EXTRA_COMMANDS = (
     "lsp_server.admin.command",
     "lsp_server.demo.command",
     "acp_edge.command",
+    "mcp_edge.command",
 )
 
 
