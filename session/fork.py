@@ -66,6 +66,17 @@ def check_boundary(events: list[Event], boundary: int | None) -> int:
     return boundary
 
 
+def boundary_before_turn(events: list[Event], turn: int) -> int:
+    """Return the boundary just before turn `turn` began (the child has the turns before it)."""
+    starts = [e for e in events if isinstance(e, TurnStartEvent)]
+    start = next((e for e in starts if e.turn == turn), None)
+    if start is None:
+        numbers = sorted({e.turn for e in starts if e.turn is not None})
+        have = f"turns {numbers[0]}–{numbers[-1]}" if numbers else "no turns"
+        raise ForkError(f"this session has no turn {turn} ({have})")
+    return start.seq - 1
+
+
 def _last_closed(events: list[Event]) -> int:
     closed, open_turn = 0, False
     for event in events:
@@ -85,11 +96,14 @@ def fork_session(
     *,
     instance_id: str | None = None,
     child_session_id: str | None = None,
+    before_turn: int | None = None,
 ) -> ForkResult:
     """Create a child session from `parent_id`'s log up to `boundary` (inclusive).
 
     `child_session_id`: the child's id (the seed's `fork(source, boundary?, childSessionId?)`),
-    else a random one; an invalid or taken id is a SessionError naming it.
+    else a random one; an invalid or taken id is a SessionError naming it. `before_turn`
+    (instead of `boundary`): just before that turn began, e.g. the turn a file's timeline
+    names, to take another route from there.
 
     The parent is only read. The child's log is its own `session/start` (with the lineage)
     followed by the parent's events 1..boundary (locally byte for byte), so seqs line up.
@@ -98,6 +112,10 @@ def fork_session(
         events, lines = _local_events(store, parent_id)
     else:
         events, lines = store.read_events(parent_id).events, None
+    if before_turn is not None:
+        if boundary is not None:
+            raise ForkError("give a boundary or a turn to fork before, not both")
+        boundary = boundary_before_turn(events, before_turn)
     boundary = check_boundary(events, boundary)
     if child_session_id is not None and not is_valid_session_id(child_session_id):
         raise SessionError(f"invalid child session id {child_session_id!r} (12 hex digits)")

@@ -132,6 +132,7 @@ class History(Feature):
                 params.boundary,
                 instance_id=ls.config.instance_id,
                 child_session_id=params.child_session_id,
+                before_turn=params.before_turn,
             )
             lifecycle.adopt(result.session)
         ls.announce(proto.SessionChangeReason.FORKED)

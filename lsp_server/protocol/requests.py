@@ -259,6 +259,12 @@ class ForkParams(Params):
 
     session_id: str | None = Field(default=None, pattern=SESSION_ID)
     boundary: int | None = Field(default=None, ge=0)
+    before_turn: int | None = Field(
+        default=None,
+        ge=1,
+        description="Instead of `boundary`: just before this turn began (the child has the "
+        "turns before it), e.g. the turn of a file's change, to take another route from there.",
+    )
     child_session_id: str | None = Field(
         default=None,
         pattern=SESSION_ID,

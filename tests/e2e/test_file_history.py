@@ -124,3 +124,14 @@ async def test_the_timeline_of_a_file_over_lsp(
         {"path": "config.yaml", "sessionId": session_id, "turn": 7},
     )
     assert missing.code == -32803 and "no recorded change" in missing.message
+
+    # "Turn 2 broke it": take another route from just before it, in a fork.
+    fork = await editor.request(
+        "agentAssist/fork", {"sessionId": session_id, "beforeTurn": newest_write["turn"]}
+    )
+    assert fork["parentSessionId"] == session_id and fork["sessionId"] != session_id
+    history = await editor.request("agentAssist/history", {})
+    inputs = [item["text"] for item in history["items"] if item["role"] == "user"]
+    assert inputs == ["make the config"]  # the turns before it, not it
+    unknown = await failure(editor, "agentAssist/fork", {"sessionId": session_id, "beforeTurn": 9})
+    assert unknown.code == -32803 and "no turn 9" in unknown.message

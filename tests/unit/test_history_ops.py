@@ -77,6 +77,28 @@ def test_fork_boundaries_are_checked(manager: SessionManager) -> None:
     whole.session.close()
 
 
+def test_fork_before_a_turn_takes_the_turns_before_it(manager: SessionManager) -> None:
+    """From a file's timeline: "this turn broke it" → a child that has only the turns before."""
+    lc = make_lifecycle(manager)
+    run_turn(lc, "one", "first")
+    end_of_one = lc.current.state.last_seq
+    run_turn(lc, "two", "second")
+    run_turn(lc, "three", "third")
+    sid = lc.session_id
+    lc.close()
+    child = fork_session(manager, sid, before_turn=2)
+    try:
+        assert child.boundary == end_of_one
+        assert child.session.state.turns == 1
+        assert child.session.history.messages() == [request("one"), response("first")]
+    finally:
+        child.session.close()
+    with pytest.raises(ForkError, match=r"no turn 9 \(turns 1–3\)"):
+        fork_session(manager, sid, before_turn=9)
+    with pytest.raises(ForkError, match="not both"):
+        fork_session(manager, sid, end_of_one, before_turn=2)
+
+
 def test_fork_defaults_to_before_an_open_turn(manager: SessionManager) -> None:
     lc = make_lifecycle(manager)
     run_turn(lc, "one", "first")

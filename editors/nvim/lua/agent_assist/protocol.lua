@@ -188,6 +188,7 @@ M.errors = {
 ---@class agent_assist.ForkParams `agentAssist/fork`: this or another session, at a closed-turn boundary.
 ---@field sessionId? string
 ---@field boundary? integer At least 0.
+---@field beforeTurn? integer Instead of `boundary`: just before this turn began (the child has the turns before it), e.g. the turn of a file's change, to take another route from there. At least 1.
 ---@field childSessionId? string The child's id (12 hex digits); a random one when absent. An id already taken in the store is an error.
 
 ---@class agent_assist.ForkResult The fork, now this instance's session.

@@ -275,6 +275,8 @@ export interface ForkParams {
   sessionId?: string | null;
   /** At least 0. */
   boundary?: number | null;
+  /** Instead of `boundary`: just before this turn began (the child has the turns before it), e.g. the turn of a file's change, to take another route from there. At least 1. */
+  beforeTurn?: number | null;
   /** The child's id (12 hex digits); a random one when absent. An id already taken in the store is an error. */
   childSessionId?: string | null;
 }
