@@ -225,12 +225,7 @@ class McpServers:
             return
         if self._toolsets is None:
             self._toolsets = self._build()
-
-        async def one(toolset: IsolatedMcpToolset) -> None:
-            await toolset.start()
-            await toolset.learn_tools()
-
-        await asyncio.gather(*(one(t) for t in list(self._toolsets)))
+        await asyncio.gather(*(toolset.start() for toolset in list(self._toolsets)))
 
     def states(self) -> list[McpServerState]:
         """Return each server's state, in the order they were given."""

@@ -128,13 +128,12 @@ class IsolatedMcpToolset(WrapperToolset[ToolDeps]):
                 )
                 await self._close_client()
                 return
+            await self._learn_tools()  # before it shows as running, with its tools
             self.running = True
             self.stopped = None
 
-    async def learn_tools(self) -> None:
-        """Note the names of the tools a running server offers (for `status`); never raises."""
-        if not self.running:
-            return
+    async def _learn_tools(self) -> None:
+        """Note the names of the tools the server offers (for `status`); never raises."""
         try:
             async with asyncio.timeout(self.spec.timeout):
                 tools = await self.server.client.list_tools()
