@@ -279,14 +279,24 @@ class Scope:
 
     # -- search ------------------------------------------------------------------------
 
-    def search(self, text: str, limit: int, filters: SearchFilter) -> list[dict[str, Any]]:
-        """Return the hits of the literal search, best first per project."""
+    def search(
+        self, text: str, limit: int, filters: SearchFilter
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Return the hits of the literal search, best first per project.
+
+        And on PostgreSQL how many sessions' newest events were not searched (`pg_tail`).
+        """
         found: list[dict[str, Any]] = []
         if self.database is not None:
+            from .pg_tail import merged, tail_hits
+
+            left_out = 0
             for project in self.database_projects():
                 hits = self.database.pg.search(project, text, None, limit, filters)
-                found += [_hit(project, hit) for hit in hits]
-            return found[:limit]
+                tail, missed = tail_hits(self.database.pg, project, text, limit, filters)
+                left_out += missed
+                found += [_hit(project, hit) for hit in merged(hits, tail, limit)]
+            return found[:limit], left_out
         from session.search import SearchIndex
 
         for manager in self.managers():
@@ -296,7 +306,7 @@ class Scope:
                 index.sync(manager)
                 hits = index.search(text, limit=limit, filters=filters)
             found += [_hit(manager.project_dir.name, hit) for hit in hits]
-        return found[:limit]
+        return found[:limit], 0
 
 
 def _row(row: Any, project: str, busy: bool, machine: str | None) -> dict[str, Any]:

@@ -134,19 +134,30 @@ def record_metadata(store: Any) -> str:
 
 
 def populate(stores: Stores, open_store: Any) -> None:
-    """Five sessions here (one metadata-only), one in another project."""
+    """Three sessions here (`populate_late` adds the rest)."""
     here = open_store(stores.workspace)
     ids = stores.ids
     ids["tools"] = record_tools(here)
-    for n in range(3):
+    for n in range(2):
         ids[f"plain{n}"] = record(here, [(f"question {n} about zebras", f"answer {n}")], f"i{n}")
+    _close(here)
+
+
+def populate_late(stores: Stores, open_store: Any) -> None:
+    """Two more sessions here (one metadata-only), one in another project."""
+    here = open_store(stores.workspace)
+    ids = stores.ids
+    ids["plain2"] = record(here, [("question 2 about zebras", "answer 2")], "i2")
     ids["meta"] = record_metadata(here)
     elsewhere = open_store(stores.other)
     ids["other"] = record(elsewhere, [("secret elsewhere zebras", "other answer")], "o")
-    for store in (here, elsewhere):
-        close = getattr(store, "close", None)
-        if close is not None and store.kind == "postgresql":
-            close()
+    _close(here)
+    _close(elsewhere)
+
+
+def _close(store: Any) -> None:
+    if store.kind == "postgresql":
+        store.close()
 
 
 @pytest.fixture(scope="module", params=["local", "postgresql"])
@@ -163,6 +174,7 @@ def stores(
 
         found = Stores("local", clean_env(home), workspace.resolve(), other.resolve(), home)
         populate(found, lambda folder: SessionManager(folder, home=home))
+        populate_late(found, lambda folder: SessionManager(folder, home=home))
         found.before = stored_digest(found)
         yield found
         return
@@ -179,12 +191,16 @@ def stores(
     try:
         populate(found, lambda folder: PgSessionStore.open(dsn, folder, home=home, schema=schema))
         # The database's search index is caught up by a search that may write (the editor's,
-        # `sessions search`); `agent-assist mcp` writes nothing, so it is done here first.
+        # `sessions search`): the sessions here are, but one (`plain2`, `meta`, `other`
+        # recorded after the catch-up) is searched from its events by `agent-assist mcp`.
         from session.pg import PgStore
         from session.pg.search import catch_up
 
         with PgStore.open(dsn, schema=schema) as writable:
             catch_up(writable)
+        populate_late(
+            found, lambda folder: PgSessionStore.open(dsn, folder, home=home, schema=schema)
+        )
         found.before = stored_digest(found)
         yield found
     finally:
