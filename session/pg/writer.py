@@ -10,6 +10,8 @@ is then unusable and says so; a new one must be acquired.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -32,27 +34,114 @@ from .events import (
 from .query import Conn, advisory_key
 from .records import set_listing
 
-# A granted 64-bit advisory lock as pg_locks shows it: two 32-bit halves, objsubid 1.
-_LOCK = """l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-    AND l.classid::bigint = (%(key)s::bigint >> 32) & 4294967295
-    AND l.objid::bigint = %(key)s::bigint & 4294967295"""
-_HOLDER = f"""SELECT a.application_name, a.backend_start FROM pg_locks l
-    JOIN pg_stat_activity a ON a.pid = l.pid WHERE {_LOCK}"""  # noqa: S608 - constants only
-_MINE = f"SELECT count(*) FROM pg_locks l WHERE l.pid = pg_backend_pid() AND {_LOCK}"  # noqa: S608
+# A granted 64-bit advisory lock in this database as pg_locks shows it: two 32-bit halves,
+# objsubid 1 (`key` is the signed 64-bit key, from both halves).
+_ADVISORY = """l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"""
+_KEY = "((l.classid::bigint << 32) | l.objid::bigint)"
+# Who holds these keys now: the role of each holder (visible to every role), and its
+# application name and start (hidden, NULL, for another role's connection).
+_HOLDERS = f"""SELECT {_KEY}, a.usename::text, a.usename = current_user,
+    a.application_name, a.backend_start, l.pid = pg_backend_pid() FROM pg_locks l
+    LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+    WHERE {_ADVISORY} AND {_KEY} = ANY(%(keys)s::bigint[])"""  # noqa: S608 - constants only
 
-# The sessions among `keys` (their writers' lock keys) whose lock is granted now, at once.
-_HELD = f"""SELECT DISTINCT k.key FROM pg_locks l
-    JOIN unnest(%(keys)s::bigint[]) AS k(key) ON {_LOCK.replace("%(key)s::bigint", "k.key")}"""  # noqa: S608 - constants only
+# A session's lock has several keys, its generations, tried in order: the first free one is
+# taken. Every role sees every key held (`pg_locks`), and a key is a plain number: another
+# role could take a key it saw once its holder let go, but only that key. A key held by a
+# connection of another role is skipped, never trusted, and a writer holds the session only
+# when no connection of its own role holds another of its keys (checked after taking one).
+GENERATIONS = 64
 
 T = TypeVar("T")
 
 
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def session_keys(schema: str, owner: str, session_id: str) -> list[int]:
+    """Return the session's lock keys, generation 0 first (generation 0: the key of old)."""
+    return [advisory_key(schema, owner, session_id)] + [
+        advisory_key(schema, owner, session_id, f"generation {n}") for n in range(1, GENERATIONS)
+    ]
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A connection that holds one of a session's keys."""
+
+    key: int
+    role: str | None  # None: gone by the time pg_stat_activity was read
+    own_role: bool
+    application: str | None
+    since: datetime | None
+    me: bool
+
+    def describe(self) -> str:
+        """Say who this is, as far as PostgreSQL tells (another role's details are hidden)."""
+        if not self.own_role:
+            role = f" ({self.role})" if self.role else ""
+            return f"another database role{role} / connection"
+        app = self.application or "a connection of your role"
+        since = f", since {self.since:%Y-%m-%d %H:%M %Z}" if self.since is not None else ""
+        return f"another agent-assist ({app}{since})" if self.application else f"{app}{since}"
+
+
+def holders(conn: Conn, keys: Sequence[int]) -> list[Holder]:
+    """Return the connections holding any of `keys` now (one look at pg_locks)."""
+    rows = conn.execute(_HOLDERS, {"keys": list(keys)}).fetchall()
+    return [
+        Holder(_signed(int(r[0])), r[1], bool(r[2]), r[3] or None, r[4], bool(r[5])) for r in rows
+    ]
+
+
 def held_sessions(conn: Conn, schema: str, owner: str, session_ids: Sequence[str]) -> set[str]:
-    """Return the sessions whose writer lock a process holds now (pg_locks once, no lock)."""
-    keys = {advisory_key(schema, owner, sid): sid for sid in session_ids}
-    rows = conn.execute(_HELD, {"keys": list(keys)}).fetchall()
-    return {keys[row[0]] for row in rows}
+    """Return the sessions a connection of this role holds the writer lock of (no lock taken).
+
+    A key held by another role's connection does not make a session in use: its writer
+    takes the next generation's key.
+    """
+    keys = {key: sid for sid in session_ids for key in session_keys(schema, owner, sid)}
+    return {keys[h.key] for h in holders(conn, list(keys)) if h.own_role and h.key in keys}
+
+
+def take_lock(conn: Conn, schema: str, owner: str, session_id: str) -> int:
+    """Take one of the session's keys on `conn` and return it, or raise `SessionLockedError`.
+
+    Refused when a connection of this role holds any of its keys (a writer, or a deletion
+    of the admin commands), or when another role holds every one.
+    """
+    keys = session_keys(schema, owner, session_id)
+    foreign: list[Holder] = []
+
+    def in_use(holder: Holder) -> SessionLockedError:
+        return SessionLockedError(f"session {session_id} is in use by {holder.describe()}")
+
+    for holder in holders(conn, keys):
+        if holder.own_role and not holder.me:
+            raise in_use(holder)
+    for key in keys:
+        got = conn.execute("SELECT pg_try_advisory_lock(%s::bigint)", (key,)).fetchone()
+        if got and got[0]:
+            # Another writer of this role may have taken another generation meanwhile.
+            rival = [h for h in holders(conn, keys) if h.own_role and not h.me]
+            if rival:
+                conn.execute("SELECT pg_advisory_unlock(%s::bigint)", (key,))
+                raise in_use(rival[0])
+            return key
+        now = [h for h in holders(conn, [key]) if not h.me]
+        mine = [h for h in now if h.own_role or h.role is None]
+        if mine:
+            raise in_use(mine[0])
+        foreign.extend(now)
+    roles = sorted({h.role for h in foreign if h.role})
+    by = f" ({', '.join(roles)})" if roles else ""
+    raise SessionLockedError(
+        f"session {session_id} is in use by another database role{by} / connection: it holds "
+        f"all {len(keys)} of the session's lock keys (an administrator can end those "
+        "connections with pg_terminate_backend)"
+    )
 
 
 class SessionWriter:
@@ -82,14 +171,7 @@ class SessionWriter:
                     # the lock lives as long as this connection, which is mostly idle
                     conn.execute("SET idle_session_timeout = 0")
                 owner = conn.execute("SELECT current_user").fetchone()
-                key = advisory_key(schema, str(owner[0] if owner else ""), session_id)
-                got = conn.execute("SELECT pg_try_advisory_lock(%s::bigint)", (key,)).fetchone()
-                if not got or not got[0]:
-                    holder = conn.execute(_HOLDER, {"key": key}).fetchone()
-                    by = f" ({holder[0]}, since {holder[1]:%Y-%m-%d %H:%M %Z})" if holder else ""
-                    raise SessionLockedError(
-                        f"session {session_id} is in use by another agent-assist{by}"
-                    )
+                key = take_lock(conn, schema, str(owner[0] if owner else ""), session_id)
         except BaseException:
             conn.close()
             raise
@@ -147,8 +229,7 @@ class SessionWriter:
         if self._conn.closed:
             return False
         with reporting(self._info):
-            row = self._conn.execute(_MINE, {"key": self.key}).fetchone()
-        return bool(row and row[0])
+            return any(h.me for h in holders(self._conn, [self.key]))
 
     def release(self) -> None:
         """Release the lock and close the connection (safe to call twice)."""
