@@ -20,6 +20,7 @@ from session.redaction import url_without_userinfo
 from session.terminal_text import inert
 
 from .doctor_database import check_database
+from .doctor_mcp import check_mcp
 from .output import counted, plain_console, write_json
 from .running import OK, PROBLEM
 from .search import search_index
@@ -334,6 +335,7 @@ def run_doctor(args: argparse.Namespace) -> DoctorReport:
         if not report.projects:
             report.add("ok", "projects", "no projects yet")
     check_model(report, round_trip=not args.offline, timeout=args.timeout)
+    check_mcp(report, here, online=not args.offline, timeout=args.timeout)
     return report
 
 

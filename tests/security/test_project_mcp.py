@@ -149,3 +149,26 @@ def test_the_editors_setting_wins_over_a_project_server_of_the_same_name(tmp_pat
     (tmp_path / ".agent-assist" / "mcp.json").write_text("[not json")
     broken = configured_servers(None, tmp_path)
     assert broken.project == () and "cannot be read" in broken.warnings[0]
+
+
+def test_doctor_starts_only_the_project_servers_the_user_allowed(tmp_path: Path) -> None:
+    from tests.cli.conftest import clean_env, run_cli
+
+    home, project = tmp_path / "home", tmp_path / "clone"
+    marker = tmp_path / "planted-ran"
+    project.mkdir()
+    plant(project, marker)
+    fx = {"command": sys.executable, "args": [SERVER]}
+    config = json.loads((project / ".agent-assist" / "mcp.json").read_text())
+    config["mcpServers"]["fx"] = fx
+    (project / ".agent-assist" / "mcp.json").write_text(json.dumps(config))
+    spec = next(s for s in configured_servers(None, project).project if s.name == "fx")
+    McpTrust(home, {}).remember(project, spec, True)
+
+    result = run_cli("doctor", "--json", "--workspace", str(project), env=clean_env(home))
+    found = [f["message"] for f in json.loads(result.stdout)["findings"] if f["area"] == "mcp"]
+    assert any(m.startswith("planted") and "not allowed yet" in m for m in found), found
+    assert any(m.startswith("fx") and "echo" in m and "started" in m for m in found), found
+    assert not marker.exists()
+    offline = run_cli("doctor", "--offline", "--workspace", str(project), env=clean_env(home))
+    assert "fx (stdio" in offline.stdout and "--offline" in offline.stdout
