@@ -1,6 +1,13 @@
 /** Settings (package.json `contributes.configuration`) parsed into typed objects; no vscode runtime import. */
 import * as path from "node:path";
-import type { AutoResume, InitializationOptions, ModelOptions, Persistence, ToolsOptions } from "./protocol";
+import type {
+  AutoResume,
+  InitializationOptions,
+  McpServerOptions,
+  ModelOptions,
+  Persistence,
+  ToolsOptions,
+} from "./protocol";
 
 export const SECTION = "agentAssist";
 
@@ -31,6 +38,8 @@ export interface Settings {
   /** `local`, a PostgreSQL connection string, or empty: the server decides (AGENT_ASSIST_STORE, else `local`). */
   store: string;
   trackedFiles: string[];
+  /** The user's MCP servers by name, passed on as they are (the server checks each). */
+  mcpServers: Record<string, McpServerOptions>;
 }
 
 export const DEFAULT_SETTINGS: Settings = {
@@ -52,6 +61,7 @@ export const DEFAULT_SETTINGS: Settings = {
   persistence: "full",
   store: "",
   trackedFiles: ["agent_spec.md", "templates/**"],
+  mcpServers: {},
 };
 
 const AUTO_RESUME: readonly AutoResume[] = ["ask", "always", "never"];
@@ -105,7 +115,23 @@ export function readSettings(config: ConfigurationReader): Settings {
     persistence: oneOf(config.get("persistence"), PERSISTENCE, DEFAULT_SETTINGS.persistence),
     store: text(config.get("store")),
     trackedFiles: stringList(config.get("trackedFiles"), DEFAULT_SETTINGS.trackedFiles),
+    mcpServers: mcpServers(config.get("mcpServers")),
   };
+}
+
+/** The `mcpServers` object's entries that are objects (the server checks their fields). */
+function mcpServers(value: unknown): Record<string, McpServerOptions> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return {};
+  }
+  const servers: Record<string, McpServerOptions> = {};
+  const entries: [string, unknown][] = Object.entries(value);
+  for (const [name, server] of entries) {
+    if (typeof server === "object" && server !== null && !Array.isArray(server)) {
+      servers[name] = server;
+    }
+  }
+  return servers;
 }
 
 /** The server's `initializationOptions`; empty fields are left to the server (its environment, its defaults). */
@@ -145,6 +171,7 @@ export function toInitializationOptions(
     ...(settings.compactAt === undefined ? {} : { compactAt: settings.compactAt }),
     ...(Object.keys(model).length > 0 ? { model } : {}),
     ...(Object.keys(tools).length > 0 ? { tools } : {}),
+    ...(Object.keys(settings.mcpServers).length > 0 ? { mcpServers: settings.mcpServers } : {}),
   };
 }
 
@@ -152,7 +179,7 @@ export function toInitializationOptions(
  * Settings the running server cannot take (it reads them once, at start); every other
  * setting reaches it live through `workspace/didChangeConfiguration`.
  */
-export const RESTART_SETTINGS = ["server.command", "store", "persistence", "trackedFiles"] as const;
+export const RESTART_SETTINGS = ["server.command", "store", "persistence", "trackedFiles", "mcpServers"] as const;
 
 /**
  * The options to send the running server (`workspace/configuration`, `workspace/didChangeConfiguration`):

@@ -45,6 +45,7 @@ describe("readSettings", () => {
         persistence: "metadata",
         store: " postgresql://alice@db.example.com/agent_assist ",
         trackedFiles: ["spec/**", "", 3],
+        mcpServers: { docs: { command: "docs-mcp", confirm: true }, bad: "x" },
       }),
     );
     expect(settings).toEqual({
@@ -66,7 +67,9 @@ describe("readSettings", () => {
       persistence: "metadata",
       store: "postgresql://alice@db.example.com/agent_assist",
       trackedFiles: ["spec/**"],
+      mcpServers: { docs: { command: "docs-mcp", confirm: true } },
     });
+    expect(toInitializationOptions(settings, "w", undefined).mcpServers).toEqual(settings.mcpServers);
   });
 
   it("falls back to defaults for invalid values", () => {
