@@ -42,6 +42,7 @@
 ---@field tracked_files? string[]        globs whose drift is watched; default the server's
 ---@field context_window? integer        tokens of the model's context window, 1000-10000000; server default 128000
 ---@field compact_at? number             fraction of the window at which older turns are compacted, 0.1-0.95; server default 0.6
+---@field mcp_servers? table<string, agent_assist.McpServerOptions> MCP servers whose tools the model may call, by name (`{ command, args, env, cwd }` or `{ url, headers, type }`, `confirm`); read at start
 ---@field keymaps agent_assist.Keymaps
 ---@field layout "split"|"vsplit"|"float"
 ---@field float agent_assist.FloatOptions
@@ -62,6 +63,7 @@ M.defaults = {
   tracked_files = nil,
   context_window = nil,
   compact_at = nil,
+  mcp_servers = nil,
   keymaps = {
     prompt = "i",
     cancel = "<C-c>",
@@ -190,6 +192,20 @@ local CHECKS = {
   tracked_files = { is_string_list, "a list of glob strings" },
   context_window = { number_in(1000, 10000000, true), "a whole number of tokens, 1000-10000000" },
   compact_at = { number_in(0.1, 0.95, false), "a fraction of the context window, 0.1-0.95" },
+  mcp_servers = {
+    function(v)
+      if type(v) ~= "table" or is_list(v) and next(v) ~= nil then
+        return false
+      end
+      for name, server in pairs(v) do
+        if type(name) ~= "string" or type(server) ~= "table" then
+          return false
+        end
+      end
+      return true
+    end,
+    "a table { name = { command, args } | { url } }",
+  },
   layout = { one_of("split", "vsplit", "float"), "split|vsplit|float" },
   stop_timeout = {
     function(v)
@@ -317,6 +333,7 @@ function M.init_options(root)
     trackedFiles = options.tracked_files,
     contextWindow = options.context_window,
     compactAt = options.compact_at,
+    mcpServers = options.mcp_servers and next(options.mcp_servers) and options.mcp_servers or nil,
     driftMessages = false, -- agentAssist/drift is shown instead of the server's repeat of it
   }
   ---@type agent_assist.ModelOptions
