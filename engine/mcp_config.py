@@ -121,7 +121,8 @@ def command_line(spec: McpServerSpec) -> str:
     """Return what starting the server runs (or where it connects), for a question."""
     if spec.transport != "stdio":
         return spec.url
-    parts = (spec.command, *spec.args)
+    env = [f"{name}={value}" for name, value in spec.env.items()]  # may change what runs
+    parts = (*env, spec.command, *spec.args)
     shown = " ".join(json.dumps(part) if " " in part else part for part in parts)
     return shown + (f" (in {spec.cwd})" if spec.cwd else "")
 
