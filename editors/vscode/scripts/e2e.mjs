@@ -719,7 +719,9 @@ try {
   if (JSON.stringify(pidsAfter) !== JSON.stringify(pidsBefore)) throw new Error(`the server restarted: ${pidsBefore} → ${pidsAfter}`);
   step(`Set API Key: the next request carries the new key, the same server process (${pidsAfter})`);
 
-  // -- History of This File: the template written twice; the newest change's diff, then restore the version before it
+  // -- History of This File: the template written twice; the newest change's diff, its turn, then restore the version before it
+  /** An editor's text as shown (Monaco draws spaces as no-break spaces). */
+  const lineText = async (locator) => ((await locator.textContent()) ?? "").replace(/\s+/g, " ");
   await quickOpen("greeting.md");
   await runCommand("Agent Assist: History of This File");
   const historyTitle = page.locator(".quick-input-widget .quick-input-title", { hasText: "History of templates/greeting.md" });
@@ -742,30 +744,68 @@ try {
   await diff.locator(".editor.modified .view-lines", { hasText: "Kind regards" }).waitFor({ timeout: 15_000 });
   const original = diff.locator(".editor.original .view-lines", { hasText: "the assistant wrote this line." });
   await original.waitFor({ timeout: 15_000 });
-  if ((await original.textContent()).includes("Kind regards")) throw new Error("the diff's before side holds the after text");
+  if ((await lineText(original)).includes("Kind regards")) throw new Error("the diff's before side holds the after text");
   await page.screenshot({ path: path.join(RESULTS, "14-file-history-diff.png") });
   step(`History of This File: ${diffTitle} opened`);
-  await quickOpen("greeting.md"); // the file's own editor again (the diff's sides are not the file)
-  await runCommand("Agent Assist: History of This File");
-  await historyTitle.waitFor({ timeout: 30_000 });
-  await poll("the history listed again", async () => (await historyRows.count()) === 2, 30_000);
-  await historyRows.first().hover();
-  await historyRows.first().locator('.action-label[aria-label^="Restore this version"], .action-label[title^="Restore this version"]').first().click();
+  async function historyButton(label) {
+    await quickOpen("greeting.md"); // the file's own editor (the diff's sides are not the file)
+    await runCommand("Agent Assist: History of This File");
+    await historyTitle.waitFor({ timeout: 30_000 });
+    await poll("the history listed again", async () => (await historyRows.count()) === 2, 30_000);
+    // the row's buttons show while it is hovered: the mouse comes from elsewhere (where it rests may be that row)
+    const button = historyRows.first().locator(`.action-label[aria-label^="${label}"], .action-label[title^="${label}"]`).first();
+    await poll(`the ${label} button`, async () => {
+      await page.mouse.move(1, 1);
+      await historyRows.first().hover();
+      return (await button.isVisible()) && (await button.click({ timeout: 2000 }).then(() => true, () => false));
+    });
+  }
+  // Open session at this turn (read-only): the turn as Markdown, its step and tool call
+  await historyButton("Open session at this turn");
+  await page.locator(`.tabs-container .tab.active[aria-label*="turn ${changeTurn}.md"]`).waitFor({ timeout: 15_000 });
+  const inspected = page.locator(".monaco-editor .view-lines", { hasText: `Turn ${changeTurn}` }).first();
+  await inspected.waitFor({ timeout: 15_000 });
+  const inspectedText = await lineText(inspected);
+  if (!inspectedText.includes("sign the greeting") || !inspectedText.includes("write_file")) {
+    throw new Error(`the inspected turn: ${inspectedText}`);
+  }
+  step(`Open session at this turn: turn ${changeTurn} read-only`);
+  // unsaved changes in the editor are saved first (the server replaces the text it knows, the saved file's)
+  await quickOpen("greeting.md");
+  const signed = page.locator(".monaco-editor .view-lines", { hasText: "Kind regards" }).first();
+  await signed.click();
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type("P.S. typed by hand");
+  await page.locator('.tabs-container .tab.active.dirty[aria-label^="greeting.md"]').waitFor({ timeout: 15_000 });
+  await historyButton("Restore this version");
   await dialog.waitFor({ timeout: 10_000 });
   const asked = await dialog.textContent();
-  if (!asked.includes(`Restore templates/greeting.md as it was before turn ${changeTurn} step ${changeStep}?`)) {
-    throw new Error(`the restore question does not name the file and step: ${asked}`);
+  if (!asked.includes(`Restore templates/greeting.md as it was before turn ${changeTurn} step ${changeStep}?`) || !asked.includes("unsaved changes are saved first")) {
+    throw new Error(`the restore question does not name the file and step, or the unsaved changes: ${asked}`);
   }
   await dialog.getByRole("button", { name: "Restore", exact: true }).click();
   await notice("restored templates/greeting.md as it was before").waitFor({ timeout: 30_000 });
   // applied in the editor (undoable), unsaved; saved there, the file holds the version before that step
   await page.locator('.tabs-container .tab.active.dirty[aria-label^="greeting.md"]').waitFor({ timeout: 15_000 });
   const restoredLines = page.locator(".monaco-editor .view-lines", { hasText: "the assistant wrote this line." }).first();
-  await poll("the version before in the editor", async () => !(await restoredLines.textContent()).includes("Kind regards"));
+  await poll("the version before in the editor", async () => {
+    const text = await lineText(restoredLines);
+    return !text.includes("Kind regards") && !text.includes("P.S.");
+  });
   await restoredLines.click();
   await page.keyboard.press("Control+S");
   await poll("greeting.md restored on disk", () => fs.readFileSync(greetingFile, "utf-8") === GREETING);
-  step("restored the version before that step through the editor, then saved");
+  step("restored the version before that step through the editor (unsaved typing saved first), then saved");
+  // -- the transcript's Steps toggle: the last turn's model calls (agentAssist/history with steps)
+  const toggle = view().locator("button.steps-toggle").last();
+  await toggle.click();
+  const stepHead = view().locator("section.steps .step-head").first();
+  await stepHead.waitFor({ timeout: 15_000 });
+  const headText = await stepHead.textContent();
+  if (!/^Step \d+ · .+ · .+ in \/ .+ out/.test(headText) || (await toggle.getAttribute("aria-expanded")) !== "true") {
+    throw new Error(`the steps of the last turn: ${headText}`);
+  }
+  step(`Steps of the last turn: ${headText}`);
   await page.screenshot({ path: path.join(RESULTS, "vscode-e2e.png") });
   ok = true;
 } finally {

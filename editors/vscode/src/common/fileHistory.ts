@@ -70,6 +70,9 @@ export function restoreQuestion(filePath: string, change: FileChange): { message
   };
 }
 
+/** Said in the restore question when the file has unsaved changes in the editor. */
+export const UNSAVED_NOTE = "Its unsaved changes are saved first (the restore can be undone after).";
+
 /** What a restore did, in one line. */
 export function restoredText(filePath: string, change: FileChange, result: RestoreFileResult): string {
   return result.restored
@@ -175,9 +178,18 @@ export class FileHistoryCommands {
 
   async restore(filePath: string, change: FileChange): Promise<void> {
     const question = restoreQuestion(filePath, change);
-    const choice = await vscode.window.showWarningMessage(question.message, { modal: true, detail: question.detail }, question.action);
+    // The server replaces the whole text by the range it knows, the saved file's (the editor's
+    // buffers are not synced to it): unsaved changes are saved first, so the edit covers them.
+    const root = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const open = root ? vscode.workspace.textDocuments.find((d) => d.uri.scheme === "file" && d.uri.fsPath === path.join(root, filePath)) : undefined;
+    const dirty = open?.isDirty === true;
+    const detail = dirty ? `${question.detail} ${UNSAVED_NOTE}` : question.detail;
+    const choice = await vscode.window.showWarningMessage(question.message, { modal: true, detail }, question.action);
     if (choice !== question.action) {
       return;
+    }
+    if (dirty && !(await open.save())) {
+      throw new Error(`${filePath} has unsaved changes that could not be saved: not restored`);
     }
     const params = { ...changeParams(changeRef(filePath, change, "before")), ...(question.allowDelete ? { allowDelete: true } : {}) };
     const result = await this.server.request(RESTORE_FILE, params);
