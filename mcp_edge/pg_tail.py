@@ -4,7 +4,8 @@ On PostgreSQL a search first indexes what writers appended since (`session.pg.se
 `catch_up`): a write, which `agent-assist mcp` never makes. So the indexed rows answer as
 they are, and the events after each session's `indexed_seq` (the "tail") are turned into
 the same rows in memory (`session.pg.search._extract`, the index's own extraction) and
-matched here with the same folding, filters, ranking and snippets. At most `MAX_TAIL`
+matched here with the same folding, filters, ranking and snippets. Used only with a
+`PgStore` whose search does not do this itself (one without `unindexed`). At most `MAX_TAIL`
 events are read per search; past that the answer says how many sessions were left out.
 """
 
@@ -26,6 +27,37 @@ _BEHIND = f"""SELECT s.session_id, coalesce(p.indexed_seq, -1), p.stream_text, p
     WHERE s.{_MINE} AND s.next_seq > coalesce(p.indexed_seq, -1) + 1
         AND s.project = %(project)s
     ORDER BY s.updated_at DESC, s.session_id"""  # noqa: S608
+
+
+_READ = f"""SELECT event FROM {{s}}.events WHERE {_MINE} AND session_id = %s AND seq >= %s
+    ORDER BY seq LIMIT %s"""  # noqa: S608
+_PART_MASK = 3  # a local rowid with session number 0 is seq << 2 | part
+
+
+def _extract(session_id: str, progress: tuple[Any, ...], events: list[Any]) -> tuple[Any, Any]:
+    """Return the rows of `events` (after `progress`) as columns, and the progress after.
+
+    As the database's index makes them (`session.pg.search`): the local index's extraction.
+    """
+    from session.search.extract import _Extractor
+    from session.search.schema import _Progress, rowid_seq
+    from session.search.text import fold
+
+    _indexed, text, seq, turn, step, ts = progress
+    extractor = _Extractor(session_id, _Progress(0, 0, -1, None, -1, text, seq, turn, step, ts))
+    for event in events:
+        extractor.feed(event)
+    stream_text, stream_seq, stream_turn = extractor.open_stream()
+    open_step, open_ts = extractor.stream_step, extractor.stream_ts
+    extractor.add_stream(events[-1].ts)  # still streaming: a provisional row
+    columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [], [], [])
+    for rowid, turn_, step_, ts_, type_, text_, _norm, tool, paths in extractor.rows:
+        row = (rowid_seq(rowid), rowid & _PART_MASK, type_, turn_, ts_, text_, fold(text_))
+        for column, value in zip(columns, (*row, step_, tool, paths), strict=True):
+            column.append(value)
+    if stream_text is None:
+        open_step = open_ts = None
+    return columns, (events[-1].seq, stream_text, stream_seq, stream_turn, open_step, open_ts)
 
 
 def _matches(row: tuple[Any, ...], folded: str, filters: SearchFilter) -> bool:
@@ -57,8 +89,9 @@ def tail_hits(
     """
     from datetime import UTC
 
+    from session.events import EVENT_ADAPTER
     from session.pg.query import q
-    from session.pg.search import _extract, _read, fold_query
+    from session.pg.search import fold_query
     from session.search import SearchHit
     from session.search.rank import rank, snippet
 
@@ -77,7 +110,9 @@ def tail_hits(
             state = tuple(progress)
             while budget > 0:
                 start = int(state[0]) + 1
-                events = _read(conn, pg.schema, session_id, start, min(2_000, budget))
+                read = (session_id, start, min(2_000, budget))
+                rows = conn.execute(q(pg.schema, _READ), read).fetchall()
+                events = [EVENT_ADAPTER.validate_python(row[0]) for row in rows]
                 if not events:
                     break
                 budget -= len(events)

@@ -87,10 +87,16 @@ def file_history(
 ) -> str:
     """Answer `file_history`: the changes of a file of this project, newest first, with diffs."""
     from session.storage import StorageError
-    from session.timeline import TimelinePathError
+    from session.timeline import TimelinePathError, workspace_path
     from session.timeline import file_history as history
     from session.timeline.index import TimelineError
 
+    try:
+        relative = workspace_path(scope.workspace, path)
+    except TimelinePathError as exc:
+        raise RefusedError(str(exc)) from None
+    if scope.local is not None and not scope.local.sessions_dir.is_dir():  # nothing to index
+        return dumps({"path": relative, "changes": [], "complete": True, "note": "no sessions"})
     try:
         found = history(
             scope.home, scope.workspace, path, since=since, until=until, line=line, limit=limit

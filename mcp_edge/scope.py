@@ -15,6 +15,7 @@ Locally the machine-local derived caches (`listing.sqlite`, `index.sqlite`,
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 from collections.abc import Iterator
@@ -90,7 +91,10 @@ def _open_database(spec: str, workspace: Path) -> PgSessionStore:
     schema = os.environ.get(SCHEMA_ENV, "").strip() or DEFAULT_SCHEMA
     try:
         info = parse_dsn(spec)
-        pg = PgStore.open(read_only_dsn(spec), schema=schema, create=False, pool_size=2)
+        options: dict[str, Any] = {"schema": schema, "create": False, "pool_size": 2}
+        if "read_only" in inspect.signature(PgStore.open).parameters:
+            options["read_only"] = True  # a store that never writes, its search included
+        pg = PgStore.open(read_only_dsn(spec), **options)
     except InvalidDsnError as exc:
         raise ScopeError(str(exc), 2) from None
     except PgStoreError as exc:
@@ -290,12 +294,15 @@ class Scope:
         if self.database is not None:
             from .pg_tail import merged, tail_hits
 
+            pg = self.database.pg
             left_out = 0
             for project in self.database_projects():
-                hits = self.database.pg.search(project, text, None, limit, filters)
-                tail, missed = tail_hits(self.database.pg, project, text, limit, filters)
-                left_out += missed
-                found += [_hit(project, hit) for hit in merged(hits, tail, limit)]
+                hits = pg.search(project, text, None, limit, filters)
+                if not hasattr(pg, "unindexed"):  # a store that does not read them itself
+                    tail, missed = tail_hits(pg, project, text, limit, filters)
+                    left_out += missed
+                    hits = merged(hits, tail, limit)
+                found += [_hit(project, hit) for hit in hits]
             return found[:limit], left_out
         from session.search import SearchIndex
 
