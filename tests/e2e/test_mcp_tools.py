@@ -7,7 +7,6 @@ several turns; a second one that answers garbage never starts.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from lsp_server.fake_model import FakeOpenAI
 from .harness import Editor, shown, stored
 
 SERVER = str(Path(__file__).resolve().parents[1] / "unit" / "mcp_fixture_server.py")
+WITH_GARBAGE = str(Path(__file__).with_name("mcp_garbage_server.py"))  # SERVER + `garbage`
 GARBAGE = "import sys; print('this is no JSON-RPC'); sys.stdout.flush(); sys.stdin.read()"
 
 
@@ -64,7 +64,7 @@ async def test_an_mcp_servers_tools_are_called_confirmed_recorded_and_fail_alone
         "mcpServers": {
             "fx": {
                 "command": sys.executable,
-                "args": [SERVER],
+                "args": [WITH_GARBAGE],
                 "env": {"MCP_FIXTURE_NOTES": str(notes)},
                 "timeout": 3,
                 "confirm": ["echo"],
@@ -112,6 +112,12 @@ async def test_an_mcp_servers_tools_are_called_confirmed_recorded_and_fail_alone
     assert "did not answer hang within 3 s" in tool_results(fake)[-1]
     assert (await status_of(editor, "fx"))["state"] == "connected"
 
+    # Garbage on the server's stdout mid-call: the call still ends, the turn goes on.
+    fake.add({"tool_calls": [{"name": "fx_garbage", "arguments": {}}]}, "it garbled")
+    assert (await editor.request("agentAssist/chat", {"text": "garbage"}))["text"] == "it garbled"
+    assert "answered after the garbage" in tool_results(fake)[-1]
+    assert (await status_of(editor, "fx"))["state"] == "connected"
+
     # A server that crashes mid-call: a tool error; it is started again at the next step.
     fake.add({"tool_calls": [{"name": "fx_crash", "arguments": {}}]}, "it crashed")
     assert (await editor.request("agentAssist/chat", {"text": "crash"}))["text"] == "it crashed"
@@ -131,10 +137,10 @@ async def test_an_mcp_servers_tools_are_called_confirmed_recorded_and_fail_alone
         "fx_echo",
         "fx_echo",
         "fx_hang",
+        "fx_garbage",
         "fx_crash",
         "fx_pid",
     ]
-    assert json.dumps(fake.messages()).count("echo: yes") >= 1
 
 
 async def _gone(pid: int) -> None:
