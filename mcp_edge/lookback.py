@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from session.snapshot import SessionState
 
 RESULT_FOLD = 2000  # a tool result longer (UTF-8 bytes) is folded in a step
+DECISION_BYTES = 2000  # a decision longer is folded
 METADATA_ONLY = (
     "this session was kept with metadata-only persistence: its messages, tool arguments and "
     "results were never stored, only their sizes and digests"
@@ -285,7 +286,7 @@ def session_decisions(place: Place, title: str | None) -> list[dict[str, Any]]:
             seen.add(_key(text))
             found.append(
                 {
-                    "decision": text.strip(),
+                    "decision": fold(text.strip(), DECISION_BYTES),
                     "session_id": place.session_id,
                     "session_title": title,
                     "project": place.project,

@@ -11,8 +11,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from .lookback import dumps, fold, iso, load, meta, size
+from .lookback import dumps, fold, iso, load, meta, shrink, size
 from .scope import RefusedError, Scope
+
+MAX_PATHS = 200  # changed files listed of each kind (the rest counted)
+MAX_ANSWER = 100_000  # bytes of a resume_context answer
 
 
 def _drift(scope: Scope, place: Any, state: Any) -> tuple[Any, str | None]:
@@ -65,14 +68,22 @@ def resume_context(scope: Scope, session_id: str | None) -> str:
         "context": build_resume_context(state, drift, pending, last_active),
     }
     if drift is not None:
-        answer["files_changed_since"] = {
-            "modified": drift.modified,
-            "deleted": drift.deleted,
-            "created": drift.created,
-            "unchanged": drift.unchanged,
-        }
+        changed: dict[str, Any] = {"unchanged": drift.unchanged}
+        for name, paths in (
+            ("modified", drift.modified),
+            ("deleted", drift.deleted),
+            ("created", drift.created),
+        ):
+            changed[name] = paths[:MAX_PATHS]
+            if len(paths) > MAX_PATHS:
+                changed[f"{name}_not_listed"] = len(paths) - MAX_PATHS
+        answer["files_changed_since"] = changed
     else:
         answer["files_changed_since"] = why
+    if size(answer) > MAX_ANSWER:  # a branch switch's thousands of paths, a long summary
+        answer["context"] = fold(answer["context"], MAX_ANSWER // 2)
+        answer = shrink(answer, 4000)
+        answer["note"] = "cut: the context and long texts are folded"
     return dumps(answer)
 
 

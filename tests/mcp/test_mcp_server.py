@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.conftest import run_cli
+
 from .conftest import SECRET, Client, Stores, spawn, stored_digest
 
 TOOLS = {
@@ -219,3 +221,22 @@ def test_the_events_the_database_has_not_indexed_are_searched(
     finally:
         scope.close()
     assert stored_digest(stores) == stores.before
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["--project", "/no/such/folder"], 2, "--project: /no/such/folder is not a directory"),
+        (["--store", "postgresql://who:s3cret-pw@127.0.0.1:1/nowhere"], 1, "127.0.0.1"),
+        (["--store", "postgresql://[bad"], 2, ""),
+    ],
+)
+def test_a_server_that_cannot_start_says_why_in_one_line(
+    stores: Stores, args: list[str], code: int, says: str
+) -> None:
+    if stores.kind != "local":
+        pytest.skip("the same with either store")
+    done = run_cli("mcp", *args, env=stores.env)
+    assert (done.returncode, done.stdout) == (code, "")
+    assert done.stderr.startswith("agent-assist mcp: ") and says in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "s3cret" not in done.stderr
