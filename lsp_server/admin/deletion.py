@@ -63,7 +63,7 @@ def removed_items(store: AnyStore, session_id: str) -> list[object] | None:
 
 def cmd_rm(args: argparse.Namespace) -> int:
     """`sessions rm ID`: refuses a session in use; asks unless --yes."""
-    with project_store(args) as store:
+    with project_store(args, writes=True) as store:
         return remove(args, store)
 
 
@@ -101,7 +101,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     if args.older_than is None and not args.empty:
         raise UsageError("say which sessions to delete: --older-than AGE, --empty, or both")
     age = parse_duration(args.older_than) if args.older_than is not None else None
-    with project_store(args) as store:
+    with project_store(args, writes=True) as store:
         return prune(args, store, age)
 
 

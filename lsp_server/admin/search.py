@@ -21,7 +21,8 @@ from .targets import managers, open_database, store_spec
 NOT_AVAILABLE = "search is not available in this build (session/search/ is missing)"
 DATABASE_INDEXES = (
     "Nothing to reindex: the store is PostgreSQL, whose search index is kept by the database "
-    "(each search first indexes what was appended since). The local index files are only "
+    "(each server's search first indexes what was appended since; this command's search "
+    "reads what is not indexed yet from the events). The local index files are only "
     "rebuilt with the local store (--store local)."
 )
 
@@ -83,21 +84,28 @@ def local_search(args: argparse.Namespace, index_cls: Any, filters: Any) -> list
     return results
 
 
-def database_search(args: argparse.Namespace, spec: str, filters: Any) -> list[dict[str, Any]]:
-    """Search the PostgreSQL store: this project, or each of the role's projects there."""
+def database_search(
+    args: argparse.Namespace, spec: str, filters: Any
+) -> tuple[list[dict[str, Any]], int]:
+    """Search the PostgreSQL store: this project, or each of the role's projects there.
+
+    Only reading: what the database's index has not caught up yet (servers index it when
+    they search) is read from the events; return the results and how many events that was.
+    """
     from session.store.backend import TextSearch
 
     with open_database(args, spec) as store:
         assert isinstance(store, TextSearch)
         if not args.all_projects:
             found = store.search(args.text, limit=args.limit, filters=filters)
-            return [hit_json(store.project, h) for h in found]
+            return [hit_json(store.project, h) for h in found], store.pg.unindexed
         projects = dict.fromkeys(row.project for row in store.pg.list_sessions(None))
-        return [
-            hit_json(project, hit)
-            for project in projects
-            for hit in store.pg.search(project, args.text, None, args.limit, filters)
-        ]
+        results, unindexed = [], 0
+        for project in projects:
+            for hit in store.pg.search(project, args.text, None, args.limit, filters):
+                results.append(hit_json(project, hit))
+            unindexed += store.pg.unindexed
+        return results, unindexed
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -109,13 +117,21 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise UsageError("search text is empty")
     filters = filters_of(args)
     spec = store_spec(args)
+    unindexed = 0
     if spec is None:
         results = local_search(args, index_cls, filters)
     else:
-        results = database_search(args, spec, filters)
+        results, unindexed = database_search(args, spec, filters)
     if args.json:
-        write_json({"query": args.text, "results": results})
+        found: dict[str, Any] = {"query": args.text, "results": results}
+        if spec is not None:
+            found["notIndexed"] = unindexed
+        write_json(found)
         return OK
+    if unindexed:
+        sys.stderr.write(
+            f"note: {counted(unindexed, 'event')} not indexed yet: searched from the events\n"
+        )
     console = plain_console()
     if not results:
         console.print(f"No matches for {quoted(args.text)}.", markup=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,40 +59,49 @@ def project_manager(args: argparse.Namespace) -> SessionManager:
 
 
 @contextmanager
-def project_store(args: argparse.Namespace) -> Iterator[AnyStore]:
+def project_store(args: argparse.Namespace, *, writes: bool = False) -> Iterator[AnyStore]:
     """Yield the store of the project of `--workspace`: its files, or the database's rows.
 
     A database that cannot be reached, or a statement it refuses, ends the command with one
-    line naming the database (never its password) and exit code 1.
+    line naming the database (never its password) and exit code 1. Unless `writes`, the
+    database is only read (see `open_database`).
     """
     spec = store_spec(args)
     if spec is None:
         yield project_manager(args)
         return
-    with open_database(args, spec) as store:
+    with open_database(args, spec, writes=writes) as store:
         yield store
 
 
 @contextmanager
 def open_database(
-    args: argparse.Namespace, spec: str, *, create: bool = False
+    args: argparse.Namespace, spec: str, *, create: bool = False, writes: bool = False
 ) -> Iterator[PgSessionStore]:
     """Yield the project's `PgSessionStore` (see `project_store`); closed afterwards.
 
-    `create`: make (or migrate) the schema if needed, for a command that writes.
+    `create`: make (or migrate) the schema if needed, for a command that writes. Neither
+    `create` nor `writes`: a command that only reads, which never creates, migrates, locks
+    or writes anything (its search reads what the index has not caught up from the events).
     """
     import psycopg
 
+    from session.pg.backend import PgSessionStore
     from session.pg.dsn import parse_dsn
     from session.pg.errors import DatabaseUnreachableError, InvalidDsnError
-    from session.store.choose import open_store
+    from session.pg.query import DEFAULT_SCHEMA
+    from session.store.choose import SCHEMA_ENV
 
     workspace = workspace_of(args)
+    schema = getattr(args, "schema", None) or os.environ.get(SCHEMA_ENV, "").strip()
     try:
         info = parse_dsn(spec)
-        store = cast(
-            "PgSessionStore",
-            open_store(spec, workspace, schema=getattr(args, "schema", None), create=create),
+        store = PgSessionStore.open(
+            spec.strip(),
+            workspace,
+            schema=schema or DEFAULT_SCHEMA,
+            create=create,
+            read_only=not (create or writes),
         )
     except InvalidDsnError as exc:
         raise UsageError(str(exc)) from None
@@ -99,6 +109,9 @@ def open_database(
         raise ProblemError(f"{exc} ({LOCAL_HINT})") from None
     except psycopg.Error as exc:
         raise ProblemError(f"the PostgreSQL store: {_first_line(exc, info)}") from None
+    status = store.pg.status
+    if status is not None and status.version > status.known:
+        sys.stderr.write(f"note: {store.label}: {status.read_only_reason}\n")
     try:
         yield store
     except DatabaseUnreachableError as exc:

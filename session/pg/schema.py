@@ -85,8 +85,9 @@ def check_schema(
     if version < known:
         raise SchemaNotReadyError(
             f"{label} has agent-assist schema version {version}, older than this "
-            f"agent-assist's ({known}): commands that only read do not upgrade it; a server "
-            "of this version upgrades it when it starts"
+            f"agent-assist needs ({known}): commands that only read do not upgrade it; a server "
+            "of this version upgrades it when it starts (or `agent-assist sessions migrate "
+            "--to` this database, which upgrades it first)"
         )
     return SchemaStatus(version, known)
 

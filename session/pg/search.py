@@ -35,15 +35,14 @@ import psycopg
 from ..errors import SessionNotFoundError
 from ..events import EVENT_ADAPTER, Event
 from ..paths import is_valid_session_id
-from ..search.extract import _Extractor
 from ..search.filters import NO_FILTER, SearchFilter
 from ..search.query import SCAN_ROWS, WINDOW, SearchHit, _grouped
 from ..search.rank import rank, snippet
-from ..search.schema import _Progress, rowid_seq
 from ..search.text import clean, fold
 from .errors import PgReadOnlyError
 from .migrations import BACKFILL
 from .query import Conn, _without_nul, q, text_value
+from .search_pending import Progress, Unindexed, extract
 
 if TYPE_CHECKING:
     from .store import PgStore
@@ -54,7 +53,6 @@ BATCH = 2_000  # events a catch-up reads and indexes per transaction
 ANALYZE_ROWS = 10_000  # a catch-up that wrote this many rows refreshes the planner's statistics
 PATTERN_SETTING = "agent_assist.search_pattern"  # read by the policy `search_pattern`
 _TRIGRAM = re.compile(r"[^\W_]{3}")  # three letters or digits in a row: one pg_trgm trigram
-_PART_MASK = 3  # a local rowid with session number 0 is seq << 2 | part
 
 _NEW_PROGRESS = "INSERT INTO {s}.search_progress (session_id) VALUES (%s) ON CONFLICT DO NOTHING"
 _PROGRESS = """SELECT indexed_seq, stream_text, stream_seq, stream_turn, stream_step, stream_ts
@@ -121,10 +119,6 @@ _PLAIN_SCANS = """SELECT set_config('enable_bitmapscan', 'off', true),
 _INDEXED_SCAN = "SELECT set_config('enable_bitmapscan', 'on', true), set_config(%s, %s, true)"
 _HAS_GRAMS = "SELECT to_regclass(quote_ident(%s) || '.search_texts_grams') IS NOT NULL"
 
-Columns = tuple[list[Any], ...]  # seq, part, type, turn, ts, text, norm, step, tool, paths
-# indexed_seq and the open stream: text, seq, turn, step, time
-Progress = tuple[int, str | None, int | None, int | None, int | None, Any]
-
 
 def like_pattern(query: str) -> str:
     """Return the LIKE pattern of the texts that contain `query` (its metacharacters escaped)."""
@@ -141,27 +135,6 @@ def _stored(event: Event | Mapping[str, Any]) -> Event:
     """Return the event as the store holds it (U+0000 in its strings becomes U+FFFD)."""
     raw = dict(event) if isinstance(event, Mapping) else event.model_dump(mode="json")
     return EVENT_ADAPTER.validate_python(_without_nul(raw))
-
-
-def _extract(
-    session_id: str, progress: Progress, events: Sequence[Event]
-) -> tuple[Columns, Progress]:
-    """Return the rows of `events` (in log order, after `progress`) as columns, and the progress."""
-    _indexed, text, seq, turn, step, ts = progress
-    extractor = _Extractor(session_id, _Progress(0, 0, -1, None, -1, text, seq, turn, step, ts))
-    for event in events:
-        extractor.feed(event)
-    stream_text, stream_seq, stream_turn = extractor.open_stream()
-    open_step, open_ts = extractor.stream_step, extractor.stream_ts
-    extractor.add_stream(events[-1].ts)  # still streaming: a provisional row
-    columns: Columns = ([], [], [], [], [], [], [], [], [], [])
-    for rowid, turn, step, ts, type_, text, _norm, tool, paths in extractor.rows:
-        row = (rowid_seq(rowid), rowid & _PART_MASK, type_, turn, ts, text, fold(text))
-        for column, value in zip(columns, (*row, step, tool, paths), strict=True):
-            column.append(value)
-    if stream_text is None:
-        open_step = open_ts = None
-    return columns, (events[-1].seq, stream_text, stream_seq, stream_turn, open_step, open_ts)
 
 
 def _read(conn: Conn, schema: str, session_id: str, start: int, limit: int) -> list[Event]:
@@ -192,7 +165,7 @@ def _index(
                 events = _read(conn, schema, session_id, start, events[0].seq - start) + events
             if not events:
                 return 0, 0
-            columns, after = _extract(session_id, progress, events)
+            columns, after = extract(session_id, progress, events)
             if progress[2] is not None:  # the provisional row of the stream open until now
                 conn.execute(q(schema, _DROP_STREAM), (session_id, progress[2]))
             if columns[0]:
@@ -331,13 +304,15 @@ def search(
     """Find the project's events whose text contains `query`, as `SearchIndex.search` does.
 
     Literal, after NFKC and case folding; best first, grouped by session. What the writers
-    appended since the last search is indexed first (unless the store is read-only).
+    appended since the last search is indexed first; a store that must not write reads it
+    from the events instead (`search_pending`), and counts it in `store.unindexed`.
     """
     if session_id is not None and not is_valid_session_id(session_id):
         raise ValueError(f"invalid session id {session_id!r} (12 lowercase hex characters)")
     if limit <= 0 or not query.strip():
         return []
     folded = fold_query(query)
+    store.unindexed = 0
     if store.read_only_reason is None:
         catch_up(store, session_id, project=project)
     with store.connection() as conn:
@@ -348,6 +323,11 @@ def search(
         one = session_id is not None
         want = max(WINDOW, limit)
         rows = _candidates(conn, store.schema, folded, ids, one, want, filters or NO_FILTER)
+        if store.read_only_reason is not None:  # no catch-up: what it would index, read here
+            pending = Unindexed()
+            pending.read(conn, store.schema, ids, folded, filters or NO_FILTER)
+            store.unindexed = pending.events
+            rows = pending.merged(rows, one, want)
     count = len(rows)  # rows[0] is the newest: the largest key, as a local rowid
     best = rank(((count - at, row[6]) for at, row in enumerate(rows)), folded)[:limit]
     hits = []

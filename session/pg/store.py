@@ -36,6 +36,7 @@ from .writer import SessionWriter
 T = TypeVar("T")
 PROBE_TIMEOUT = 2  # seconds a caller waits to learn the database is still away
 FIRST_WAIT = 0.5  # seconds waited for a pooled connection before probing the database
+READER = "opened by a command that only reads: it writes nothing"
 
 
 class PgStore:
@@ -48,11 +49,15 @@ class PgStore:
         schema: str = DEFAULT_SCHEMA,
         pool_size: int = 4,
         redactor: Redactor | None = None,
+        read_only: bool = False,
     ) -> None:
         self.info: DsnInfo = parse_dsn(dsn)  # parsed first: a bad DSN fails here, unechoed
         self._dsn = dsn
         self.schema = check_schema_name(schema)
         self._pool_size = pool_size
+        # Opened by a command that only reads: nothing is created, migrated, locked or written.
+        self.reader = read_only
+        self.unindexed = 0  # events the last search read from the events, not the index
         # The DSN's password is one more secret no row may hold (a user may paste it).
         self.redactor = self.scrubber(redactor or Redactor())
         self.status: SchemaStatus | None = None
@@ -70,12 +75,16 @@ class PgStore:
         redactor: Redactor | None = None,
         migrations: Sequence[Migration] = MIGRATIONS,
         create: bool = True,
+        read_only: bool = False,
     ) -> PgStore:
         """Connect, create or migrate the schema, open the pool; return the store.
 
         `create` False: the schema is only checked (`check_schema`), for commands that read.
+        `read_only`: the store never writes (implies not `create`): its search reads what is
+        not indexed yet from the events instead of indexing it.
         """
-        store = cls(dsn, schema=schema, pool_size=pool_size, redactor=redactor)
+        store = cls(dsn, schema=schema, pool_size=pool_size, redactor=redactor, read_only=read_only)
+        create = create and not read_only
         store.connect(migrations, create=create)
         return store
 
@@ -112,6 +121,8 @@ class PgStore:
     @property
     def read_only_reason(self) -> str | None:
         """Why this store must not be written, or None."""
+        if self.reader:
+            return READER
         return self.status.read_only_reason if self.status else None
 
     def _writable(self) -> None:

@@ -487,7 +487,7 @@ def test_an_older_schema_is_not_upgraded_by_a_listing(
     with connect(pg_dsn) as conn:
         ensure_schema(conn, schema, MIGRATIONS[:2])
     code, _out, err = cli("sessions", "list", "--workspace", str(workspace), env=env)
-    assert code == 1 and "schema version 2, older than this agent-assist's" in err, err
+    assert code == 1 and "schema version 2, older than this agent-assist needs" in err, err
     assert schema_version(pg_dsn, schema) == 2  # left for a server to upgrade
     PgStore.open(pg_dsn, schema=schema).close()  # a server's start upgrades it
     code, out, err = cli("sessions", "list", "--workspace", str(workspace), env=env)
