@@ -74,13 +74,22 @@ class McpTools(Feature):
         return list(found.warnings) + self._use()
 
     def _use(self) -> list[str]:
+        """Hand the engine the trusted servers; if two would name their tools alike, fewer."""
+        engine = self.server.engine
         try:
-            self.server.engine.use_mcp_servers(self.trusted)
-        except ValueError as exc:  # two servers whose tools would be named alike
-            self.trusted = []
-            self.server.engine.use_mcp_servers([])
+            engine.use_mcp_servers(self.trusted)
+            return []
+        except ValueError as exc:
+            clash = exc
+        own = [s for s in self.trusted if s.name not in self.project]
+        try:
+            engine.use_mcp_servers(own)
+        except ValueError as exc:  # the settings' own servers clash
+            self.trusted, self.project = [], set()
+            engine.use_mcp_servers([])
             return [f"agent-assist: mcpServers: {exc}; no MCP server is used"]
-        return []
+        self.trusted, self.project = own, set()
+        return [f"agent-assist: {PROJECT_FILE}: {clash}; its servers are left out"]
 
     async def session_started(self) -> None:
         """Ask about the project's new servers (once), then start every allowed one."""

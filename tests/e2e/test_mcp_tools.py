@@ -7,6 +7,7 @@ several turns; a second one that answers garbage never starts.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -163,7 +164,12 @@ async def test_a_bad_mcp_server_setting_is_shown_and_the_rest_are_used(
             "web": {"url": "ftp://example.invalid"},
         },
     }
-    editor: Editor = make_editor(options=options)
+    # A trusted project server whose tools would be named like the settings' fx: left out.
+    (workspace / ".agent-assist").mkdir()
+    clash = {"mcpServers": {"FX": {"command": sys.executable, "args": [SERVER]}}}
+    (workspace / ".agent-assist" / "mcp.json").write_text(json.dumps(clash))
+    trusting = {"AGENT_ASSIST_TRUST_PROJECT_MCP": "1"}
+    editor: Editor = make_editor(options=options, env=trusting)
     await editor.start()
     await editor.ready()
     servers = (await editor.request("agentAssist/status"))["mcpServers"]
@@ -171,5 +177,6 @@ async def test_a_bad_mcp_server_setting_is_shown_and_the_rest_are_used(
     messages = shown(editor)
     assert any("'nothing'" in m and "needs a command" in m for m in messages)
     assert any("'web'" in m and "http://" in m for m in messages)
+    assert any("mcp.json" in m and "'FX'" in m and "left out" in m for m in messages)
     await until_started(editor, "fx")
     await editor.stop()
