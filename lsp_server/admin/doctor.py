@@ -3,7 +3,7 @@
 With a PostgreSQL store (`--store DSN`, else `AGENT_ASSIST_STORE`) the database is checked
 instead of the local files, only read: reachable, version, schema, row-level security,
 latency, this project's sessions. The model is asked a tiny question unless `--offline`;
-exit 1 if a problem is found.
+the project's MCP servers are listed (`doctor_mcp`); exit 1 if a problem is found.
 """
 
 from __future__ import annotations
