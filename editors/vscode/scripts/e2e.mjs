@@ -745,6 +745,10 @@ try {
   const original = diff.locator(".editor.original .view-lines", { hasText: "the assistant wrote this line." });
   await original.waitFor({ timeout: 15_000 });
   if ((await lineText(original)).includes("Kind regards")) throw new Error("the diff's before side holds the after text");
+  // the diff's title bar offers the same actions as the row's buttons (and the palette, by keyboard)
+  for (const label of ["Restore this version", "Open session at this turn"]) {
+    await page.locator(`.editor-actions a.action-label[aria-label^="${label}"]`).first().waitFor({ timeout: 10_000 });
+  }
   await page.screenshot({ path: path.join(RESULTS, "14-file-history-diff.png") });
   step(`History of This File: ${diffTitle} opened`);
   async function historyButton(label) {

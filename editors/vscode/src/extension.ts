@@ -139,6 +139,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       "agentAssist.showFileHistory",
       (resource?: vscode.Uri) => SessionCommands.guarded(() => fileHistory.fileHistory(resource))(),
     ),
+    vscode.commands.registerCommand(
+      "agentAssist.restoreThisVersion",
+      (resource?: vscode.Uri) => SessionCommands.guarded(() => fileHistory.restoreShown(resource))(),
+    ),
+    vscode.commands.registerCommand(
+      "agentAssist.openChangeTurn",
+      (resource?: vscode.Uri) => SessionCommands.guarded(() => fileHistory.inspectShown(resource))(),
+    ),
     // The other settings reach the running server through workspace/didChangeConfiguration.
     // Those it reads at start are sent as it started (liveOptions), so this is the one message.
     vscode.workspace.onDidChangeConfiguration((e) => {

@@ -4,9 +4,9 @@
  */
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { type Side, changeParams, type VersionRef, versionUri } from "./fileVersions";
+import { type Side, changeParams, parseVersionUri, VERSION_SCHEME, type VersionRef, versionUri } from "./fileVersions";
 import { errorText } from "./logging";
-import { FILE_HISTORY, type FileChange, INSPECT, RESTORE_FILE, type RestoreFileResult } from "./protocol";
+import { FILE_HISTORY, FILE_VERSION, type FileChange, INSPECT, RESTORE_FILE, type RestoreFileResult } from "./protocol";
 import type { AgentServer } from "./server";
 import { inspectMarkdown, localTime, shorten } from "./steps";
 
@@ -197,6 +197,53 @@ export class FileHistoryCommands {
       info(restoredText(filePath, change, result));
     } else {
       void vscode.window.showWarningMessage(`Agent Assist: ${restoredText(filePath, change, result)}`);
+    }
+  }
+
+  /**
+   * The change a diff of this command shows (the editor title's actions, or the palette while it
+   * is the active editor): both sides name it. The same as the quick pick's buttons, by keyboard.
+   */
+  private shownChange(resource?: vscode.Uri): { ref: VersionRef; change: FileChange } | undefined {
+    const uri = resource instanceof vscode.Uri ? resource : vscode.window.activeTextEditor?.document.uri;
+    const ref = uri?.scheme === VERSION_SCHEME ? parseVersionUri(uri) : undefined;
+    if (!ref) {
+      info("open a change from History of This File first");
+      return undefined;
+    }
+    const change: FileChange = {
+      sessionId: ref.sessionId,
+      sessionTitle: null,
+      turn: ref.turn,
+      step: ref.step,
+      ts: ref.ts ?? "",
+      kind: ref.turn === null ? "drift" : "write",
+      tool: null,
+      userMessage: null,
+      beforeSha256: null,
+      afterSha256: null,
+      diff: null,
+    };
+    return { ref, change };
+  }
+
+  async restoreShown(resource?: vscode.Uri): Promise<void> {
+    const shown = this.shownChange(resource);
+    if (!shown) {
+      return;
+    }
+    // whether the file existed before it (else restoring deletes it), and whether that was kept
+    const before = await this.server.request(FILE_VERSION, changeParams({ ...shown.ref, side: "before" }));
+    const change = { ...shown.change, beforeSha256: before.sha256, ...(before.reason ? { reason: before.reason } : {}) };
+    await this.restore(shown.ref.path, change);
+  }
+
+  async inspectShown(resource?: vscode.Uri): Promise<void> {
+    const shown = this.shownChange(resource);
+    if (shown?.change.turn === null) {
+      info("that change was outside a turn (a drift): there is no turn to show");
+    } else if (shown) {
+      await this.inspect(shown.change);
     }
   }
 
