@@ -139,7 +139,11 @@ class Engine:
         if self.lifecycle is not None:
             return True
         try:
-            store = await asyncio.to_thread(open_store, self.config.store, self.root)
+            # A database that does not answer opens offline: the session is kept on this
+            # machine and sent when it answers (`session/pg/offline.py`).
+            store = await asyncio.to_thread(
+                open_store, self.config.store, self.root, offline_ok=True
+            )
         except SessionError as exc:
             self.store_error = f"agent-assist cannot use its session store: {exc}; {FALLBACK_HINT}"
             return False

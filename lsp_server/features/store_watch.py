@@ -31,8 +31,14 @@ class StoreWatch(Feature):
         ls = self.server
         if ls.lifecycle is None or ls.lifecycle.store.kind != "postgresql":
             return
-        await self.replay_left_behind()
-        ls.spawn(self.watch(), "store-watch")
+        # Started while the database did not answer: the session is kept on this machine.
+        notice = getattr(ls.lifecycle.store, "offline_notice", lambda: None)()
+        if notice is None:
+            await self.replay_left_behind()
+        else:
+            logger.warning("%s", notice)
+            ls.show(f"agent-assist: {notice}", types.MessageType.Warning)
+        ls.spawn(self.watch(told_offline=notice is not None), "store-watch")
 
     async def replay_left_behind(self) -> None:
         """Send the spools of sessions no process of ours has open (left by a crash)."""
@@ -49,10 +55,9 @@ class StoreWatch(Feature):
             logger.info("%s", message)
             ls.show(f"agent-assist: {message}", types.MessageType.Info)
 
-    async def watch(self) -> None:
+    async def watch(self, *, told_offline: bool = False) -> None:
         """Check the store every second; retry it between turns; say when it goes and comes."""
         ls = self.server
-        told_offline = False
         while not ls.closed and ls.lifecycle is not None:
             await asyncio.sleep(CHECK_SECONDS)
             lifecycle = ls.lifecycle

@@ -65,12 +65,13 @@ def find_previous_session(
     if editor is not None and isinstance(store, SessionManager):
         remove_stale_pointers(store, client=editor.client, keep=instance_id)
     session_id = store.read_pointer(instance_id, warnings)
-    if session_id is None and offer_unheld:
+    online = getattr(store, "online", True)  # a shared store away: what this machine has
+    if session_id is None and offer_unheld and online:
         session_id = newest_unheld_session(store)
     if session_id is None:
         latest = store.latest_elsewhere()
         if latest is None:
-            return seed_offer(store)
+            return seed_offer(store) if online else None
         session_id = latest[0]
     # The finds of the resume start now and walk the tree while the snapshot is read.
     tracker.prefetch()

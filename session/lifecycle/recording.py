@@ -25,15 +25,22 @@ from ..workspace.drift import DriftReport
 from ..workspace.files import read_workspace_file, set_file_mode, write_workspace_file
 from ..workspace.manifest import plain_dict
 from .changes import drift_changes, recording
+from .offline import continue_offline
 from .transitions import LifecycleTransitions
 from .turns import TurnRecorder
-from .values import SaveResult
+from .values import PreviousSession, SaveResult
 
 PHASES = ("design", "code", "deploy")
 
 
 class SessionLifecycle(LifecycleTransitions):
     """One editor instance's session: its transitions and everything recorded into it."""
+
+    def resume_or_start(self, previous: PreviousSession | None, accept: bool) -> str:
+        """Resume `previous` if accepted (while the store is away, maybe in a new session)."""
+        if previous is not None and accept and continue_offline(self, previous):
+            return "new"
+        return super().resume_or_start(previous, accept)
 
     # -- turns -------------------------------------------------------------------------
 

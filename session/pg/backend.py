@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import itertools
 import secrets
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,48 +22,78 @@ from ..derive.history import HistoryBuilder
 from ..errors import SessionError, SessionNotFoundError
 from ..events import EVENT_ADAPTER, Event, Persistence
 from ..log.reader import LogScan
-from ..log.writer import LogError
 from ..paths import host_name, is_valid_session_id, storage_root
 from ..redaction import Redactor
 from ..snapshot import SessionState
 from ..store.backend import StoreKind
 from ..store.listing import SessionInfo
 from ..store.listing_files import ListedRow, listed_row
-from ..store.pointers import EditorProcess
 from ..store.session import Session, boundary_state, write_session_start
 from ..workspace.identity import project_identity
 from .checkpoints import PgCheckpointStore
+from .errors import DatabaseUnreachableError
 from .log import PgEventLog, replay_spool
+from .offered import Offered
+from .offline import replay_left_spools
 from .opening import open_from_rows
 from .project import choose_project
 from .search import project_search
+from .snapshot_cache import SnapshotCache
 from .snapshots import parse_snapshot
-from .spool import Spool, adopt_legacy_spool, spool_dir, spooled_sessions
+from .spool import Spool, adopt_legacy_spool, spool_dir
 from .store import PgStore
 from .writer import SessionWriter, held_sessions
 
 
-class PgSessionStore:
+class PgSessionStore(Offered):
     """One project's sessions in a PostgreSQL store (the connected role's rows only)."""
 
-    def __init__(self, pg: PgStore, workspace_root: Path, *, home: Path | None = None) -> None:
+    def __init__(
+        self, pg: PgStore, workspace_root: Path, *, home: Path | None = None, offline: str = ""
+    ) -> None:
         self.pg = pg
         self.workspace_root = workspace_root.resolve()
         # The project's proved identity: a clone elsewhere, on another machine, is the same.
         self.identity = project_identity(self.workspace_root)
-        self.project = choose_project(pg, self.identity, str(self.workspace_root))
+        # Opened while the database is away (`offline.py`): the project is chosen on connecting.
+        self.offline_reason = offline or None
+        self._connecting, self._pending_pointers, self.caching = threading.Lock(), {}, False
+        self.project = self.identity.key
+        if not offline:
+            self.project = choose_project(pg, self.identity, str(self.workspace_root))
         # Events the database could not take wait here (`pg/spool.py`).
         root = home if home is not None else storage_root()
         self.home = root
         self.spool_dir = spool_dir(root, self.identity)
+        self.cache = SnapshotCache(root, self.identity)
         adopt_legacy_spool(root, self.identity)
 
     @classmethod
     def open(
-        cls, dsn: str, workspace_root: Path, *, home: Path | None = None, **options: Any
+        cls,
+        dsn: str,
+        workspace_root: Path,
+        *,
+        home: Path | None = None,
+        offline_ok: bool = False,
+        **options: Any,
     ) -> PgSessionStore:
-        """Return the project's store, connected (see `PgStore.open`: `create`, `schema`)."""
-        return cls(PgStore.open(dsn, **options), workspace_root, home=home)
+        """Return the project's store, connected (see `PgStore.open`: `create`, `schema`).
+
+        `offline_ok` (a server): a database that does not answer opens it offline
+        (`offline.py`), and the store keeps this machine's snapshot cache fresh.
+        """
+        try:
+            store = cls(PgStore.open(dsn, **options), workspace_root, home=home)
+        except DatabaseUnreachableError as exc:
+            if not offline_ok:
+                raise
+            kept = {k: v for k, v in options.items() if k in ("schema", "pool_size", "redactor")}
+            store = cls(PgStore(dsn, **kept), workspace_root, home=home, offline=str(exc))
+        store.caching = offline_ok
+        if store.online:
+            store.rebuild_cache()
+        return store
 
     def session_log(
         self,
@@ -77,6 +107,7 @@ class PgSessionStore:
         spool = Spool(self.spool_dir, session_id, redactor)
 
         def reconnect() -> SessionWriter:
+            self.connect()  # a store opened offline connects with its first session's try
             return self.pg.acquire_writer(session_id, redactor)
 
         return PgEventLog(
@@ -88,29 +119,12 @@ class PgSessionStore:
             redactor=redactor,
             spool=spool,
             reconnect=reconnect,
+            # a new session while the database has not answered yet: spooled from the start
+            offline=self.offline_reason if writer is None and create_row is not None else None,
         )
 
-    def replay_spools(self) -> list[str]:
-        """Send what a process that died while the database was away left in the spool.
-
-        Return the messages to show (one per session replayed, or kept because it could
-        not be: in use by another process, or written meanwhile).
-        """
-        said = []
-        for session_id in spooled_sessions(self.spool_dir):
-            try:
-                writer = self.pg.acquire_writer(session_id)
-            except SessionError as exc:
-                said.append(f"session {session_id}: its spooled events wait ({exc})")
-                continue
-            try:
-                sent = replay_spool(Spool(self.spool_dir, session_id, writer.redactor), writer)
-                said.append(f"session {session_id}: {sent} spooled events sent to the database")
-            except (SessionError, LogError) as exc:
-                said.append(f"session {session_id}: its spooled events could not be sent ({exc})")
-            finally:
-                writer.release()
-        return said
+    # Send the spools a process that died or closed offline left (`offline.py`).
+    replay_spools = replay_left_spools
 
     @property
     def kind(self) -> StoreKind:
@@ -124,7 +138,9 @@ class PgSessionStore:
         return f"postgresql://{info.user}@{info.where}/{info.dbname}"
 
     def new_session_id(self) -> str:
-        """Return a fresh random id unused by this role."""
+        """Return a fresh random id unused by this role (nor by a spool here, while away)."""
+        if self.offline_reason is not None:
+            return self.new_offline_id()
         while True:
             candidate = secrets.token_hex(6)
             if self.pg.session(candidate) is None:
@@ -132,8 +148,8 @@ class PgSessionStore:
 
     def exists(self, session_id: str) -> bool:
         """Return True if this project has the session (another project's is not seen)."""
-        if not is_valid_session_id(session_id):
-            return False
+        if not is_valid_session_id(session_id) or self.offline_reason is not None:
+            return self.offline_reason is not None and self.away_exists(session_id)
         row = self.pg.session(session_id)
         return row is not None and row.project == self.project
 
@@ -156,23 +172,13 @@ class PgSessionStore:
         """Take a new session's lock; its row and `session/start` come with its first event."""
         session_id = session_id or self.new_session_id()
         redactor = (redactor or Redactor()).with_mode(persistence == "metadata")
-        writer = self.pg.acquire_writer(session_id, redactor)
-        if self.pg.session(session_id) is not None:  # in any project of this role
+        writer = None if self.offline_reason else self.pg.acquire_writer(session_id, redactor)
+        if writer is not None and self.pg.session(session_id) is not None:  # any project
             writer.release()
             raise SessionError(f"session {session_id} already exists in the PostgreSQL store")
-
-        def create_row() -> None:
-            self.pg.create_session(
-                session_id,
-                self.project,
-                workspace_root=str(self.workspace_root),
-                instance_id=instance_id,
-                parent_session_id=parent_session_id,
-                fork_boundary=fork_boundary,
-                persistence=persistence,
-            )
-            self.pg.set_host(session_id, host_name())
-
+        create_row = self.row_maker(
+            session_id, instance_id, persistence, parent_session_id, fork_boundary
+        )
         state = SessionState(
             session_id=session_id,
             instance_id=instance_id,
@@ -181,7 +187,8 @@ class PgSessionStore:
             parent_session_id=parent_session_id,
             fork_boundary=fork_boundary,
         )
-        log = self.session_log(session_id, writer, 0, writer.redactor, create_row)
+        scrubber = writer.redactor if writer is not None else self.pg.scrubber(redactor)
+        log = self.session_log(session_id, writer, 0, scrubber, create_row)
         session = Session(state, log, HistoryBuilder())
         log.describe = lambda: session.state
         try:
@@ -216,6 +223,8 @@ class PgSessionStore:
         """Take the lock (unless `read_only`), then read the snapshot and the events after it."""
         if not self.exists(session_id):
             raise self._missing(session_id)
+        if self.offline_reason is not None:  # born in the spool, or said so (`offline.py`)
+            return self.open_spooled(session_id, redactor)
         writer = None if read_only else self.pg.acquire_writer(session_id, redactor)
         try:
             spool = Spool(self.spool_dir, session_id, writer.redactor if writer else Redactor())
@@ -236,6 +245,8 @@ class PgSessionStore:
 
     def read_events(self, session_id: str) -> LogScan:
         """Return the session's events (as the log's events)."""
+        if self.offline_reason is not None:
+            return self.away_events(session_id)
         return LogScan(events=list(self.iter_events(session_id, None)))
 
     def iter_events(
@@ -253,6 +264,8 @@ class PgSessionStore:
         self, session_id: str, warnings: list[str] | None = None, *, keep: bool = False
     ) -> tuple[SessionState | None, str | None]:
         """Return the stored snapshot (migrated) or None, and why it is read-only, if it is."""
+        if self.offline_reason is not None:
+            return self.away_snapshot(session_id, warnings)
         raw = self.pg.snapshot(session_id) if is_valid_session_id(session_id) else None
         if raw is None:
             return None, None
@@ -269,61 +282,14 @@ class PgSessionStore:
                 "database cannot be reached; its events are kept in the local spool"
             )
         self.pg.put_snapshot(boundary_state(session), session.log.redactor)
+        self.cache_snapshot(session.session_id)  # what a start while it is away offers
         return f"{self.label} (session {session.session_id})"
 
     def save(self, session: Session) -> str:
         """Commit the session's events durably and store its snapshot."""
         return self.write_snapshot(session)
 
-    def last_turn_end(self, session_id: str) -> str | None:
-        """Return how the session's last turn ended when not completed (`interrupted`…)."""
-        return self.pg.last_turn_end(session_id) if is_valid_session_id(session_id) else None
-
-    def last_event_time(self, session_id: str) -> datetime | None:
-        """Return the time of the session's last event (recovery markers aside)."""
-        row = self.pg.session(session_id) if is_valid_session_id(session_id) else None
-        if row is None or row.next_seq == 0:
-            return None
-        for raw in reversed(self.pg.read_events(session_id, max(0, row.next_seq - 4))):
-            if raw.get("type") != "session/recover":
-                return EVENT_ADAPTER.validate_python(raw).ts
-        return None
-
-    # -- pointers, listing, deleting ------------------------------------------------
-
-    def latest_elsewhere(self) -> tuple[str, str | None] | None:
-        """Return the project's most recently active session and the host it was written on.
-
-        The store is shared: an editor instance with no session of its own here is offered
-        the one the user last worked in, on whichever machine (one with a turn: a session
-        saved at an exit without one has nothing to resume).
-        """
-        rows = [row for row in self.pg.list_sessions(self.project) if row.turns > 0]
-        return (rows[0].session_id, rows[0].host) if rows else None
-
-    def session_host(self, session_id: str) -> str | None:
-        """Return the machine the session was last opened for writing on."""
-        row = self.pg.session(session_id) if is_valid_session_id(session_id) else None
-        return row.host if row is not None else None
-
-    def read_pointer(self, instance_id: str, warnings: list[str] | None = None) -> str | None:
-        """Return the session this editor instance last used, if it still exists."""
-        session_id = self.pg.pointer(self.project, instance_id)
-        if session_id is not None and not self.exists(session_id):
-            if warnings is not None:
-                warnings.append(f"instance {instance_id}: session {session_id} no longer exists")
-            return None
-        return session_id
-
-    def write_pointer(
-        self, instance_id: str, session_id: str, editor: EditorProcess | None = None
-    ) -> None:
-        """Point this editor instance at a session (`editor` not kept: a pid says nothing here)."""
-        self.pg.set_pointer(self.project, instance_id, session_id)
-
-    def delete_pointer(self, instance_id: str) -> None:
-        """Forget this editor instance's pointer."""
-        self.pg.delete_pointer(self.project, instance_id)
+    # -- pointers, listing, deleting (the pointers and times: `offered.py`) ---------
 
     def list_sessions(self) -> list[SessionInfo]:
         """Return every listing row of the project (none folded), most recently active first."""

@@ -78,6 +78,7 @@ class PgEventLog:
         redactor: Redactor | None = None,
         spool: Spool | None = None,
         reconnect: Callable[[], SessionWriter] | None = None,
+        offline: str | None = None,
     ) -> None:
         self._store = store
         self.session_id = session_id
@@ -100,6 +101,10 @@ class PgEventLog:
         self._retry_delay = RETRY_FIRST
         self.offline_reason: str | None = None  # why events are being spooled, if they are
         self._mutex = threading.RLock()
+        if offline is not None and spool is not None:  # started while the database was away
+            self.read_only = False
+            self._spooled = len(spool.read())  # a spool of this session left by an earlier start
+            self._go_offline(offline)
 
     @property
     def offset(self) -> int:
@@ -233,7 +238,7 @@ class PgEventLog:
             self.offline_reason = str(exc)
             return False
         try:
-            replay_spool(self._spool, writer, self._create_row)
+            sent = replay_spool(self._spool, writer, self._create_row)
         except (LogError, PgStoreError, SessionError, psycopg.Error) as exc:
             writer.release()
             self._retry_delay = min(self._retry_delay * 2, RETRY_MAX)
@@ -241,13 +246,14 @@ class PgEventLog:
             self.offline_reason = f"the spool could not be sent: {exc}"
             logger.warning("session %s: %s", self.session_id, self.offline_reason)
             return False
-        self._create_row = None
+        if sent:  # the row came with the first event (none yet: it comes with the next)
+            self._create_row = None
         self._writer = writer
         self._spooled = 0
         self._undurable = False
         self.offline_reason = None
         logger.info("session %s: back online; the spooled events are stored", self.session_id)
-        if self.describe is not None:
+        if self.describe is not None and self._create_row is None:
             state = self.describe()
             writer.set_listing(*_listing(state, [], self.redactor))
         return True
@@ -333,7 +339,7 @@ def replay_spool(
     another process wrote the session meanwhile, `SessionError` says so and the spool stays.
     """
     raws = spool.read()
-    if create_row is not None:
+    if create_row is not None and raws:
         create_row()
     for start in range(0, len(raws), REPLAY_BATCH):
         writer.copy(raws[start : start + REPLAY_BATCH])

@@ -24,7 +24,7 @@ from ..snapshot import SessionState
 from . import blobs, records
 from . import search as text_search
 from .connection import CONNECT_TIMEOUT, configure, connect_kwargs, open_connection, reporting
-from .dsn import DsnInfo, parse_dsn
+from .dsn import DsnInfo, parse_dsn, unreachable
 from .errors import DatabaseUnreachableError, PgReadOnlyError
 from .events import last_turn_end, read_events
 from .migrations import MIGRATIONS, Migration
@@ -139,8 +139,8 @@ class PgStore:
         told at once if the database is still away.
         """
         pool = self._pool
-        if pool is None:
-            raise RuntimeError("the PostgreSQL store is not connected")
+        if pool is None:  # opened while the database was away (`offline.py`): not yet
+            raise unreachable(self.info, "it has not answered since this server started")
         if self._away:
             self._probe()
         try:

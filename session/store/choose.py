@@ -33,12 +33,15 @@ def open_store(
     home: Path | None = None,
     schema: str | None = None,
     create: bool = True,
+    offline_ok: bool = False,
 ) -> SessionStore:
     """Open the store `spec` names for the project at `workspace_root`.
 
     A PostgreSQL store is connected here (its schema created or migrated; with `create`
     False only checked, for commands that read); a bad string or an unreachable database
-    raises `PgStoreError` with a message that names the host and never the password.
+    raises `PgStoreError` with a message that names the host and never the password, unless
+    `offline_ok` (a server): then the store opens offline, its sessions kept on this machine
+    until the database answers (`session/pg/offline.py`).
     """
     if store_kind(spec) == "local":
         return SessionManager(workspace_root, home=home)
@@ -48,4 +51,6 @@ def open_store(
     options: dict[str, str | bool] = {"create": create}
     if schema := schema or os.environ.get(SCHEMA_ENV, "").strip():
         options["schema"] = schema
-    return PgSessionStore.open(spec.strip(), workspace_root, home=home, **options)
+    return PgSessionStore.open(
+        spec.strip(), workspace_root, home=home, offline_ok=offline_ok, **options
+    )

@@ -1,8 +1,9 @@
-"""The real server on PostgreSQL when the database goes away: mid-session, and at start.
+"""The real server on PostgreSQL when the database goes away mid-session.
 
 Through `CuttableProxy` the database disappears for the server only: its turns still
 complete, the user is told once, status says how many events wait, the events reach the
 database in order when it is back, and a `kill -9` while spooling loses no completed turn.
+Away when the server starts: `test_offline_start.py`.
 """
 
 from __future__ import annotations
@@ -140,28 +141,6 @@ async def test_kill_9_while_spooling_then_a_restart_sends_the_spool(
     await again.stop()
     assert turn_inputs(pg_dsn, schema, workspace, session_id) == users
     assert not list((home / "spool").rglob("*.events.jsonl"))
-
-
-async def test_unreachable_at_start_is_named_then_used_once_it_answers(
-    proxy: CuttableProxy, pg_dsn: str, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
-) -> None:
-    fake.add("hello")
-    proxy.cut()
-    editor = editor_on(workspace, home, fake, proxy.dsn, schema)
-    await editor.start()
-    await until(lambda: messages(editor, types.MessageType.Error))
-    error = messages(editor, types.MessageType.Error)[0]
-    assert f"127.0.0.1:{proxy.port}" in error and "store to local" in error
-    assert password_of(pg_dsn) not in error
-    with pytest.raises(Exception, match="cannot use its session store"):
-        await editor.request("agentAssist/chat", {"text": "too early"})
-    proxy.restore()
-    changed = await editor.wait_for("agentAssist/sessionChanged", timeout=60)
-    assert changed["reason"] == "new"
-    assert any("connected to" in m for m in messages(editor, types.MessageType.Info))
-    reply = await editor.request("agentAssist/chat", {"text": "now"})
-    assert reply["text"] == "hello"
-    await editor.stop()
 
 
 async def test_the_database_cut_mid_turn_keeps_every_event_in_order(
