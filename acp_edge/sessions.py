@@ -107,6 +107,9 @@ class Sessions:
         engine.host.session_id = session_id  # type: ignore[attr-defined]
         held = Held(session_id, root, engine)
         self.held[session_id] = held
+        # A database that did not answer: the session is kept on this machine (told once).
+        if notice := getattr(lifecycle.store, "offline_notice", lambda: None)():
+            engine.host.show(f"agent-assist: {notice}")
         engine.session_started()
         return held
 

@@ -165,6 +165,9 @@ async def run_prompt(link: ClientLink, held: Held, text: str) -> PromptResponse:
         raise error
     outcome = turn.result()
     await after_turn(link, held, titled, phase)
+    log = held.engine.session.current.log
+    if not log.online:  # kept on this machine while the database is away: tried between turns
+        held.engine.host.spawn(asyncio.to_thread(log.retry), "store retry")
     return PromptResponse(
         stop_reason=stop_reason(outcome.finish_reason), usage=usage_of(outcome.usage)
     )

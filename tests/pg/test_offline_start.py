@@ -3,8 +3,8 @@
 Through `CuttableProxy` the database is away for the server only: it starts on the spool,
 chat works, status says so, the user is told once; when the proxy lets connections through
 again the spooled events are sent, in order and once, and the session goes on there. A
-`kill -9` while offline loses no completed turn, and a second machine writing the same
-project meanwhile keeps its own session.
+`kill -9` while offline loses no completed turn, a second machine writing the same project
+meanwhile keeps its own session, and `agent-assist acp` started offline works the same way.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ from typing import Any
 
 import orjson
 import pytest
+from acp import text_block
 from lsprotocol import types
 
 from lsp_server.fake_model import FakeOpenAI
 from session.events import EVENT_ADAPTER
 from session.pg.backend import PgSessionStore
-from session.store.choose import STORE_ENV
+from session.store.choose import SCHEMA_ENV, STORE_ENV
+from tests.acp.harness import running_agent, texts
 from tests.e2e.harness import Editor
 from tests.pg.proxy import CuttableProxy
 from tests.pg.test_outage import editor_on, messages, password_of
@@ -209,3 +211,33 @@ async def test_another_machine_writing_the_project_meanwhile_keeps_its_own_sessi
     assert inputs(stored(pg_dsn, schema, workspace, laptop_id)) == ["written on the laptop"]
     assert inputs(stored(pg_dsn, schema, workspace, desk_id)) == ["written on the desk"]
     assert inputs(stored(pg_dsn, schema, workspace, earlier_id)) == ["plan the kestrel survey"]
+
+
+async def test_the_acp_agent_started_offline_works_and_its_session_is_sent_later(
+    proxy: CuttableProxy, pg_dsn: str, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    fake.add("an answer over ACP")
+    proxy.cut()
+    env = {
+        "AGENT_ASSIST_LLM_API_KEY": "sk-test-KEY-0123456789abcdef",
+        STORE_ENV: proxy.dsn,
+        SCHEMA_ENV: schema,
+    }
+    model = ("--model", "test-model", "--base-url", fake.base_url)
+    async with running_agent(workspace, home, *model, env=env) as agent:
+        await agent.initialize()
+        new = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        session_id = new.session_id
+        answer = await agent.conn.prompt(session_id=session_id, prompt=[text_block("on ACP")])
+        assert answer.stop_reason == "end_turn"
+        said = texts(agent.client.of(session_id), "agent_message_chunk")
+        assert "an answer over ACP" in "".join(said)
+        assert any(OFFLINE in text for text in said)  # told, naming the host
+    assert inputs(spooled(home, session_id)) == ["on ACP"]
+    proxy.restore()
+    editor = editor_on(workspace, home, fake, pg_dsn, schema)  # the next start sends it
+    await editor.start()
+    await editor.ready()
+    await told(editor, "spooled events sent to the database")
+    await editor.stop()
+    assert inputs(stored(pg_dsn, schema, workspace, session_id)) == ["on ACP"]
