@@ -12,6 +12,7 @@ from datetime import datetime
 from ..events import EVENT_ADAPTER
 from ..paths import is_valid_session_id
 from ..store.pointers import EditorProcess
+from .errors import DatabaseUnreachableError
 from .offline import OfflineStart
 
 
@@ -78,8 +79,14 @@ class Offered(OfflineStart):
 
         While the database is away, or before the session has its row, it is written later.
         """
-        if self.keep_pointer(instance_id, session_id):
-            self.pg.set_pointer(self.project, instance_id, session_id)
+        if self.offline_reason is None:
+            try:
+                self.pg.set_pointer(self.project, instance_id, session_id)
+            except DatabaseUnreachableError:
+                self._pending_pointers[instance_id] = session_id  # gone since: written later
+        else:
+            self._pending_pointers[instance_id] = session_id  # with the session's row
+        self.cache.set_pointer(instance_id, session_id)
 
     def delete_pointer(self, instance_id: str) -> None:
         """Forget this editor instance's pointer."""

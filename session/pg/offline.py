@@ -121,19 +121,6 @@ class OfflineStart:
 
         return create_row
 
-    def keep_pointer(self, instance_id: str, session_id: str) -> bool:
-        """Cache the pointer; False if the database must be told later (away, or no row)."""
-        self.cache.set_pointer(instance_id, session_id)
-        if self.offline_reason is None:
-            try:
-                if self.pg.session(session_id) is not None:
-                    self._pending_pointers.pop(instance_id, None)
-                    return True
-            except DatabaseUnreachableError:
-                pass
-        self._pending_pointers[instance_id] = session_id
-        return False
-
     def point_later(self, instance_id: str, session_id: str) -> None:
         """Write this pointer once the session has its row."""
         self._pending_pointers.setdefault(instance_id, session_id)
