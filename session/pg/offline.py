@@ -286,6 +286,8 @@ def replay_left_spools(store: PgSessionStore) -> list[str]:
                 if isinstance(instance, str) and store.pg.pointer(store.project, instance) is None:
                     store.point_later(instance, session_id)  # its instance's last session
             sent = replay_spool(spool, writer, create_row)
+            if create_row is not None:  # its listing columns, as its log would have kept them
+                writer.set_listing(state.title, state.turns, state.phase)
             said.append(f"session {session_id}: {sent} spooled events sent to the database")
         except (SessionError, LogError) as exc:
             said.append(f"session {session_id}: its spooled events could not be sent ({exc})")

@@ -158,6 +158,9 @@ async def test_kill_9_offline_loses_no_turn_offline_or_online_next(
     await online.start()
     await online.ready()
     await told(online, "spooled events sent to the database")
+    listed = await online.request("agentAssist/sessions", {})
+    row = next(s for s in listed["sessions"] if s["sessionId"] == session_id)
+    assert (row["title"], row["turns"]) == ("before the crash", 2)
     await online.stop()
     assert inputs(stored(pg_dsn, schema, workspace, session_id)) == [
         "before the crash",
