@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .server import AgentAssistServer
 
 CANNOT = EditOutcome(applied=False)  # the client cannot take this edit: written directly
+UNSEEN_END_LINE = 2**31 - 1  # LSP's largest line number: past the end of any buffer
 
 
 logger = logging.getLogger(__name__)
@@ -139,16 +140,15 @@ class WorkspaceEdits:
             if types.ResourceOperationKind.Create not in kinds or not document_changes:
                 return CANNOT
             changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions()))
-            current = ""
+        document = self.ls.workspace.text_documents.get(uri)
+        if document is not None:  # the buffer as the editor has it: its exact end
+            lines = document.source.split("\n")
+            end = types.Position(len(lines) - 1, len(lines[-1].encode("utf-16-le")) // 2)
         else:
-            document = self.ls.workspace.text_documents.get(uri)
-            current = (
-                document.source
-                if document is not None
-                else path.read_text(encoding="utf-8", errors="replace")
-            )
-        lines = current.split("\n")
-        end = types.Position(line=len(lines) - 1, character=len(lines[-1].encode("utf-16-le")) // 2)
+            # A buffer the editor does not sync to us (VS Code syncs none) may hold more
+            # than the disk (an unsaved edit of ours, the user's typing): the range ends
+            # past any end, which editors clamp to the document's (VS Code, Neovim, Eglot).
+            end = types.Position(line=UNSEEN_END_LINE, character=0)
         text_edit = types.TextEdit(types.Range(types.Position(0, 0), end), content)
         if document_changes:
             changes.append(

@@ -131,6 +131,9 @@ class Editor:
         # True: a file an applied edit creates is reported `Created` by the watcher at once,
         # before the edit is answered (as VS Code's watcher may).
         self.watch_creates = watch_creates
+        # Set: applied edits stay in these buffers, never synced to the server (VS Code syncs
+        # no document), their ranges applied as VS Code does (clamped to the document).
+        self.unsynced: dict[str, str] | None = None
         self.buffers: dict[str, str] = {}  # open documents by URI
         self.versions: dict[str, int] = {}
         self.notifications: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -195,6 +198,14 @@ class Editor:
         # The server only sends whole-file replacements; the "editor" saves at once
         # unless it keeps them in a buffer, as editors do.
         path = Path(to_fs_path(uri) or "")
+        if self.unsynced is not None:
+            text = self.unsynced.get(uri)
+            if text is None:
+                text = path.read_text(encoding="utf-8") if path.exists() else ""
+            for edit in edits:
+                text = clamped_replace(text, edit.range, edit.new_text)
+            self.unsynced[uri] = text
+            return
         if not self.buffered:
             path.write_text(edits[-1].new_text, encoding="utf-8")
             return
@@ -367,3 +378,16 @@ def shown(editor: Editor) -> list[str]:
     for m in editor.client.messages:
         out.append(m.message if isinstance(m, types.ShowMessageParams) else m["message"])
     return out
+
+
+def clamped_replace(text: str, where: types.Range, new_text: str) -> str:
+    """Replace `where` in `text`, positions past a line's or the text's end clamped (VS Code)."""
+    lines = text.split("\n")
+
+    def offset(position: types.Position) -> int:
+        if position.line >= len(lines):
+            return len(text)
+        line = lines[position.line].encode("utf-16-le")[: 2 * position.character]
+        return sum(len(x) + 1 for x in lines[: position.line]) + len(line.decode("utf-16-le"))
+
+    return text[: offset(where.start)] + new_text + text[offset(where.end) :]

@@ -135,3 +135,26 @@ async def test_the_timeline_of_a_file_over_lsp(
     assert inputs == ["make the config"]  # the turns before it, not it
     unknown = await failure(editor, "agentAssist/fork", {"sessionId": session_id, "beforeTurn": 9})
     assert unknown.code == -32803 and "no turn 9" in unknown.message
+
+
+@pytest.mark.parametrize("client_name", ["vscode"])
+async def test_writes_and_a_restore_replace_a_buffer_the_editor_does_not_sync(
+    make_editor: Any, fake: FakeOpenAI, workspace: Path
+) -> None:
+    """VS Code syncs no document to us: an edit's range must cover whatever its buffer holds
+    (two writes of one turn before a save; the user's unsaved typing), not the disk's text."""
+    editor: Editor = make_editor(options=dict(OPTIONS))
+    editor.unsynced = {}
+    await editor.start()
+    session_id = (await editor.ready())["sessionId"]
+    (workspace / "config.yaml").write_text("a\n")
+    fake.add(write(V3), write(V1), "written twice")
+    await editor.request("agentAssist/chat", {"text": "write it twice"})
+    uri = from_fs_path(str(workspace / "config.yaml")) or ""
+    assert editor.unsynced[uri] == V1  # the second write replaced all of the first
+    editor.unsynced[uri] += "typed by the user, unsaved\nand more\n"
+    restored = await editor.request(
+        "agentAssist/restoreFile",
+        {"path": "config.yaml", "sessionId": session_id, "turn": 1, "step": 1},
+    )
+    assert restored["restored"] and editor.unsynced[uri] == "a\n"
