@@ -88,6 +88,7 @@ if command -v dpkg-query >/dev/null; then
   _want "luacheck of the Neovim plugin" lua-check
   _want "Emacs + eglot" emacs-nox elpa-eglot
   _want "the terminal chat in a real terminal (tests/terminal)" tmux
+  _want "PgBouncer in front of the PostgreSQL store (tests/pg/test_connections.py)" pgbouncer
 fi
 
 can_apt=0
@@ -114,6 +115,7 @@ if [ "${#apt_wanted[@]}" -gt 0 ]; then
         luacheck*) _skip "luacheck of the Neovim plugin" "apt-get install lua-check" ;;
         Emacs*) _skip "the Emacs eglot test" "apt-get install emacs-nox elpa-eglot" ;;
         the\ terminal*) _skip "the terminal chat in tmux (tests/terminal)" "apt-get install tmux" ;;
+        PgBouncer*) _skip "the PostgreSQL store through PgBouncer" "apt-get install pgbouncer" ;;
       esac
     done
   fi

@@ -7,6 +7,7 @@ the pool. A schema newer than this code knows opens read-only: reads work, write
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
@@ -21,7 +22,7 @@ from ..redaction import Redactor
 from ..search.filters import SearchFilter
 from ..search.query import SearchHit
 from ..snapshot import SessionState
-from . import blobs, records
+from . import blobs, listing, records
 from . import search as text_search
 from .connection import CONNECT_TIMEOUT, configure, connect_kwargs, open_connection, reporting
 from .dsn import DsnInfo, parse_dsn, unreachable
@@ -36,6 +37,7 @@ from .writer import SessionWriter
 T = TypeVar("T")
 PROBE_TIMEOUT = 2  # seconds a caller waits to learn the database is still away
 FIRST_WAIT = 0.5  # seconds waited for a pooled connection before probing the database
+POOL_IDLE = 5.0  # seconds a pooled connection is kept unused (only while no writer lends)
 READER = "opened by a command that only reads: it writes nothing"
 
 
@@ -63,6 +65,9 @@ class PgStore:
         self.status: SchemaStatus | None = None
         self.owner = ""
         self._pool: ConnectionPool[Conn] | None = None
+        # The writers this store acquired: each lends its connection to the store's other
+        # work, so a server with a session open holds that one connection (`connection`).
+        self._writers: weakref.WeakSet[SessionWriter] = weakref.WeakSet()
         self._away = False  # the database was found gone and no connection has worked since
 
     @classmethod
@@ -98,11 +103,13 @@ class PgStore:
                 self.status = check_schema(conn, self.schema, where, migrations)
             row = conn.execute("SELECT current_user").fetchone()
             self.owner = str(row[0]) if row else ""
+        # Used only while no writer lends its connection: none kept, one closed when unused.
         pool: ConnectionPool[Conn] = ConnectionPool(
             self._dsn,
-            min_size=1,
+            min_size=0,
             max_size=self._pool_size,
-            kwargs={"autocommit": True, **connect_kwargs(self._dsn, "pool")},
+            max_idle=POOL_IDLE,
+            kwargs={"autocommit": True, **connect_kwargs(self._dsn, "pool"), **self._prepared},
             configure=configure,
             check=ConnectionPool.check_connection,
             # A database that went away is said at once, not after psycopg's 30 s default.
@@ -117,6 +124,15 @@ class PgStore:
             pool.close()  # its workers would go on trying
             raise
         self._pool = pool
+
+    @property
+    def _prepared(self) -> dict[str, Any]:
+        """Connection settings of a command that only reads: no prepared statement.
+
+        It may go through PgBouncer in transaction mode, which changes server connections
+        between transactions (a statement prepared on one is unknown on the next).
+        """
+        return {"prepare_threshold": None} if self.reader else {}
 
     @property
     def read_only_reason(self) -> str | None:
@@ -138,6 +154,17 @@ class PgStore:
         again, each caller probes with one connection of its own (`PROBE_TIMEOUT`) and is
         told at once if the database is still away.
         """
+        for writer in list(self._writers):
+            with writer.lend() as lent:
+                if lent is None:
+                    continue
+                try:
+                    with reporting(self.info):
+                        yield lent
+                except DatabaseUnreachableError:
+                    self._away = True
+                    raise
+                return
         pool = self._pool
         if pool is None:  # opened while the database was away (`offline.py`): not yet
             raise unreachable(self.info, "it has not answered since this server started")
@@ -233,7 +260,9 @@ class PgStore:
         keep: str | None = None,
     ) -> tuple[list[SessionRow], int, int]:
         """Return a page of a project's sessions, newest first, its total and the folded."""
-        return self._run(records.list_sessions_page, project, offset, limit, empty=empty, keep=keep)
+        writable = self.read_only_reason is None  # may fill its unfilled rows (#43)
+        page = listing.list_sessions_page
+        return self._run(page, project, offset, limit, empty=empty, keep=keep, writable=writable)
 
     def delete_session(self, session_id: str) -> bool:
         """Delete a session with its events, pointers and checkpoints."""
@@ -252,9 +281,11 @@ class PgStore:
     def acquire_writer(self, session_id: str, redactor: Redactor | None = None) -> SessionWriter:
         """Take the session's writer lock (`SessionLockedError` if another process has it)."""
         self._writable()
-        return SessionWriter.acquire(
+        writer = SessionWriter.acquire(
             self._dsn, self.info, self.schema, session_id, self.scrubber(redactor)
         )
+        self._writers.add(writer)
+        return writer
 
     def read_events(
         self,

@@ -9,7 +9,9 @@ is then unusable and says so; a new one must be acquired.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
@@ -156,6 +158,8 @@ class SessionWriter:
         self.session_id = session_id
         self.key = key
         self.redactor = redactor
+        # One use of the connection at a time: the writer's, or the store's (`lend`).
+        self._use = threading.RLock()
 
     @classmethod
     def acquire(
@@ -214,7 +218,28 @@ class SessionWriter:
         """Append already-written events verbatim (their seqs must continue the log)."""
         return self._call(copy_events, events)
 
+    @contextmanager
+    def lend(self) -> Iterator[Conn | None]:
+        """Lend the connection to the store's other work (None: closed), one use at a time.
+
+        The server then needs no connection besides its writer's (`PgStore.connection`).
+        A statement that breaks the connection ends the writer too, as one of its own would.
+        """
+        with self._use:
+            if self._conn.closed:
+                yield None
+                return
+            try:
+                yield self._conn
+            finally:
+                if self._conn.broken:
+                    self._conn.close()
+
     def _call(self, operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        with self._use:
+            return self._call_alone(operation, *args, **kwargs)
+
+    def _call_alone(self, operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         conn = self._live()
         with reporting(self._info):
             try:
@@ -228,19 +253,20 @@ class SessionWriter:
         """Ask the server whether this writer's connection still holds the lock."""
         if self._conn.closed:
             return False
-        with reporting(self._info):
+        with self._use, reporting(self._info):
             return any(h.me for h in holders(self._conn, [self.key]))
 
     def release(self) -> None:
         """Release the lock and close the connection (safe to call twice)."""
-        if self._conn.closed:
-            return
-        try:
-            self._conn.execute("SELECT pg_advisory_unlock(%s::bigint)", (self.key,))
-        except psycopg.Error:
-            pass  # closing the connection releases it anyway
-        finally:
-            self._conn.close()
+        with self._use:
+            if self._conn.closed:
+                return
+            try:
+                self._conn.execute("SELECT pg_advisory_unlock(%s::bigint)", (self.key,))
+            except psycopg.Error:
+                pass  # closing the connection releases it anyway
+            finally:
+                self._conn.close()
 
     def __enter__(self) -> SessionWriter:
         return self
