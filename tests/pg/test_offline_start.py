@@ -10,6 +10,7 @@ meanwhile keeps its own session, and `agent-assist acp` started offline works th
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -244,3 +245,26 @@ async def test_the_acp_agent_started_offline_works_and_its_session_is_sent_later
     await told(editor, "spooled events sent to the database")
     await editor.stop()
     assert inputs(stored(pg_dsn, schema, workspace, session_id)) == ["on ACP"]
+
+
+async def test_a_database_that_never_answers_lets_the_server_settle(
+    pg_dsn: str, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    fake.add("answered anyway")
+    silent = socket.create_server(("127.0.0.1", 0))  # takes connections, never says a word
+    try:
+        port = silent.getsockname()[1]
+        dsn = pg_dsn.replace("127.0.0.1:5432", f"127.0.0.1:{port}")
+        assert dsn != pg_dsn
+        editor = editor_on(workspace, home, fake, dsn, schema)
+        await editor.start()
+        changed = await editor.wait_for("agentAssist/sessionChanged", timeout=30)
+        assert changed["reason"] == "new"  # settled after the bounded connect timeout
+        reply = await editor.request("agentAssist/chat", {"text": "hello?"})
+        assert reply["text"] == "answered anyway"
+        status = await editor.request("agentAssist/status")
+        assert status["store"]["online"] is False and status["store"]["pending"] > 0
+        await told(editor, f"PostgreSQL at 127.0.0.1:{port} is unreachable")
+        await editor.stop()
+    finally:
+        silent.close()
