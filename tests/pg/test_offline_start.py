@@ -268,3 +268,35 @@ async def test_a_database_that_never_answers_lets_the_server_settle(
         await editor.stop()
     finally:
         silent.close()
+
+
+async def test_a_machine_without_the_cache_rebuilds_it_online_and_offers_from_it_offline(
+    proxy: CuttableProxy,
+    pg_dsn: str,
+    schema: str,
+    workspace: Path,
+    tmp_path: Path,
+    fake: FakeOpenAI,
+) -> None:
+    fake.add("from the other machine", "continued offline")
+    other = editor_on(workspace, tmp_path / "other-home", fake, pg_dsn, schema)
+    await other.start()
+    earlier_id = (await other.ready())["sessionId"]
+    await other.request("agentAssist/chat", {"text": "written elsewhere"})
+    await other.stop()
+    home = tmp_path / "new-machine"
+    online = editor_on(workspace, home, fake, proxy.dsn, schema, resume_answer="New session")
+    await online.start()
+    await online.ready()
+    assert list((home / "cache" / "pg").rglob(f"{earlier_id}.snapshot.json"))  # rebuilt
+    await online.kill()  # nothing saved at exit: what follows comes from the rebuilt cache
+    proxy.cut()
+    offline = editor_on(workspace, home, fake, proxy.dsn, schema)
+    await offline.start()
+    changed = await offline.ready()
+    [question] = offline.questions
+    assert "Previous session found" in question.message and "written elsewhere" in question.message
+    assert changed["sessionId"] != earlier_id
+    reply = await offline.request("agentAssist/chat", {"text": "go on"})
+    assert reply["text"] == "continued offline"
+    await offline.stop()
