@@ -17,9 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from session.lifecycle import SessionLifecycle
+from session.pg import PgStore
 from session.pg.backend import PgSessionStore
 from session.pg.migrations import MIGRATIONS, Migration
 from session.pg.schema import ensure_schema, known_version, read_version
+from session.search import search_filter
+from session.search.filters import NO_FILTER
+from session.search.query import SearchHit
 from tests.cli.conftest import clean_env, run_cli
 from tests.cli.test_admin import record_session
 from tests.pg.conftest import connect
@@ -161,3 +166,47 @@ def test_a_newer_schema_is_read_as_it_is(
     code, out, _err = cli("sessions", "search", "Kenobi", "--workspace", str(workspace), env=env)
     assert session_id in out
     assert fingerprint(pg_dsn, schema) == before
+
+
+def hits_of(found: list[SearchHit]) -> list[tuple[object, ...]]:
+    return [(h.session_id, h.seq, h.turn, h.type, h.snippet, h.step, h.ts) for h in found]
+
+
+def test_a_read_only_search_finds_what_a_catch_up_would_index(
+    pg_dsn: str, schema: str, pg_store: PgSessionStore
+) -> None:
+    """The same hits, before the index caught up (read from the events) as after it."""
+    first = record_session(pg_store, [("zebra question", "zebra answer one")])
+    lifecycle = SessionLifecycle(pg_store, "streaming")
+    lifecycle.start_fresh()
+    recorder = lifecycle.begin_turn("tell me of zebra stripes")
+    recorder.start_step([])
+    recorder.chunk("a partial zebra ")
+    assert lifecycle.session is not None
+    lifecycle.session.log.sync()
+    assert pg_store.search("zebra")  # indexed, the stream so far as a provisional row
+    recorder.chunk("with stripes")  # the stream goes on after the index caught up
+    lifecycle.session.log.sync()
+    record_session(pg_store, [("another zebra", "zebra answer two")], instance="c")
+    queries = [
+        ("zebra", NO_FILTER),
+        ("stripes", NO_FILTER),
+        ("partial zebra with", NO_FILTER),
+        ("zebra", search_filter(kind="user")),
+        ("zebra", search_filter(kind="assistant")),
+    ]
+    with PgStore.open(pg_dsn, schema=schema, read_only=True) as reader:
+        before = [
+            hits_of(reader.search(pg_store.project, query, None, 50, where))
+            for query, where in queries
+        ]
+        assert reader.unindexed > 0
+        assert before[1] and {h[0] for h in before[1]} == {lifecycle.session_id}
+        assert len(before[2]) == 1  # the stream once: its stale provisional row is not shown
+        assert first in {h[0] for h in before[0]}
+    after = [
+        hits_of(pg_store.pg.search(pg_store.project, query, None, 50, where))
+        for query, where in queries
+    ]
+    assert before == after
+    lifecycle.close()
