@@ -60,6 +60,7 @@ DATABASE_BENCHMARKS = {
     "pg_search": "bench.pg_search",
     "pg_spool": "bench.pg_spool",
     "pg_file_changes": "bench.pg_file_changes",
+    "pg_listing": "bench.pg_listing",
 }
 README = Path(__file__).with_name("README.md")
 PLOT = README.with_name("results.png")

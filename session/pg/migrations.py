@@ -251,10 +251,77 @@ _V5 = (
     BACKFILL.format(scope=""),
     "UPDATE {s}.search_progress SET backfilled = true",
 )
+# Lists that stay fast (#43). Whether a session is listed or folded (`records._LISTED`'s
+# condition without its parameters) is kept as a column, set by a trigger whenever a row is
+# inserted or its turns, title, snapshot or project are written (not on an event's append,
+# which touches only `next_seq` and `updated_at`); an index in the listing's order holds
+# it, so a page's keys are an index-only scan of offset + limit entries, never a sort of
+# the project's rows nor a read of their snapshots. The listing's total comes from
+# `session_counts`, kept by a second trigger for the (owner, project) pairs that have a
+# row there, so it costs one row, not a count of 100,000. The migrating role's rows and
+# counts are made here (the ALTER TABLE holds the table: no writer races them); each other
+# role's, under forced row-level security, by its first listing (`records.prepare_counts`,
+# which takes the table's write lock for that instant), and its rows also by their next
+# write; a listing that finds them missing and may not write counts and reads as before.
+# The new index starts with the old one's columns, which it replaces.
+_LISTABLE = """(NEW.turns > 0 OR NEW.title IS NOT NULL
+    OR coalesce(NEW.snapshot->>'summary', '') <> ''
+    OR coalesce(NEW.snapshot->'recent_messages', '[]'::jsonb) <> '[]'::jsonb)"""
+_V6 = (
+    "ALTER TABLE {s}.sessions ADD COLUMN listable boolean",
+    f"""CREATE FUNCTION {{s}}.session_listable() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.listable := {_LISTABLE};
+            RETURN NEW;
+        END
+    $$""",
+    """CREATE TRIGGER session_listable
+        BEFORE INSERT OR UPDATE OF turns, title, snapshot, project, listable ON {s}.sessions
+        FOR EACH ROW EXECUTE FUNCTION {s}.session_listable()""",
+    "UPDATE {s}.sessions SET listable = NULL",  # the trigger sets it
+    "CREATE INDEX sessions_listing ON {s}.sessions (owner, project, updated_at DESC, session_id)"
+    " INCLUDE (listable)",
+    "CREATE INDEX sessions_unfilled ON {s}.sessions (owner, project) WHERE listable IS NULL",
+    "DROP INDEX {s}.sessions_by_project",
+    """CREATE TABLE {s}.session_counts (
+        owner text NOT NULL DEFAULT current_user,
+        project text NOT NULL,
+        listed bigint NOT NULL CHECK (listed >= 0),
+        folded bigint NOT NULL CHECK (folded >= 0),
+        PRIMARY KEY (owner, project)
+    )""",
+    """CREATE FUNCTION {s}.session_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP <> 'INSERT' THEN
+                UPDATE {s}.session_counts SET listed = listed - (OLD.listable IS TRUE)::int,
+                    folded = folded - (OLD.listable IS FALSE)::int
+                    WHERE owner = OLD.owner AND project = OLD.project;
+            END IF;
+            IF TG_OP <> 'DELETE' THEN
+                UPDATE {s}.session_counts SET listed = listed + (NEW.listable IS TRUE)::int,
+                    folded = folded + (NEW.listable IS FALSE)::int
+                    WHERE owner = NEW.owner AND project = NEW.project;
+            END IF;
+            RETURN NULL;
+        END
+    $$""",
+    # (on any update whose row changed either: the first trigger may have set `listable`)
+    """CREATE TRIGGER session_counted AFTER INSERT OR DELETE ON {s}.sessions
+        FOR EACH ROW EXECUTE FUNCTION {s}.session_counted()""",
+    """CREATE TRIGGER session_recounted AFTER UPDATE ON {s}.sessions FOR EACH ROW
+        WHEN (OLD.listable IS DISTINCT FROM NEW.listable OR OLD.project <> NEW.project)
+        EXECUTE FUNCTION {s}.session_counted()""",
+    """INSERT INTO {s}.session_counts (owner, project, listed, folded)
+        SELECT owner, project, count(*) FILTER (WHERE listable),
+            count(*) FILTER (WHERE NOT listable) FROM {s}.sessions GROUP BY owner, project""",
+    *_owned("session_counts"),
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON {s}.session_counts TO PUBLIC",
+)
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, events, pointers, checkpoints, blobs; owner-only RLS", _V1),
     Migration(2, "search texts with a trigram index (pg_trgm) and search progress", _V2),
     Migration(3, "the session's phase as a listing column", _V3),
     Migration(4, "the machine a session was last written from", _V4),
     Migration(5, "search rows' step, tool and paths (filters), filled from the events", _V5),
+    Migration(6, "listed or folded per session, the listing's index and its counts", _V6),
 )

@@ -30,6 +30,7 @@ _COLUMNS = (
 _CREATE = f"""INSERT INTO {{s}}.sessions (session_id, project, workspace_root, instance_id,
     parent_session_id, fork_boundary, persistence) VALUES (%s, %s, %s, %s, %s, %s, %s)
     ON CONFLICT DO NOTHING RETURNING {_COLUMNS}"""  # noqa: S608
+COLUMNS = _COLUMNS  # (session/pg/listing.py)
 _SELECT = f"SELECT {_COLUMNS} FROM {{s}}.sessions WHERE owner = {{me}}"  # noqa: S608
 
 
@@ -67,7 +68,8 @@ class SessionRow:
         )
 
 
-def _row(values: tuple[Any, ...]) -> SessionRow:
+def row_of(values: tuple[Any, ...]) -> SessionRow:
+    """Return the row of `COLUMNS`' values."""
     return SessionRow(*values)
 
 
@@ -104,7 +106,7 @@ def create_session(
     ).fetchone()
     if row is None:
         raise SessionError(f"session {session_id} already exists in the PostgreSQL store")
-    return _row(row)
+    return row_of(row)
 
 
 def get_session(conn: Conn, schema: str, session_id: str) -> SessionRow | None:
@@ -113,7 +115,7 @@ def get_session(conn: Conn, schema: str, session_id: str) -> SessionRow | None:
         q(schema, _SELECT + " AND session_id = %s"),
         (session_id,),
     ).fetchone()
-    return _row(row) if row else None
+    return row_of(row) if row else None
 
 
 def list_sessions(conn: Conn, schema: str, project: str | None = None) -> list[SessionRow]:
@@ -126,47 +128,7 @@ def list_sessions(conn: Conn, schema: str, project: str | None = None) -> list[S
         ),
         {"project": project},
     ).fetchall()
-    return [_row(row) for row in rows]
-
-
-# Listed unless folded: a session with a turn, a title (a turn's input), a summary or
-# recent messages (a seed's session file has no `turns`), or the one to list anyway (the
-# current session).
-_LISTED = (
-    "(%(empty)s OR turns > 0 OR title IS NOT NULL OR coalesce(snapshot->>'summary', '') <> ''"
-    " OR coalesce(snapshot->'recent_messages', '[]'::jsonb) <> '[]'::jsonb"
-    " OR session_id IS NOT DISTINCT FROM %(keep)s)"
-)
-_PAGE = f"""SELECT * FROM (SELECT {_COLUMNS}, {_LISTED} AS listed,
-    count(*) FILTER (WHERE {_LISTED}) OVER () AS listed_total,
-    count(*) FILTER (WHERE NOT {_LISTED}) OVER () AS folded
-    FROM {{s}}.sessions WHERE owner = {{me}} AND project = %(project)s) page WHERE listed
-    ORDER BY updated_at DESC, session_id LIMIT %(limit)s OFFSET %(offset)s"""  # noqa: S608
-_COUNTS = f"""SELECT count(*) FILTER (WHERE {_LISTED}), count(*) FILTER (WHERE NOT {_LISTED})
-    FROM {{s}}.sessions WHERE owner = {{me}} AND project = %(project)s"""  # noqa: S608
-
-
-def list_sessions_page(
-    conn: Conn,
-    schema: str,
-    project: str,
-    offset: int,
-    limit: int | None,
-    *,
-    empty: bool = False,
-    keep: str | None = None,
-) -> tuple[list[SessionRow], int, int]:
-    """Return a page of a project's sessions, newest first, its total and the folded (in SQL).
-
-    Without `empty`, the sessions without a turn (`_LISTED`) but `keep` are folded: neither
-    on the page nor in the total; the last value counts them.
-    """
-    values = {"project": project, "limit": limit, "offset": offset, "empty": empty, "keep": keep}
-    rows = conn.execute(q(schema, _PAGE), values).fetchall()
-    if rows:
-        return [_row(row[:-3]) for row in rows], int(rows[0][-2]), int(rows[0][-1])
-    found = conn.execute(q(schema, _COUNTS), values).fetchone()
-    return [], int(found[0]) if found else 0, int(found[1]) if found else 0
+    return [row_of(row) for row in rows]
 
 
 def projects_at(conn: Conn, schema: str, workspace_root: str) -> list[str]:

@@ -35,6 +35,7 @@ TABLES = {
     "checkpoint_files",
     "search_texts",
     "search_progress",
+    "session_counts",
 }
 
 

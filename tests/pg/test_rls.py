@@ -19,7 +19,15 @@ def _digest(text: str) -> str:
 
 
 REPO = Path(__file__).resolve().parents[2]
-TABLES = ("sessions", "events", "pointers", "blobs", "checkpoints", "checkpoint_files")
+TABLES = (
+    "sessions",
+    "events",
+    "pointers",
+    "blobs",
+    "checkpoints",
+    "checkpoint_files",
+    "session_counts",
+)
 
 
 def fill(store: PgStore, text: str) -> str:

@@ -13,7 +13,15 @@ from session.pg.migrations import MIGRATIONS, Migration
 from session.pg.schema import known_version
 from tests.pg.conftest import connect, new_id
 
-TABLES = ("sessions", "events", "pointers", "blobs", "checkpoints", "checkpoint_files")
+TABLES = (
+    "sessions",
+    "events",
+    "pointers",
+    "blobs",
+    "checkpoints",
+    "checkpoint_files",
+    "session_counts",
+)
 SEARCH_TABLES = ("search_texts", "search_progress")
 LATEST = len(MIGRATIONS)
 ALL = list(range(1, LATEST + 1))
