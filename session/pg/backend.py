@@ -19,7 +19,7 @@ from typing import Any
 
 from ..checkpoints import CheckpointRecord, CheckpointStore
 from ..derive.history import HistoryBuilder
-from ..errors import SessionError, SessionNotFoundError
+from ..errors import SessionError, SessionLockedError, SessionNotFoundError
 from ..events import EVENT_ADAPTER, Event, Persistence
 from ..log.reader import LogScan
 from ..paths import host_name, is_valid_session_id, storage_root
@@ -40,7 +40,7 @@ from .project import choose_project
 from .search import project_search
 from .snapshot_cache import SnapshotCache
 from .snapshots import parse_snapshot
-from .spool import Spool, adopt_legacy_spool, spool_dir
+from .spool import Spool, adopt_legacy_spool, in_use, spool_dir
 from .store import PgStore
 from .writer import SessionWriter, held_sessions
 
@@ -229,6 +229,10 @@ class PgSessionStore(Offered):
         try:
             spool = Spool(self.spool_dir, session_id, writer.redactor if writer else Redactor())
             if writer is not None and spool.exists:  # left by a process that died offline
+                if in_use(self.spool_dir, session_id):  # ...or one here that writes it now
+                    raise SessionLockedError(
+                        f"session {session_id} is in use by another agent-assist on this machine"
+                    )
                 replay_spool(spool, writer)
             if writer is not None:
                 self.pg.set_host(session_id, host_name())

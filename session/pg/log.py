@@ -104,6 +104,7 @@ class PgEventLog:
         if offline is not None and spool is not None:  # started while the database was away
             self.read_only = False
             self._spooled = len(spool.read())  # a spool of this session left by an earlier start
+            spool.hold()  # this process writes it now: no other sends it meanwhile
             self._go_offline(offline)
 
     @property

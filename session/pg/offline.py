@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..derive.history import build_history
-from ..errors import SessionError
+from ..errors import SessionError, SessionLockedError
 from ..events import EVENT_ADAPTER, Event, Persistence
 from ..log.reader import LogScan
 from ..log.writer import LogError
@@ -44,7 +44,7 @@ from .log import replay_spool
 from .project import choose_project
 from .snapshot_cache import KEEP, SnapshotCache
 from .snapshots import parse_snapshot
-from .spool import Spool, spooled_sessions
+from .spool import Spool, in_use, spooled_sessions
 
 if TYPE_CHECKING:
     from .backend import PgSessionStore
@@ -224,10 +224,14 @@ class OfflineStart:
     def open_spooled(self, session_id: str, redactor: Redactor | None) -> Session:
         """Open a session born in the spool for writing on: its events go on to the spool."""
         events = self.spooled_events(session_id)
+        if events and in_use(self.spool_dir, session_id):
+            raise SessionLockedError(
+                f"session {session_id} is in use by another agent-assist on this machine"
+            )
         if not events:
             raise SessionError(
-                f"session {session_id} is kept in {self.pg.info.where}, which cannot be "
-                "reached now: it is continued in a new session, or reopened once it answers"
+                f"session {session_id} is kept in the database at {self.pg.info.where}, which "
+                "cannot be reached now: it can be opened once it answers"
             )
         state = state_from_events(session_id, events)
         start = events[0].data
@@ -270,6 +274,9 @@ def replay_left_spools(store: PgSessionStore) -> list[str]:
     said = []
     store.flush_pointers()
     for session_id in spooled_sessions(store.spool_dir):
+        if in_use(store.spool_dir, session_id):  # a server of this machine writes it now
+            logger.info("session %s: its spool is being written by a server here", session_id)
+            continue
         try:
             writer = store.pg.acquire_writer(session_id)
         except SessionError as exc:

@@ -8,6 +8,10 @@ order (`SessionWriter.copy`: their seqs must continue the session's exactly) and
 is deleted. A process killed while spooling leaves the file: the next open of the
 session, or the next start of a server for the project, replays it first. Events in the
 spool are scrubbed as they would be in the database.
+
+A process writing a spool holds an `flock` on it (`hold`), as the database's advisory lock
+is gone while it is away: another server of this machine neither sends it (`in_use`) nor
+opens its session meanwhile, so no event is written to a file already sent and removed.
 """
 
 from __future__ import annotations
@@ -19,6 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no spool is held
+    fcntl = None  # type: ignore[assignment]
 
 from ..log.writer import EventLog
 from ..paths import is_valid_session_id, named_dir
@@ -81,6 +90,28 @@ class Spool:
         self.path = directory / f"{session_id}{_SUFFIX}"
         self.redactor = redactor
         self._log: EventLog | None = None
+        self._held: int | None = None  # the fd of this process's flock on the file
+
+    def hold(self) -> None:
+        """Flock the file while this process writes it (nothing if it does not exist yet)."""
+        if self._held is not None or fcntl is None:
+            return
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)  # a probe's instant, or another writer: written on all the same
+            logger.warning("%s: held by another process", self.path)
+            return
+        self._held = fd
+
+    def _let_go(self) -> None:
+        fd, self._held = self._held, None
+        if fd is not None:
+            os.close(fd)  # and with it the flock
 
     @property
     def exists(self) -> bool:
@@ -100,6 +131,7 @@ class Spool:
             if fresh:
                 self._log.append_raw(b"", int(raws[0]["seq"]))  # create it...
                 fsync_dir(self.directory)  # ...and its name survives a crash
+            self.hold()
         lines = b"".join(
             orjson.dumps(
                 {**raw, "data": self.redactor.scrub(dict(raw["data"]))}, option=orjson.OPT_UTC_Z
@@ -134,12 +166,36 @@ class Spool:
         if self._log is not None:
             self._log.close()
             self._log = None
+        self._let_go()
 
     def remove(self) -> None:
         """Delete the file once its events are in the database."""
-        self.close()
-        if unlink_quiet(self.path):
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        removed = unlink_quiet(self.path)  # still held: no other process sends it meanwhile
+        self._let_go()
+        if removed:
             fsync_dir(self.directory)
+
+
+def in_use(directory: Path, session_id: str) -> bool:
+    """Return True if a process (this one too) holds the session's spool: it is writing it."""
+    if fcntl is None or not is_valid_session_id(session_id):
+        return False
+    try:
+        fd = os.open(
+            directory / f"{session_id}{_SUFFIX}", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+        )
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def spooled_sessions(directory: Path) -> Iterator[str]:

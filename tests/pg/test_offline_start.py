@@ -300,3 +300,35 @@ async def test_a_machine_without_the_cache_rebuilds_it_online_and_offers_from_it
     reply = await offline.request("agentAssist/chat", {"text": "go on"})
     assert reply["text"] == "continued offline"
     await offline.stop()
+
+
+async def test_two_windows_offline_on_one_machine_each_send_their_own_spool(
+    proxy: CuttableProxy, pg_dsn: str, schema: str, workspace: Path, home: Path, fake: FakeOpenAI
+) -> None:
+    fake.add("to a", "to b", "to b again")
+    other = CuttableProxy(pg_dsn)  # window b's way to the database, back later than a's
+    try:
+        proxy.cut()
+        other.cut()
+        windows = []
+        for name, dsn in (("a", proxy.dsn), ("b", other.dsn)):
+            window = editor_on(workspace, home, fake, dsn, schema)
+            window.options["instanceId"] = name
+            await window.start()
+            windows.append((window, (await window.ready())["sessionId"]))
+        (a, a_id), (b, b_id) = windows
+        await a.request("agentAssist/chat", {"text": "in window a"})
+        await b.request("agentAssist/chat", {"text": "in window b"})
+        proxy.restore()
+        await told(a, BACK)  # a is back and sends what was left behind: never b's spool...
+        await b.request("agentAssist/chat", {"text": "b goes on"})  # ...which b still writes
+        other.restore()
+        await status_until(b, lambda store: store["online"] and store["pending"] == 0)
+        await a.stop()
+        await b.stop()
+    finally:
+        other.close()
+    assert not any(b_id in m for m in messages(a))
+    assert inputs(stored(pg_dsn, schema, workspace, a_id)) == ["in window a"]
+    assert inputs(stored(pg_dsn, schema, workspace, b_id)) == ["in window b", "b goes on"]
+    assert not list((home / "spool").rglob("*.events.jsonl"))
