@@ -103,13 +103,16 @@ class PgStore:
                 self.status = check_schema(conn, self.schema, where, migrations)
             row = conn.execute("SELECT current_user").fetchone()
             self.owner = str(row[0]) if row else ""
+        # A command that only reads prepares no statement: through PgBouncer in transaction
+        # mode, the next transaction may run on another server connection.
+        prepared = {"prepare_threshold": None} if self.reader else {}
         # Used only while no writer lends its connection: none kept, one closed when unused.
         pool: ConnectionPool[Conn] = ConnectionPool(
             self._dsn,
             min_size=0,
             max_size=self._pool_size,
             max_idle=POOL_IDLE,
-            kwargs={"autocommit": True, **connect_kwargs(self._dsn, "pool"), **self._prepared},
+            kwargs={"autocommit": True, **connect_kwargs(self._dsn, "pool"), **prepared},
             configure=configure,
             check=ConnectionPool.check_connection,
             # A database that went away is said at once, not after psycopg's 30 s default.
@@ -124,15 +127,6 @@ class PgStore:
             pool.close()  # its workers would go on trying
             raise
         self._pool = pool
-
-    @property
-    def _prepared(self) -> dict[str, Any]:
-        """Connection settings of a command that only reads: no prepared statement.
-
-        It may go through PgBouncer in transaction mode, which changes server connections
-        between transactions (a statement prepared on one is unknown on the next).
-        """
-        return {"prepare_threshold": None} if self.reader else {}
 
     @property
     def read_only_reason(self) -> str | None:
