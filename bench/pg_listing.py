@@ -48,7 +48,7 @@ from .server_process import PYCACHE, BenchClient, make_workspace, server_env
 
 COUNTS: dict[Mode, int] = {"smoke": 2_000, "default": 100_000, "long": 100_000}
 REPEATS: dict[Mode, int] = {"smoke": 3, "default": 21, "long": 41}
-CLI_REPEATS: dict[Mode, int] = {"smoke": 2, "default": 9, "long": 15}
+CLI_REPEATS: dict[Mode, int] = {"smoke": 2, "default": 15, "long": 25}
 PAGE = 50
 TARGET_S = 0.050  # "a page of 50 at 100,000 sessions answers within 50 ms"
 GENERATOR = 2  # bump when the generated data changes: a new schema is made
@@ -150,15 +150,32 @@ def _vacuum(dsn: str, schema: str) -> float:
     return time.perf_counter() - start
 
 
-def _rows(dsn: str, schema: str) -> int:
+def _rows(dsn: str, schema: str, made: str | None = None) -> int:
+    """Return how many sessions the schema holds; with `made` (the newest of the data), first
+    delete those made later (the fresh sessions the servers of earlier runs saved)."""
     import psycopg
 
     with psycopg.connect(dsn) as conn:
         exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{schema}.sessions",))
         if not exists.fetchone()[0]:  # type: ignore[index]
             return 0
+        if made is not None:
+            conn.execute(
+                f'DELETE FROM "{schema}".sessions WHERE created_at > %s::timestamptz',  # noqa: S608
+                (made,),
+            )
+            conn.commit()
         found = conn.execute(f'SELECT count(*) FROM "{schema}".sessions').fetchone()  # noqa: S608
         return int(found[0]) if found else 0
+
+
+def _newest(dsn: str, schema: str) -> str:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        found = conn.execute(f'SELECT max(created_at)::text FROM "{schema}".sessions').fetchone()  # noqa: S608
+        assert found is not None
+        return str(found[0])
 
 
 def _drop(dsn: str, schema: str) -> None:
@@ -190,8 +207,11 @@ def prepare(dsn: str, count: int) -> Data:
 
     base, schema = _base() / str(count), _schema(count)
     data = Data(schema, base / "big", base / "one", base / "home", "made by an earlier run")
-    if data.big.is_dir() and data.one.is_dir() and _rows(dsn, schema) == count + 1:
-        return data
+    marker = base / "complete.json"
+    if data.big.is_dir() and data.one.is_dir() and marker.is_file():
+        made = json.loads(marker.read_text())["made"]
+        if _rows(dsn, schema, made) == count + 1:
+            return data
     scratch = f"{schema}_recording"
     for name in (schema, scratch):
         _drop(dsn, name)
@@ -207,6 +227,7 @@ def prepare(dsn: str, count: int) -> Data:
     finally:
         _drop(dsn, scratch)
     assert _rows(dsn, schema) == count + 1
+    marker.write_text(json.dumps({"made": _newest(dsn, schema)}))
     start = time.perf_counter()
     PgStore.open(dsn, schema=schema).close()  # the upgrade to this code's version
     upgraded = time.perf_counter() - start
@@ -331,6 +352,7 @@ def run(mode: Mode, dsn: str | None = None) -> Result:
             result.details.append(f"EXPLAIN (ANALYZE, BUFFERS), offset {offset:,}:")
             result.details += [f"    {line}" for line in plan]
 
+    targeted = count >= 100_000  # the issue's size; smaller ones report only
     pages = asyncio.run(lsp_pages(env, big, [0, deep], REPEATS[mode]))
     single_page = asyncio.run(lsp_pages(env, one, [0], REPEATS[mode]))[0]
     for offset, what in (
@@ -338,16 +360,10 @@ def run(mode: Mode, dsn: str | None = None) -> Result:
         (deep, f"`agentAssist/sessions {{offset: {deep:,}, limit: 50}}` over LSP"),
     ):
         took, alone = median(pages[offset]), median(single_page)
-        result.rows.append(
-            Row(
-                f"{what}, {label}",
-                fmt_s(took),
-                fmt_s(alone),
-                took / alone,
-                f"≤ {fmt_s(TARGET_S)}",
-                took <= TARGET_S,
-            )
-        )
+        row = Row(f"{what}, {label}", fmt_s(took), fmt_s(alone), took / alone)
+        if targeted:
+            row.target, row.ok = f"≤ {fmt_s(TARGET_S)}", took <= TARGET_S
+        result.rows.append(row)
         result.details.append(f"{what}: {spread(pages[offset])}; at 1: {spread(single_page)}")
 
     cli_big: list[float] = []
@@ -358,16 +374,15 @@ def run(mode: Mode, dsn: str | None = None) -> Result:
         cli_one.append(cli_page(env, one))
     added = [b - o for b, o in zip(cli_big, cli_one, strict=True)]
     what = "`agent-assist sessions list --json --limit 50`"
-    result.rows.append(
-        Row(
-            f"{what}, {label} (cost over 1: median of paired differences)",
-            fmt_s(median(added)),
-            fmt_s(median(cli_one)),
-            median(cli_big) / median(cli_one),
-            f"added ≤ {fmt_s(TARGET_S)}",
-            median(added) <= TARGET_S,
-        )
+    row = Row(
+        f"{what}, {label} (ours: the added time, the median of paired differences)",
+        fmt_s(median(added)),
+        fmt_s(median(cli_one)),
+        median(cli_big) / median(cli_one),
     )
+    if targeted:
+        row.target, row.ok = f"added ≤ {fmt_s(TARGET_S)}", median(added) <= TARGET_S
+    result.rows.append(row)
     result.details.append(
         f"{what}: {spread(cli_big)}; at 1, interleaved: {spread(cli_one)}; added: {spread(added)}"
     )

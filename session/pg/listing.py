@@ -57,7 +57,7 @@ _FILL = """UPDATE {s}.sessions SET listable = NULL
 # The table's write lock for this instant: no session of the project can be written between
 # the count and its row (the trigger keeps only rows that exist); waiting at most this long.
 _LOCK = "LOCK TABLE {s}.sessions IN SHARE ROW EXCLUSIVE MODE"
-LOCK_WAIT = "2s"
+LOCK_WAIT = "500ms"
 _COUNT = """INSERT INTO {s}.session_counts (project, listed, folded)
     SELECT %(project)s, count(*) FILTER (WHERE listable), count(*) FILTER (WHERE NOT listable)
     FROM {s}.sessions WHERE owner = {me} AND project = %(project)s ON CONFLICT DO NOTHING"""
