@@ -158,8 +158,8 @@ class OfflineStart:
         if not self.caching or not self.cache.empty:
             return
         try:
-            rows = [row for row in self.pg.list_sessions(self.project) if row.turns > 0]
-            for row in rows[:KEEP]:
+            rows, _, _ = self.pg.list_sessions_page(self.project, 0, KEEP)  # with a turn
+            for row in rows:
                 self.cache_snapshot(row.session_id)
         except SessionError as exc:
             logger.info("the session cache was not rebuilt: %s", exc)
