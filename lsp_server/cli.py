@@ -65,9 +65,11 @@ def serve(args: argparse.Namespace) -> int:
     from .features import setup_features
     from .lifetime import ENDING_SIGNALS
     from .server import AgentAssistServer
+    from .stderr_log import AnsweredErrorFilter
 
     server = AgentAssistServer()
     setup_features(server)
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(AnsweredErrorFilter())
     client_log = ClientLogHandler(server)
     client_log.addFilter(RedactingLogFilter(server.log_redactor))
     logging.getLogger().addHandler(client_log)

@@ -48,3 +48,25 @@ class BoundedStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
             )
             super().emit(note)
         super().emit(record)
+
+
+class AnsweredErrorFilter(logging.Filter):
+    """One line, no stack, for a request answered with an error on purpose (pygls' log).
+
+    pygls logs every failed request with its traceback and its params. A refusal the server
+    meant (in use, no such session, bad params: any JSON-RPC error but an internal one) is
+    an answer, not a crash: it is logged as one line naming the code and message, without
+    the params (a user's text). Internal errors keep their stack.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite a meant refusal's record; always let it through."""
+        from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, JsonRpcException) and not isinstance(error, JsonRpcInternalError):
+            code = getattr(error, "code", None)
+            record.msg, record.args = "request answered with error %s: %s", (code, error.message)
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True

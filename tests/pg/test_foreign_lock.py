@@ -124,6 +124,4 @@ async def test_the_owners_server_opens_its_session_or_says_in_use(
         logged = [m.message for m in editor.client.messages]
         logged += [m.message for m in editor.client.log_messages]  # window/logMessage
         assert not [m for m in logged if "NoneType" in m or "JsonRpcInternalError" in m], logged
-        # pygls logs every failed request with its stack; here only the clear "in use" one
-        crashes = [m for m in logged if "Traceback" in m]
-        assert all("RequestFailedError: session" in m and "in use" in m for m in crashes), logged
+        assert not [m for m in logged if "Traceback" in m], logged  # a refusal is no crash
