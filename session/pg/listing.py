@@ -66,7 +66,8 @@ _COUNT = """INSERT INTO {s}.session_counts (project, listed, folded)
 def prepare_counts(conn: Conn, schema: str, project: str) -> bool:
     """Fill this role's unfilled rows of the project and count them into `session_counts`.
 
-    Return False if the table's lock was not had within `LOCK_WAIT` (nothing done).
+    Return False, nothing done, if the table's lock was not had within `LOCK_WAIT` or the
+    role may not write.
     """
     values = {"project": project}
     try:
@@ -75,7 +76,11 @@ def prepare_counts(conn: Conn, schema: str, project: str) -> bool:
             conn.execute(q(schema, _LOCK))
             conn.execute(q(schema, _FILL), values)
             conn.execute(q(schema, _COUNT), values)
-    except psycopg.errors.LockNotAvailable:
+    except (
+        psycopg.errors.LockNotAvailable,
+        psycopg.errors.InsufficientPrivilege,  # a role that may only read
+        psycopg.errors.ReadOnlySqlTransaction,  # `default_transaction_read_only`, a standby
+    ):
         return False
     return True
 

@@ -8,6 +8,7 @@ version 5, for rows written since, and for another role's rows the migration cou
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any, cast
 
 import pytest
@@ -250,3 +251,52 @@ def test_a_listing_that_cannot_lock_the_table_at_once_counts_instead(
         writing.execute("COMMIT")
     assert page(store) == ([listed], 1, 1)
     assert kept(pg_dsn, schema) == (1, 1)
+
+
+def test_counts_made_while_sessions_are_written_match_a_recount(
+    store: PgStore, pg_dsn: str
+) -> None:
+    """Writers create sessions and give them turns while listings make the counts anew."""
+    schema = store.schema
+    done = threading.Event()
+    problems: list[BaseException] = []
+
+    def write(number: int) -> None:
+        try:
+            with connect(pg_dsn) as conn:
+                for n in range(40):
+                    sid = new_id()
+                    conn.execute(
+                        f'INSERT INTO "{schema}".sessions (session_id, project) VALUES (%s, %s)',  # noqa: S608
+                        (sid, PROJECT),
+                    )
+                    if (n + number) % 3:
+                        conn.execute(
+                            f'UPDATE "{schema}".sessions SET turns = 1'  # noqa: S608
+                            " WHERE session_id = %s",
+                            (sid,),
+                        )
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            problems.append(exc)
+
+    def list_anew() -> None:
+        try:
+            while not done.is_set():
+                with connect(pg_dsn) as conn:
+                    conn.execute(f'DELETE FROM "{schema}".session_counts')  # noqa: S608
+                page(store, 0, 5)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            problems.append(exc)
+
+    writers = [threading.Thread(target=write, args=(n,)) for n in range(3)]
+    lister = threading.Thread(target=list_anew)
+    lister.start()
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    done.set()
+    lister.join()
+    assert not problems, problems
+    _ids, total, folded = page(store)  # makes the counts if the last listing could not
+    assert kept(pg_dsn, schema) == recount(pg_dsn, schema) == (total, folded) == (80, 40)
