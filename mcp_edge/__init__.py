@@ -11,6 +11,5 @@ Like `acp_edge/`, it may import `session` and `engine`, never another edge.
 | `scope.py` | the store(s) and the project(s) a server answers for; which sessions it sees |
 | `lookback.py` | the answers: listing, search, a session read within a budget, decisions |
 | `resume.py` | the resume block a resumed session would get now; a file's history |
-| `pg_tail.py` | on PostgreSQL, the events its search index lacks, searched without indexing |
 | `server.py` | the MCP tools and resource, their schemas, and their errors |
 """

@@ -283,27 +283,19 @@ class Scope:
 
     # -- search ------------------------------------------------------------------------
 
-    def search(
-        self, text: str, limit: int, filters: SearchFilter
-    ) -> tuple[list[dict[str, Any]], int]:
+    def search(self, text: str, limit: int, filters: SearchFilter) -> list[dict[str, Any]]:
         """Return the hits of the literal search, best first per project.
 
-        And on PostgreSQL how many sessions' newest events were not searched (`pg_tail`).
+        On PostgreSQL the store's read-only search also reads the events its shared index
+        has not caught up yet (`session/pg/search_pending.py`): nothing is written.
         """
         found: list[dict[str, Any]] = []
         if self.database is not None:
-            from .pg_tail import merged, tail_hits
-
             pg = self.database.pg
-            left_out = 0
             for project in self.database_projects():
                 hits = pg.search(project, text, None, limit, filters)
-                if not hasattr(pg, "unindexed"):  # a store that does not read them itself
-                    tail, missed = tail_hits(pg, project, text, limit, filters)
-                    left_out += missed
-                    hits = merged(hits, tail, limit)
                 found += [_hit(project, hit) for hit in hits]
-            return found[:limit], left_out
+            return found[:limit]
         from session.search import SearchIndex
 
         for manager in self.managers():
@@ -313,7 +305,7 @@ class Scope:
                 index.sync(manager)
                 hits = index.search(text, limit=limit, filters=filters)
             found += [_hit(manager.project_dir.name, hit) for hit in hits]
-        return found[:limit], 0
+        return found[:limit]
 
 
 def _row(row: Any, project: str, busy: bool, machine: str | None) -> dict[str, Any]:

@@ -161,14 +161,7 @@ def build(scope: Scope) -> Any:
             filters = search_filter(since=since, until=until, kind=kind, tool=tool, path=path)
         except FilterError as exc:
             raise RefusedError(f"{exc.field}: {exc.reason}") from None
-        hits, left_out = scope.search(query, limit, filters)
-        answer: dict[str, Any] = {"query": query, "hits": hits}
-        if left_out:
-            answer["note"] = (
-                f"the newest events of {left_out} session(s) were not searched (not indexed "
-                "by the database yet; `agent-assist sessions search` indexes them)"
-            )
-        return dumps(answer)
+        return dumps({"query": query, "hits": scope.search(query, limit, filters)})
 
     @tool("List sessions")
     def list_sessions(

@@ -196,33 +196,6 @@ def test_the_server_wrote_nothing_and_logged_no_traceback(
     assert stored_digest(stores) == stores.before  # every tool of the module ran before
 
 
-def test_the_events_the_database_has_not_indexed_are_searched(
-    stores: Stores, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`pg_tail`, for a `PgStore` whose search does not read them itself."""
-    if stores.dsn is None:
-        pytest.skip("the database's own index only")
-    from mcp_edge.pg_tail import tail_hits
-    from mcp_edge.scope import open_scope
-    from session.search import search_filter
-
-    monkeypatch.setenv("AGENT_ASSIST_STORE_SCHEMA", stores.schema or "")
-    monkeypatch.setenv("AGENT_ASSIST_HOME", str(stores.home))
-    scope = open_scope(stores.dsn, str(stores.workspace), all_projects=False)
-    try:
-        assert scope.database is not None
-        pg, project = scope.database.pg, scope.project
-        hits, left_out = tail_hits(pg, project, "zebras", 10, search_filter())
-        assert [hit.session_id for hit in hits] == [stores.ids["plain2"]] and left_out == 0
-        assert "[zebras]" in hits[0].snippet and hits[0].turn == 1
-        users = search_filter(kind="user")
-        assert tail_hits(pg, project, "zebras", 10, users)[0]
-        assert tail_hits(pg, project, "zebras", 10, search_filter(kind="assistant"))[0] == []
-    finally:
-        scope.close()
-    assert stored_digest(stores) == stores.before
-
-
 @pytest.mark.parametrize(
     ("args", "code", "says"),
     [
