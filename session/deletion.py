@@ -40,7 +40,8 @@ def delete_unless_in_use(
 
     Its events, snapshot, checkpoints and the pointers naming it go (in PostgreSQL with its
     row), then the blobs only its checkpoints kept or only its log named (file changes:
-    shared ones stay, whatever their age: nothing else ever deletes them). `only_empty`: kept (None) if it has content once the lock is held.
+    shared ones stay), whatever their age: nothing else ever deletes them. `only_empty`:
+    kept (None) if it has content once the lock is held.
     """
     lock = store.acquire_lock(session_id)
     try:
