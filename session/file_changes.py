@@ -36,7 +36,7 @@ METADATA_WITHHELD = "metadata"  # a metadata-persistence session keeps no conten
 SECRET_WITHHELD = "not kept: contains a secret"  # noqa: S105 - a reason (as checkpoints')
 SECRET_FILE_WITHHELD = "not kept: its name marks a file of secrets"  # noqa: S105
 PARTIAL = b"partial"  # a refs file's line: the log before it was not read
-SEED_SCAN_BYTES = 4 << 20  # a longer log is not read on the turn's path (the collector does)
+SEED_SCAN_BYTES = 64 << 10  # a longer log is not read on the turn's path (the collector does)
 REFS_FILE = "files.refs"  # checkpoints/<id>/files.refs: the blobs the session's log names
 CHANGE_EVENTS = {"tool/result": "files", "session/rewind": "files", "workspace/drift": "changes"}
 

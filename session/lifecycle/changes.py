@@ -21,7 +21,9 @@ from ..storage import StorageError
 from ..workspace.drift import DriftReport
 from ..workspace.files import read_workspace_file
 
-DRIFT_COPIES = 32  # a drift keeps the content of at most this many files (the first by path)
+# A drift of more files than this keeps digests only (a branch switch, a pull: their
+# contents are git's, and reading them would slow the resume that found them).
+DRIFT_COPIES = 32
 DRIFT_COPY_BYTES = 4 << 20  # and reads at most about this much
 TOO_MANY_WITHHELD = f"not kept: more than {DRIFT_COPIES} files (or 4 MB) changed at once"
 
@@ -73,11 +75,12 @@ def drift_changes(
     changes = []
     budget = DRIFT_COPY_BYTES
     paths = sorted({*drift.modified, *drift.created, *drift.deleted})
-    for n, path in enumerate(paths):
+    many = len(paths) > DRIFT_COPIES
+    for path in paths:
         before, after = drift.digests.get(path, (None, None))
         data = None
         if after is not None and not metadata:
-            if n >= DRIFT_COPIES or budget <= 0:  # a branch switch: digests only, kept cheap
+            if many or budget <= 0:  # a branch switch: digests only, kept cheap
                 changes.append(PendingChange(path, before, after, TOO_MANY_WITHHELD))
                 continue
             data = read_workspace_file(root, path)

@@ -208,7 +208,7 @@ def test_a_log_naming_blobs_it_never_wrote_keeps_them(backend: Backend) -> None:
 
 
 def test_a_large_drift_keeps_a_bounded_number_of_contents(backend: Backend) -> None:
-    """A branch switch changing many files records every digest, reads only the first few."""
+    """A branch switch changing many files records every digest and reads none of them."""
     store = backend.store
     templates = store.workspace_root / "templates"
     templates.mkdir()
@@ -220,17 +220,17 @@ def test_a_large_drift_keeps_a_bounded_number_of_contents(backend: Backend) -> N
         (store.workspace_root / name).write_bytes(b"new " + name.encode())
     assert lifecycle.check_live_drift(names) is not None
     (drift,) = events(store, lifecycle.session_id, "workspace/drift")
-    expected = [
-        change(
-            n, b"old " + n.encode(), b"new " + n.encode(), None if i < DRIFT_COPIES else TOO_MANY
-        )
-        for i, n in enumerate(names)
-    ]
+    expected = [change(n, b"old " + n.encode(), b"new " + n.encode(), TOO_MANY) for n in names]
     assert drift["changes"] == expected
     blobs = store.checkpoint_store()
-    assert [blobs.read_blob(sha(b"new " + n.encode())) is not None for n in names] == [
-        i < DRIFT_COPIES for i in range(len(names))
-    ]
+    assert not [n for n in names if blobs.read_blob(sha(b"new " + n.encode())) is not None]
+    few = names[:DRIFT_COPIES]  # as many as it keeps: each kept
+    for name in few:
+        (store.workspace_root / name).write_bytes(b"newer " + name.encode())
+    assert lifecycle.check_live_drift(few) is not None
+    drift = events(store, lifecycle.session_id, "workspace/drift")[-1]
+    assert [c["withheld"] for c in drift["changes"]] == [None] * DRIFT_COPIES
+    assert all(blobs.read_blob(sha(b"newer " + n.encode())) is not None for n in few)
     lifecycle.close()
 
 
