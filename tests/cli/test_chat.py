@@ -328,9 +328,7 @@ def test_untitled_sessions_turnless_hits_and_the_compaction_notice_render(
     command(child, "/search quokka")
     child.expect_exact("Matches for 'quokka'")
     when = r"\d{4}-\d\d-\d\d \d\d:\d\d"
-    child.expect(
-        rf"│ {session_id} │\s+│\s+│ {when} │ session/compact\s+│ About a \[quokka\]\.\s+│"
-    )
+    child.expect(rf"│ {session_id} │\s+│\s+│ {when} │ session/compact\s+│ About a \[quokka\]\.\s+│")
     child.expect_exact(PROMPT)
     child.sendcontrol("d")
     assert finish(child) == 0
