@@ -62,3 +62,44 @@ export function morph(current: HTMLElement, fresh: HTMLElement): HTMLElement {
   current.replaceChildren(...fresh.childNodes);
   return current;
 }
+
+/** The element with this id, of this kind (the sidebar's HTML is ours: a missing one is a bug). */
+export function byId<T extends HTMLElement>(id: string, kind: new () => T): T {
+  const el = document.getElementById(id);
+  if (!(el instanceof kind)) {
+    throw new Error(`missing #${id}`);
+  }
+  return el;
+}
+
+/** The nearest element matching `selector` at or above an event's target. */
+export function closest(target: EventTarget | null, selector: string): HTMLElement | undefined {
+  return target instanceof Element ? (target.closest<HTMLElement>(selector) ?? undefined) : undefined;
+}
+
+/** The sidebar's fixed elements (`chatHtml` in the host's webview.ts writes them). */
+export function sidebarElements() {
+  return {
+    log: byId("log", HTMLElement),
+    input: byId("input", HTMLTextAreaElement),
+    sendButton: byId("send", HTMLButtonElement),
+    stopButton: byId("stop", HTMLButtonElement),
+    withdrawButton: byId("withdraw", HTMLButtonElement),
+    working: byId("working", HTMLDivElement),
+    workingLabel: byId("working-text", HTMLSpanElement),
+    sessionLabel: byId("session", HTMLSpanElement),
+    sessionsButton: byId("show-sessions", HTMLButtonElement),
+    searchButton: byId("show-search", HTMLButtonElement),
+    newButton: byId("new-session", HTMLButtonElement),
+    sessionsPanel: byId("sessions-panel", HTMLElement),
+    sessionsBody: byId("sessions-body", HTMLDivElement),
+    searchPanel: byId("search-panel", HTMLElement),
+    searchForm: byId("search-form", HTMLFormElement),
+    searchInput: byId("search-input", HTMLInputElement),
+    searchBody: byId("search-body", HTMLDivElement),
+    bannerHost: byId("banner", HTMLDivElement),
+    announcer: byId("announce", HTMLDivElement),
+  };
+}
+
+export type SidebarElements = ReturnType<typeof sidebarElements>;
