@@ -1,4 +1,4 @@
-"""The LSP edge of agent-assist: thin handlers over `session/`."""
+"""The LSP edge of agent-assist: thin handlers over `engine/` and `session/`."""
 
 # Kept equal to pyproject.toml's version by tests/unit/test_version.py. Not read through
 # importlib.metadata: importing it costs ~90 ms of every server start.

@@ -1,14 +1,20 @@
 """A feature: an object owning its state and its handlers, installed from one ordered list.
 
-A handler is a method marked with `@request(method)` or `@notification(method)`. The
+A handler is a method marked with `@request(method)`, for a request of the contract, or
+`@lsp(method)`, for a method of LSP itself (`initialize`, `shutdown`, and the notifications
+the client sends: `initialized`, `exit`, `didOpen`, `didChangeConfiguration`,
+`didChangeWatchedFiles`; the contract's own notifications are all the server's). The
 installer registers it with pygls (a request also as the `agentAssist.<verb>` command) and
-wraps each call in one place:
+wraps each call of a request in one place:
 
 - params are validated against the contract's model (`-32602` naming the field);
 - the call waits until this instance's session is settled (`ready=False` opts out);
 - a failure is isolated to its call: a user-fixable one is answered `RequestFailed`, any
   other is logged, the session autosaved and `-32603` answered; the feature keeps serving;
 - the result model is put on the wire (`Wire.wire()`), checked against the contract.
+
+An `@lsp` handler's params are lsprotocol's; it waits for the session only if marked
+`ready=True`, and a failure is logged, the call returning nothing.
 """
 
 from __future__ import annotations

@@ -1,7 +1,27 @@
-"""The PostgreSQL store (in progress): schema, migrations and the low-level store.
+"""The PostgreSQL store: sessions shared across machines, behind `session/store/backend.py`.
 
-Not wired into the server yet; nothing outside this package imports it, so psycopg is
-loaded only when a PostgreSQL store is used. See docs/storage.md.
+`store/choose.py` opens it for a PostgreSQL `store` option; psycopg is imported only then.
+
+- `backend`: `PgSessionStore`, one project's `SessionStore` over a `PgStore`;
+- `store`: `PgStore`, the low-level operations over one connection pool;
+- `connection`, `dsn`, `errors`: connecting, what a connection string names, what fails;
+- `schema`, `migrations`: the schema created and migrated, and each version's SQL;
+- `query`: SQL with the store's schema filled in;
+- `project`: which `project` a workspace's sessions are kept under;
+- `records`: sessions (metadata and snapshot) and pointers, row by row;
+- `events`: a session's events appended and read, `(session_id, seq)` dense;
+- `log`: `PgEventLog`, an open session's writing end, with `writer` (`SessionWriter`, the
+  advisory lock) and `spool` (its events kept locally while the database is away);
+- `offline`, `snapshot_cache`: a store opened while the database is away;
+- `offered`: which session an editor instance is offered;
+- `opening`, `snapshots`: a session opened from its snapshot row and the events after it;
+- `listing`: a project's session listing;
+- `checkpoints`, `blobs`: checkpoints, their records and content-addressed blobs;
+- `search`, `search_pending`: search with the local index's semantics, and what the shared
+  index has not caught up yet;
+- `importing`: this store as either side of a transfer (`session/transfer.py`).
+
+See docs/storage.md.
 """
 
 from .errors import (

@@ -2,12 +2,24 @@
 
 - `backend`: `SessionStore` and `SessionLog`, what any session store does (the local one
   here, PostgreSQL's in `session/pg/backend.py`);
+- `choose`: `open_store`, the store `initializationOptions.store` / `AGENT_ASSIST_STORE` names;
 - `local`: `LocalSessionStore`, the name of the local one (`SessionManager`);
 - `layout`: `ProjectLayout`, where a project's files live, checked before use;
+- `projects`: which directory under `projects/` holds a project, found by its identity;
 - `manager`: `SessionManager`, the project's pointers and locks, and the ways a session is
   created, opened, listed and deleted;
+- `pointers`: the pointers of editor instances named after their process, and the stale ones;
+- `locks`: a session's writer lock, an `flock` on `sessions/<id>.lock`, gone when let go;
 - `session`: `Session`, an open session (its snapshot state, log and history);
 - `opening`: a session opened from its snapshot and the log after it, or rebuilt;
 - `snapshots`: the snapshot files, read, checked against the log and written;
-- `listing`: the session listing and the time of a log's last event.
+- `snapshot_file`: the session file `sessions/<id>.json` as the seed defines it, and its
+  manifest cache;
+- `listing`: the session listing and the time of a log's last event;
+- `listing_index`: the session list as a projection, refreshed only where files changed;
+- `listing_db`: its file `listing.sqlite`, opened, checked and written;
+- `listing_files`: the files a listing row is computed from, and the rows' conversions;
+- `every_project`: every project's sessions at once (`session/list` without `cwd`);
+- `importing`: the local store as either side of a transfer (`session/transfer.py`);
+- `seed_store`: the seed's own store, its sessions of this project found, listed and copied.
 """

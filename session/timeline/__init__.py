@@ -1,7 +1,8 @@
 """A file's timeline (#42): which steps and drifts changed a workspace file, with diffs.
 
 `index.py` keeps the local path → changes index (`timeline.sqlite`, rebuilt from the logs);
-`project.py` is the projection both stores share; `query.py` answers; `diff.py` diffs.
+`pg.py` runs it over the events PostgreSQL holds; `project.py` is the projection both stores
+share; `query.py` answers; `diff.py` diffs.
 """
 
 from __future__ import annotations
