@@ -1,23 +1,23 @@
-/** Wiring only: every concern lives in src/common/. */
+/** Wiring only: every concern lives in src/host/ (the extension host's) or src/common/ (shared with the webview). */
 import * as vscode from "vscode";
-import { ChatController } from "./common/chat";
-import { CHECKPOINT_SCHEME, CheckpointDocuments } from "./common/checkpointDocuments";
-import { SessionCommands } from "./common/commands";
-import { FileHistoryCommands, INSPECT_SCHEME, InspectDocuments } from "./common/fileHistory";
-import { VERSION_SCHEME, VersionDocuments } from "./common/fileVersions";
-import { showDrift } from "./common/drift";
-import { DraftStore } from "./common/draft";
-import { insertAtCursor } from "./common/insert";
-import { instanceId } from "./common/instance";
-import { createLog } from "./common/logging";
+import { ChatController } from "./host/chat";
+import { CHECKPOINT_SCHEME, CheckpointDocuments } from "./host/checkpointDocuments";
+import { SessionCommands } from "./host/commands";
+import { FileHistoryCommands, INSPECT_SCHEME, InspectDocuments } from "./host/fileHistory";
+import { VERSION_SCHEME, VersionDocuments } from "./host/fileVersions";
+import { showDrift } from "./host/drift";
+import { DraftStore } from "./host/draft";
+import { insertAtCursor } from "./host/insert";
+import { instanceId } from "./host/instance";
+import { createLog } from "./host/logging";
 import type { HostMessage, WebviewMessage } from "./common/messages";
-import { ViewNavigation } from "./common/navigation";
-import { ResumeBanner } from "./common/resume";
-import { ApiKeyStore, applyKeyChange } from "./common/secrets";
-import { AgentServer } from "./common/server";
-import { changedRestartSettings } from "./common/settings";
-import { StatusBar } from "./common/status";
-import { ChatViewProvider, VIEW_ID } from "./common/webview";
+import { ViewNavigation } from "./host/navigation";
+import { ResumeBanner } from "./host/resume";
+import { ApiKeyStore, applyKeyChange } from "./host/secrets";
+import { AgentServer } from "./host/server";
+import { changedRestartSettings } from "./host/settings";
+import { StatusBar } from "./host/status";
+import { ChatViewProvider, VIEW_ID } from "./host/webview";
 
 let server: AgentServer | undefined;
 

@@ -6,9 +6,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ResponseError } from "vscode-jsonrpc/node";
-import { changePickItem, changeRef, diffTitle, restoreQuestion, restoredText } from "../../src/common/fileHistory";
-import { changeParams, parseVersionUri, versionText, versionUriParts } from "../../src/common/fileVersions";
-import { errorText } from "../../src/common/logging";
+import { changePickItem, changeRef, diffTitle, restoreQuestion, restoredText } from "../../src/host/fileHistory";
+import { changeParams, parseVersionUri, versionText, versionUriParts } from "../../src/host/fileVersions";
+import { errorText } from "../../src/host/logging";
 import { parseHostMessage } from "../../src/common/messages";
 import {
   CHAT,
@@ -21,7 +21,7 @@ import {
   RESTORE_FILE,
   SESSION_CHANGED,
 } from "../../src/common/protocol";
-import { DEFAULT_SETTINGS, toInitializationOptions } from "../../src/common/settings";
+import { DEFAULT_SETTINGS, toInitializationOptions } from "../../src/host/settings";
 import { inspectMarkdown } from "../../src/common/steps";
 import { initialView, turnSteps, update } from "../../src/webview/model";
 import { type FakeModel, SERVER, ServerSession, startFakeModel } from "./harness";

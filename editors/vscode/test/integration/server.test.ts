@@ -4,7 +4,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CancellationTokenSource, ResponseError } from "vscode-jsonrpc/node";
-import { cancelledByUser } from "../../src/common/commands";
+import { cancelledByUser } from "../../src/host/commands";
 import type { HostMessage } from "../../src/common/messages";
 import {
   CHAT,
@@ -22,7 +22,7 @@ import {
   SESSIONS,
   STATUS,
 } from "../../src/common/protocol";
-import { DEFAULT_SETTINGS, toInitializationOptions } from "../../src/common/settings";
+import { DEFAULT_SETTINGS, toInitializationOptions } from "../../src/host/settings";
 import { applyHostMessage, endMark, type Transcript } from "../../src/webview/transcript";
 import { type FakeModel, SERVER, ServerSession, startFakeModel } from "./harness";
 

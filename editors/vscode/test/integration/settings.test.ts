@@ -12,7 +12,7 @@ import {
   liveOptions,
   type Settings,
   toInitializationOptions,
-} from "../../src/common/settings";
+} from "../../src/host/settings";
 import { type FakeModel, SERVER, ServerSession, startFakeModel } from "./harness";
 
 describe.skipIf(!fs.existsSync(SERVER))("settings and the key changed while the server runs", () => {

@@ -21,7 +21,7 @@ import {
   SESSIONS,
   STATUS,
 } from "../../src/common/protocol";
-import { DEFAULT_SETTINGS, toInitializationOptions } from "../../src/common/settings";
+import { DEFAULT_SETTINGS, toInitializationOptions } from "../../src/host/settings";
 import {
   banner,
   bannerHeadline,

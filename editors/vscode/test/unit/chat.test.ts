@@ -1,11 +1,11 @@
 // The chat controller's queue: Stop stops the running reply, Withdraw takes back the waiting ones.
 import { describe, expect, it } from "vitest";
 import { CancellationTokenSource, EventEmitter } from "vscode";
-import { ChatController } from "../../src/common/chat";
+import { ChatController } from "../../src/host/chat";
 import type { HostMessage } from "../../src/common/messages";
 import { CHAT, REQUEST_CANCELLED } from "../../src/common/protocol";
-import type { AgentServer } from "../../src/common/server";
-import type { StatusBar } from "../../src/common/status";
+import type { AgentServer } from "../../src/host/server";
+import type { StatusBar } from "../../src/host/status";
 import { withdrawnDraft } from "../../src/webview/model";
 
 interface Sent {

@@ -10,9 +10,9 @@ import {
   SessionCommands,
   sessionPickItem,
   sessionPickItems,
-} from "../../src/common/commands";
+} from "../../src/host/commands";
 import { type FailureData, NEW, REQUEST_FAILED, RESET, type SearchHit, type SessionInfo } from "../../src/common/protocol";
-import type { AgentServer } from "../../src/common/server";
+import type { AgentServer } from "../../src/host/server";
 import * as stub from "../vscode-stub";
 
 const session: SessionInfo = {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { noCopyText, parseCheckpointUri } from "../../src/common/checkpointDocuments";
+import { noCopyText, parseCheckpointUri } from "../../src/host/checkpointDocuments";
 import type { ResumeView } from "../../src/common/messages";
-import { restoredText } from "../../src/common/navigation";
-import { diffTitle, listedFile } from "../../src/common/resume";
+import { restoredText } from "../../src/host/navigation";
+import { diffTitle, listedFile } from "../../src/host/resume";
 
 const resume: ResumeView = {
   sessionId: "s",

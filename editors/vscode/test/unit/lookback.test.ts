@@ -11,8 +11,8 @@ import {
   parseInspectUri,
   restoreQuestion,
   restoredText,
-} from "../../src/common/fileHistory";
-import { changeParams, parseVersionUri, type VersionRef, versionText, versionUriParts, VERSION_SCHEME } from "../../src/common/fileVersions";
+} from "../../src/host/fileHistory";
+import { changeParams, parseVersionUri, type VersionRef, versionText, versionUriParts, VERSION_SCHEME } from "../../src/host/fileVersions";
 import { type HostMessage, parseHostMessage, parseWebviewMessage } from "../../src/common/messages";
 import * as protocol from "../../src/common/protocol";
 import type { FileChange, StepView, TranscriptItem, TurnView } from "../../src/common/protocol";

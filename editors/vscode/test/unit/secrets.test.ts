@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyKeyChange, type KeyTarget } from "../../src/common/secrets";
+import { applyKeyChange, type KeyTarget } from "../../src/host/secrets";
 
 /** A server as `applyKeyChange` sees it, recording what was asked of it. */
 function server(running: boolean, takesSettingsLive: boolean, sendFails = false): KeyTarget & { calls: string[] } {

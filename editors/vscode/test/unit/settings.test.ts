@@ -12,8 +12,8 @@ import {
   readSettings,
   resolveServerCommand,
   toInitializationOptions,
-} from "../../src/common/settings";
-import { statusText, statusTooltip } from "../../src/common/status";
+} from "../../src/host/settings";
+import { statusText, statusTooltip } from "../../src/host/status";
 
 function reader(values: Record<string, unknown>): { get(key: string): unknown } {
   return { get: (key: string) => values[key] };

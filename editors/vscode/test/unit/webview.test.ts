@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { chatHtml, contentSecurityPolicy, makeNonce } from "../../src/common/webview";
+import { chatHtml, contentSecurityPolicy, makeNonce } from "../../src/host/webview";
 
 describe("webview Content-Security-Policy", () => {
   it("allows only the nonce'd script and the webview's own styles", () => {

@@ -27,9 +27,9 @@ import {
   type SessionChangedParams,
   TOOL_CALL,
   type ToolCallParams,
-} from "./protocol";
+} from "../common/protocol";
 import type { ApiKeyStore } from "./secrets";
-import type { InitializationOptions } from "./protocol";
+import type { InitializationOptions } from "../common/protocol";
 import {
   configurationAnswers,
   liveOptions,

@@ -1,7 +1,7 @@
 /** One side of a recorded change of a file as a read-only document (`agent-assist-version:`), for the diff editor. */
 import * as vscode from "vscode";
 import { errorText } from "./logging";
-import { FILE_VERSION, type FileVersionResult } from "./protocol";
+import { FILE_VERSION, type FileVersionResult } from "../common/protocol";
 import type { AgentServer } from "./server";
 
 export const VERSION_SCHEME = "agent-assist-version";

@@ -1,7 +1,7 @@
 /** A checkpoint's copy of a file as a read-only document (`agent-assist-checkpoint:`), to diff the file against. */
 import * as vscode from "vscode";
 import { errorText } from "./logging";
-import { CHECKPOINT_FILE } from "./protocol";
+import { CHECKPOINT_FILE } from "../common/protocol";
 import type { AgentServer } from "./server";
 
 export const CHECKPOINT_SCHEME = "agent-assist-checkpoint";

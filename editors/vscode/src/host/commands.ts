@@ -21,7 +21,7 @@ import {
   type SessionInfo,
   SESSIONS,
   type SessionsResult,
-} from "./protocol";
+} from "../common/protocol";
 import type { AgentServer } from "./server";
 
 type Handler = () => Promise<void>;

@@ -2,7 +2,7 @@
 import * as vscode from "vscode";
 import { SESSION_PAGE } from "./constants";
 import { errorText } from "./logging";
-import type { HostMessage } from "./messages";
+import type { HostMessage } from "../common/messages";
 import {
   CHECKPOINT,
   type CheckpointListResult,
@@ -12,7 +12,7 @@ import {
   OPEN,
   SEARCH,
   SESSIONS,
-} from "./protocol";
+} from "../common/protocol";
 import type { AgentServer } from "./server";
 
 /** `agentAssist/checkpoint` answers a list or a restore, by its params: which one came back. */

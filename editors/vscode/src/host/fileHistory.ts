@@ -6,9 +6,9 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { type Side, changeParams, parseVersionUri, VERSION_SCHEME, type VersionRef, versionUri } from "./fileVersions";
 import { errorText } from "./logging";
-import { FILE_HISTORY, FILE_VERSION, type FileChange, INSPECT, RESTORE_FILE, type RestoreFileResult } from "./protocol";
+import { FILE_HISTORY, FILE_VERSION, type FileChange, INSPECT, RESTORE_FILE, type RestoreFileResult } from "../common/protocol";
 import type { AgentServer } from "./server";
-import { inspectMarkdown, localTime, shorten } from "./steps";
+import { inspectMarkdown, localTime, shorten } from "../common/steps";
 
 export const INSPECT_SCHEME = "agent-assist-inspect";
 

@@ -1,9 +1,9 @@
 /** The conversation: sends chats (a chat sent while one runs waits), streams deltas to the view, Stop, Withdraw, redraws from history. */
 import * as vscode from "vscode";
-import { isRecord } from "./guards";
+import { isRecord } from "../common/guards";
 import { errorText } from "./logging";
-import { describeToolArgs, type HostMessage } from "./messages";
-import { CHAT, completedTurn, HISTORY, REQUEST_CANCELLED, STATUS } from "./protocol";
+import { describeToolArgs, type HostMessage } from "../common/messages";
+import { CHAT, completedTurn, HISTORY, REQUEST_CANCELLED, STATUS } from "../common/protocol";
 import type { AgentServer } from "./server";
 import type { StatusBar } from "./status";
 

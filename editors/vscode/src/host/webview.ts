@@ -1,7 +1,7 @@
 /** The sidebar `WebviewViewProvider`: strict CSP with a nonce, typed messages, no server access of its own. */
 import { randomBytes } from "node:crypto";
 import * as vscode from "vscode";
-import { type HostMessage, parseWebviewMessage, type WebviewMessage } from "./messages";
+import { type HostMessage, parseWebviewMessage, type WebviewMessage } from "../common/messages";
 
 export const VIEW_ID = "agentAssist.chat";
 

@@ -1,6 +1,6 @@
 /** Status bar item: short session id, idle/running, drift count; turns, phase and the context window in its tooltip. */
 import * as vscode from "vscode";
-import { describeTurns, type Phase } from "./protocol";
+import { describeTurns, type Phase } from "../common/protocol";
 
 export interface StatusView {
   sessionId: string;

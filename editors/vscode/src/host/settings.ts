@@ -7,7 +7,7 @@ import type {
   ModelOptions,
   Persistence,
   ToolsOptions,
-} from "./protocol";
+} from "../common/protocol";
 
 export const SECTION = "agentAssist";
 

@@ -3,8 +3,8 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { checkpointUri } from "./checkpointDocuments";
 import { errorText } from "./logging";
-import type { HostMessage, ResumeView } from "./messages";
-import { type ChangedFile, RESUME, STATUS } from "./protocol";
+import type { HostMessage, ResumeView } from "../common/messages";
+import { type ChangedFile, RESUME, STATUS } from "../common/protocol";
 import type { AgentServer } from "./server";
 
 /** The changed file the banner names, if it is one (the view may only open what the server listed). */

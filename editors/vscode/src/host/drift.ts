@@ -1,7 +1,7 @@
 /** `agentAssist/drift` as a warning notification listing the files, with "Open file" buttons. */
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { describeDrift, type DriftParams } from "./protocol";
+import { describeDrift, type DriftParams } from "../common/protocol";
 
 const MAX_BUTTONS = 3;
 
