@@ -178,15 +178,6 @@ class AgentAssistServer(LanguageServer):
         return self.engine.root
 
     @property
-    def lifecycle(self) -> SessionLifecycle | None:
-        """Return this instance's session lifecycle (None until the store is open)."""
-        return self.engine.lifecycle
-
-    @lifecycle.setter
-    def lifecycle(self, lifecycle: SessionLifecycle | None) -> None:
-        self.engine.lifecycle = lifecycle
-
-    @property
     def runner(self) -> ChatRunner | None:
         """Return the model runner."""
         return self.engine.runner
@@ -210,17 +201,24 @@ class AgentAssistServer(LanguageServer):
         return await self.engine.connect_store()
 
     @property
-    def session(self) -> SessionLifecycle:
-        """Return the lifecycle (after initialize, once the store is open)."""
+    def lifecycle(self) -> SessionLifecycle:
+        """Return this instance's session lifecycle (after initialize, once the store is open).
+
+        Before that a request is answered with why; `engine.lifecycle` is None meanwhile.
+        """
         try:
             return self.engine.session
         except UserError as exc:
             raise RequestFailedError(exc.message) from None
 
+    @lifecycle.setter
+    def lifecycle(self, lifecycle: SessionLifecycle | None) -> None:
+        self.engine.lifecycle = lifecycle
+
     @property
     def search_index(self) -> SearchIndex:
         """Return the project's search index (opened on first use)."""
-        return self.engine.indexing.index(self.session)
+        return self.engine.indexing.index(self.lifecycle)
 
     def index_in_background(self) -> None:
         """Index the current session in a worker thread (see `engine.indexing`)."""
@@ -256,7 +254,7 @@ class AgentAssistServer(LanguageServer):
         unless the client renders drift itself: `driftMessages: false`), then
         `agentAssist/sessionChanged`.
         """
-        lifecycle = self.session
+        lifecycle = self.lifecycle
         for warning in lifecycle.warnings:
             self.show(warning)
         lifecycle.warnings.clear()
@@ -304,7 +302,7 @@ class AgentAssistServer(LanguageServer):
 
     def autosave(self, why: str) -> None:
         """Autosave and release the session (idempotent); never raises."""
-        if self.lifecycle is None or self.closed:
+        if self.engine.lifecycle is None or self.closed:
             return
         self.closed = True
         self.stop_watching.set()

@@ -58,12 +58,12 @@ class Chat(Feature):
         self.turns.waiting += 1  # counted from now: a chat arriving next queues behind it
         task = ls.spawn(self._in_background(params.text, progress, began), "async chat turn")
         if queued:
-            return proto.ChatStarted(session_id=ls.session.session_id, turn=None, status="queued")
+            return proto.ChatStarted(session_id=ls.lifecycle.session_id, turn=None, status="queued")
         await asyncio.wait({began, task}, return_when=asyncio.FIRST_COMPLETED)
         if not began.done():  # it failed before it began (turnEnded says so too)
             raise RequestFailedError(task.result() or "the turn did not start")
         return proto.ChatStarted(
-            session_id=ls.session.session_id, turn=began.result(), status="started"
+            session_id=ls.lifecycle.session_id, turn=began.result(), status="started"
         )
 
     @request(proto.CANCEL, ready=False)
@@ -131,7 +131,7 @@ class Chat(Feature):
         def ended(reason: Literal["error", "aborted"], error: str | None = None) -> None:
             turn = began.result() if began.done() else None
             params = proto.TurnEndedParams(
-                session_id=ls.session.session_id,
+                session_id=ls.lifecycle.session_id,
                 turn=turn,
                 text=kept.text,
                 end_reason=reason,

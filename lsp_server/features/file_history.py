@@ -62,7 +62,7 @@ class FileHistory(Feature):
     name = "file_history"
 
     def _store(self) -> Any:
-        lifecycle = self.server.session
+        lifecycle = self.server.lifecycle
         store = lifecycle.store
         return store if getattr(store, "pg", None) is not None else lifecycle.manager
 

@@ -43,7 +43,7 @@ class History(Feature):
     ) -> proto.CheckpointListResult | proto.CheckpointRestoreResult:
         """List the checkpoints, or restore one (files and conversation)."""
         ls = self.server
-        lifecycle = ls.session
+        lifecycle = ls.lifecycle
         if params.number is None:
             return proto.CheckpointListResult(
                 session_id=lifecycle.session_id,
@@ -89,7 +89,7 @@ class History(Feature):
         self, params: proto.CheckpointFileParams
     ) -> proto.CheckpointFileResult:
         """Return a checkpoint's copy of a file (to diff the file against)."""
-        lifecycle = self.server.session
+        lifecycle = self.server.lifecycle
         path = params.path.strip().removeprefix("./")
         copy = lifecycle.checkpoint_copy(path, params.number)
         if copy is None:
@@ -121,7 +121,7 @@ class History(Feature):
     async def fork(self, params: proto.ForkParams) -> proto.ForkResult:
         """Fork this or another session at a closed-turn boundary; it becomes this one."""
         ls = self.server
-        lifecycle = ls.session
+        lifecycle = ls.lifecycle
         source = params.session_id or lifecycle.session_id
         if not lifecycle.store.exists(source):
             raise RequestFailedError(f"no session {source} in this project")

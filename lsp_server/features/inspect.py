@@ -56,7 +56,7 @@ class Inspect(Feature):
         """Return a session's turns and steps as its log has them now."""
         if params.step is not None and params.turn is None:
             raise proto.ParamsError(f"{lb.INSPECT}: invalid field 'step': needs 'turn'")
-        lifecycle = self.server.session
+        lifecycle = self.server.lifecycle
         store = lifecycle.store
         session_id = params.session_id
         current = lifecycle.session_id

@@ -82,7 +82,7 @@ class Lifecycle(Feature):
         """Open the store, resume or start this instance's session, let requests through."""
         ls = self.server
         if not await ls.connect_store():
-            # Requests are answered with why (`ls.session`); connecting goes on meanwhile.
+            # Requests are answered with why (`ls.lifecycle`); connecting goes on meanwhile.
             logger.error("%s", ls.store_error)
             ls.show(ls.store_error or "the session store cannot be used", types.MessageType.Error)
             ls.ready.set()
@@ -99,7 +99,7 @@ class Lifecycle(Feature):
             delay = min(delay * 2, RECONNECT_MAX)
             ls.ready.clear()  # requests wait while we try (and while the session settles)
             if await ls.connect_store():
-                label = ls.session.store.label
+                label = ls.lifecycle.store.label
                 ls.show(f"agent-assist: connected to {label}", types.MessageType.Info)
                 await self._settle()
                 return
@@ -108,7 +108,7 @@ class Lifecycle(Feature):
     async def _settle(self) -> None:
         ls = self.server
         try:
-            lifecycle = ls.session
+            lifecycle = ls.lifecycle
             previous = lifecycle.find_previous()
             accept = True
             if previous is not None:

@@ -78,7 +78,7 @@ class SessionCommands(Feature):
         # A checkpoint is a closed-turn boundary: a save during a reply waits for its end,
         # so a restore never rewinds to half a turn (files and conversation would disagree).
         async with ls.turn_lock:
-            result = ls.session.explicit_save()
+            result = ls.lifecycle.explicit_save()
         return proto.SaveResult(
             session_id=result.session_id,
             checkpoint=result.checkpoint,
@@ -90,7 +90,7 @@ class SessionCommands(Feature):
     async def reset(self, params: proto.ResetParams) -> proto.ResetResult:
         """Start a new session, deleting this one (and, if confirmed, the spec files)."""
         ls = self.server
-        lifecycle = ls.session
+        lifecycle = ls.lifecycle
         delete = params.delete_files
         if delete is None:
             targets = lifecycle.reset_targets()
@@ -105,7 +105,7 @@ class SessionCommands(Feature):
         """Start a fresh session; the previous one stays whole on disk."""
         ls = self.server
         async with ls.turn_lock:
-            previous, session_id = ls.session.new_session()
+            previous, session_id = ls.lifecycle.new_session()
         ls.announce(proto.SessionChangeReason.NEW)
         return proto.NewResult(session_id=session_id, previous_session_id=previous)
 
@@ -113,7 +113,7 @@ class SessionCommands(Feature):
     async def resume(self, params: proto.EmptyParams) -> proto.ResumeResult:
         """Return the resume context in use, and what it told the model."""
         ls = self.server
-        lifecycle = ls.session
+        lifecycle = ls.lifecycle
         origin = ls.origin
         summary, decisions = lifecycle.resume_memory or (None, [])
         changed: list[proto.ChangedFile] = []
@@ -142,7 +142,7 @@ class SessionCommands(Feature):
         """Say where this instance's session is."""
         ls = self.server
         chat = self.need(Chat)
-        lifecycle = ls.session
+        lifecycle = ls.lifecycle
         session = lifecycle.current
         return proto.StatusResult(
             session_id=session.session_id,
@@ -167,7 +167,7 @@ class SessionCommands(Feature):
     @request(proto.HISTORY)
     async def history(self, params: proto.HistoryParams) -> proto.HistoryResult:
         """Return a transcript to redraw a chat view from."""
-        lifecycle = self.server.session
+        lifecycle = self.server.lifecycle
         session_id = params.session_id or lifecycle.session_id
         if not lifecycle.store.exists(session_id):
             if session_id == lifecycle.session_id:
@@ -185,7 +185,7 @@ class SessionCommands(Feature):
     async def search(self, params: proto.SearchParams) -> proto.SearchResult:
         """Find every event containing the query (literal text)."""
         ls = self.server
-        store = ls.session.store
+        store = ls.lifecycle.store
         filters = search_filters(params)
         if params.session_id is not None and not store.exists(params.session_id):
             raise RequestFailedError(f"no session {params.session_id} in this project")
@@ -197,7 +197,7 @@ class SessionCommands(Feature):
             except SessionError as exc:
                 raise RequestFailedError(f"search is unavailable: {exc}") from None
             return proto.SearchResult(results=[proto.SearchHit.model_validate(h) for h in found])
-        manager = ls.session.manager
+        manager = ls.lifecycle.manager
         index = ls.search_index
 
         def sync_and_search(finish: bool) -> list[SearchHit]:  # in a thread: a sync may take long
@@ -226,7 +226,7 @@ class SessionCommands(Feature):
     async def _rebuild_index(self) -> None:
         """Build the new search index in the background, with `$/progress`."""
         ls = self.server
-        index, manager = ls.search_index, ls.session.manager
+        index, manager = ls.search_index, ls.lifecycle.manager
         async with progress(ls, "Rebuilding the search index") as bar:
             while not (step := await asyncio.to_thread(index.build_step, manager)).finished:
                 bar.report(f"{step.indexed} of {step.sessions} sessions", step.percentage)
@@ -238,7 +238,7 @@ class SessionCommands(Feature):
         Those without a turn are folded (counted in `empty`) unless `includeEmpty`; the
         current session is listed even without one.
         """
-        lifecycle = self.server.session
+        lifecycle = self.server.lifecycle
         current = lifecycle.session_id
         rows, total, folded = lifecycle.store.list_rows_page(
             params.offset, params.limit, empty=params.include_empty, keep=current
@@ -249,7 +249,7 @@ class SessionCommands(Feature):
     async def open(self, params: proto.OpenParams) -> proto.OpenResult:
         """Resume another session of this project."""
         ls = self.server
-        lifecycle = ls.session
+        lifecycle = ls.lifecycle
         if params.session_id == lifecycle.session_id:
             return proto.OpenResult(session_id=params.session_id, context=lifecycle.resume_context)
         async with ls.turn_lock:

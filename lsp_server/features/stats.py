@@ -53,7 +53,7 @@ class Stats(Feature):
     async def stats(self, params: lb.StatsParams) -> lb.StatsResult:
         """Return the figures in total, by session, by day and by model."""
         since, until = stats_window(params)
-        lifecycle = self.server.session
+        lifecycle = self.server.lifecycle
         found = await asyncio.to_thread(
             project_stats, lifecycle.store, params.session_id, since, until
         )

@@ -55,7 +55,7 @@ class WorkspaceWatch(Feature):
     async def changed(self, params: types.DidChangeWatchedFilesParams) -> None:
         """Report drift for tracked files the editor saw change."""
         ls = self.server
-        if ls.lifecycle is None:
+        if ls.engine.lifecycle is None:
             return
         self.report_drift(relative_paths(ls.root, [change.uri for change in params.changes]))
 
@@ -63,11 +63,11 @@ class WorkspaceWatch(Feature):
     async def opened(self, params: types.DidOpenTextDocumentParams) -> None:
         """Note a tracked file opened with unsaved changes (after a resume, say) for the model."""
         ls = self.server
-        if ls.lifecycle is None:
+        if ls.engine.lifecycle is None:
             return
         document = params.text_document
         for relative in relative_paths(ls.root, [document.uri]):
-            ls.session.note_open_document(relative, document.text.encode("utf-8"))
+            ls.lifecycle.note_open_document(relative, document.text.encode("utf-8"))
 
     async def session_started(self) -> None:
         """Ask the client to watch the workspace, when it allows dynamic registration."""
@@ -122,14 +122,16 @@ class WorkspaceWatch(Feature):
     def report_drift(self, paths: list[str]) -> None:
         """Check changed paths against the manifest; tell the client about real drift."""
         ls = self.server
-        if ls.lifecycle is None or ls.closed or not paths:
+        if ls.engine.lifecycle is None or ls.closed or not paths:
             return
-        report = ls.session.check_live_drift(paths)
+        report = ls.lifecycle.check_live_drift(paths)
         if report is not None:
             ls.drift_count += len(report.modified) + len(report.deleted) + len(report.created)
             shown = ls.config.drift_messages  # a generic client shows only the message
             if shown:
                 ls.show(live_drift_message(report))
             ls.notify(
-                proto.DriftParams.of(ls.session.session_id, "watcher", report, message_shown=shown)
+                proto.DriftParams.of(
+                    ls.lifecycle.session_id, "watcher", report, message_shown=shown
+                )
             )

@@ -47,7 +47,7 @@ async def test_a_slow_sync_leaves_the_loop_free_and_later_requests_are_coalesced
     manager: SessionManager,
 ) -> None:
     server, index = await syncing(manager)
-    lifecycle = server.session
+    lifecycle = server.lifecycle
     # The sync is held in its thread; the loop goes on, and asks for more syncs meanwhile.
     ticks = 0
     for _ in range(5):
@@ -83,7 +83,7 @@ async def test_exit_saves_the_session_without_waiting_for_a_running_sync(
     manager: SessionManager,
 ) -> None:
     server, index = await syncing(manager)
-    lifecycle = server.session
+    lifecycle = server.lifecycle
     session_id = lifecycle.session_id
     exiting = threading.Thread(target=server.autosave, args=("end of input",))
     exiting.start()
