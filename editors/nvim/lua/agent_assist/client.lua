@@ -156,6 +156,13 @@ local function on_tool_call(_, params, ctx)
   end
 end
 
+local function on_turn_started(_, params, ctx)
+  local project = project_of(ctx)
+  if project then
+    require("agent_assist.chat").on_turn_started(project.root, params)
+  end
+end
+
 local function handlers()
   return {
     ["window/showMessageRequest"] = show_message_request,
@@ -165,6 +172,7 @@ local function handlers()
     [M.methods.chat_delta] = on_delta,
     [M.methods.chat_retry] = on_retry,
     [M.methods.tool_call] = on_tool_call,
+    [M.methods.turn_started] = on_turn_started,
     -- workspace/applyEdit: Neovim's built-in handler (edits land in buffers, undoable).
   }
 end

@@ -88,7 +88,7 @@ H.run(function(out)
   out.chat_after_cancel = H.chat_lines()
   -- the server's exit handler (called directly, the chat idle) keeps waiting messages the
   -- same way instead of dropping them
-  H.chat().queue = { "left behind" }
+  H.chat().queue = { { text = "left behind", early = {} } }
   require("agent_assist.chat").on_exit(H.root())
   out.exit_note = H.wait_notification("were not sent").msg
   out.exit_register = vim.fn.getreg('"')

@@ -13,12 +13,13 @@ local M = {}
 ---@field retry_line? integer  0-based line of the retry note just above `reply_line`
 ---@field got_delta boolean
 ---@field cancelled boolean
+---@field early fun()[]         what it streamed while the turn ahead of it had not answered
 
 ---@class agent_assist.Chat
 ---@field root string
 ---@field buf integer
 ---@field pending? agent_assist.Turn
----@field queue string[]
+---@field queue agent_assist.Turn[] sent, waiting in the server's queue (shown once begun)
 ---@field version integer             bumped on every write (stale history answers are dropped)
 ---@field tools table<string, integer> tool call key -> 0-based line of its activity line
 ---@field header? agent_assist.Header  the session header at the top (nil: none shown)

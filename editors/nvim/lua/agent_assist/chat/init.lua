@@ -31,6 +31,7 @@ M.prompt = turns.prompt
 M.cancel = turns.cancel
 M.withdraw = turns.withdraw
 M.on_exit = turns.on_exit
+M.on_turn_started = turns.on_turn_started
 M.on_delta = stream.on_delta
 M.on_retry = stream.on_retry
 M.on_tool_call = stream.on_tool_call

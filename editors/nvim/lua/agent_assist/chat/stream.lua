@@ -14,15 +14,19 @@ local M = {}
 --- The chat and its running turn a streaming notification is for (nil if none).
 ---@param root string
 ---@param params { turn: integer }
+---@param again fun(root: string, params: table) replays it once a waiting turn that began is shown
 ---@return table|nil chat
 ---@return table|nil turn
-local function streaming_turn(root, params)
+local function streaming_turn(root, params, again)
   local chat = chats[root]
   local turn = chat and chat.pending
   if not valid(chat) or not turn or turn.cancelled then
     return nil, nil
   end
   if turn.turn and params.turn ~= turn.turn then
+    turns.hold(chat, params.turn, function()
+      again(root, params)
+    end)
     return nil, nil
   end
   turns.number_turn(chat, turn, params.turn)
@@ -33,7 +37,7 @@ end
 ---@param root string
 ---@param params agent_assist.ChatDeltaParams
 function M.on_delta(root, params)
-  local chat, turn = streaming_turn(root, params)
+  local chat, turn = streaming_turn(root, params, M.on_delta)
   if not chat or not turn then
     return
   end
@@ -47,7 +51,7 @@ end
 ---@param root string
 ---@param params agent_assist.ChatRetryParams
 function M.on_retry(root, params)
-  local chat, turn = streaming_turn(root, params)
+  local chat, turn = streaming_turn(root, params, M.on_retry)
   if not chat or not turn then
     return
   end
@@ -67,6 +71,16 @@ end
 function M.on_tool_call(root, params)
   local chat = chats[root]
   if not valid(chat) or not chat.pending or chat.pending.cancelled then
+    return
+  end
+  local running = chat.pending.turn
+  if
+    running
+    and params.turn ~= running
+    and turns.hold(chat, params.turn, function()
+      M.on_tool_call(root, params)
+    end)
+  then
     return
   end
   local line = render.tool_line(params)
