@@ -1,4 +1,8 @@
-"""`$/progress` for one piece of long work: the LSP edge's `Host.long_work`."""
+"""`$/progress`, the one helper: a token begun, reported and ended; `Host.long_work` over it.
+
+A chat's reply and a model's thinking (`features/sink.py`) and long work (compaction, the
+search index rebuilt) all show their progress through `Progress`.
+"""
 
 from __future__ import annotations
 
@@ -16,38 +20,73 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class Progress:
-    """`$/progress` for one piece of long work (a no-op if the client cannot show it)."""
+def can_show(ls: AgentAssistServer) -> bool:
+    """Return whether the client can show `$/progress` (`window.workDoneProgress`)."""
+    window = ls.client_capabilities.window
+    return window is not None and bool(window.work_done_progress)
 
-    def __init__(self, ls: AgentAssistServer, token: str | None) -> None:
+
+class Progress:
+    """`$/progress` on one token, ended once (a no-op without a token)."""
+
+    def __init__(self, ls: AgentAssistServer, token: int | str | None) -> None:
         self.ls = ls
         self.token = token
+        self.ended = False
+
+    @classmethod
+    async def create(cls, ls: AgentAssistServer) -> Progress:
+        """Return progress on a fresh token the client accepted (a no-op if it cannot)."""
+        if not can_show(ls):
+            return cls(ls, None)
+        token = str(uuid.uuid4())
+        try:
+            await ls.work_done_progress.create_async(token)
+        except Exception as exc:  # the work goes on without it
+            logger.warning("the client refused a progress token: %s", exc)
+            return cls(ls, None)
+        return cls(ls, token)
+
+    def begin(
+        self,
+        title: str,
+        *,
+        message: str | None = None,
+        percentage: int | None = None,
+        cancellable: bool | None = None,
+    ) -> None:
+        """Send the begin report."""
+        if self.token is not None:
+            value = types.WorkDoneProgressBegin(
+                title=title, message=message, percentage=percentage, cancellable=cancellable
+            )
+            self.ls.work_done_progress.begin(self.token, value)
 
     def report(self, message: str, percentage: int | None = None) -> None:
-        """Report a step."""
+        """Report a step, unless the progress ended."""
+        if self.token is not None and not self.ended:
+            value = types.WorkDoneProgressReport(message=message, percentage=percentage)
+            self.ls.work_done_progress.report(self.token, value)
+
+    def end(self, message: str) -> None:
+        """Send the end report (once)."""
+        if self.ended:
+            return
+        self.ended = True
         if self.token is not None:
-            self.ls.work_done_progress.report(
-                self.token, types.WorkDoneProgressReport(message=message, percentage=percentage)
-            )
+            self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
 
 
 @asynccontextmanager
 async def progress(ls: AgentAssistServer, title: str) -> AsyncIterator[Progress]:
     """Show progress for the duration of the block, with a fresh token."""
-    window = ls.client_capabilities.window
-    token: str | None = None
-    if window is not None and window.work_done_progress:
-        token = str(uuid.uuid4())
-        try:
-            await ls.work_done_progress.create_async(token)
-            ls.work_done_progress.begin(
-                token, types.WorkDoneProgressBegin(title=title, percentage=0)
-            )
-        except Exception as exc:
-            logger.info("progress not shown: %s", exc)
-            token = None
+    bar = await Progress.create(ls)
     try:
-        yield Progress(ls, token)
+        bar.begin(title, percentage=0)
+    except Exception as exc:
+        logger.info("progress not shown: %s", exc)
+        bar = Progress(ls, None)
+    try:
+        yield bar
     finally:
-        if token is not None:
-            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+        bar.end("done")

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
-import uuid
 from typing import Any
 
-from lsprotocol import types
-
 from .. import protocol as proto
+from ..progress import Progress, can_show
 from ..server import AgentAssistServer
-
-logger = logging.getLogger(__name__)
 
 REPLY_TAIL = 160  # characters of the reply a progress report shows (a status line's worth)
 
@@ -28,40 +23,36 @@ class ThinkingProgress:
 
     def __init__(self, ls: AgentAssistServer) -> None:
         self.ls = ls
-        self.token: str | None = None
-        self.begun = False
+        self.asked = False  # a token was asked for
+        self.progress: Progress | None = None  # once begun
         self.ended = False
         self.started = 0.0
 
     def update(self) -> None:
         """Begin the progress, if this is the first piece of thinking."""
-        if self.token is not None or self.ended:
+        if self.asked or self.ended:
             return
-        window = self.ls.client_capabilities.window
-        if window is None or not window.work_done_progress:
+        self.asked = True
+        if not can_show(self.ls):
             self.ended = True  # nothing to show it with
             return
-        self.token = str(uuid.uuid4())
         self.started = time.monotonic()
-        self.ls.spawn(self._begin(self.token), "thinking progress")
+        self.ls.spawn(self._begin(), "thinking progress")
 
-    async def _begin(self, token: str) -> None:
-        await self.ls.work_done_progress.create_async(token)
+    async def _begin(self) -> None:
+        progress = await Progress.create(self.ls)
         if not self.ended:
-            self.ls.work_done_progress.begin(
-                token, types.WorkDoneProgressBegin(title="The model is thinking")
-            )
-            self.begun = True
+            progress.begin("The model is thinking")
+            self.progress = progress
 
     def end(self) -> None:
         """End the progress (if it was begun), saying how long the thinking took."""
         if self.ended:
             return
         self.ended = True
-        if self.begun and self.token is not None:
+        if self.progress is not None:
             took = time.monotonic() - self.started
-            end = types.WorkDoneProgressEnd(message=f"thought for {took:.0f} s")
-            self.ls.work_done_progress.end(self.token, end)
+            self.progress.end(f"thought for {took:.0f} s")
 
 
 def reply_tail(text: str, limit: int = REPLY_TAIL) -> str:
@@ -82,33 +73,28 @@ class ReplyProgress:
     def __init__(self, ls: AgentAssistServer, token: int | str) -> None:
         self.ls = ls
         self.token = token
+        self.bar = Progress(ls, token)
         self.text = ""
-        self.ended = False
 
     @classmethod
     async def open(
         cls, ls: AgentAssistServer, token: int | str | None, *, create: bool
     ) -> ReplyProgress | None:
         """Return the progress on the client's token (or a new one if `create`), if it can."""
-        window = ls.client_capabilities.window
-        if window is None or not window.work_done_progress:
+        if not can_show(ls):
             return None
         if token is None:
             if not create:
                 return None
-            token = str(uuid.uuid4())
-            try:
-                await ls.work_done_progress.create_async(token)
-            except Exception as exc:  # the chat goes on without it
-                logger.warning("the client refused a progress token: %s", exc)
+            token = (await Progress.create(ls)).token
+            if token is None:  # the chat goes on without it
                 return None
         return cls(ls, token)
 
     def begin(self, queued: bool) -> None:
         """Send the begin report."""
         message = "waiting for the running turn" if queued else "waiting for the model"
-        value = types.WorkDoneProgressBegin(title="Agent Assist", message=message, cancellable=True)
-        self.ls.work_done_progress.begin(self.token, value)
+        self.bar.begin("Agent Assist", message=message, cancellable=True)
 
     def cancel_with(self, task: asyncio.Task[Any] | None) -> None:
         """Cancel `task` (the turn) when the client cancels this progress."""
@@ -119,9 +105,7 @@ class ReplyProgress:
 
     def report(self, message: str) -> None:
         """Send a report, unless the progress ended."""
-        if not self.ended:
-            value = types.WorkDoneProgressReport(message=message)
-            self.ls.work_done_progress.report(self.token, value)
+        self.bar.report(message)
 
     def delta(self, text: str) -> None:
         """Report the reply's last line."""
@@ -130,11 +114,7 @@ class ReplyProgress:
 
     def end(self, message: str) -> None:
         """Send the end report (once)."""
-        if self.ended:
-            return
-        self.ended = True
-        value = types.WorkDoneProgressEnd(message=message)
-        self.ls.work_done_progress.end(self.token, value)
+        self.bar.end(message)
 
 
 class NotifyingSink:
