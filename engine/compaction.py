@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from session.compaction import extractive_summary, history_tokens, render_transcript
 
-from .model.faults import summary_failure
+from .summaries import summarise_or_extract
 
 if TYPE_CHECKING:
     from .core import Engine
@@ -70,24 +70,21 @@ class Compaction:
                     "only one (or none) in the history."
                 )
             return result
-        runner = engine.runner
         async with engine.host.long_work("Compacting the conversation") as bar:
-            summary = None
-            if runner is not None and engine.config.model.configured and runner.can_summarize:
-                bar.report("Summarising older turns with the model", 10)
-                try:
-                    # Half the window for what is summarised: the summary request must fit too.
-                    limit = engine.config.context_window * 2
-                    summary = await runner.summarize(render_transcript(plan.old)[-limit:])
-                except Exception as exc:
-                    why = summary_failure(exc)
-                    logger.warning("model summary failed: %s (%s)", why, exc)
-                    engine.host.show(
-                        f"The model could not summarise: {why}. Used an extractive summary."
-                    )
-            fallback = summary is None
-            if summary is None:
-                summary = extractive_summary(plan.old, lifecycle.current.state.decisions)
+
+            def failed(why: str, exc: Exception) -> None:
+                logger.warning("model summary failed: %s (%s)", why, exc)
+                engine.host.show(
+                    f"The model could not summarise: {why}. Used an extractive summary."
+                )
+
+            summary, fallback = await summarise_or_extract(
+                engine,
+                lambda limit: render_transcript(plan.old)[-limit:],
+                lambda: extractive_summary(plan.old, lifecycle.current.state.decisions),
+                failed,
+                asking=lambda: bar.report("Summarising older turns with the model", 10),
+            )
             bar.report("Recording the summary", 90)
             messages_after, tokens_after = lifecycle.compact(plan, summary, fallback=fallback)
         result.messages_after = messages_after

@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from session.compaction import SUMMARY_INSTRUCTIONS, CompactionSummary
 from session.summary import SESSION_SUMMARY_INSTRUCTIONS, extractive_session_summary
 
 from .model.faults import summary_failure
@@ -27,6 +28,32 @@ logger = logging.getLogger(__name__)
 
 # Seconds after a completed turn before the summary starts (more turns meanwhile: wait again).
 SUMMARY_DELAY = float(os.environ.get("AGENT_ASSIST_SUMMARY_DELAY", "2"))
+
+
+async def summarise_or_extract(
+    engine: Engine,
+    transcript: Callable[[int], str],
+    extract: Callable[[], CompactionSummary],
+    failed: Callable[[str, Exception], None],
+    *,
+    instructions: str = SUMMARY_INSTRUCTIONS,
+    asking: Callable[[], None] = lambda: None,
+) -> tuple[CompactionSummary, bool]:
+    """Return the model's summary, else the extractive one, and whether it is the extractive.
+
+    The model is asked (after `asking()`) if one is configured and it has not failed to
+    summarise lately, with `transcript(limit)`: at most half the window, since the summary
+    request must fit too. Its failure is told to `failed` with the words for the user.
+    """
+    runner = engine.runner
+    if runner is not None and engine.config.model.configured and runner.can_summarize:
+        asking()
+        try:
+            text = transcript(engine.config.context_window * 2)
+            return await runner.summarize(text, instructions), False
+        except Exception as exc:  # the runner remembers; extractive for a while
+            failed(summary_failure(exc), exc)
+    return extract(), True
 
 
 class RunningSummary:
@@ -83,33 +110,26 @@ class RunningSummary:
             except Exception as exc:  # a projection: never let it fail anything else
                 logger.warning("the session summary was not updated: %s", exc)
 
-    def _model_usable(self) -> bool:
-        runner = self.engine.runner
-        return runner is not None and self.engine.config.model.configured and runner.can_summarize
-
     async def summarize_once(self) -> bool:
         """Summarise what the running summary does not cover yet; True if recorded."""
-        ls = self.engine
-        lifecycle = ls.session
+        lifecycle = self.engine.session
         session = lifecycle.session
         plan = lifecycle.plan_summary()
         if session is None or plan is None:
             return False
-        summary = None
-        if self._model_usable():
-            assert ls.runner is not None
-            try:
-                text = plan.transcript(limit=ls.config.context_window * 2)
-                summary = await ls.runner.summarize(text, SESSION_SUMMARY_INSTRUCTIONS)
-            except Exception as exc:  # the runner remembers; extractive for a while
-                logger.warning(
-                    "the model could not summarise the session: %s (%s); extractive",
-                    summary_failure(exc),
-                    exc,
-                )
-        fallback = summary is None
-        if summary is None:
-            summary = extractive_session_summary(plan, session.state.decisions)
+
+        def failed(why: str, exc: Exception) -> None:
+            logger.warning(
+                "the model could not summarise the session: %s (%s); extractive", why, exc
+            )
+
+        summary, fallback = await summarise_or_extract(
+            self.engine,
+            lambda limit: plan.transcript(limit=limit),
+            lambda: extractive_session_summary(plan, session.state.decisions),
+            failed,
+            instructions=SESSION_SUMMARY_INSTRUCTIONS,
+        )
         if lifecycle.session is not session:
             return False  # reset, opened, forked or closed meanwhile
         lifecycle.record_summary(plan, summary, fallback=fallback)
