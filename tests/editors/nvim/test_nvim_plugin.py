@@ -770,6 +770,28 @@ def test_method_names_and_error_codes_are_the_generated_ones(formatting: dict[st
     assert formatting["errors"]["request_failed"] == proto.REQUEST_FAILED
 
 
+def test_a_waiting_message_is_sent_at_once_and_shown_when_its_turn_starts(
+    formatting: dict[str, Any],
+) -> None:
+    assert formatting["queue_sent"] == ["one", "two", "three"]  # the server orders them
+    # turn 2 began (and streamed) before turn 1's answer came: shown after it, not lost
+    assert formatting["queue_lines"] == [
+        "## You (turn 1)",
+        "one",
+        "",
+        "## Assistant",
+        "First.",
+        "",
+        "## You (turn 2)",
+        "two",
+        "",
+        "## Assistant",
+        "Second.",
+    ]
+    assert formatting["queue_withdrawn"] == ["three"]
+    assert formatting["queue_cancelled"] == [3]  # its request, cancelled in the server's queue
+
+
 # -- configuration without a server: the store option ----------------------------------------
 
 

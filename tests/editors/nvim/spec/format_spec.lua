@@ -137,4 +137,36 @@ H.run(function(out)
   out.generated_names = client.methods == protocol.methods and client.errors == protocol.errors
   out.methods = client.methods
   out.errors = client.errors
+
+  -- the server orders the turns: a message sent while one runs is sent at once and shown when
+  -- its turn starts, even if that start comes before the answer to the turn ahead of it
+  local saved = { request = client.request, cancel = client.cancel, notify = client.notify }
+  local answers, cancels, sent = {}, {}, {}
+  client.request = function(_, method, params, callback, on_sent)
+    if method == client.methods.chat then
+      table.insert(sent, params.text)
+      table.insert(answers, callback)
+      on_sent(1, #answers)
+    end
+  end
+  client.cancel = function(_, request_id)
+    table.insert(cancels, request_id)
+  end
+  client.notify = function() end
+  local chat, root = require("agent_assist.chat"), "/queue-order"
+  chat.send("one", root)
+  chat.on_turn_started(root, { turn = 1, text = "one" })
+  chat.send("two", root)
+  chat.send("three", root)
+  chat.on_delta(root, { turn = 1, delta = "First." })
+  chat.on_turn_started(root, { turn = 2, text = "two" })
+  chat.on_delta(root, { turn = 2, delta = "Second." })
+  answers[1](nil, { turn = 1, text = "First." })
+  out.queue_sent = sent
+  out.queue_withdrawn = chat.withdraw(root)
+  out.queue_cancelled = cancels
+  out.queue_lines = vim.api.nvim_buf_get_lines(chat.chats[root].buf, 0, -1, false)
+  for name, fn in pairs(saved) do
+    client[name] = fn
+  end
 end)
