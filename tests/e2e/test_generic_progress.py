@@ -189,6 +189,9 @@ async def test_cancel_stops_the_running_turn_for_clients_without_progress(
     # A plain chat request is stopped too: it is answered RequestCancelled.
     _, pending = editor.start_request("agentAssist/chat", {"text": "two"})
     await editor.wait_for("agentAssist/turnStarted", count=2)
+    # Its reply is streaming (the model got the request: the slow reply is not left queued).
+    streamed = len(editor.notifications["agentAssist/chatDelta"])
+    await editor.wait_for("agentAssist/chatDelta", count=streamed + 1)
     assert await editor.command("agentAssist.cancel", {}) == {"stopped": True, "turn": 2}
     with pytest.raises(JsonRpcException) as info:
         await pending
