@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -62,3 +63,20 @@ def run_cli(
 def fake() -> Iterator[FakeOpenAI]:
     with FakeOpenAI(label="test") as server:
         yield server
+
+
+@pytest.fixture(params=["local", "postgresql"])
+def store_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """The store the server and the commands use: the local files, or a fresh schema."""
+    if request.param == "local":
+        yield {}
+        return
+    dsn = os.environ.get("AGENT_ASSIST_TEST_PG")
+    if not dsn:
+        pytest.skip("AGENT_ASSIST_TEST_PG is not set: no PostgreSQL server for the store tests")
+    schema = f"aac_{secrets.token_hex(6)}"
+    yield {"AGENT_ASSIST_STORE": dsn, "AGENT_ASSIST_STORE_SCHEMA": schema}
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

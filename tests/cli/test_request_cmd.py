@@ -8,39 +8,15 @@ loopback model; the commands run as subprocesses.
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from lsp_server.fake_model import FakeOpenAI
-from session.store.choose import SCHEMA_ENV, STORE_ENV
 
 from .conftest import clean_env, model_env, run_cli
 
-PG_ENV = "AGENT_ASSIST_TEST_PG"
 SECRET = "sk-proj-" + "R8t2" * 10  # secret-looking: never in the log, the digest or the output
 SESSION = re.compile(r"session ([a-f0-9]{12}) \(new\)")
-
-
-@pytest.fixture(params=["local", "postgresql"])
-def store_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
-    """The environment naming the store the server and the commands use."""
-    if request.param == "local":
-        yield {}
-        return
-    dsn = os.environ.get(PG_ENV)
-    if not dsn:
-        pytest.skip(f"{PG_ENV} is not set: no PostgreSQL server")
-    schema = f"aar_{secrets.token_hex(6)}"
-    yield {STORE_ENV: dsn, SCHEMA_ENV: schema}
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def chat(workspace: Path, home: Path, fake: FakeOpenAI, env: dict[str, str], *lines: str) -> str:

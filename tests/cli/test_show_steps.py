@@ -9,38 +9,15 @@ PostgreSQL (`AGENT_ASSIST_TEST_PG`; a schema of its own).
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from lsp_server.fake_model import FakeOpenAI
 
 from .conftest import clean_env, model_env, run_cli
 
-PG_ENV = "AGENT_ASSIST_TEST_PG"
 HOSTILE = "\x1b]0;pwned\x07\x1b[31m"  # a title change and a colour, in a file the model reads
 STEP = re.compile(r"step (\d+) · \d\d:\d\d:\d\d–\d\d:\d\d:\d\d \([\d.]+ s\) · (\S+) · ([\d,]+) in")
-
-
-@pytest.fixture(params=["local", "postgresql"])
-def store_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
-    """The store the server and the commands use: the local files, or a fresh schema."""
-    if request.param == "local":
-        yield {}
-        return
-    dsn = os.environ.get(PG_ENV)
-    if not dsn:
-        pytest.skip(f"{PG_ENV} is not set: no PostgreSQL server for the store tests")
-    schema = f"ass_{secrets.token_hex(6)}"
-    yield {"AGENT_ASSIST_STORE": dsn, "AGENT_ASSIST_STORE_SCHEMA": schema}
-    from tests.pg.conftest import connect
-
-    with connect(dsn) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def show(workspace: Path, env: dict[str, str], *args: str) -> tuple[int, str, str]:

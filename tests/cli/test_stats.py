@@ -10,10 +10,7 @@ local files and on PostgreSQL (`AGENT_ASSIST_TEST_PG`; a schema of its own).
 from __future__ import annotations
 
 import json
-import os
-import secrets
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,25 +24,6 @@ from session.store.manager import SessionManager
 
 from .conftest import clean_env, model_env, run_cli
 from .test_admin import record_session
-
-PG_ENV = "AGENT_ASSIST_TEST_PG"
-
-
-@pytest.fixture(params=["local", "postgresql"])
-def store_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
-    """The store the server and the commands use: the local files, or a fresh schema."""
-    if request.param == "local":
-        yield {}
-        return
-    dsn = os.environ.get(PG_ENV)
-    if not dsn:
-        pytest.skip(f"{PG_ENV} is not set: no PostgreSQL server for the store tests")
-    schema = f"aas_{secrets.token_hex(6)}"
-    yield {"AGENT_ASSIST_STORE": dsn, "AGENT_ASSIST_STORE_SCHEMA": schema}
-    from tests.pg.conftest import connect
-
-    with connect(dsn) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def opened(workspace: Path, home: Path, env: dict[str, str]) -> SessionStore:
