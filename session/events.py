@@ -106,6 +106,18 @@ class AssistantMessageData(_Data):
     message: dict[str, Any]
 
 
+def response_text(message: Any) -> str:
+    """Return the text parts of a model response (pydantic-ai's JSON), joined."""
+    parts = message.get("parts") if isinstance(message, dict) else None
+    return "".join(
+        p["content"]
+        for p in (parts if isinstance(parts, list) else ())
+        if isinstance(p, dict)
+        and p.get("part_kind") == "text"
+        and isinstance(p.get("content"), str)
+    )
+
+
 class FileChange(_Data):
     """One file changed by a step (or seen changed by a drift): its content before and after.
 

@@ -38,6 +38,7 @@ from ..events import (
     ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
+    response_text,
 )
 
 TOOL_CALLS = "tool-calls"
@@ -135,19 +136,6 @@ def result_text(content: Any) -> str:
     return orjson.dumps(content, default=str).decode()
 
 
-def _response_text(message: dict[str, Any]) -> str:
-    parts = message.get("parts")
-    if not isinstance(parts, list):
-        return ""
-    return "".join(
-        p["content"]
-        for p in parts
-        if isinstance(p, dict)
-        and p.get("part_kind") == "text"
-        and isinstance(p.get("content"), str)
-    )
-
-
 def _usage(data: dict[str, Any]) -> StepUsage | None:
     inputs, outputs = data.get("input_tokens"), data.get("output_tokens")
     if not isinstance(inputs, int) and not isinstance(outputs, int):
@@ -203,7 +191,7 @@ class _Folder:
         elif isinstance(event, ChunkEvent):
             step._chunks.append(event.data.delta)
         elif isinstance(event, AssistantMessageEvent):
-            step._answer = _response_text(event.data.message)
+            step._answer = response_text(event.data.message)
         elif isinstance(event, ToolCallEvent):
             data = event.data
             step.tools.append(StepTool(data.tool_call_id, data.name, data.args))

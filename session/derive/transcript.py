@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
@@ -21,6 +20,7 @@ from ..events import (
     ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
+    response_text,
 )
 
 
@@ -37,17 +37,6 @@ class TranscriptItem:
     partial: bool = False  # an answer cut short (stopped, failed): only what was streamed
 
 
-def _response_text(message: dict[str, Any]) -> str:
-    parts = message.get("parts", [])
-    return "".join(
-        p.get("content", "")
-        for p in parts
-        if isinstance(p, dict)
-        and p.get("part_kind") == "text"
-        and isinstance(p.get("content"), str)
-    )
-
-
 def transcript(events: Iterable[Event]) -> list[TranscriptItem]:
     """Project the log into the chat transcript; turns undone by a rewind disappear."""
     items: list[TranscriptItem] = []
@@ -62,7 +51,7 @@ def transcript(events: Iterable[Event]) -> list[TranscriptItem]:
         elif isinstance(event, StepStartEvent | StepRetryEvent):
             chunks = []
         elif isinstance(event, AssistantMessageEvent):
-            text = _response_text(event.data.message) or "".join(chunks)
+            text = response_text(event.data.message) or "".join(chunks)
             chunks = []
             if text:
                 items.append(TranscriptItem(event.turn, "assistant", text, event.seq))

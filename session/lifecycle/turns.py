@@ -8,7 +8,7 @@ from typing import Any
 
 from ..derive.messages import Message
 from ..errors import SessionError
-from ..events import EndReason, Event
+from ..events import EndReason, Event, response_text
 from ..file_changes import PendingChange
 from ..redaction import StreamScrubber
 from ..store.session import Session
@@ -138,7 +138,7 @@ class TurnRecorder:
         """Record the complete model response (even if empty)."""
         event = self._append("assistant/message", {"message": message})
         self._partial = ""  # the step's answer is whole: nothing of it is partial
-        text = _response_text(getattr(event.data, "message", message))
+        text = response_text(getattr(event.data, "message", message))
         self._answered = text or self._answered
         return event
 
@@ -191,15 +191,3 @@ class TurnRecorder:
         if reason == "completed":
             self._on_completed()
         return event
-
-
-def _response_text(message: Any) -> str:
-    """Return the text parts of a model response (pydantic-ai's JSON), joined."""
-    parts = message.get("parts") if isinstance(message, dict) else None
-    return "".join(
-        p["content"]
-        for p in parts or ()
-        if isinstance(p, dict)
-        and p.get("part_kind") == "text"
-        and isinstance(p.get("content"), str)
-    )

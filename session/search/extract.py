@@ -29,6 +29,7 @@ from ..events import (
     ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
+    response_text,
 )
 from .filters import joined_paths, tool_paths
 from .schema import _SEQ_LIMIT, PART_EVENT, PART_STREAM, STREAM_TYPE, SearchError, _Progress, _rowid
@@ -51,19 +52,6 @@ def _as_text(value: Any) -> str:
 def _joined(pieces: Iterable[str | None]) -> str:
     """Join the non-empty pieces that are real content (not metadata-mode placeholders)."""
     return "\n".join(p for p in pieces if p and not _PLACEHOLDER.fullmatch(p))
-
-
-def _response_text(message: dict[str, Any]) -> str:
-    parts = message.get("parts")
-    if not isinstance(parts, list):
-        return ""
-    return "".join(
-        p["content"]
-        for p in parts
-        if isinstance(p, dict)
-        and p.get("part_kind") == "text"
-        and isinstance(p.get("content"), str)
-    )
 
 
 class _Extractor:
@@ -123,7 +111,7 @@ class _Extractor:
             self.stream_seq, self.stream_turn = event.seq, event.turn
             self.stream_step, self.stream_ts = event.step, event.ts
         elif isinstance(event, AssistantMessageEvent):
-            text = _response_text(event.data.message) or "".join(self.stream)
+            text = response_text(event.data.message) or "".join(self.stream)
             self.stream = []
             self.stream_seq = None
             self.add(at, event.type, text)
