@@ -16,13 +16,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.model.tools import EditOutcome, ToolDeps, write_file
+from engine.model.tools import ToolDeps, write_file
 from session.lifecycle import SessionLifecycle
 from session.store.backend import SessionStore
 from session.store.manager import SessionManager
 
 from .append import counting_fsync
 from .common import Mode, Result, Row, fmt_s, median, scratch_dir
+from .product_loop import NoEditor
 from .resume import TurnPool, text_response, user_request
 
 TURNS: dict[Mode, int] = {"smoke": 12, "default": 100, "long": 400}
@@ -31,24 +32,6 @@ FILES = ("src/app.py", "src/config.yaml", "docs/notes.md")  # written by each tu
 FILE_BYTES = 4096
 TEMPLATES = 50  # tracked files the checkpoints copy (the default globs' `templates/**`)
 TARGET = 1.10
-
-
-class Headless:
-    """An edge without an editor: edits are written directly, nothing is asked."""
-
-    async def apply_file_edit(
-        self, relative: str, content: str, call_id: str | None = None
-    ) -> EditOutcome:
-        return EditOutcome(applied=False)
-
-    async def confirm(self, relative: str, reason: str, call_id: str | None = None) -> bool:
-        return False
-
-    def protected_globs(self) -> tuple[str, ...]:
-        return ()
-
-    async def read_document(self, relative: str) -> str | None:
-        return None
 
 
 Opener = Callable[[Path, Path], SessionStore]  # (workspace, home) -> the store
@@ -69,7 +52,7 @@ def project(root: Path, recording: bool, opener: Opener) -> tuple[SessionLifecyc
     lifecycle.resume_or_start(None, True)
     if not recording:
         lifecycle.record_file_change = lambda *args, **kwargs: None  # type: ignore[method-assign]
-    return lifecycle, ToolDeps(lifecycle, Headless())
+    return lifecycle, ToolDeps(lifecycle, NoEditor())
 
 
 def contents(rng: random.Random) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from engine.model.tools import EditOutcome, ToolDeps, write_file
+from engine.model.tools import ToolDeps, write_file
 from session import file_changes
 from session.deletion import delete_unless_in_use
 from session.file_changes import METADATA_WITHHELD
@@ -24,6 +24,7 @@ from session.lifecycle.changes import TOO_MANY_WITHHELD as TOO_MANY
 from session.lifecycle.values import LifecycleConfig
 from session.store.backend import SessionStore
 from tests.store.conftest import Backend
+from tests.unit.test_tools import NoEditor
 
 V0 = b"name: demo\n"
 V1 = b"name: demo\nlevel: 1\n"
@@ -35,24 +36,6 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class HeadlessEditor:
-    """An edge without an editor: edits are written directly, nothing is asked."""
-
-    async def apply_file_edit(
-        self, relative: str, content: str, call_id: str | None = None
-    ) -> EditOutcome:
-        return EditOutcome(applied=False)
-
-    async def confirm(self, relative: str, reason: str, call_id: str | None = None) -> bool:
-        return False
-
-    def protected_globs(self) -> tuple[str, ...]:
-        return ()
-
-    async def read_document(self, relative: str) -> str | None:
-        return None
-
-
 def open_lifecycle(store: SessionStore, instance: str, **config: Any) -> SessionLifecycle:
     lifecycle = SessionLifecycle(store, instance, LifecycleConfig(**config))
     lifecycle.resume_or_start(lifecycle.find_previous(), True)
@@ -61,7 +44,7 @@ def open_lifecycle(store: SessionStore, instance: str, **config: Any) -> Session
 
 async def turn_of_writes(lifecycle: SessionLifecycle, *writes: tuple[str, bytes]) -> None:
     """One turn, one step, a `write_file` call per write, recorded as the runner does."""
-    deps = ToolDeps(lifecycle, HeadlessEditor())
+    deps = ToolDeps(lifecycle, NoEditor())
     recorder = lifecycle.begin_turn("write them")
     recorder.start_step([])
     for n, (path, content) in enumerate(writes):
@@ -250,7 +233,7 @@ async def test_recording_adds_no_fsync_and_a_checkpoint_makes_its_copy_durable(
     store = backend.store
     (store.workspace_root / "agent_spec.md").write_bytes(V0)  # tracked: checkpointed
     lifecycle = open_lifecycle(store, "sync")
-    deps = ToolDeps(lifecycle, HeadlessEditor())
+    deps = ToolDeps(lifecycle, NoEditor())
     recorder = lifecycle.begin_turn("write it")
     recorder.start_step([])
     recorder.tool_call("c", "write_file", {"path": "agent_spec.md"})
@@ -302,7 +285,7 @@ async def test_a_store_that_cannot_keep_the_contents_costs_the_diffs_not_the_tur
     blobs_dir.parent.mkdir(parents=True, exist_ok=True)
     blobs_dir.write_bytes(b"not a directory")  # every blob write fails
     lifecycle = open_lifecycle(store, "broken")
-    deps = ToolDeps(lifecycle, HeadlessEditor())
+    deps = ToolDeps(lifecycle, NoEditor())
     recorder = lifecycle.begin_turn("write it")
     recorder.start_step([])
     recorder.tool_call("c", "write_file", {"path": "notes.md"})
