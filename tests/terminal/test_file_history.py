@@ -3,6 +3,7 @@ first, each with its diff; a filter by a line's text; bad input is one line (#42
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 
 from lsp_server.fake_model import FakeOpenAI
 from lsp_server.terminal.file_history import USAGE, file_history_words, what, where
-from tests.cli.conftest import clean_env, model_env
+from tests.cli.conftest import clean_env, model_env, run_cli
 
 from .screen import TMUX, Terminal
 
@@ -20,6 +21,21 @@ MakeTerminal = Callable[[int, int], Terminal]
 
 def write(path: str, content: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]}
+
+
+def write_steps(workspace: Path, env: dict[str, str]) -> list[int]:
+    """The step of each turn's `write_file` call, as `sessions show --steps` has it."""
+    where = ["--workspace", str(workspace)]
+    listed = run_cli("sessions", "list", "--json", *where, env=env)
+    session_id = json.loads(listed.stdout)["sessions"][0]["sessionId"]
+    shown = run_cli("sessions", "show", session_id, "--steps", "--json", *where, env=env)
+    assert shown.returncode == 0, shown.stderr
+    return [
+        step["step"]
+        for turn in json.loads(shown.stdout)["turns"]
+        for step in turn["steps"]
+        if any(tool["name"] == "write_file" for tool in step["tools"])
+    ]
 
 
 def test_the_words_of_the_command() -> None:
@@ -66,7 +82,10 @@ def test_file_history_prints_each_change_with_its_diff_newest_first(
     rows = [row.strip() for row in shown.splitlines()]
     heads = [row for row in rows if "write_file" in row]
     assert len(heads) == 2
-    assert "turn 2 · step 1" in heads[0] and "turn 1 · step 1" in heads[1]  # newest first
+    # newest first, each at the step the steps projection gives its write (a retried
+    # request, which a loaded machine can cause, keeps its last attempt's number)
+    turn1, turn2 = write_steps(workspace, clean_env(home, model_env(fake)))
+    assert f"turn 2 · step {turn2}" in heads[0] and f"turn 1 · step {turn1}" in heads[1]
     assert all("start my notes" in h or "add beta" in h for h in heads)  # the session title
     assert "You: add beta to the notes" in rows and "You: start my notes" in rows
     newest = rows[rows.index(heads[0]) : rows.index(heads[1])]
