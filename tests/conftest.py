@@ -8,7 +8,23 @@ from pathlib import Path
 import pytest
 
 from lsp_server.fake_model import FakeOpenAI
+from tests import figures
 from tests.fixtures import make_workspace
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: the controller prints the figures
+        figures.hand_over(workeroutput)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    figures.take_over(getattr(node, "workeroutput", None) or {})
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    figures.summarise(terminalreporter)
 
 
 @pytest.fixture

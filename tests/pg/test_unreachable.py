@@ -5,6 +5,7 @@ Most of these need no server at all, so they run everywhere.
 
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
@@ -72,7 +73,8 @@ def test_pooled_connections_the_server_dropped_are_replaced(store: PgStore, pg_d
         ended = admin.execute(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
             " WHERE usename = current_user AND pid <> pg_backend_pid()"
-            " AND application_name LIKE 'agent-assist pool%%'"
+            " AND application_name LIKE %s",  # this process's: tests run side by side
+            (f"agent-assist pool, pid {os.getpid()} %",),
         ).fetchone()
     assert ended is not None and ended[0] >= 1
     assert [row.session_id for row in store.list_sessions()] == ["0123456789ab"]

@@ -26,9 +26,9 @@ from session.lifecycle import SessionLifecycle
 from session.search import INDEX_FILE
 from session.store.manager import SessionManager
 from tests.e2e.harness import REPO, server_env
+from tests.figures import EXIT_SECONDS
 from tests.unit.conftest import run_turn
 
-from .conftest import EXIT_SECONDS
 from .driver import SAVED_STATES, STATES, LspProcess, bring_into, script_for
 
 SIGNALS = {"sigterm": signal.SIGTERM, "sigint": signal.SIGINT, "sighup": signal.SIGHUP}

@@ -1,19 +1,20 @@
 """Reliability suite: CI mode by default, long mode with --reliability-long.
 
-Figures (runs, kills, cases, escapes...) are collected in `FIGURES` and printed at the end of
-the run; set AGENT_ASSIST_RELIABILITY_REPORT=path.json to also write them to a file.
+Figures (runs, kills, cases, escapes...) are collected in `tests.figures.FIGURES` and printed
+at the end of the run; set AGENT_ASSIST_RELIABILITY_REPORT=path.json to also write them to a
+file. After each test, no store it used may hold the API key or a planted secret.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lsp_server.fake_model import FakeOpenAI
+from tests.figures import FIGURES
 
 API_KEY = "sk-relia-KEY-7c1f0e9d2b3a4c5d6e7f"
 # Secrets a user might paste: each must be redacted before anything reaches the store.
@@ -26,8 +27,7 @@ SECRET_TEXT = (
     f"my token is {PLANTED_SECRETS[0]} and password={PLANTED_SECRETS[1]} aws {PLANTED_SECRETS[2]}"
 )
 
-FIGURES: Counter[str] = Counter()
-STORES: list[Path] = []  # every store the suite used, scanned for secrets at the end
+STORES: list[Path] = []  # every store a test used, scanned for secrets after its module
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -72,12 +72,33 @@ def clear_queue(fake: FakeOpenAI) -> None:
     fake.release()
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not FIGURES:
-        return
-    terminalreporter.section("reliability figures")
-    for key in sorted(FIGURES):
-        terminalreporter.write_line(f"{key}: {FIGURES[key]}")
-    target = os.environ.get("AGENT_ASSIST_RELIABILITY_REPORT")
-    if target:
-        Path(target).write_text(json.dumps(dict(sorted(FIGURES.items())), indent=2) + "\n")
+def secrets_in(stores: list[Path]) -> tuple[int, list[str]]:
+    """The files the stores hold, and each planted secret or API key found in one."""
+    needles = [s.encode() for s in (API_KEY, *PLANTED_SECRETS)]
+    hits: list[str] = []
+    files = 0
+    for store in stores:
+        for dirpath, _, names in os.walk(store):
+            for name in names:
+                path = Path(dirpath) / name
+                if path.is_symlink() or not path.is_file():
+                    continue
+                files += 1
+                data = path.read_bytes()
+                hits += [f"{path}: {n[:8]!r}..." for n in needles if n in data]
+    return files, hits
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_secret_reaches_a_store() -> Iterator[None]:
+    """After a module's tests (their servers gone): no store they used holds a secret.
+
+    The crash-torture chats carry planted credentials in the user's text and every server is
+    configured with `API_KEY`.
+    """
+    first = len(STORES)
+    yield
+    files, hits = secrets_in(STORES[first:])
+    FIGURES["secrets.files_scanned"] += files
+    FIGURES["secrets.hits"] += len(hits)
+    assert not hits, hits
