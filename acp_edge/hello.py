@@ -17,7 +17,7 @@ from . import __version__
 PROTOCOL_VERSION = 1  # the one we speak: the answer whatever the client asked
 API_KEY_METHOD = "api-key-in-environment"
 KEY_VARIABLE = "AGENT_ASSIST_LLM_API_KEY"
-# Where the engine's options read the key and the server (`engine.config`; a test checks
+# Where the engine's options read the key and the server (`engine.options`; a test checks
 # that both agree): the engine itself is not imported before the first answer.
 KEY_NAMES = (KEY_VARIABLE, "OPENAI_API_KEY")
 BASE_URL_NAMES = ("AGENT_ASSIST_LLM_BASE_URL", "OPENAI_BASE_URL")

@@ -1,33 +1,38 @@
-"""`initializationOptions` parsed once, at the boundary, into typed configuration."""
+"""The server's configuration: a typed view of `initializationOptions` read at the boundary.
+
+The options are declared in `options` (defaults, bounds, environment fallbacks) and read
+leniently by `options_reading`; this module turns what was read into the frozen
+dataclasses the rest of the code reads, adding what the client itself tells (its instance).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
-from session.paths import is_valid_instance_id, sanitize_instance_id
+from session.events import Persistence
+from session.paths import sanitize_instance_id
 from session.store.pointers import EditorProcess
 from session.workspace.patterns import DEFAULT_TRACKED
 
 from .mcp_shape import settings_warnings
 from .option_names import OptionNames, parse_option_names
-
-AutoResume = Literal["ask", "always", "never"]
-Persistence = Literal["full", "metadata"]
-
-
-DEFAULT_MAX_RETRIES = 2
-DEFAULT_STREAM = 60.0
-# The first token may take longer: a local server reads the whole prompt before it sends
-# anything (minutes for a long prompt and a large model on a CPU).
-DEFAULT_FIRST_TOKEN = 300.0
-DEFAULT_MAX_REPLY_BYTES = 4 << 20
-DEFAULT_MAX_CALLS_PER_RESPONSE = 64
-DEFAULT_MAX_CALLS_PER_TURN = 256
-DEFAULT_MAX_ARGUMENT_BYTES = 1 << 20
-DEFAULT_CONTEXT_WINDOW = 128_000
-MIN_CONTEXT_WINDOW = 1_000
+from .options import (
+    DEFAULT_COMPACT_AT,
+    DEFAULT_CONTEXT_WINDOW,
+    DEFAULT_FIRST_TOKEN,
+    DEFAULT_MAX_ARGUMENT_BYTES,
+    DEFAULT_MAX_CALLS_PER_RESPONSE,
+    DEFAULT_MAX_CALLS_PER_TURN,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_STREAM,
+    MIN_CONTEXT_WINDOW,
+    AutoResume,
+    InitializationOptions,
+)
+from .options import DEFAULT_MAX_REPLY_BYTES as DEFAULT_MAX_REPLY_BYTES
+from .options_reading import read_options
 
 
 @dataclass(frozen=True)
@@ -66,12 +71,12 @@ class ServerConfig:
     """Everything the server takes from the client at `initialize`."""
 
     instance_id: str = "default"
-    auto_resume: AutoResume = "ask"
+    auto_resume: AutoResume = AutoResume.ASK
     model: ModelConfig = field(default_factory=ModelConfig)
     persistence: Persistence = "full"
     tracked_files: tuple[str, ...] = DEFAULT_TRACKED
     context_window: int = DEFAULT_CONTEXT_WINDOW
-    compact_at: float = 0.6
+    compact_at: float = DEFAULT_COMPACT_AT
     drift_messages: bool = True  # also show resume drift as window/showMessage
     store: str = "local"  # or a PostgreSQL connection string (never logged: it may hold a password)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
@@ -107,62 +112,6 @@ class ServerConfig:
         """Return this configuration with another working context window (and its source)."""
         window = max(MIN_CONTEXT_WINDOW, tokens)
         return replace(self, context_window=window, window_source=source or self.window_source)
-
-
-def _first(*values: object) -> str | None:
-    for value in values:
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
-def _from(
-    key: str, given: object, env: Mapping[str, str], names: tuple[str, ...], found: list[Any]
-) -> str | None:
-    """Return the option's value, else the first set variable's (noted in `found`)."""
-    value = _first(given)
-    if value is not None:
-        return value
-    for name in names:
-        if (value := _first(env.get(name))) is not None:
-            found.append((key, name))
-            return value
-    return None
-
-
-def _number(value: object, kind: type[int] | type[float]) -> float | None:
-    """Return `value` as a number (an env string too), or None if it is not one of `kind`."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        try:
-            value = kind(value.strip())
-        except ValueError:
-            return None
-    if kind is int and isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, int) or (kind is float and isinstance(value, float)):
-        return value
-    return None
-
-
-def _bounded(
-    warnings: list[str],
-    name: str,
-    value: object,
-    kind: type[int] | type[float],
-    low: float,
-    high: float,
-    default: float,
-    unit: str = "",
-) -> float:
-    """Return `value` if it is a `kind` within [low, high]; else warn and return `default`."""
-    parsed = _number(value, kind)
-    if parsed is not None and low <= parsed <= high:
-        return kind(parsed)
-    if value is not None:
-        warnings.append(f"{name} {value!r} is invalid ({low:n}..{high:n}{unit}); using {default:n}")
-    return default
 
 
 def derived_instance_id(client_name: str | None, process_id: int | None) -> str:
@@ -207,168 +156,27 @@ def parse_initialization_options(
     options: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     if raw is not None and not isinstance(raw, Mapping):
         warnings.append("initializationOptions must be an object; using defaults")
-
-    default_instance = derived_instance_id(client_name, process_id)
-    instance = options.get("instanceId")
-    if instance is None:
-        instance_id = default_instance
-    elif is_valid_instance_id(instance):
-        instance_id = str(instance)
-    else:
-        instance_id = default_instance
-        warnings.append(
-            f"instanceId {instance!r} is invalid (allowed: 1-64 of A-Z a-z 0-9 _ . -); "
-            f"using {default_instance!r}"
-        )
-
-    auto_resume: AutoResume = "ask"
-    value = options.get("autoResume")
-    if value in ("ask", "always", "never"):
-        auto_resume = value
-    elif value is not None:
-        warnings.append(f"autoResume {value!r} is invalid (ask|always|never); using 'ask'")
-
-    persistence: Persistence = "full"
-    value = options.get("persistence")
-    if value in ("full", "metadata"):
-        persistence = value
-    elif value is not None:
-        warnings.append(f"persistence {value!r} is invalid (full|metadata); using 'full'")
-
-    tracked: tuple[str, ...] = DEFAULT_TRACKED
-    value = options.get("trackedFiles")
-    if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
-        tracked = tuple(value)
-    elif value is not None:
-        warnings.append("trackedFiles must be a list of glob strings; using the default")
-
-    context_window = int(
-        _bounded(
-            warnings,
-            "contextWindow",
-            options.get("contextWindow"),
-            int,
-            1_000,
-            10_000_000,
-            DEFAULT_CONTEXT_WINDOW,
-            " tokens",
-        )
-    )
-    compact_at = _bounded(warnings, "compactAt", options.get("compactAt"), float, 0.1, 0.95, 0.6)
-
-    model_opts = options.get("model")
-    if model_opts is not None and not isinstance(model_opts, Mapping):
-        warnings.append(
-            "model must be an object {name, baseUrl, apiKey, maxRetries, streamTimeout, "
-            "firstTokenTimeout}; "
-            "using the environment"
-        )
-        model_opts = None
-    model_opts = model_opts or {}
-    max_retries = int(
-        _bounded(
-            warnings,
-            "model.maxRetries",
-            model_opts.get("maxRetries", env.get("AGENT_ASSIST_LLM_MAX_RETRIES")),
-            int,
-            0,
-            10,
-            DEFAULT_MAX_RETRIES,
-        )
-    )
-
-    def seconds(key: str, env_key: str, default: float) -> float:
-        value = model_opts.get(key, env.get(env_key))
-        return _bounded(warnings, f"model.{key}", value, float, 1, 3600, default, " seconds")
-
-    stream_timeout = seconds("streamTimeout", "AGENT_ASSIST_LLM_STREAM_TIMEOUT", DEFAULT_STREAM)
-    first_token_timeout = seconds(
-        "firstTokenTimeout", "AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT", DEFAULT_FIRST_TOKEN
-    )
-    max_output = model_opts.get("maxOutputTokens", env.get("AGENT_ASSIST_LLM_MAX_OUTPUT_TOKENS"))
-    max_output_tokens = _number(max_output, int)
-    if max_output is not None and not (max_output_tokens and 0 < max_output_tokens <= 10**6):
-        warnings.append(
-            f"model.maxOutputTokens {max_output!r} is invalid (1..1000000 tokens); "
-            "using the server's limit"
-        )
-        max_output_tokens = None
-    from_env: list[tuple[str, str]] = []
-    if "maxOutputTokens" not in model_opts and max_output is not None:
-        from_env.append(("model.maxOutputTokens", "AGENT_ASSIST_LLM_MAX_OUTPUT_TOKENS"))
-    max_reply_bytes = int(
-        _bounded(
-            warnings,
-            "model.maxReplyBytes",
-            model_opts.get("maxReplyBytes"),
-            int,
-            65_536,
-            268_435_456,
-            DEFAULT_MAX_REPLY_BYTES,
-            " bytes",
-        )
-    )
-    model = ModelConfig(
-        max_retries=max_retries,
-        max_reply_bytes=max_reply_bytes,
-        stream_timeout=stream_timeout,
-        first_token_timeout=max(first_token_timeout, stream_timeout),
-        max_output_tokens=None if max_output_tokens is None else int(max_output_tokens),
-        name=_from(
-            "model.name",
-            model_opts.get("name"),
-            env,
-            ("AGENT_ASSIST_LLM_MODEL_NAME", "AGENT_ASSIST_MODEL"),
-            from_env,
-        ),
-        base_url=_from(
-            "model.baseUrl",
-            model_opts.get("baseUrl"),
-            env,
-            ("AGENT_ASSIST_LLM_BASE_URL", "OPENAI_BASE_URL"),
-            from_env,
-        ),
-        api_key=_from(
-            "model.apiKey",
-            model_opts.get("apiKey"),
-            env,
-            ("AGENT_ASSIST_LLM_API_KEY", "OPENAI_API_KEY"),
-            from_env,
-        ),
-        from_env=tuple(from_env),
-    )
-    drift_messages = True
-    value = options.get("driftMessages")
-    if isinstance(value, bool):
-        drift_messages = value
-    elif value is not None:
-        warnings.append(f"driftMessages {value!r} is invalid (true|false); using true")
-    value = options.get("store")
-    store = value.strip() if isinstance(value, str) else ""
-    if value is not None and not isinstance(value, str):
-        warnings.append("store must be a string: local or a PostgreSQL connection string")
-    store = store or env.get("AGENT_ASSIST_STORE", "").strip() or "local"
-    derived = instance_id == default_instance and instance != default_instance
-    warnings += settings_warnings(options.get("mcpServers"))  # the rest: `mcp_config`
+    derived = derived_instance_id(client_name, process_id)
+    read = read_options(InitializationOptions, options, env, {"instanceId": derived})
+    warnings += read.warnings
+    warnings += settings_warnings(read.values.pop("mcp_servers"))  # the rest: `mcp_config`
+    names = parse_option_names(read.values.pop("option_names"), client_name, warnings)
+    values = read.values
+    model = values.pop("model")
+    model["first_token_timeout"] = max(model["first_token_timeout"], model["stream_timeout"])
+    from_env = tuple((path, name) for path, name in read.from_env if path.startswith("model."))
+    values["model"] = ModelConfig(**model, from_env=from_env)
+    values["tools"] = ToolsConfig(**values["tools"])
+    values["persistence"] = values["persistence"].value
+    instance_derived = "instanceId" not in read.given
     config = ServerConfig(
-        instance_id,
-        auto_resume,
-        model,
-        persistence,
-        tracked,
-        context_window,
-        compact_at,
-        drift_messages,
-        store,
-        _tools(options.get("tools"), warnings),
-        instance_derived=derived,
+        **values,
+        instance_derived=instance_derived,
         editor=EditorProcess(client_name or "default", process_id)
-        if derived and process_id is not None
+        if instance_derived and process_id is not None
         else None,
-        option_names=parse_option_names(options.get("optionNames"), client_name, warnings),
-        window_source=(
-            "setting" if _number(options.get("contextWindow"), int) == context_window else "default"
-        ),
+        option_names=names,
+        window_source="setting" if "contextWindow" in read.given else "default",
         client=client_label(client_name),
     )
     return config, warnings
@@ -383,37 +191,3 @@ def client_label(name: str | None) -> str | None:
         return None
     cleaned = "".join(c for c in name if c.isprintable()).strip()
     return cleaned[:MAX_CLIENT_NAME] or None
-
-
-def _tools(raw: object, warnings: list[str]) -> ToolsConfig:
-    """Parse `tools`; each invalid field falls back to its default with a warning."""
-    if raw is None:
-        return ToolsConfig()
-    if not isinstance(raw, Mapping):
-        warnings.append(
-            "tools must be an object {protectedPaths, maxCallsPerResponse, maxCallsPerTurn, "
-            "maxArgumentBytes}; using the defaults"
-        )
-        return ToolsConfig()
-    protected: tuple[str, ...] = ()
-    value = raw.get("protectedPaths")
-    if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
-        protected = tuple(v.strip() for v in value)
-    elif value is not None:
-        warnings.append(
-            "tools.protectedPaths must be a list of glob strings; only the built-in ones apply"
-        )
-
-    def count(key: str, low: int, high: int, default: int, unit: str = "") -> int:
-        return int(_bounded(warnings, f"tools.{key}", raw.get(key), int, low, high, default, unit))
-
-    return ToolsConfig(
-        protected_paths=protected,
-        max_calls_per_response=count(
-            "maxCallsPerResponse", 1, 1_000, DEFAULT_MAX_CALLS_PER_RESPONSE
-        ),
-        max_calls_per_turn=count("maxCallsPerTurn", 1, 10_000, DEFAULT_MAX_CALLS_PER_TURN),
-        max_argument_bytes=count(
-            "maxArgumentBytes", 1_024, 67_108_864, DEFAULT_MAX_ARGUMENT_BYTES, " bytes"
-        ),
-    )

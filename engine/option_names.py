@@ -10,14 +10,12 @@ known client (by `clientInfo.name`) are used, else the path itself.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:
-    from lsp_server.protocol.wire import Params
+from .options import env_vars, option_paths
 
 ClientStyle = Literal["vscode", "neovim", "terminal", "generic"]
 
@@ -44,17 +42,6 @@ HOW_TO_CONFIGURE_MODEL = (
 )
 
 
-# The server's own variables: what a terminal user sets for an option it has no flag for.
-ENV_VARS: Mapping[str, str] = {
-    "model.name": "AGENT_ASSIST_LLM_MODEL_NAME",
-    "model.baseUrl": "AGENT_ASSIST_LLM_BASE_URL",
-    "model.apiKey": "AGENT_ASSIST_LLM_API_KEY",
-    "model.maxRetries": "AGENT_ASSIST_LLM_MAX_RETRIES",
-    "model.streamTimeout": "AGENT_ASSIST_LLM_STREAM_TIMEOUT",
-    "model.firstTokenTimeout": "AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT",
-    "model.maxOutputTokens": "AGENT_ASSIST_LLM_MAX_OUTPUT_TOKENS",
-    "store": "AGENT_ASSIST_STORE",
-}
 MAX_NAME = 200
 
 
@@ -91,22 +78,8 @@ class OptionNames:
         if self.style == "neovim":
             return snake_case(key)
         if self.style == "terminal":
-            return TERMINAL_FLAGS.get(key) or ENV_VARS.get(key, key)
+            return TERMINAL_FLAGS.get(key) or next(iter(env_vars().get(key, ())), key)
         return key
-
-
-@functools.cache
-def option_paths() -> frozenset[str]:
-    """Return the path of every option `initializationOptions` declares (`model.baseUrl`)."""
-    from lsp_server.protocol.options import InitializationOptions, ModelOptions, ToolsOptions
-
-    def aliases(model: type[Params]) -> list[str]:
-        return [info.alias or name for name, info in model.model_fields.items()]
-
-    groups: dict[str, type[Params]] = {"model": ModelOptions, "tools": ToolsOptions}
-    paths = [*aliases(InitializationOptions)]
-    paths += [f"{group}.{key}" for group, model in groups.items() for key in aliases(model)]
-    return frozenset(paths)
 
 
 def parse_option_names(raw: object, client_name: str | None, warnings: list[str]) -> OptionNames:

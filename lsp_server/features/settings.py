@@ -19,6 +19,7 @@ from engine.config import (
     settings_section,
 )
 from engine.model.runner import ChatRunner
+from engine.options import live_fields, restart_fields
 from session.redaction import url_credential
 
 from ..server import AgentAssistServer
@@ -30,14 +31,8 @@ SECTION = "agentAssist"
 PULL_TIMEOUT = 10.0  # seconds a client has to answer workspace/configuration
 
 
-LIVE = ("model", "tools", "context_window", "compact_at", "drift_messages", "auto_resume")
-# The option's key, and the field: these are fixed while the server runs.
-AT_RESTART = (
-    ("instanceId", "instance_id"),
-    ("store", "store"),
-    ("persistence", "persistence"),
-    ("trackedFiles", "tracked_files"),
-)
+LIVE = live_fields()  # applied from the next turn on
+AT_RESTART = restart_fields()  # (the option's key, the field): fixed while the server runs
 
 
 def changed_settings(before: ServerConfig, after: ServerConfig) -> tuple[dict[str, Any], list[str]]:

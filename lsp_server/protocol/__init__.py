@@ -1,10 +1,11 @@
 """The wire contract, declared once: every method, its params and its result, as models.
 
 `requests.py` and `notifications.py` hold the methods, `types.py` the parts they share,
-`options.py` the `initializationOptions`, `wire.py` how models are put on the wire. The
-JSON Schema (`docs/protocol.schema.json`), the VS Code extension's TypeScript types and
-the Neovim plugin's Lua annotations are generated from them: `python -m lsp_server.protocol
---write` regenerates, `--check` fails naming each stale file (see `generate.py`).
+`options.py` the `initializationOptions` (declared in `engine/options.py`), `wire.py` how
+models are put on the wire. The JSON Schema (`docs/protocol.schema.json`), the VS Code
+extension's TypeScript types and the Neovim plugin's Lua annotations are generated from
+them: `python -m lsp_server.protocol --write` regenerates, `--check` fails naming each
+stale file (see `generate.py`).
 """
 
 from .notifications import (

@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from engine.options import AutoResume as AutoResume  # declared with the options
+from engine.options import Persistence as Persistence
+
 from .wire import Timestamp, Wire, omitted
 
 if TYPE_CHECKING:
@@ -20,21 +23,6 @@ class Phase(StrEnum):
     DESIGN = "design"
     CODE = "code"
     DEPLOY = "deploy"
-
-
-class Persistence(StrEnum):
-    """What is written to disk: everything, or no conversation content (`metadata`)."""
-
-    FULL = "full"
-    METADATA = "metadata"
-
-
-class AutoResume(StrEnum):
-    """What to do with this instance's previous session at start."""
-
-    ASK = "ask"
-    ALWAYS = "always"
-    NEVER = "never"
 
 
 class TranscriptRole(StrEnum):

@@ -19,6 +19,8 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from engine.options import Params as Params  # the base of the options, too
+
 # JSON-RPC / LSP error codes
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
@@ -44,14 +46,6 @@ def omitted(description: str = "", default: Any = None) -> Any:
         default=default,
         description=description or None,
         exclude_if=_IS_NONE if default is None else lambda v: v is None or v == default,
-    )
-
-
-class Params(BaseModel):
-    """Base of request params: camelCase on the wire, unknown fields ignored."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel, extra="ignore", populate_by_name=True, frozen=True
     )
 
 

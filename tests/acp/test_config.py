@@ -16,6 +16,7 @@ from acp_edge import hello
 from acp_edge.model_option import model_values
 from engine.config import parse_initialization_options
 from engine.model.server_facts import model_ids
+from engine.options import env_vars
 from lsp_server.fake_model import FakeOpenAI
 from lsp_server.fake_model.replies import is_summary_request
 from tests.acp.harness import Recorder, Running
@@ -148,6 +149,11 @@ def test_the_key_is_needed_as_the_engine_reads_it(
     config, _ = parse_initialization_options(options, "acp-test", env, 1)
     model = config.model
     assert (model.api_key is None and not hello.is_local(model.base_url)) is needed
+
+
+def test_the_hello_reads_the_variables_the_options_declare() -> None:
+    assert hello.KEY_NAMES == env_vars()["model.apiKey"]
+    assert hello.BASE_URL_NAMES == env_vars()["model.baseUrl"]
 
 
 class HeldRead(Recorder):

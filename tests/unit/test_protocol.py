@@ -14,6 +14,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 
 from engine.config import parse_initialization_options
+from engine.options import env_vars
 from lsp_server import protocol as proto
 from lsp_server.features import FEATURES, setup_features
 from lsp_server.features.base import Feature, check_signature, install, lsp, request
@@ -196,6 +197,35 @@ def test_every_declared_option_is_parsed_by_the_server() -> None:
     for name in [*bad, *nested]:
         if name not in ("model", "tools"):
             assert name in said, f"{name}: an invalid value is not reported: {warnings}"
+
+
+def test_every_environment_variable_of_an_option_is_documented_in_its_row() -> None:
+    docs = (REPO / "docs" / "protocol.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip(" `"): line for line in docs.splitlines() if "| `" in line}
+    for path, variables in env_vars().items():
+        row = rows.get(path) or rows[path.split(".")[0]]
+        assert all(v in row for v in variables), (path, variables)
+
+
+def test_an_option_unset_takes_its_variable_and_a_bad_one_its_default() -> None:
+    env = {"AGENT_ASSIST_LLM_MAX_RETRIES": "5", "AGENT_ASSIST_STORE": " postgresql://h/db "}
+    config, warnings = parse_initialization_options({"model": {"maxRetries": None}}, "t", env)
+    assert (config.model.max_retries, config.store, warnings) == (5, "postgresql://h/db", [])
+    assert config.option("model.maxRetries") == "AGENT_ASSIST_LLM_MAX_RETRIES"  # named so
+    env = {"AGENT_ASSIST_LLM_MAX_RETRIES": "many"}
+    config, warnings = parse_initialization_options({}, "t", env)
+    assert config.model.max_retries == 2
+    assert warnings == ["model.maxRetries 'many' is invalid (0..10); using 2"]
+    bad = {"driftMessages": 1, "compactAt": True, "model": {"name": 5, "apiKey": ["sk-secret"]}}
+    config, warnings = parse_initialization_options(bad, "t", {"AGENT_ASSIST_MODEL": "m"})
+    assert (config.drift_messages, config.compact_at, config.model.name) == (True, 0.6, None)
+    assert [w.split(" ")[0] for w in warnings] == [
+        "model.name",
+        "model.apiKey",
+        "compactAt",
+        "driftMessages",
+    ]
+    assert "sk-secret" not in " ".join(warnings)
 
 
 def test_tools_options_are_parsed_with_defaults_and_bounds() -> None:
