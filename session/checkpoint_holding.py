@@ -18,7 +18,7 @@ Holding = dict[str, int | None]
 
 
 class PendingHolding:
-    """`CheckpointStore.holding` of some paths of a session, computed in a worker thread."""
+    """`Checkpoints.holding` of some paths of a session, computed in a worker thread."""
 
     def __init__(
         self,

@@ -19,15 +19,12 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from .redaction import Redactor, is_secret_file_name
-from .storage import atomic_write_bytes, ensure_private_dir, fsync_dir
-
-if TYPE_CHECKING:
-    from .store.layout import ProjectLayout
+from .storage import fsync_dir
 
 MAX_COPY_BYTES = 8 << 20  # a larger file's content is not kept (its digests are)
 BINARY_WITHHELD = "not kept: binary"
@@ -207,30 +204,3 @@ def append_refs(directory: Path, digests: Iterable[str], *, seed: Path | None = 
         os.write(fd, b"".join(line + b"\n" for line in lines))
     finally:
         os.close(fd)
-
-
-def log_referenced(layout: ProjectLayout) -> set[str]:
-    """Return the blobs a local project's logs name in `FileChange`s (the collector's lock held).
-
-    From each session's `files.refs`; one missing or partial (a fork, a migrated log, one
-    older than it) is made whole from the log, once (and kept, empty too, so the next
-    collection reads no log twice).
-    """
-    referenced: set[str] = set()
-    checkpoints = layout.checkpoints_dir
-    for session_id in set(layout.session_ids()):  # a deleted session's stale refs: ignored
-        directory = checkpoints / session_id
-        known = read_refs(directory)
-        refs, whole = known if known is not None else (set(), False)
-        if not whole:
-            log = layout.log_path(session_id)
-            refs |= log_digests(log)
-            if not log.exists():  # no log (yet, or any more): nothing to remember
-                referenced |= refs
-                continue
-            ensure_private_dir(checkpoints)
-            ensure_private_dir(directory)
-            payload = "".join(f"{d}\n" for d in sorted(refs)).encode("ascii")
-            atomic_write_bytes(directory / REFS_FILE, payload, durable=False)
-        referenced |= refs
-    return referenced

@@ -1,7 +1,7 @@
 """The `FileChange`s a session records: a tool's write, a restore's, a drift's.
 
 Each is made from the contents (`file_changes.prepare`) and recorded with its blobs: the
-event naming them is appended inside `keeping` (see `CheckpointStore.keeping`). A store
+event naming them is appended inside `keeping` (see `CheckpointStorage.keeping`). A store
 that cannot keep the blobs costs the diffs, never the event.
 """
 

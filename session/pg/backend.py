@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints import CheckpointRecord, CheckpointStore
+from ..checkpoint_storage import CheckpointRecord
+from ..checkpoints import Checkpoints
 from ..derive.history import HistoryBuilder
 from ..errors import SessionError, SessionLockedError, SessionNotFoundError
 from ..events import EVENT_ADAPTER, Event, Persistence
@@ -30,7 +31,7 @@ from ..store.listing import SessionInfo
 from ..store.listing_files import ListedRow, listed_row
 from ..store.session import Session, boundary_state, write_session_start
 from ..workspace.identity import project_identity
-from .checkpoints import PgCheckpointStore
+from .checkpoints import PgCheckpointStorage
 from .errors import DatabaseUnreachableError
 from .log import PgEventLog, replay_spool
 from .offered import Offered
@@ -359,9 +360,9 @@ class PgSessionStore(Offered):
 
     # -- checkpoints and blobs -------------------------------------------------------
 
-    def checkpoint_store(self) -> CheckpointStore:
-        """Return this role's checkpoint records and blobs."""
-        return PgCheckpointStore(self.pg, self.workspace_root)
+    def checkpoint_store(self) -> Checkpoints:
+        """Return this project's checkpoints over this role's records and blobs."""
+        return Checkpoints(PgCheckpointStorage(self.pg), self.workspace_root)
 
     def put_blob(self, data: bytes) -> str:
         """Store bytes once per role."""

@@ -1,10 +1,11 @@
 """Checkpoints in PostgreSQL: the same records and restore plans, blobs as rows.
 
-`CheckpointStore` decides what a checkpoint keeps and how a restore is planned; this only
-stores its records and blobs in the database (`pg/blobs.py`): a blob once per role, shared
-by all the role's sessions, deleted by `collect_garbage` when no checkpoint keeps it. A
-checkpoint's blobs and record are one transaction holding the role's blob lock shared (the
-collector holds it alone): a blob is never collected between its write and its record.
+`checkpoints.py` `Checkpoints` decides what a checkpoint keeps and how a restore is
+planned; this only stores its records and blobs in the database (`pg/blobs.py`): a blob
+once per role, shared by all the role's sessions, deleted by `collect_garbage` when no
+checkpoint keeps it. A checkpoint's blobs and record are one transaction holding the
+role's blob lock shared (the collector holds it alone): a blob is never collected between
+its write and its record.
 """
 
 from __future__ import annotations
@@ -12,13 +13,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
-from ..checkpoint_holding import PendingHolding
-from ..checkpoints import CheckpointRecord, CheckpointStore, withhold_reason
+from ..checkpoint_storage import CheckpointRecord
 from ..errors import SessionError
-from ..redaction import Redactor
-from ..workspace.files import read_workspace_file
 from .blobs import collect_garbage, put_blob
 from .query import Conn
 from .store import CheckpointWriter, PgStore
@@ -29,30 +26,18 @@ def collect_unreferenced(conn: Conn, schema: str) -> list[str]:
     return collect_garbage(conn, schema)
 
 
-class PgCheckpointStore(CheckpointStore):
-    """Checkpoint records and blobs of the connected role."""
+class PgCheckpointStorage:
+    """Checkpoint records and blobs of the connected role (`CheckpointStorage`)."""
 
-    def __init__(self, pg: PgStore, workspace_root: Path) -> None:
+    reads_in_threads = False  # the connection is this thread's
+
+    def __init__(self, pg: PgStore) -> None:
         self.pg = pg
-        self.workspace_root = workspace_root
-        self._writer: CheckpointWriter | None = None  # inside `create`
+        self._writer: CheckpointWriter | None = None  # inside `writing`
         self._written: set[str] = set()  # the file changes' blobs written by `keeping`
 
-    def store_blob(
-        self, root: Path, relative: str, digest: str, redactor: Redactor | None = None
-    ) -> str | None:
-        """Copy a workspace file into the blobs table; None if kept, else why not."""
-        data = read_workspace_file(root, relative)
-        if data is None or hashlib.sha256(data).hexdigest() != digest:
-            return "not kept: unreadable or changed while it was copied"
-        why = withhold_reason(relative, data, redactor)
-        if why is not None:
-            return why
-        (self._writer or self.pg).put_blob(data)
-        return None
-
     @contextmanager
-    def _writing(self) -> Iterator[None]:
+    def writing(self) -> Iterator[None]:
         """One transaction for the checkpoint's blobs and record (`PgStore.checkpoint_writing`)."""
         with self.pg.checkpoint_writing() as writer:
             self._writer = writer
@@ -61,9 +46,14 @@ class PgCheckpointStore(CheckpointStore):
             finally:
                 self._writer = None
 
-    def _commit(self, record: CheckpointRecord) -> None:
+    def keep_blob(self, digest: str, data: bytes) -> None:
+        """Store a checkpoint's copy in the blobs table (in its transaction, inside `writing`)."""
+        (self._writer or self.pg).put_blob(data)
+
+    def commit(self, record: CheckpointRecord) -> None:
+        """Store the record of the checkpoint being created, in the transaction of `writing`."""
         if self._writer is None:
-            raise RuntimeError("a checkpoint is committed inside `_writing`")
+            raise RuntimeError("a checkpoint is committed inside `writing`")
         self._writer.put_checkpoint(record)
 
     @contextmanager
@@ -116,23 +106,6 @@ class PgCheckpointStore(CheckpointStore):
         """Store `data` once; return its digest (committed: `durable` is the database's)."""
         return self.pg.put_blob(data)
 
-    def newest_first(
-        self, session_id: str, warnings: list[str] | None = None
-    ) -> Iterator[CheckpointRecord]:
-        """Yield the session's checkpoints newest first."""
-        yield from reversed(self.records(session_id, warnings))
-
-    def _newest_kept(
-        self, session_id: str, wanted: set[str], warnings: list[str] | None
-    ) -> Iterator[tuple[int, dict[str, str]]]:
-        """Yield (number, the wanted paths it keeps with their digests), newest first."""
-        for record in self.newest_first(session_id, warnings):
-            yield record.number, {p: record.files[p] for p in wanted if p in record.files}
-
-    def holding_later(self, session_id: str, paths: list[str]) -> PendingHolding | None:
-        """Look `paths` up when asked, not in a thread: the connection is this thread's."""
-        return PendingHolding(session_id, paths, self.holding, background=False) if paths else None
-
     def records(self, session_id: str, warnings: list[str] | None = None) -> list[CheckpointRecord]:
         """Return the session's checkpoints, oldest first."""
         return self.pg.checkpoints(session_id)
@@ -140,3 +113,10 @@ class PgCheckpointStore(CheckpointStore):
     def load(self, session_id: str, number: int) -> CheckpointRecord | None:
         """Return checkpoint `number` of a session, or None."""
         return next((r for r in self.records(session_id) if r.number == number), None)
+
+    def newest_kept(
+        self, session_id: str, wanted: set[str], warnings: list[str] | None
+    ) -> Iterator[tuple[int, dict[str, str]]]:
+        """Yield (number, the wanted paths it keeps with their digests), newest first."""
+        for record in reversed(self.records(session_id, warnings)):
+            yield record.number, {p: record.files[p] for p in wanted if p in record.files}

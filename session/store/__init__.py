@@ -15,6 +15,7 @@
 - `snapshots`: the snapshot files, read, checked against the log and written;
 - `snapshot_file`: the session file `sessions/<id>.json` as the seed defines it, and its
   manifest cache;
+- `checkpoint_files`: `CheckpointFiles`, checkpoint records and blobs as the project's files;
 - `listing`: the session listing and the time of a log's last event;
 - `listing_index`: the session list as a projection, refreshed only where files changed;
 - `listing_db`: its file `listing.sqlite`, opened, checked and written;

@@ -39,7 +39,8 @@ from ..log.writer import SYNC_TYPES
 from ..redaction import Redactor
 
 if TYPE_CHECKING:
-    from ..checkpoints import CheckpointRecord, CheckpointStore
+    from ..checkpoint_storage import CheckpointRecord
+    from ..checkpoints import Checkpoints
     from ..log.reader import LogScan
     from ..search.filters import SearchFilter
     from ..search.query import SearchHit
@@ -327,8 +328,8 @@ class SessionStore(Protocol):
         """
         ...
 
-    def checkpoint_store(self) -> CheckpointStore:
-        """Return the checkpoint records and blobs of this store."""
+    def checkpoint_store(self) -> Checkpoints:
+        """Return the checkpoints of this project, over this store's records and blobs."""
         ...
 
     def put_blob(self, data: bytes) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import orjson
 
-from ..checkpoints import CheckpointRecord, CheckpointStore
+from ..checkpoint_storage import CheckpointRecord
 from ..events import EVENT_ADAPTER
 from ..log.reader import readable_events, readable_prefix
 from ..log.writer import EventLog
@@ -31,6 +31,7 @@ from ..snapshot import SessionState
 from ..storage import fsync_dir
 from ..transfer import Raw, TransferError
 from ..workspace.files import read_workspace_file
+from .checkpoint_files import CheckpointFiles
 from .manager import SessionManager
 from .opening import open_from_files
 from .snapshots import snapshot_matches_log, write_snapshot_file, write_state_file
@@ -127,11 +128,11 @@ class LocalSessionImport:
 
     def put_blob(self, data: bytes) -> str:
         """Store `blobs/<aa>/<sha256>` once."""
-        return CheckpointStore(self.manager).write_blob(data)
+        return CheckpointFiles(self.manager).write_blob(data)
 
     def put_checkpoint(self, record: CheckpointRecord) -> None:
         """Write `checkpoints/<id>/<n>.json` atomically."""
-        CheckpointStore(self.manager).write_record(record)
+        CheckpointFiles(self.manager).write_record(record)
 
     def needs_snapshot(self, snapshot: SessionState | None) -> bool:
         """Return True if the session has no snapshot file."""
@@ -179,7 +180,7 @@ class LocalTransferStore:
 
     def __init__(self, manager: SessionManager) -> None:
         self.manager = manager
-        self.checkpoint_store = CheckpointStore(manager)
+        self.checkpoint_files = CheckpointFiles(manager)
 
     @property
     def description(self) -> str:
@@ -230,11 +231,11 @@ class LocalTransferStore:
 
     def checkpoints(self, session_id: str) -> list[CheckpointRecord]:
         """Return the session's checkpoint records, by number."""
-        return self.checkpoint_store.records(session_id)
+        return self.checkpoint_files.records(session_id)
 
     def read_blob(self, digest: str) -> bytes | None:
         """Return a blob's bytes if intact."""
-        return self.checkpoint_store.read_blob(digest)
+        return self.checkpoint_files.read_blob(digest)
 
     @contextmanager
     def importing(self, session_id: str, start: Raw) -> Iterator[LocalSessionImport]:

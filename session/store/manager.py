@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-from ..checkpoints import CheckpointRecord, CheckpointStore
+from ..checkpoint_storage import CheckpointRecord
+from ..checkpoints import Checkpoints
 from ..derive.history import HistoryBuilder
 from ..errors import (
     UNWRITABLE_ERRNOS,
@@ -38,6 +39,7 @@ from ..storage import (
 )
 from . import snapshot_file
 from .backend import StoreKind
+from .checkpoint_files import CheckpointFiles
 from .layout import POINTER_PREFIX, POINTER_SUFFIX, ProjectLayout
 from .listing import SessionInfo, last_event_time, last_turn_end
 from .listing_db import ListingFile, NotingLock
@@ -375,21 +377,21 @@ class SessionManager(ProjectLayout):
 
     # -- checkpoints and blobs -----------------------------------------------------
 
-    def checkpoint_store(self) -> CheckpointStore:
-        """Return `checkpoints/` and `blobs/` of this project."""
-        return CheckpointStore(self)
+    def checkpoint_store(self) -> Checkpoints:
+        """Return the checkpoints of this project (`checkpoints/` and `blobs/`)."""
+        return Checkpoints(CheckpointFiles(self), self.workspace_root)
 
     def put_blob(self, data: bytes) -> str:
         """Store `blobs/<aa>/<sha256>` once."""
-        return CheckpointStore(self).write_blob(data)
+        return CheckpointFiles(self).write_blob(data)
 
     def read_blob(self, digest: str) -> bytes | None:
         """Return a blob's bytes if intact."""
-        return CheckpointStore(self).read_blob(digest)
+        return CheckpointFiles(self).read_blob(digest)
 
     def put_checkpoint(self, record: CheckpointRecord) -> None:
         """Write `checkpoints/<id>/<n>.json` (its session and blobs must exist)."""
-        checkpoints = CheckpointStore(self)
+        checkpoints = CheckpointFiles(self)
         if not self.exists(record.session_id):
             raise SessionNotFoundError(f"no session {record.session_id} in this project")
         if checkpoints.load(record.session_id, record.number) is not None:
@@ -406,7 +408,7 @@ class SessionManager(ProjectLayout):
 
     def checkpoints(self, session_id: str) -> list[CheckpointRecord]:
         """Return the session's checkpoint records, by number."""
-        return CheckpointStore(self).records(session_id)
+        return CheckpointFiles(self).records(session_id)
 
     def close(self) -> None:
         """Nothing is held open between calls."""

@@ -533,10 +533,10 @@ def test_deleting_removes_the_blobs_only_its_checkpoints_used(
     import hashlib
     import os
 
-    from session.checkpoints import CheckpointStore
+    from session.store.checkpoint_files import CheckpointFiles
 
     manager = SessionManager(workspace, home=home)
-    checkpoints = CheckpointStore(manager)
+    checkpoints = manager.checkpoint_store()
     (workspace / "only-recent.txt").write_text("a file only one checkpoint has\n")
 
     def digest(name: str) -> str:
@@ -559,8 +559,8 @@ def test_deleting_removes_the_blobs_only_its_checkpoints_used(
         result = run_cli("sessions", "prune", "--older-than", "90d", *where, env=env)
     assert result.returncode == 0, result.stderr
     assert not manager.exists(doomed) and manager.exists(kept)
-    assert not checkpoints.blob_path(digest("only-recent.txt")).exists()
-    assert checkpoints.blob_path(digest("agent_spec.md")).exists()  # still used
+    assert not CheckpointFiles(manager).blob_path(digest("only-recent.txt")).exists()
+    assert CheckpointFiles(manager).blob_path(digest("agent_spec.md")).exists()  # still used
 
 
 def test_search_filters_and_shows_step_and_time(

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from session.checkpoints import CheckpointStore
 from session.errors import SessionLockedError
 from session.events import Persistence
 from session.pg import PgStore
 from session.pg.events import EventDraft
 from session.pg.importing import PgTransferStore, schema_exists
+from session.store.checkpoint_files import CheckpointFiles
 from session.store.importing import STAGED_SUFFIX, LocalTransferStore
 from session.store.manager import SessionManager
 from session.transfer import TransferProgress, event_digest, normalised, transfer
@@ -68,7 +68,7 @@ def make_sessions(workspace: Path, home: Path, *, chunks: int = 4) -> list[str]:
                 "templates/a.py": hashlib.sha256(TRACKED).hexdigest(),
             }
             saved = session.append("session/save", {"checkpoint": 1, "manifest": files})
-            CheckpointStore(manager).create(
+            manager.checkpoint_store().create(
                 session.session_id, 1, seq=saved.seq, turn=2, title="first", files=files
             )
         manager.write_snapshot(session)
@@ -184,7 +184,7 @@ def test_round_trip_local_to_postgresql_to_a_fresh_local_home(
         session.close()
     (workspace / "templates" / "a.py").write_text("changed\n")
     record = manager.checkpoints(with_checkpoint)[0]
-    plan = CheckpointStore(manager).plan_restore(record, {})
+    plan = manager.checkpoint_store().plan_restore(record, {})
     assert dict(plan.writes)["templates/a.py"] == TRACKED
 
 
@@ -539,7 +539,7 @@ def test_the_blobs_a_file_change_names_travel_with_its_session(
     """A file's timeline keeps its diffs across `migrate`, both ways."""
     home, fresh = tmp_path / "home", tmp_path / "fresh"
     manager = SessionManager(workspace, home=home)
-    blobs = CheckpointStore(manager)
+    blobs = CheckpointFiles(manager)
     before, after = blobs.write_blob(b"name: demo\n"), blobs.write_blob(b"name: demo\nport: 1\n")
     session = manager.create_session(instance_id="win-1")
     session.append("turn/start", {"input": "add the port"}, turn=1)
@@ -556,6 +556,6 @@ def test_the_blobs_a_file_change_names_travel_with_its_session(
         assert pg.blob(before) == b"name: demo\n" and pg.blob(after) == b"name: demo\nport: 1\n"
     out = migrate(fresh, "--from", pg_dsn, "--project", str(workspace), "--schema", schema)
     assert out.returncode == 0, out.stderr
-    copied = CheckpointStore(SessionManager(workspace, home=fresh))
+    copied = CheckpointFiles(SessionManager(workspace, home=fresh))
     assert copied.read_blob(before) == b"name: demo\n"
     assert copied.read_blob(after) == b"name: demo\nport: 1\n"

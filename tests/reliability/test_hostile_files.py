@@ -24,7 +24,6 @@ from typing import Any
 
 import pytest
 
-from session.checkpoints import CheckpointStore
 from session.derive.transcript import transcript
 from session.errors import SessionError
 from session.fork import fork_session
@@ -612,7 +611,9 @@ def exercise(ctx: Ctx, crashes: list[str]) -> list[str]:
             result = attempt("fork", lambda s=session_id: fork_session(manager, s))
             if result is not None:
                 result.session.close()
-    attempt("checkpoint store", lambda: CheckpointStore(manager).records(ctx.session_id, warnings))
+    attempt(
+        "checkpoint store", lambda: manager.checkpoint_store().records(ctx.session_id, warnings)
+    )
 
     def search() -> None:
         with SearchIndex.for_project(manager) as index:

@@ -23,6 +23,7 @@ from session.lifecycle.changes import DRIFT_COPIES
 from session.lifecycle.changes import TOO_MANY_WITHHELD as TOO_MANY
 from session.lifecycle.values import LifecycleConfig
 from session.store.backend import SessionStore
+from session.store.checkpoint_files import CheckpointFiles
 from tests.store.conftest import Backend
 from tests.unit.test_tools import NoEditor
 
@@ -66,7 +67,8 @@ def events(store: SessionStore, session_id: str, type_: str) -> list[dict[str, A
 
 def blobs_of(backend: Backend) -> int:
     """Count the stored blobs (not the local store's lock file)."""
-    lock = backend.store.checkpoint_store().blobs / ".lock" if backend.kind == "local" else None
+    local = backend.kind == "local"
+    lock = backend.store.blobs_dir / ".lock" if local else None  # type: ignore[attr-defined]
     return backend.blob_count() - (1 if lock is not None and lock.exists() else 0)
 
 
@@ -244,7 +246,7 @@ async def test_recording_adds_no_fsync_and_a_checkpoint_makes_its_copy_durable(
     assert synced == []  # the write, its blobs and its event: no fsync on the turn's path
     recorder.end_step()
     recorder.end("completed")  # the turn's end, then the checkpoint "After turn 1"
-    blob = str(store.checkpoint_store().blob_path(sha(V1)))
+    blob = str(CheckpointFiles(store).blob_path(sha(V1)))  # type: ignore[arg-type]
     assert blob in synced
     lifecycle.close()
 
@@ -281,7 +283,7 @@ async def test_a_store_that_cannot_keep_the_contents_costs_the_diffs_not_the_tur
     if backend.kind != "local":
         pytest.skip("breaks the local blob directory")
     store = backend.store
-    blobs_dir = store.checkpoint_store().blobs
+    blobs_dir = store.blobs_dir  # type: ignore[attr-defined]
     blobs_dir.parent.mkdir(parents=True, exist_ok=True)
     blobs_dir.write_bytes(b"not a directory")  # every blob write fails
     lifecycle = open_lifecycle(store, "broken")

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from session import checkpoint_index
-from session.checkpoints import CheckpointRecord, CheckpointStore
+from session.checkpoints import CheckpointRecord
 from session.lifecycle import SessionLifecycle
 from session.store.manager import SessionManager
 
@@ -140,7 +140,7 @@ def test_a_copied_store_uses_its_indexes_after_checking_their_records(
     shutil.copytree(home, copy, symlinks=True)  # new inodes, the same sizes and mtimes
     copied = SessionManager(workspace, home=copy)
     no_record_parse(monkeypatch)
-    store = CheckpointStore(copied)
+    store = copied.checkpoint_store()
     assert store.holding(session_id, ["agent_spec.md"]) == {"agent_spec.md": 1}
 
 

@@ -321,10 +321,11 @@ def blob_names(manager: SessionManager) -> set[str]:
 
 def test_a_record_never_outlives_its_blobs(manager: SessionManager, workspace: Path) -> None:
     """A blob written, collected before its record is written: the record is refused."""
-    from session.checkpoints import CheckpointRecord, CheckpointStore
+    from session.checkpoints import CheckpointRecord
     from session.storage import StorageError
+    from session.store.checkpoint_files import CheckpointFiles
 
-    store = CheckpointStore(manager)
+    store = CheckpointFiles(manager)
     manager.ensure_dirs()
     digest = store.write_blob(b"content of a file\n")
     assert store.collect_garbage() == [store.blob_path(digest)]  # no record refers to it yet
@@ -346,13 +347,13 @@ def test_the_collector_waits_for_a_checkpoint_being_written(
     """While a checkpoint's blobs are written (shared lock), collecting waits for its record."""
     import threading
 
-    from session.checkpoints import CheckpointStore
+    from session.store.checkpoint_files import CheckpointFiles
 
-    store = CheckpointStore(manager)
+    store = CheckpointFiles(manager)
     lc = make_lifecycle(manager)
     run_turn(lc, "one", "first")
     collected: list[object] = []
-    with store._writing():
+    with store.writing():
         digest = store.write_blob(b"a file being checkpointed\n")
         collector = threading.Thread(target=lambda: collected.extend(store.collect_garbage()))
         collector.start()
@@ -363,7 +364,7 @@ def test_the_collector_waits_for_a_checkpoint_being_written(
         record = CheckpointRecord(
             number=99, session_id=lc.session_id, turn=1, title="t", seq=1, files={"x": digest}
         )
-        store._commit(record)
+        store.commit(record)
     collector.join()
     assert store.blob_path(digest) not in collected
     assert store.read_blob(digest) == b"a file being checkpointed\n"
@@ -385,8 +386,6 @@ def wait_for_blocked_flock() -> None:
 def test_blobs_no_checkpoint_uses_are_collected_shared_ones_kept(
     manager: SessionManager, workspace: Path
 ) -> None:
-    from session.checkpoints import CheckpointStore
-
     keep = make_lifecycle(manager, instance="keep")
     run_turn(keep, "one", "first")
     keep.explicit_save()  # refers to the spec and template as they are now
@@ -394,7 +393,7 @@ def test_blobs_no_checkpoint_uses_are_collected_shared_ones_kept(
     gone = make_lifecycle(manager, instance="gone", tracked=("agent_spec.md", "templates/**"))
     run_turn(gone, "two", "second")
     gone.explicit_save()
-    store = CheckpointStore(manager)
+    store = manager.checkpoint_store()
     blobs = blob_names(manager)
     assert len(blobs) == 3  # spec and prompt shared, extra.txt only in `gone`
     gone_id = gone.session_id
