@@ -14,9 +14,6 @@ from typing import TYPE_CHECKING
 from acp.helpers import update_available_commands
 from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredCommandInput
 
-from session.search import SearchHit
-from session.store.backend import TextSearch
-
 from . import history_commands as history
 from .checks import failed
 
@@ -121,17 +118,8 @@ async def _search(held: Held, query: str) -> str:
     if not query:
         return "Usage: /search TEXT"
     engine = held.engine
-    store = engine.session.store
-    if isinstance(store, TextSearch):  # the database searches what it holds
-        hits = await asyncio.to_thread(store.search, query, None, SEARCH_LIMIT)
-    else:
-        index, manager = engine.search_index, engine.session.manager
-
-        def sync_and_search() -> list[SearchHit]:  # a sync may take long: in a thread
-            index.sync(manager)
-            return index.search(query, None, SEARCH_LIMIT)
-
-        hits = await asyncio.to_thread(sync_and_search)
+    search = engine.search
+    hits = await asyncio.to_thread(search.search, query, None, SEARCH_LIMIT)  # may catch up
     found = [(h.session_id, h.turn, h.snippet) for h in hits]
     if not found:
         return f"Nothing found for {query!r}."

@@ -16,10 +16,8 @@ from pathlib import Path
 from session.errors import SessionError
 from session.lifecycle import LifecycleConfig, SessionLifecycle
 from session.redaction import Redactor, url_credential
-from session.search import SearchIndex
-from session.store.backend import SessionStore
+from session.store.backend import SessionStore, StoreSearch
 from session.store.choose import FALLBACK_HINT, open_store, store_kind
-from session.store.manager import SessionManager
 
 from .compaction import Compaction
 from .config import ServerConfig
@@ -73,7 +71,7 @@ class Engine:
         self.config = config
         self.root = root
         if store_kind(config.store) == "local":
-            self.use_store(SessionManager(root))
+            self.use_store(open_store(None, root))
         self.runner = ChatRunner(config.model)
 
     @property
@@ -162,9 +160,9 @@ class Engine:
         return self.lifecycle
 
     @property
-    def search_index(self) -> SearchIndex:
-        """Return the project's search index (opened on first use)."""
-        return self.indexing.index(self.session)
+    def search(self) -> StoreSearch:
+        """Return the project's search (opened on first use; see `StoreSearch`)."""
+        return self.indexing.search(self.session)
 
     def index_in_background(self) -> None:
         """Index the current session in a worker thread (see `indexing`)."""

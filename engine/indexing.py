@@ -1,9 +1,10 @@
-"""The search index kept up to date after each turn, in a worker thread.
+"""The store's search kept up to date after each turn, in a worker thread.
 
-A sync is usually under a millisecond, but one that recounts the trigrams or lets FTS5
-merge its segments takes up to a second on a large index (1M events), so the event loop
-never waits for it. Syncs asked for meanwhile are queued into one more sync after it. Only
-the local store is indexed here: the database's search indexes what it holds itself.
+A sync of the local index is usually under a millisecond, but one that recounts the
+trigrams or lets FTS5 merge its segments takes up to a second on a large index (1M events),
+so the event loop never waits for it. Syncs asked for meanwhile are queued into one more
+sync after it. The database's own index catches up when it is searched (`catch_up` does
+nothing there).
 """
 
 from __future__ import annotations
@@ -14,42 +15,41 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from session.lifecycle import SessionLifecycle
-from session.search import SearchIndex
-from session.store.manager import SessionManager
+from session.store.backend import StoreSearch
 
 logger = logging.getLogger(__name__)
 
-Target = tuple[SearchIndex, SessionManager, str]
+Target = tuple[StoreSearch, str]
 
 
-def sync_quietly(index: SearchIndex, manager: SessionManager, session_id: str) -> None:
-    """Sync one session into the index; a failure is logged (the index is a projection)."""
+def sync_quietly(search: StoreSearch, session_id: str) -> None:
+    """Index one session; a failure is logged (the index is a projection)."""
     try:
-        index.sync_session(manager, session_id)
+        search.catch_up(session_id)
     except Exception as exc:  # never fail a turn for it
         logger.warning("search index not updated: %s", exc)
 
 
 class Indexing:
-    """The project's search index, and the queue of syncs after turns."""
+    """The project's search, and the queue of syncs after turns."""
 
     def __init__(self, spawn: Callable[[Awaitable[Any], str], asyncio.Task[Any]]) -> None:
         self._spawn = spawn
-        self._index: SearchIndex | None = None
+        self._search: StoreSearch | None = None
         self._running: asyncio.Task[None] | None = None  # the worker sync running, if any
         self._next: Target | None = None
 
-    def index(self, lifecycle: SessionLifecycle) -> SearchIndex:
-        """Return the project's search index (opened on first use)."""
-        if self._index is None:
-            self._index = SearchIndex.for_project(lifecycle.manager)
-        return self._index
+    def search(self, lifecycle: SessionLifecycle) -> StoreSearch:
+        """Return the project's search (opened on first use)."""
+        if self._search is None:
+            self._search = lifecycle.store.open_search()
+        return self._search
 
     def target(self, lifecycle: SessionLifecycle | None) -> Target | None:
-        """Return what a sync of the current session syncs (None: none, or not local)."""
-        if lifecycle is None or lifecycle.session is None or lifecycle.store.kind != "local":
+        """Return what a sync of the current session syncs (None: no session)."""
+        if lifecycle is None or lifecycle.session is None:
             return None
-        return self.index(lifecycle), lifecycle.manager, lifecycle.session_id
+        return self.search(lifecycle), lifecycle.session_id
 
     def in_background(self, lifecycle: SessionLifecycle | None) -> None:
         """Index the current session in a worker thread (queued behind a running sync)."""
@@ -71,6 +71,6 @@ class Indexing:
             sync_quietly(*target)
 
     def close(self) -> None:
-        """Close the index, if it was opened."""
-        if self._index is not None:
-            self._index.close()
+        """Close the search, if it was opened."""
+        if self._search is not None:
+            self._search.close()

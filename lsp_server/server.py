@@ -25,7 +25,7 @@ from engine.host import Reporter
 from engine.model.runner import ChatRunner
 from session.lifecycle import SessionLifecycle
 from session.redaction import Redactor
-from session.search import SearchIndex
+from session.store.backend import StoreSearch
 from session.workspace.drift import DriftReport
 
 from . import __version__
@@ -216,9 +216,9 @@ class AgentAssistServer(LanguageServer):
         self.engine.lifecycle = lifecycle
 
     @property
-    def search_index(self) -> SearchIndex:
-        """Return the project's search index (opened on first use)."""
-        return self.engine.indexing.index(self.lifecycle)
+    def store_search(self) -> StoreSearch:
+        """Return the project's search (opened on first use; see `StoreSearch`)."""
+        return self.engine.indexing.search(self.lifecycle)
 
     def index_in_background(self) -> None:
         """Index the current session in a worker thread (see `engine.indexing`)."""

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 
 from .derive.history import build_history
 from .errors import SessionError
 from .events import Event, SessionStartEvent, TurnEndEvent, TurnStartEvent, utcnow
-from .log.reader import readable_events
 from .log.writer import LogError
 from .paths import is_valid_session_id
 from .snapshot import state_from_events
-from .storage import fsync_dir
 from .store.backend import SessionStore
-from .store.manager import SessionManager
 from .store.session import Session
 
 
@@ -108,10 +103,7 @@ def fork_session(
     The parent is only read. The child's log is its own `session/start` (with the lineage)
     followed by the parent's events 1..boundary (locally byte for byte), so seqs line up.
     """
-    if isinstance(store, SessionManager):
-        events, lines = _local_events(store, parent_id)
-    else:
-        events, lines = store.read_events(parent_id).events, None
+    events, lines = store.fork_source(parent_id)
     if before_turn is not None:
         if boundary is not None:
             raise ForkError("give a boundary or a turn to fork before, not both")
@@ -161,35 +153,9 @@ def fork_session(
         child.state = state
         child.history = build_history(child_events)
         child.mark_boundary()
-        store.write_snapshot(child)
-        if isinstance(store, SessionManager):
-            fsync_dir(store.sessions_dir)
+        store.write_snapshot(child)  # durable, with the new names (locally: the folder too)
     except BaseException:
         child.close()
         store.delete_session(child.session_id)
         raise
     return ForkResult(child, parent_id, boundary)
-
-
-def _local_events(manager: SessionManager, parent_id: str) -> tuple[list[Event], list[bytes]]:
-    """Read the parent's log file: its readable events and their lines, byte for byte."""
-    parent_log = manager.log_path(parent_id)
-    manager.check_store_dirs()
-    try:
-        fd = os.open(parent_log, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise SessionError(f"{parent_log.name} is not a regular file")
-            raw = fh.read()
-    except FileNotFoundError:
-        raise SessionError(f"no session {parent_id} in this project") from None
-    except OSError as exc:  # a symlink (ELOOP) is never followed
-        raise SessionError(f"cannot read {parent_log.name}: {exc.strerror or exc}") from None
-    # What a reader sees: torn writes a crash left and recovery acknowledged are skipped.
-    readable = readable_events(raw)
-    return [event for event, _ in readable], [line for _, line in readable]
-
-
-def log_size(manager: SessionManager, session_id: str) -> int:
-    """Return the byte size of a session's log (for tests that the parent is untouched)."""
-    return os.stat(manager.log_path(session_id)).st_size

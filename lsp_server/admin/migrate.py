@@ -58,12 +58,13 @@ def _open_database(
     dsn: str, schema: str, workspace: Path, *, create: bool
 ) -> PgTransferStore | None:
     """Open the project's sessions in the database; None if it has no schema and not `create`."""
+    from session.pg.backend import PgSessionStore
     from session.pg.importing import PgTransferStore, schema_exists
     from session.pg.store import PgStore
 
     if not create and not schema_exists(dsn, schema):
         return None
-    return PgTransferStore(PgStore.open(dsn, schema=schema, pool_size=2), workspace)
+    return PgTransferStore(PgSessionStore(PgStore.open(dsn, schema=schema, pool_size=2), workspace))
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:

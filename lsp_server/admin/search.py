@@ -1,6 +1,6 @@
 """`sessions search TEXT` and `sessions reindex`, through the project's search index.
 
-With a PostgreSQL store the database searches its own rows (`TextSearch`), and keeps them
+With a PostgreSQL store the database searches its own rows (`StoreSearch`), and keeps them
 indexed itself (each search first indexes what was appended since): reindex has nothing to do.
 """
 
@@ -92,12 +92,9 @@ def database_search(
     Only reading: what the database's index has not caught up yet (servers index it when
     they search) is read from the events; return the results and how many events that was.
     """
-    from session.store.backend import TextSearch
-
     with open_database(args, spec) as store:
-        assert isinstance(store, TextSearch)
         if not args.all_projects:
-            found = store.search(args.text, limit=args.limit, filters=filters)
+            found = store.open_search().search(args.text, limit=args.limit, filters=filters)
             return [hit_json(store.project, h) for h in found], store.pg.unindexed
         projects = dict.fromkeys(row.project for row in store.pg.list_sessions(None))
         results, unindexed = [], 0

@@ -62,9 +62,7 @@ class FileHistory(Feature):
     name = "file_history"
 
     def _store(self) -> Any:
-        lifecycle = self.server.lifecycle
-        store = lifecycle.store
-        return store if getattr(store, "pg", None) is not None else lifecycle.manager
+        return self.server.lifecycle.store
 
     async def _run(self, method: str, work: Callable[[], T]) -> T:
         try:

@@ -9,8 +9,7 @@ from lsprotocol import types
 from session.derive.steps import turn_steps
 from session.derive.transcript import transcript
 from session.errors import SessionError, SessionLockedError, SessionNotFoundError
-from session.search import FilterError, SearchError, SearchFilter, SearchHit, search_filter
-from session.store.backend import TextSearch
+from session.search import FilterError, SearchError, SearchFilter, search_filter
 from session.store.listing_files import ListedRow
 
 from .. import protocol as proto
@@ -189,46 +188,31 @@ class SessionCommands(Feature):
         filters = search_filters(params)
         if params.session_id is not None and not store.exists(params.session_id):
             raise RequestFailedError(f"no session {params.session_id} in this project")
-        if isinstance(store, TextSearch):  # the database searches what it holds
-            try:
-                found = await asyncio.to_thread(
-                    store.search, params.query, params.session_id, params.limit, filters
-                )
-            except SessionError as exc:
-                raise RequestFailedError(f"search is unavailable: {exc}") from None
-            return proto.SearchResult(results=[proto.SearchHit.model_validate(h) for h in found])
-        manager = ls.lifecycle.manager
-        index = ls.search_index
-
-        def sync_and_search(finish: bool) -> list[SearchHit]:  # in a thread: a sync may take long
-            if params.session_id is not None and not finish:
-                index.sync_session(manager, params.session_id)
-            else:
-                index.sync(manager)  # (and finishes a rebuild at once)
-            return index.search(params.query, params.session_id, params.limit, filters)
-
+        search = ls.store_search
         try:
-            # An older index answers while the new one is built, unfiltered: filters need
-            # the new one, which a sync of the project then finishes at once.
-            migrating = index.migrating
-            if migrating and filters.empty:
-                if self._rebuild is None or self._rebuild.done():
-                    self._rebuild = ls.spawn(self._rebuild_index(), "search index rebuild")
-                hits = await asyncio.to_thread(
-                    index.search, params.query, params.session_id, params.limit
-                )
-            else:
-                hits = await asyncio.to_thread(sync_and_search, migrating)
-        except SearchError as exc:
+            # An older local index answers while the new one is built, unfiltered: filters
+            # need the new one, which a catch-up of the project then finishes at once.
+            stale_ok = filters.empty and search.migrating
+            if stale_ok and (self._rebuild is None or self._rebuild.done()):
+                self._rebuild = ls.spawn(self._rebuild_index(), "search index rebuild")
+            hits = await asyncio.to_thread(
+                search.search,
+                params.query,
+                params.session_id,
+                params.limit,
+                filters,
+                stale_ok=stale_ok,
+            )
+        except (SearchError, SessionError) as exc:
             raise RequestFailedError(f"search is unavailable: {exc}") from None
         return proto.SearchResult(results=[proto.SearchHit.model_validate(h) for h in hits])
 
     async def _rebuild_index(self) -> None:
         """Build the new search index in the background, with `$/progress`."""
         ls = self.server
-        index, manager = ls.search_index, ls.lifecycle.manager
+        search = ls.store_search
         async with progress(ls, "Rebuilding the search index") as bar:
-            while not (step := await asyncio.to_thread(index.build_step, manager)).finished:
+            while not (step := await asyncio.to_thread(search.build_step)).finished:
                 bar.report(f"{step.indexed} of {step.sessions} sessions", step.percentage)
 
     @request(proto.SESSIONS)

@@ -7,14 +7,12 @@ from typing import TYPE_CHECKING
 from ..paths import host_name
 from ..snapshot import state_from_events
 from ..store.backend import SessionStore
-from ..store.manager import SessionManager
-from ..store.pointers import EditorProcess, remove_stale_pointers
-from ..store.seed_store import import_offered, newest_unimported
+from ..store.pointers import EditorProcess
+from ..store.seed_store import newest_unimported
 from ..workspace.tracker import WorkspaceTracker
 from .values import PreviousSession
 
 if TYPE_CHECKING:
-    from ..redaction import Redactor
     from ..snapshot import SessionState
 
 UNHELD_LOOKED_AT = 50  # newest sessions looked at for one no process holds
@@ -62,8 +60,8 @@ def find_previous_session(
     `editor`: the editor process this instance is named after; the local pointers of that
     editor's earlier launches whose process is gone (and session free) are removed first.
     """
-    if editor is not None and isinstance(store, SessionManager):
-        remove_stale_pointers(store, client=editor.client, keep=instance_id)
+    if editor is not None:
+        store.forget_stale_pointers(editor.client, instance_id)
     session_id = store.read_pointer(instance_id, warnings)
     online = getattr(store, "online", True)  # a shared store away: what this machine has
     if session_id is None and offer_unheld and online:
@@ -113,22 +111,9 @@ def seed_offer(store: SessionStore) -> PreviousSession | None:
     offer, as the seed's new session's pointer would. Accepting imports it
     (`resume_or_start`).
     """
-    if isinstance(store, SessionManager):
-        if next(store.session_ids(), None) is not None:
-            return None
-    elif store.list_sessions_page(0, 1, empty=True)[1]:
+    if store.has_sessions():
         return None
     seed = newest_unimported(store)
     if seed is None:
         return None
     return PreviousSession(seed.session_id, seed.updated_at, 0, seed.title, source="seed")
-
-
-def import_offer(store: SessionStore, session_id: str, redactor: Redactor | None) -> None:
-    """Import the seed's session the offer named into `store`: local, or the database's."""
-    if isinstance(store, SessionManager):
-        import_offered(store, session_id, redactor)
-        return
-    from ..pg.importing import import_seed_session  # psycopg only when it is used
-
-    import_offered(store, session_id, redactor, importer=import_seed_session)

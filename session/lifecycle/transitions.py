@@ -23,14 +23,13 @@ from ..redaction import Redactor
 from ..snapshot import record_manifest, recorded_manifest
 from ..storage import StorageError
 from ..store.backend import SessionStore
-from ..store.manager import SessionManager
 from ..store.session import Session
 from ..summary import SummaryPlan, extractive_session_summary, plan_summary
 from ..workspace.drift import DriftReport
 from ..workspace.patterns import TrackedPatterns
 from ..workspace.spec_files import agent_spec_path, delete_reset_targets, reset_targets
 from ..workspace.tracker import WorkspaceTracker
-from .previous import find_previous_session, import_offer
+from .previous import find_previous_session
 from .values import LifecycleConfig, PreviousSession, ResetResult, StoreState
 
 if TYPE_CHECKING:
@@ -87,13 +86,6 @@ class LifecycleTransitions:
     def workspace_root(self) -> Path:
         """Return the project root."""
         return self.store.workspace_root
-
-    @property
-    def manager(self) -> SessionManager:
-        """Return the local store's files (the demo, the local search index, tests)."""
-        if not isinstance(self.store, SessionManager):
-            raise SessionError(f"the sessions are in {self.store.label}, not in local files")
-        return self.store
 
     @property
     def current(self) -> Session:
@@ -300,7 +292,7 @@ class LifecycleTransitions:
         if previous is not None and accept:
             try:
                 if previous.source == "seed":  # copied into ours first (`seed_store`)
-                    import_offer(self.store, previous.session_id, self.redactor)
+                    self.store.import_seed(previous.session_id, self.redactor)
                 self.resume(previous.session_id)
                 return "resumed"
             except SessionLockedError as exc:

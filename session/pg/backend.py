@@ -38,7 +38,7 @@ from .offered import Offered
 from .offline import replay_left_spools
 from .opening import open_from_rows
 from .project import choose_project
-from .search import project_search
+from .search import ProjectSearch
 from .snapshot_cache import SnapshotCache
 from .snapshots import parse_snapshot
 from .spool import Spool, adopt_legacy_spool, in_use, spool_dir
@@ -355,8 +355,27 @@ class PgSessionStore(Offered):
         with self.pg.connection() as conn:
             return held_sessions(conn, self.pg.schema, self.pg.owner, ids)
 
-    # Find this project's events whose text contains a query (`pg/search.py`).
-    search = project_search
+    def open_search(self) -> ProjectSearch:
+        """Return the search of this project's events (`pg/search.py`)."""
+        return ProjectSearch(self)
+
+    def fork_source(self, session_id: str) -> tuple[list[Event], list[bytes] | None]:
+        """Return the session's readable events (a fork copies them as values)."""
+        return self.read_events(session_id).events, None
+
+    def has_sessions(self) -> bool:
+        """Return True if the project has a session here (empty ones included)."""
+        return bool(self.list_sessions_page(0, 1, empty=True)[1])
+
+    def forget_stale_pointers(self, client: str | None, keep: str) -> None:
+        """Nothing: the database keeps no pointer per editor process."""
+
+    def import_seed(self, session_id: str, redactor: Redactor | None) -> None:
+        """Import the seed's session offered for resume into the database."""
+        from ..store.seed_store import import_offered
+        from .importing import import_seed_session
+
+        import_offered(self, session_id, redactor, importer=import_seed_session)
 
     # -- checkpoints and blobs -------------------------------------------------------
 

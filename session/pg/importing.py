@@ -20,14 +20,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..checkpoints import CheckpointRecord
 from ..events import EVENT_ADAPTER, SessionStartEvent
 from ..snapshot import SessionState, state_from_events
 from ..store.importing import LocalTransferStore
 from ..transfer import Raw, TransferError
-from .backend import PgSessionStore
 from .connection import open_connection, reporting
 from .dsn import DsnInfo, parse_dsn
 from .query import q
@@ -148,13 +147,46 @@ def _time(raw: Raw) -> datetime:
     return datetime.fromisoformat(str(raw["ts"]))
 
 
+class ProjectSessions(Protocol):
+    """What a transfer needs of a project's sessions in the database (`PgSessionStore`)."""
+
+    @property
+    def pg(self) -> PgStore:
+        """Return the database."""
+        ...
+
+    @property
+    def project(self) -> str:
+        """Return the project's name there (`<name>_<hash8>`)."""
+        ...
+
+    @property
+    def workspace_root(self) -> Path:
+        """Return the project root."""
+        ...
+
+    def exists(self, session_id: str) -> bool:
+        """Return True if the project has the session."""
+        ...
+
+    def read_blob(self, digest: str) -> bytes | None:
+        """Return a blob's bytes, if stored."""
+        ...
+
+    def read_snapshot(
+        self, session_id: str, warnings: list[str] | None = None, *, keep: bool = False
+    ) -> tuple[SessionState | None, str | None]:
+        """Return the stored snapshot and why it is read-only, if it is."""
+        ...
+
+
 class PgTransferStore:
     """One project's sessions in a PostgreSQL store, to copy from or into."""
 
-    def __init__(self, pg: PgStore, workspace_root: Path) -> None:
-        self.pg = pg
-        self.sessions = PgSessionStore(pg, workspace_root)
-        self.project = self.sessions.project
+    def __init__(self, sessions: ProjectSessions) -> None:
+        self.pg = sessions.pg
+        self.sessions = sessions
+        self.project = sessions.project
 
     @property
     def description(self) -> str:
@@ -231,7 +263,7 @@ class PgTransferStore:
 
 
 def import_seed_session(
-    store: PgSessionStore, seed: SeedSession, redactor: Redactor | None = None
+    store: ProjectSessions, seed: SeedSession, redactor: Redactor | None = None
 ) -> ImportOutcome:
     """Copy a seed's session into the database, never over a session of its id.
 
@@ -248,7 +280,7 @@ def import_seed_session(
     if store.exists(sid):
         why = "already in the database: not overwritten (skipped)"
         return ImportOutcome(sid, "already-imported", why)
-    target = PgTransferStore(store.pg, store.workspace_root)
+    target = PgTransferStore(store)
     with tempfile.TemporaryDirectory(prefix="agent-assist-import-") as scratch:
         staging = SessionManager(store.workspace_root, home=Path(scratch))
         try:

@@ -36,7 +36,8 @@ from ..errors import SessionNotFoundError
 from ..events import EVENT_ADAPTER, Event
 from ..paths import is_valid_session_id
 from ..search.filters import NO_FILTER, SearchFilter
-from ..search.query import SCAN_ROWS, WINDOW, SearchHit, _grouped
+from ..search.migration import BuildProgress
+from ..search.query import SCAN_ROWS, WINDOW, SearchHit, grouped_by_session
 from ..search.rank import rank, snippet
 from ..search.text import clean, fold
 from .errors import PgReadOnlyError
@@ -336,7 +337,7 @@ def search(
         shown = snippet(text, norm, folded)
         when = None if ts is None else ts.astimezone(UTC)
         hits.append(SearchHit(owner_id, seq, turn, type_, shown, score, step, when))
-    return _grouped(hits)
+    return grouped_by_session(hits)
 
 
 class ProjectStore(Protocol):
@@ -346,15 +347,35 @@ class ProjectStore(Protocol):
     project: str
 
 
-def project_search(
-    store: ProjectStore,
-    query: str,
-    session_id: str | None = None,
-    limit: int = 50,
-    filters: SearchFilter | None = None,
-) -> list[SearchHit]:
-    """Find the store's project's events whose text contains `query` (see `search`)."""
-    return search(store.pg, store.project, query, session_id, limit, filters)
+class ProjectSearch:
+    """The `StoreSearch` of a project in the database: its own index, caught up when searched."""
+
+    migrating = False  # the database's index has no older version answering meanwhile
+
+    def __init__(self, store: ProjectStore) -> None:
+        self._store = store
+
+    def search(
+        self,
+        query: str,
+        session_id: str | None = None,
+        limit: int = 50,
+        filters: SearchFilter | None = None,
+        *,
+        stale_ok: bool = False,
+    ) -> list[SearchHit]:
+        """Find the project's events whose text contains `query` (see `search`)."""
+        return search(self._store.pg, self._store.project, query, session_id, limit, filters)
+
+    def build_step(self) -> BuildProgress:
+        """Return finished: there is no index of an older version to replace."""
+        return BuildProgress(0, 0, True)
+
+    def catch_up(self, session_id: str) -> None:
+        """Nothing: a search catches the index up with what writers appended."""
+
+    def close(self) -> None:
+        """Nothing: the connections are the store's."""
 
 
 def has_trigram_index(store: PgStore) -> bool:

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..events import EVENT_ADAPTER, Event
-from ..search.extract import _Extractor
+from ..search.extract import Extractor
 from ..search.filters import SearchFilter
-from ..search.schema import _Progress, rowid_seq
+from ..search.schema import SyncProgress, rowid_seq
 from ..search.text import fold
 from .query import Conn, q, text_value
 
@@ -42,7 +42,7 @@ def extract(
 ) -> tuple[Columns, Progress]:
     """Return the rows of `events` (in log order, after `progress`) as columns, and the progress."""
     _indexed, text, seq, turn, step, ts = progress
-    extractor = _Extractor(session_id, _Progress(0, 0, -1, None, -1, text, seq, turn, step, ts))
+    extractor = Extractor(session_id, SyncProgress(0, 0, -1, None, -1, text, seq, turn, step, ts))
     for event in events:
         extractor.feed(event)
     stream_text, stream_seq, stream_turn = extractor.open_stream()

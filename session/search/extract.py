@@ -32,7 +32,15 @@ from ..events import (
     response_text,
 )
 from .filters import joined_paths, tool_paths
-from .schema import _SEQ_LIMIT, PART_EVENT, PART_STREAM, STREAM_TYPE, SearchError, _Progress, _rowid
+from .schema import (
+    _SEQ_LIMIT,
+    PART_EVENT,
+    PART_STREAM,
+    STREAM_TYPE,
+    SearchError,
+    SyncProgress,
+    _rowid,
+)
 from .text import clean, stored_norm
 
 _PLACEHOLDER = re.compile(r"\[not persisted: sha256:[0-9a-f]{16}, \d+ chars\]")
@@ -54,10 +62,10 @@ def _joined(pieces: Iterable[str | None]) -> str:
     return "\n".join(p for p in pieces if p and not _PLACEHOLDER.fullmatch(p))
 
 
-class _Extractor:
+class Extractor:
     """Turns events into text rows; carries an unfinished stream from one sync to the next."""
 
-    def __init__(self, session_id: str, progress: _Progress) -> None:
+    def __init__(self, session_id: str, progress: SyncProgress) -> None:
         self.session_id = session_id
         self.num = progress.num
         self.stream: list[str] = [progress.stream_text] if progress.stream_text else []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .query import SearchHit, _grouped
+from .query import SearchHit, grouped_by_session
 from .schema import _session_range
 from .text import clean
 
@@ -33,4 +33,4 @@ def legacy_query(
             return []
         lo, hi = _session_range(row[0])
     rows = conn.execute(_QUERY_SQL, (phrase, lo, hi, limit)).fetchall()
-    return _grouped(SearchHit(*row) for row in rows)
+    return grouped_by_session(SearchHit(*row) for row in rows)

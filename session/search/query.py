@@ -112,7 +112,7 @@ def _where(filters: SearchFilter) -> _Where:
 _ALL = _Where("", ())
 
 
-def _grouped(hits: Iterable[SearchHit]) -> list[SearchHit]:
+def grouped_by_session(hits: Iterable[SearchHit]) -> list[SearchHit]:
     """Group hits (best first) by session, sessions in the order of their best hit."""
     groups: dict[str, list[SearchHit]] = {}
     for hit in hits:
@@ -244,4 +244,4 @@ def run_query(
         shown = snippet(text, norm, folded)
         when = None if ts is None else from_micros(ts)
         hits.append(SearchHit(owner, rowid_seq(rowid), turn, type_, shown, score, step, when))
-    return _grouped(hits)
+    return grouped_by_session(hits)

@@ -176,7 +176,9 @@ def execute_all(conn: sqlite3.Connection, statements: list[str] | tuple[str, ...
 
 
 @dataclass
-class _Progress:
+class SyncProgress:
+    """How far a session is indexed: its number, the log read so far, an unfinished stream."""
+
     num: int
     log_offset: int = 0
     last_seq: int = -1

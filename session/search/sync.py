@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..log.reader import scan_log
-from .extract import _Extractor
+from .extract import Extractor
 from .grams import count_grams, note_rows
 from .schema import (
     _MAX_SESSIONS,
     PART_STREAM,
     SearchError,
-    _Progress,
+    SyncProgress,
     _rowid,
     _session_range,
     from_micros,
@@ -138,7 +138,7 @@ def drop_session(conn: sqlite3.Connection, session_id: str) -> None:
         conn.execute("DELETE FROM indexed_logs WHERE num = ?", (row[0],))
 
 
-def _progress(conn: sqlite3.Connection, session_id: str) -> _Progress | None:
+def _progress(conn: sqlite3.Connection, session_id: str) -> SyncProgress | None:
     row = conn.execute(
         "SELECT num, log_offset, last_seq, line_hash, scanned_size, stream_text, stream_seq,"
         " stream_turn, stream_step, stream_ts FROM indexed_logs WHERE session_id = ?",
@@ -146,7 +146,7 @@ def _progress(conn: sqlite3.Connection, session_id: str) -> _Progress | None:
     ).fetchone()
     if row is None:
         return None
-    progress = _Progress(*row)
+    progress = SyncProgress(*row)
     progress.stream_ts = None if row[9] is None else from_micros(row[9])
     return progress
 
@@ -185,7 +185,7 @@ def sync_one(
             conn.execute(
                 "DELETE FROM event_rows WHERE id BETWEEN ? AND ?", _session_range(progress.num)
             )
-            progress = _Progress(progress.num)
+            progress = SyncProgress(progress.num)
             stats.reindexed += 1
         elif size == progress.scanned_size:
             return  # nothing was appended since the last scan
@@ -194,12 +194,12 @@ def sync_one(
         os.close(fd)
 
 
-def _new_session(conn: sqlite3.Connection, session_id: str) -> _Progress:
+def _new_session(conn: sqlite3.Connection, session_id: str) -> SyncProgress:
     num = conn.execute("SELECT coalesce(max(num), 0) + 1 FROM indexed_logs").fetchone()[0]
     if num >= _MAX_SESSIONS:
         raise SearchError("too many sessions for the search index; rebuild it")
     conn.execute("INSERT INTO indexed_logs (num, session_id) VALUES (?, ?)", (num, session_id))
-    return _Progress(num)
+    return SyncProgress(num)
 
 
 def _index_tail(
@@ -207,7 +207,7 @@ def _index_tail(
     fd: int,
     path: Path,
     session_id: str,
-    progress: _Progress,
+    progress: SyncProgress,
     size: int,
     stats: SyncStats,
 ) -> None:
@@ -225,7 +225,7 @@ def _index_tail(
                 "DELETE FROM event_rows WHERE id = ?",
                 (_rowid(num, progress.stream_seq, PART_STREAM),),
             )
-        extractor = _Extractor(session_id, progress)
+        extractor = Extractor(session_id, progress)
         for event in scan.events:
             extractor.feed(event)
         text, stream_seq, stream_turn = extractor.open_stream()

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..checkpoints import Checkpoints
     from ..log.reader import LogScan
     from ..search.filters import SearchFilter
+    from ..search.migration import BuildProgress
     from ..search.query import SearchHit
     from ..snapshot import SessionState
     from ..workspace.identity import ProjectIdentity
@@ -117,9 +118,17 @@ class SessionLog(Protocol):
         ...
 
 
-@runtime_checkable
-class TextSearch(Protocol):
-    """A store that searches its own events (PostgreSQL; the local store has `SearchIndex`)."""
+class StoreSearch(Protocol):
+    """A store's literal search: the local store's derived index, or the database's own.
+
+    `store.open_search()` returns one; its owner closes it. Searches may take long (a
+    catch-up of the index): call them from a worker thread.
+    """
+
+    @property
+    def migrating(self) -> bool:
+        """Return True while an older index answers and this version's waits to be built."""
+        ...
 
     def search(
         self,
@@ -127,8 +136,30 @@ class TextSearch(Protocol):
         session_id: str | None = None,
         limit: int = 50,
         filters: SearchFilter | None = None,
+        *,
+        stale_ok: bool = False,
     ) -> list[SearchHit]:
-        """Return the events whose text contains `query` (literally), best first."""
+        """Catch up, then return the events whose text contains `query` (literally), best first.
+
+        `stale_ok`: while `migrating`, an unfiltered search is answered by the older index
+        as it is (the caller builds the new one with `build_step`); otherwise the build is
+        finished first. Raises `SearchError` (local) or `SessionError` (a database away).
+        """
+        ...
+
+    def build_step(self) -> BuildProgress:
+        """Build a slice of the new index (`finished` at once when none waits)."""
+        ...
+
+    def catch_up(self, session_id: str) -> None:
+        """Index what `session_id` appended since (after a turn).
+
+        The database's own index catches up when it is searched: nothing to do there.
+        """
+        ...
+
+    def close(self) -> None:
+        """Close what the search opened (the next search opens it again)."""
         ...
 
 
@@ -326,6 +357,34 @@ class SessionStore(Protocol):
 
         Only looked at: no lock is taken (a file lock probed, `pg_locks` read).
         """
+        ...
+
+    def has_sessions(self) -> bool:
+        """Return True if the project has any session here (empty ones included)."""
+        ...
+
+    def forget_stale_pointers(self, client: str | None, keep: str) -> None:
+        """Remove the pointers of `client`'s earlier launches (all but `keep`).
+
+        Only those whose editor process is gone and whose session no one holds; the
+        database keeps no such pointers.
+        """
+        ...
+
+    def fork_source(self, session_id: str) -> tuple[list[Event], list[bytes] | None]:
+        """Return a session's readable events for a fork to copy, and their log lines.
+
+        The lines (byte for byte) locally, else None; a missing or unreadable log is a
+        `SessionError`.
+        """
+        ...
+
+    def import_seed(self, session_id: str, redactor: Redactor | None) -> None:
+        """Import the seed's session of this project offered for resume (no-op if here)."""
+        ...
+
+    def open_search(self) -> StoreSearch:
+        """Return the store's literal search of this project (its caller closes it)."""
         ...
 
     def checkpoint_store(self) -> Checkpoints:

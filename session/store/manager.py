@@ -30,34 +30,27 @@ from ..log.writer import EventLog
 from ..paths import is_valid_session_id
 from ..redaction import Redactor
 from ..snapshot import SessionState
-from ..storage import (
-    StorageError,
-    atomic_write_json,
-    fsync_dir,
-    read_json_file,
-    unlink_quiet,
-)
+from ..storage import StorageError, atomic_write_json, fsync_dir, read_json_file, unlink_quiet
 from . import snapshot_file
 from .backend import StoreKind
 from .checkpoint_files import CheckpointFiles
+from .fork_source import local_fork_source
 from .layout import POINTER_PREFIX, POINTER_SUFFIX, ProjectLayout
 from .listing import SessionInfo, last_event_time, last_turn_end
 from .listing_db import ListingFile, NotingLock
+from .local_search import LocalSearch
 from .locks import LockHeldError, take_lock
 from .opening import open_from_files
-from .pointers import EditorProcess
+from .pointers import EditorProcess, pointers_naming, remove_stale_pointers
+from .seed_store import import_offered
 from .session import Lock, Session, write_session_start
-from .snapshots import log_warning, read_snapshot_file, write_snapshot_file
-
-
-def _file_identity(path: Path) -> tuple[int, int, int, int] | None:
-    """Return what changes when a file is replaced or written: device, inode, size, mtime."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
+from .snapshots import (
+    KeptSnapshot,
+    file_identity,
+    log_warning,
+    read_snapshot_file,
+    write_snapshot_file,
+)
 
 __all__ = ["POINTER_PREFIX", "POINTER_SUFFIX", "SessionManager"]
 
@@ -69,10 +62,7 @@ class SessionManager(ProjectLayout):
 
     def __init__(self, workspace_root: Path, *, home: Path | None = None) -> None:
         super().__init__(workspace_root, home=home)
-        # A snapshot read for the resume offer, handed to the open that follows (read_snapshot).
-        self._kept_snapshot: (
-            tuple[str, tuple[int, int, int, int], tuple[SessionState | None, str | None]] | None
-        ) = None
+        self._kept_snapshot: KeptSnapshot | None = None
 
     @property
     def kind(self) -> StoreKind:
@@ -151,6 +141,28 @@ class SessionManager(ProjectLayout):
         if unlink_quiet(self.pointer_path(instance_id)):
             fsync_dir(self.sessions_dir)
 
+    def forget_stale_pointers(self, client: str | None, keep: str) -> None:
+        """Remove `client`'s stale pointer files (`pointers.py`)."""
+        remove_stale_pointers(self, client=client, keep=keep)
+
+    # -- through the interface: search, fork, the seed's store -----------------------
+
+    def open_search(self) -> LocalSearch:
+        """Return the search over the project's index (`local_search.py`)."""
+        return LocalSearch(self)
+
+    def fork_source(self, session_id: str) -> tuple[list[Event], list[bytes] | None]:
+        """Return the session's readable events and their lines (`fork_source.py`)."""
+        return local_fork_source(self, session_id)
+
+    def has_sessions(self) -> bool:
+        """Return True if a session's file is here."""
+        return next(self.session_ids(), None) is not None
+
+    def import_seed(self, session_id: str, redactor: Redactor | None) -> None:
+        """Import the seed's session offered for resume (`seed_store.py`)."""
+        import_offered(self, session_id, redactor)
+
     # -- snapshots -------------------------------------------------------------
 
     def read_snapshot(
@@ -169,11 +181,11 @@ class SessionManager(ProjectLayout):
             log_warning(warnings, f"{path}: snapshot ignored ({exc})")
             return None, None
         kept, self._kept_snapshot = self._kept_snapshot, None
-        identity = _file_identity(path)
+        identity = file_identity(path)
         if kept is not None and identity is not None and kept[:2] == (session_id, identity):
             return kept[2]
         result = read_snapshot_file(path, session_id, warnings)
-        if keep and identity is not None and identity == _file_identity(path):
+        if keep and identity is not None and identity == file_identity(path):
             self._kept_snapshot = (session_id, identity, result)
         return result
 
@@ -346,7 +358,7 @@ class SessionManager(ProjectLayout):
 
     def delete_session(self, session_id: str) -> list[Path]:
         """Delete a session's log, snapshot, lock, checkpoints and pointers; return them."""
-        removed = self._pointers_naming(session_id)  # read while the session still exists
+        removed = pointers_naming(self, session_id)  # read while the session still exists
         for path in removed:
             unlink_quiet(path)
         for path in (self.log_path(session_id), self.snapshot_path(session_id)):
@@ -360,20 +372,6 @@ class SessionManager(ProjectLayout):
         unlink_quiet(self.lock_path(session_id))
         fsync_dir(self.sessions_dir)
         return removed
-
-    def _pointers_naming(self, session_id: str) -> list[Path]:
-        """Return the pointer files that name `session_id` (unreadable ones are not)."""
-        if not self.sessions_dir.is_dir():
-            return []
-        found = []
-        for path in sorted(self.sessions_dir.glob(f"{POINTER_PREFIX}*{POINTER_SUFFIX}")):
-            try:
-                raw = read_json_file(path, max_bytes=64 * 1024)
-            except (OSError, ValueError):
-                continue
-            if isinstance(raw, dict) and raw.get("sessionId") == session_id:
-                found.append(path)
-        return found
 
     # -- checkpoints and blobs -----------------------------------------------------
 

@@ -131,3 +131,18 @@ def remove_stale_pointers(
         fsync_dir(manager.sessions_dir)
         logger.info("removed %d stale pointer(s) of editors that are gone", len(removed))
     return removed
+
+
+def pointers_naming(manager: SessionManager, session_id: str) -> list[Path]:
+    """Return the pointer files that name `session_id` (unreadable ones are not)."""
+    if not manager.sessions_dir.is_dir():
+        return []
+    found = []
+    for path in sorted(manager.sessions_dir.glob(f"{POINTER_PREFIX}*{POINTER_SUFFIX}")):
+        try:
+            raw = read_json_file(path, max_bytes=64 * 1024)
+        except (OSError, ValueError):
+            continue
+        if isinstance(raw, dict) and raw.get("sessionId") == session_id:
+            found.append(path)
+    return found

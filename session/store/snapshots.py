@@ -136,3 +136,17 @@ def _line_seq(line: bytes) -> int | None:
         return parse_event_line(line).seq
     except ValueError:
         return None
+
+
+def file_identity(path: Path) -> tuple[int, int, int, int] | None:
+    """Return what changes when a file is replaced or written: device, inode, size, mtime."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+# A snapshot read for the resume offer and kept for the open that follows: the session, the
+# file's identity when read, and what the read returned (`SessionManager.read_snapshot`).
+KeptSnapshot = tuple[str, tuple[int, int, int, int], tuple[SessionState | None, str | None]]

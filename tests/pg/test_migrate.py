@@ -21,6 +21,7 @@ import pytest
 from session.errors import SessionLockedError
 from session.events import Persistence
 from session.pg import PgStore
+from session.pg.backend import PgSessionStore
 from session.pg.events import EventDraft
 from session.pg.importing import PgTransferStore, schema_exists
 from session.store.checkpoint_files import CheckpointFiles
@@ -114,7 +115,8 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def pg_side(pg_dsn: str, schema: str, workspace: Path) -> Iterator[PgTransferStore]:
-    store = PgTransferStore(PgStore.open(pg_dsn, schema=schema, pool_size=2), workspace)
+    pg = PgStore.open(pg_dsn, schema=schema, pool_size=2)
+    store = PgTransferStore(PgSessionStore(pg, workspace))
     yield store
     store.pg.close()
 

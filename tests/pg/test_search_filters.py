@@ -42,7 +42,7 @@ def test_hits_carry_step_and_time_and_filters_agree_with_the_local_index(
 ) -> None:
     (session_id,) = [row.session_id for row in project.pg.list_sessions(project.project)]
     events = {e.seq: e for e in project.read_events(session_id).events}
-    hits = project.search("config")
+    hits = project.open_search().search("config")
     assert len(hits) == 10
     for hit in hits:
         event = events[hit.seq]
@@ -55,10 +55,13 @@ def test_hits_carry_step_and_time_and_filters_agree_with_the_local_index(
         index.sync(local)
         for words, expected in CASES:
             filters = case_filter(words)
-            found = project.search("config", filters=filters)
+            found = project.open_search().search("config", filters=filters)
             assert hits_of(found) == expected, words
-            assert hits_of(project.search("config", session_id, filters=filters)) == expected
-            assert hits_of(project.search("c", filters=filters)) >= expected, words
+            assert (
+                hits_of(project.open_search().search("config", session_id, filters=filters))
+                == expected
+            )
+            assert hits_of(project.open_search().search("c", filters=filters)) >= expected, words
             mine = [h._replace(ts=None) for h in found]
             theirs = [h._replace(ts=None) for h in index.search("config", filters=filters)]
             assert mine == theirs, words
@@ -76,9 +79,12 @@ def test_the_migration_fills_existing_rows_from_their_events(
     project: PgSessionStore, pg_dsn: str
 ) -> None:
     catch_up(project.pg)
-    before = hits_of(project.search("config", filters=case_filter({"path": "conf"})))
+    before = hits_of(project.open_search().search("config", filters=case_filter({"path": "conf"})))
     _erase_new_columns(pg_dsn, project.pg.schema, unfilled=False)
-    assert hits_of(project.search("config", filters=case_filter({"path": "conf"}))) == set()
+    assert (
+        hits_of(project.open_search().search("config", filters=case_filter({"path": "conf"})))
+        == set()
+    )
     with connect(pg_dsn) as conn:
         assert conn.execute(
             f'SELECT count(*) FROM "{project.pg.schema}".search_texts WHERE step IS NOT NULL'
@@ -87,9 +93,14 @@ def test_the_migration_fills_existing_rows_from_their_events(
         for statement in fifth.statements:
             if statement.startswith(("UPDATE", "\nUPDATE")) or "search_texts t SET" in statement:
                 conn.execute(q(project.pg.schema, statement))
-    assert hits_of(project.search("config", filters=case_filter({"path": "conf"}))) == before
+    assert (
+        hits_of(project.open_search().search("config", filters=case_filter({"path": "conf"})))
+        == before
+    )
     for words, expected in CASES:
-        assert hits_of(project.search("config", filters=case_filter(words))) == expected, words
+        assert (
+            hits_of(project.open_search().search("config", filters=case_filter(words))) == expected
+        ), words
 
 
 def test_another_roles_rows_are_filled_by_its_next_search(

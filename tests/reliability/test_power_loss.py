@@ -46,7 +46,7 @@ def build_log(workspace: Path, home: Path, turns: int) -> tuple[str, list[int], 
         assert lifecycle.current.log.fsync_count == before + 1
         sync_points.append(lifecycle.current.log.offset)
         if number == 2:
-            lifecycle.manager.save(lifecycle.current)  # a snapshot in the middle
+            lifecycle.store.save(lifecycle.current)  # a snapshot in the middle
     # An open turn, flushed but never fsynced: all of it may be lost.
     recorder = lifecycle.begin_turn("unsynced question")
     recorder.start_step([])

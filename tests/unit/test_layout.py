@@ -131,6 +131,64 @@ def test_the_edges_never_import_each_other() -> None:
                 assert not others, name
 
 
+# The concrete stores and the packages that are theirs: the local store (its files and the
+# indexes derived from them) and PostgreSQL. Everything else goes through `SessionStore`
+# (session/store/backend.py) and opens a store with `session/store/choose.py`.
+CONCRETE_STORES = {
+    "SessionManager",
+    "ProjectLayout",
+    "PgSessionStore",
+    "PgStore",
+    "LocalTransferStore",
+    "PgTransferStore",
+    "LocalSearch",
+    "ProjectSearch",
+}
+STORE_PACKAGES = (
+    "session.store",
+    "session.pg",
+    "session.search",
+    "session.timeline",
+    "session.catalog",
+)
+# Still naming a concrete store: the store tools (`sessions …`, the demo) and the MCP
+# server's scope over every project (#45's remaining work: behind `choose`).
+STORE_TOOLS = {
+    "lsp_server.admin",
+    "lsp_server.admin.doctor",
+    "lsp_server.admin.migrate",
+    "lsp_server.admin.seed_import",
+    "lsp_server.admin.targets",
+    "lsp_server.demo.store_view",
+    "mcp_edge.scope",
+}
+
+
+def names_in(path: Path) -> set[str]:
+    """Return every name and attribute a module's code mentions (its strings aside)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.alias):
+            found.add(node.asname or node.name.rpartition(".")[2])
+    return found
+
+
+def test_no_concrete_store_class_is_named_outside_its_store() -> None:
+    """Search, indexing after a turn, fork and the resume offer go through the interface."""
+    outside = {
+        name: sorted(names_in(path) & CONCRETE_STORES)
+        for name, path in modules().items()
+        if not name.startswith(STORE_PACKAGES) and name not in STORE_TOOLS
+    }
+    assert {name: found for name, found in outside.items() if found} == {}
+    assert "SessionManager" in names_in(modules()["mcp_edge.scope"])  # the check sees names
+
+
 def third_party_imports(name: str) -> set[str]:
     """Return the top-level names a module of ours imports when it runs."""
     tree = ast.parse(modules()[name].read_text(encoding="utf-8"))

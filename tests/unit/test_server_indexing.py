@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from lsp_server.server import AgentAssistServer
 from session.search import SearchIndex
+from session.store.local_search import LocalSearch
 from session.store.manager import SessionManager
 
 from .conftest import make_lifecycle, run_turn
@@ -37,7 +38,7 @@ async def syncing(manager: SessionManager) -> tuple[AgentAssistServer, HeldIndex
     server = AgentAssistServer()
     server.lifecycle = lifecycle
     index = HeldIndex(manager.project_dir / "index.sqlite")
-    server.engine.indexing._index = index
+    server.engine.indexing._search = LocalSearch(manager, index)
     server.index_in_background()
     assert await asyncio.to_thread(index.entered.wait, 10)
     return server, index
