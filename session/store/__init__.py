@@ -1,9 +1,8 @@
 """The files of one project directory: logs, snapshots, pointers and locks; the store interface.
 
-- `backend`: `SessionStore` and `SessionLog`, what any session store does (the local one
-  here, PostgreSQL's in `session/pg/backend.py`);
+- `backend`: `SessionStore`, `SessionLog` and `StoreSearch`, what any session store does
+  (the local one here, PostgreSQL's in `session/pg/backend.py`);
 - `choose`: `open_store`, the store `initializationOptions.store` / `AGENT_ASSIST_STORE` names;
-- `local`: `LocalSessionStore`, the name of the local one (`SessionManager`);
 - `layout`: `ProjectLayout`, where a project's files live, checked before use;
 - `projects`: which directory under `projects/` holds a project, found by its identity;
 - `manager`: `SessionManager`, the project's pointers and locks, and the ways a session is
@@ -16,6 +15,8 @@
 - `snapshot_file`: the session file `sessions/<id>.json` as the seed defines it, and its
   manifest cache;
 - `checkpoint_files`: `CheckpointFiles`, checkpoint records and blobs as the project's files;
+- `local_search`: `LocalSearch`, the search over the project's index, caught up first;
+- `fork_source`: what a fork copies from a session's log, byte for byte;
 - `listing`: the session listing and the time of a log's last event;
 - `listing_index`: the session list as a projection, refreshed only where files changed;
 - `listing_db`: its file `listing.sqlite`, opened, checked and written;

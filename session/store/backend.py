@@ -10,7 +10,7 @@ state and history, whichever store wrote it.
 
 Two implementations keep one contract (`tests/store/test_contract.py`):
 
-- `store/manager.py` `SessionManager` (`LocalSessionStore`): the files of one project; the
+- `store/manager.py` `SessionManager`: the files of one project; the
   log is an `EventLog`, the lock an `flock` on `<id>.lock`;
 - `pg/backend.py` `PgSessionStore`: PostgreSQL (`PgStore`); the log a `PgEventLog`, the lock
   an advisory lock held by the writer's own connection.

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from session.store.backend import SessionStore
-from session.store.local import LocalSessionStore
+from session.store.choose import open_store
 
 PG_ENV = "AGENT_ASSIST_TEST_PG"
 HOW = 'eval "$(tests/pg/start-postgres.sh)" starts one; .ci/run always does'
@@ -41,7 +41,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         home = tmp_path / "home"
 
         def local() -> SessionStore:
-            return LocalSessionStore(workspace, home=home)
+            return open_store(None, workspace, home=home)
 
         store = local()
 

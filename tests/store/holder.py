@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from session.store.backend import SessionStore
-from session.store.local import LocalSessionStore
+from session.store.choose import open_store
 
 
 def main(argv: list[str]) -> None:
@@ -21,7 +21,7 @@ def main(argv: list[str]) -> None:
     kind, workspace, where, session_id = argv
     store: SessionStore
     if kind == "local":
-        store = LocalSessionStore(Path(workspace), home=Path(where))
+        store = open_store(None, Path(workspace), home=Path(where))
     else:
         from session.pg.backend import PgSessionStore
 
