@@ -57,7 +57,7 @@ def drift_message(drift: DriftReport) -> str | None:
 
 
 def _modes(held: Held) -> SessionModeState:
-    return modes.mode_state(held.engine.session.current.state.phase)
+    return modes.mode_state(held.engine.lifecycle.current.state.phase)
 
 
 class AcpAgent:
@@ -129,7 +129,7 @@ class AcpAgent:
         root = checks.project_dir(cwd)
         sid = checks.session_id(session_id)
         held, drift = await self.sessions.open(root, sid, checks.mcp_servers(mcp_servers))
-        store = held.engine.session.store
+        store = held.engine.lifecycle.store
         # Two passes over the log, streamed (a batch of events in memory at a time): the
         # rewinds first (a later rewind hides earlier turns: a quick pass validating those
         # only), then the updates, sent a batch at a time as they are made (in a worker
@@ -270,7 +270,7 @@ class AcpAgent:
         except ValueError as exc:
             raise checks.invalid(str(exc), modeId=mode_id) from None
         async with held.engine.turn_lock:  # between turns, as the model's own change
-            held.engine.session.set_phase(phase)
+            held.engine.lifecycle.set_phase(phase)
         return SetSessionModeResponse()
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:

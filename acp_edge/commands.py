@@ -65,7 +65,7 @@ async def run(sessions: Sessions, held: Held, name: str, argument: str) -> str:
         raise failed(f"/{name} waits for no turn: session {held.session_id} is answering")
     if name in HISTORY:
         return await HISTORY[name](sessions, held, argument)
-    lifecycle = engine.session
+    lifecycle = engine.lifecycle
     if name == "save":
         async with engine.turn_lock:
             saved = lifecycle.explicit_save()

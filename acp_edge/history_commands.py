@@ -33,7 +33,7 @@ def new(held: Held) -> str:
 
 async def sessions(registry: Sessions, held: Held) -> str:
     """`/sessions`: this project's sessions, newest first (title, turns, last active, id)."""
-    store = held.engine.session.store
+    store = held.engine.lifecycle.store
     rows, total, _folded = await asyncio.to_thread(store.list_rows_page, 0, None, empty=True)
     here = {sid: None for sid, other in registry.held.items() if other.root == held.root}
     rows = listed(rows, here)
@@ -51,7 +51,7 @@ async def sessions(registry: Sessions, held: Held) -> str:
 
 async def checkpoint(registry: Sessions, held: Held, argument: str) -> str:
     """`/checkpoint`: list this session's checkpoints; `/checkpoint N`: restore one, if allowed."""
-    lifecycle = held.engine.session
+    lifecycle = held.engine.lifecycle
     if not argument:
         records = await asyncio.to_thread(lifecycle.list_checkpoints)
         if not records:
@@ -109,7 +109,7 @@ async def checkpoint(registry: Sessions, held: Held, argument: str) -> str:
 async def fork(registry: Sessions, held: Held) -> str:
     """`/fork`: a new session with this one's history up to its last closed turn."""
     child = await registry.fork(held.root, held.session_id)
-    turns = child.engine.session.current.state.turns
+    turns = child.engine.lifecycle.current.state.turns
     await registry.close(child.session_id, "forked by /fork")  # in the store, for any client
     return (
         f"Forked session {held.session_id} into {child.session_id} ({turns} turns). Open it "
@@ -119,7 +119,7 @@ async def fork(registry: Sessions, held: Held) -> str:
 
 async def reset(registry: Sessions, held: Held) -> str:
     """`/reset`: the seed's reset (this session deleted, a fresh one started), if confirmed."""
-    lifecycle = held.engine.session
+    lifecycle = held.engine.lifecycle
     targets = await asyncio.to_thread(lifecycle.reset_targets)
     names = " and ".join(f"{t}/" if t == "templates" else t for t in targets)
     choices = [option("allow", "Reset, keep the files")]

@@ -110,7 +110,7 @@ class ModelOptions:
                 base = self.configured
                 config = config.with_window(base.context_window, base.window_source)
             engine.config = config
-            engine.session.set_history_budget(config.history_budget)
+            engine.lifecycle.set_history_budget(config.history_budget)
             engine.runner = ChatRunner(config.model)  # a turn in flight keeps the one it has
             engine.model_server.learn()  # the new model's window and tools, in the background
             logger.info("session %s: the model is now %s", held.session_id, value)

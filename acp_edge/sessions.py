@@ -102,7 +102,7 @@ class Sessions:
 
     def _hold(self, engine: Engine, root: Path, mcp: Sequence[Any]) -> Held:
         engine.use_mcp_servers(mcp)
-        lifecycle = engine.session
+        lifecycle = engine.lifecycle
         session_id = lifecycle.session_id
         engine.host.session_id = session_id  # type: ignore[attr-defined]
         held = Held(session_id, root, engine)
@@ -117,7 +117,7 @@ class Sessions:
         """Start a fresh session of the project at `root`."""
         engine = await self._engine(root)
         try:
-            engine.session.start_fresh()
+            engine.lifecycle.start_fresh()
         except (SessionError, StorageError) as exc:
             engine.close("a session that could not start")
             raise failed(f"cannot start a session: {exc}") from None
@@ -133,7 +133,7 @@ class Sessions:
             return found, None
         engine = await self._engine(root)
         try:
-            drift = engine.session.resume(session_id)
+            drift = engine.lifecycle.resume(session_id)
         except SessionNotFoundError:
             engine.close("a session that was not found")
             raise invalid(f"no session {session_id} in the project at {root}") from None
@@ -150,7 +150,7 @@ class Sessions:
         from session.fork import fork_session
 
         engine = await self._engine(root)
-        lifecycle = engine.session
+        lifecycle = engine.lifecycle
         try:
             if not lifecycle.store.exists(parent_id):
                 raise invalid(f"no session {parent_id} in the project at {root}")

@@ -105,7 +105,7 @@ def usage_of(counts: dict[str, Any]) -> Usage | None:
 async def after_turn(link: ClientLink, held: Held, titled: str | None, phase: str | None) -> None:
     """Tell the client the new title (a first turn), mode (the model's), and the window's use."""
     engine = held.engine
-    state = engine.session.current.state
+    state = engine.lifecycle.current.state
     if state.phase != phase:
         await link.update(held.session_id, mode_changed(state.phase))
     if state.title and state.title != titled:
@@ -117,7 +117,7 @@ async def after_turn(link: ClientLink, held: Held, titled: str | None, phase: st
         await link.update(held.session_id, info)
     # The history's estimated size (the cached bound the engine compacts by), not the
     # turn's input tokens: those add up every model call of the turn.
-    used = engine.session.current.history.token_bound()
+    used = engine.lifecycle.current.history.token_bound()
     window = UsageUpdate(
         session_update="usage_update", used=used, size=engine.config.context_window
     )
@@ -140,7 +140,7 @@ async def run_prompt(link: ClientLink, held: Held, text: str) -> PromptResponse:
             host.sink = sink
         return sink
 
-    state = held.engine.session.current.state
+    state = held.engine.lifecycle.current.state
     titled, phase = state.title, state.phase
     turn = asyncio.ensure_future(held.engine.turns.run(text, open_sink))
     held.turn = turn
@@ -165,7 +165,7 @@ async def run_prompt(link: ClientLink, held: Held, text: str) -> PromptResponse:
         raise error
     outcome = turn.result()
     await after_turn(link, held, titled, phase)
-    log = held.engine.session.current.log
+    log = held.engine.lifecycle.current.log
     if not log.online:  # kept on this machine while the database is away: tried between turns
         held.engine.host.spawn(asyncio.to_thread(log.retry), "store retry")
     return PromptResponse(

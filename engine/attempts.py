@@ -48,7 +48,7 @@ async def run_attempts(
     """
     assert ls.runner is not None
     runner = ls.runner
-    lifecycle = ls.session
+    lifecycle = ls.lifecycle
     deps = ToolDeps(
         lifecycle,
         ls.host.edits,
@@ -124,7 +124,7 @@ def adopt_window(ls: Engine, window: int, source: str) -> bool:
         ls.config.context_window,
     )
     ls.config = ls.config.with_window(window, "overflow")
-    ls.session.set_history_budget(ls.config.history_budget)
+    ls.lifecycle.set_history_budget(ls.config.history_budget)
     return True
 
 

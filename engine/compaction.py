@@ -47,7 +47,7 @@ class Compaction:
         `asked`: the user asked for it, so with two closed turns or more something is compacted.
         """
         engine = self.engine
-        lifecycle = engine.session
+        lifecycle = engine.lifecycle
         current = lifecycle.message_history()
         tokens = history_tokens(current)
         result = CompactOutcome(

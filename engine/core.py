@@ -49,7 +49,7 @@ class Engine:
         self.edge = edge  # recorded with each turn: which edge wrote it
         self.config = config or ServerConfig()
         self.root = root or Path.cwd()
-        self.lifecycle: SessionLifecycle | None = None
+        self.lifecycle_or_none: SessionLifecycle | None = None
         self.mcp = McpServers()  # the MCP servers the edge was given (`use_mcp_servers`)
         self._runner: ChatRunner | None = None
         self.turn_lock = asyncio.Lock()  # one turn (or history operation) at a time
@@ -117,7 +117,7 @@ class Engine:
         secrets = tuple(s for s in (model.api_key, url_credential(model.base_url)) if s)
         for secret in secrets:  # never in a log record either
             self.redactor.add_secret(secret)
-        self.lifecycle = SessionLifecycle(
+        self.lifecycle_or_none = SessionLifecycle(
             store,
             self.config.instance_id,
             LifecycleConfig(
@@ -134,7 +134,7 @@ class Engine:
 
     async def connect_store(self) -> bool:
         """Open the configured store if it is not open yet; False (and why: `store_error`)."""
-        if self.lifecycle is not None:
+        if self.lifecycle_or_none is not None:
             return True
         try:
             # A database that does not answer opens offline: the session is kept on this
@@ -153,20 +153,23 @@ class Engine:
         return True
 
     @property
-    def session(self) -> SessionLifecycle:
-        """Return the lifecycle (once the store is open), else say why there is none."""
-        if self.lifecycle is None:
+    def lifecycle(self) -> SessionLifecycle:
+        """Return the lifecycle (once the store is open), else say why there is none.
+
+        `lifecycle_or_none` is the same object, None before the store is open.
+        """
+        if self.lifecycle_or_none is None:
             raise UserError(self.store_error or "the server is not initialized yet")
-        return self.lifecycle
+        return self.lifecycle_or_none
 
     @property
     def search(self) -> StoreSearch:
         """Return the project's search (opened on first use; see `StoreSearch`)."""
-        return self.indexing.search(self.session)
+        return self.indexing.search(self.lifecycle)
 
     def index_in_background(self) -> None:
         """Index the current session in a worker thread (see `indexing`)."""
-        self.indexing.in_background(self.lifecycle)
+        self.indexing.in_background(self.lifecycle_or_none)
 
     def session_started(self) -> None:
         """Once the session is settled: ask the model server about itself, in the background."""
@@ -174,10 +177,10 @@ class Engine:
 
     def save_after_error(self) -> None:
         """Autosave after an internal error (best effort: another error is being reported)."""
-        if self.lifecycle is None:
+        if self.lifecycle_or_none is None:
             return
         try:
-            self.lifecycle.snapshot_and_save()
+            self.lifecycle_or_none.snapshot_and_save()
         except Exception:
             logger.exception("autosave after an internal error failed")
 
@@ -191,12 +194,12 @@ class Engine:
             self.mcp = McpServers()
             if self._runner is not None:
                 self._runner.mcp = self.mcp
-        if self.lifecycle is None or self.closed:
+        if self.lifecycle_or_none is None or self.closed:
             return
         self.closed = True
-        target = self.indexing.target(self.lifecycle)
+        target = self.indexing.target(self.lifecycle_or_none)
         try:
-            saved = self.lifecycle.close()
+            saved = self.lifecycle_or_none.close()
             logger.info("autosave on %s: %s", why, "written" if saved else "skipped")
         except Exception as exc:  # on the way out: report it, never raise it
             logger.error("autosave on %s failed: %s", why, exc)
@@ -204,7 +207,7 @@ class Engine:
         # running (it holds the index) must not keep the snapshot from being written.
         self.indexing.sync_at_exit(target)
         try:
-            self.lifecycle.store.close()
+            self.lifecycle_or_none.store.close()
         except Exception as exc:
             logger.error("closing the session store failed: %s", exc)
         self.indexing.close()

@@ -94,7 +94,7 @@ class ModelServer:
         elif window is not None and may_take:  # after an overflow, only a smaller one
             logger.info("the model server's window: %d tokens (%s)", window, source)
             ls.config = config.with_window(window, source)
-            ls.session.set_history_budget(ls.config.history_budget)
+            ls.lifecycle.set_history_budget(ls.config.history_budget)
         if facts.takes_tools is False and runner.tools:
             runner.without_tools()
             logger.warning("%s takes no tools for this model; chatting without them", facts.kind)

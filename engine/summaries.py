@@ -112,7 +112,7 @@ class RunningSummary:
 
     async def summarize_once(self) -> bool:
         """Summarise what the running summary does not cover yet; True if recorded."""
-        lifecycle = self.engine.session
+        lifecycle = self.engine.lifecycle
         session = lifecycle.session
         plan = lifecycle.plan_summary()
         if session is None or plan is None:

@@ -113,7 +113,7 @@ class TurnEngine:
 
     async def _turn(self, text: str, open_sink: OpenSink, kept: Kept | None) -> TurnOutcome:
         engine = self.engine
-        lifecycle = engine.session
+        lifecycle = engine.lifecycle
         await engine.model_server.before_turn()  # its window and tools, if it says
         runner = engine.runner
         assert runner is not None
@@ -195,7 +195,7 @@ class TurnEngine:
         if runner is not None and not runner.props_read:
             learn = engine.model_server.after_first_answer(runner)
             engine.host.spawn(learn, "llama-server's /props")
-        lifecycle = engine.lifecycle
+        lifecycle = engine.lifecycle_or_none
         if runner is not None and lifecycle is not None and lifecycle.session is not None:
             try:
                 runner.prepare_history(lifecycle.message_history())

@@ -204,16 +204,16 @@ class AgentAssistServer(LanguageServer):
     def lifecycle(self) -> SessionLifecycle:
         """Return this instance's session lifecycle (after initialize, once the store is open).
 
-        Before that a request is answered with why; `engine.lifecycle` is None meanwhile.
+        Before that a request is answered with why; `engine.lifecycle_or_none` is None meanwhile.
         """
         try:
-            return self.engine.session
+            return self.engine.lifecycle
         except UserError as exc:
             raise RequestFailedError(exc.message) from None
 
     @lifecycle.setter
     def lifecycle(self, lifecycle: SessionLifecycle | None) -> None:
-        self.engine.lifecycle = lifecycle
+        self.engine.lifecycle_or_none = lifecycle
 
     @property
     def store_search(self) -> StoreSearch:
@@ -302,7 +302,7 @@ class AgentAssistServer(LanguageServer):
 
     def autosave(self, why: str) -> None:
         """Autosave and release the session (idempotent); never raises."""
-        if self.engine.lifecycle is None or self.closed:
+        if self.engine.lifecycle_or_none is None or self.closed:
             return
         self.closed = True
         self.stop_watching.set()

@@ -132,13 +132,13 @@ class LiveSettings(Feature):
             model = ls.config.model
             for secret in (model.api_key, url_credential(model.base_url)):
                 ls.log_redactor.add_secret(secret)
-                if ls.engine.lifecycle is not None:
+                if ls.engine.lifecycle_or_none is not None:
                     ls.lifecycle.redactor.add_secret(secret)
             ls.runner = ChatRunner(model)  # a turn in flight keeps the runner it started with
             if ls.config.window_source not in ("default", "setting"):  # the old server's window
                 ls.config = ls.config.with_window(after.context_window, after.window_source)
                 live["context_window"] = after.context_window
-        if ls.engine.lifecycle is not None and "context_window" in live:
+        if ls.engine.lifecycle_or_none is not None and "context_window" in live:
             ls.lifecycle.set_history_budget(ls.config.history_budget)
         logger.info("settings changed: %s", ", ".join(sorted(live)))
         return warnings

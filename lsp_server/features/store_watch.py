@@ -29,7 +29,7 @@ class StoreWatch(Feature):
     async def session_started(self) -> None:
         """Replay spools left behind, then watch the store (PostgreSQL only)."""
         ls = self.server
-        if ls.engine.lifecycle is None or ls.lifecycle.store.kind != "postgresql":
+        if ls.engine.lifecycle_or_none is None or ls.lifecycle.store.kind != "postgresql":
             return
         # Started while the database did not answer: the session is kept on this machine.
         notice = getattr(ls.lifecycle.store, "offline_notice", lambda: None)()
@@ -58,7 +58,7 @@ class StoreWatch(Feature):
     async def watch(self, *, told_offline: bool = False) -> None:
         """Check the store every second; retry it between turns; say when it goes and comes."""
         ls = self.server
-        while not ls.closed and ls.engine.lifecycle is not None:
+        while not ls.closed and ls.engine.lifecycle_or_none is not None:
             await asyncio.sleep(CHECK_SECONDS)
             lifecycle = ls.lifecycle
             state = lifecycle.store_state()

@@ -55,7 +55,7 @@ class WorkspaceWatch(Feature):
     async def changed(self, params: types.DidChangeWatchedFilesParams) -> None:
         """Report drift for tracked files the editor saw change."""
         ls = self.server
-        if ls.engine.lifecycle is None:
+        if ls.engine.lifecycle_or_none is None:
             return
         self.report_drift(relative_paths(ls.root, [change.uri for change in params.changes]))
 
@@ -63,7 +63,7 @@ class WorkspaceWatch(Feature):
     async def opened(self, params: types.DidOpenTextDocumentParams) -> None:
         """Note a tracked file opened with unsaved changes (after a resume, say) for the model."""
         ls = self.server
-        if ls.engine.lifecycle is None:
+        if ls.engine.lifecycle_or_none is None:
             return
         document = params.text_document
         for relative in relative_paths(ls.root, [document.uri]):
@@ -122,7 +122,7 @@ class WorkspaceWatch(Feature):
     def report_drift(self, paths: list[str]) -> None:
         """Check changed paths against the manifest; tell the client about real drift."""
         ls = self.server
-        if ls.engine.lifecycle is None or ls.closed or not paths:
+        if ls.engine.lifecycle_or_none is None or ls.closed or not paths:
             return
         report = ls.lifecycle.check_live_drift(paths)
         if report is not None:

@@ -130,7 +130,7 @@ async def test_a_turn_with_tools_a_retry_an_aborted_and_a_failed_turn(
 ) -> None:
     with FakeOpenAI(label="steps") as fake:
         engine = await recorded_session(workspace, fake)
-        session_id = engine.session.session_id
+        session_id = engine.lifecycle.session_id
         events = SessionManager(workspace, home=home).read_events(session_id).events
         engine.close("the test ends")
     turns = turn_steps(events, fold=100)
