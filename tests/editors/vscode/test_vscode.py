@@ -11,15 +11,29 @@ required.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.install.readme import (
+    CODE_SERVER,
+    NODE24_BIN,
+    README,
+    VSCODE,
+    VSCODE_README,
+    VSIX_STEPS,
+    documented,
+    home_env,
+    sh,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 EXTENSION = REPO / "editors" / "vscode"
@@ -109,3 +123,41 @@ def test_end_to_end_in_code_server(
         assert shot.stat().st_mtime >= started, f"{shot} is from an earlier run"
         if kept:
             assert (kept / shot.name).read_bytes() == shot.read_bytes(), f"{shot.name} was not kept"
+
+
+# -- the README's .vsix install (here: it shares this folder's build and tools) ----------------
+
+
+def test_the_vsix_builds_and_installs_with_code_install_extension(scratch_home: Path) -> None:
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed: the VS Code extension cannot be built")
+    code_server = shutil.which("code-server") or (CODE_SERVER if CODE_SERVER.exists() else None)
+    if code_server is None:
+        pytest.skip(
+            "code-server is not installed (tests/editors/vscode's e2e installs it under "
+            "editors/vscode/.tools/e2e: run that test first, or npm install -g code-server)"
+        )
+    home = scratch_home
+    (home / "bin" / "code").symlink_to(code_server)  # `code`'s CLI: code-server takes its flags
+    env = home_env(home)
+    if NODE24_BIN.is_dir():  # code-server needs Node 22+; the suite's tools have Node 24
+        env["PATH"] = os.pathsep.join([str(NODE24_BIN), env["PATH"]])
+    build, install = (documented(step, README, VSCODE_README) for step in VSIX_STEPS)
+
+    started = time.time()
+    vsix = Path(sh(build, env, home).strip().splitlines()[-1])
+    assert vsix == home / "src" / "agent-assist" / "editors" / "vscode" / "agent-assist.vsix"
+    assert vsix.stat().st_mtime >= started - 1, "the .vsix was not rebuilt"
+    manifest = json.loads((VSCODE / "package.json").read_text())
+    with zipfile.ZipFile(vsix) as packed:
+        packaged = json.loads(packed.read("extension/package.json"))
+        assert packaged["version"] == manifest["version"]
+        assert "extension/" + manifest["main"].removeprefix("./") in packed.namelist()
+
+    sh(install, env, home)
+    listed = sh("code --list-extensions --show-versions", env, home).split()
+    extension_id = f"{manifest['publisher']}.{manifest['name']}"
+    assert f"{extension_id}@{manifest['version']}" in listed
+    installed = home / ".local" / "share" / "code-server" / "extensions"
+    [folder] = installed.glob(f"{extension_id}-{manifest['version']}*")
+    assert (folder / manifest["main"]).is_file()
