@@ -41,7 +41,7 @@ from .listing_db import ListingFile, NotingLock
 from .local_search import LocalSearch
 from .locks import LockHeldError, take_lock
 from .opening import open_from_files
-from .pointers import EditorProcess, pointers_naming, remove_stale_pointers
+from .pointers import EditorProcess, pointers_naming, points_to, remove_stale_pointers
 from .seed_store import import_offered
 from .session import Lock, Session, write_session_start
 from .snapshots import (
@@ -126,15 +126,16 @@ class SessionManager(ProjectLayout):
         """Point this editor instance at `session_id` (which must exist).
 
         `editor`: the editor process the instance is named after, recorded so the pointer
-        can be removed once that process is gone (`pointers.py`).
+        can be removed once that process is gone (`pointers.py`). A pointer that says so
+        already is left as it is (a resume of the session it names fsyncs nothing).
         """
         if not self.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id} in this project")
         self.ensure_dirs()
-        pointer = {"sessionId": self._checked(session_id), "updatedAt": utcnow().isoformat()}
-        atomic_write_json(
-            self.pointer_path(instance_id), pointer | (editor.record() if editor else {})
-        )
+        path, record = self.pointer_path(instance_id), editor.record() if editor else {}
+        if not points_to(path, self._checked(session_id), record):
+            pointer = {"sessionId": session_id, "updatedAt": utcnow().isoformat()}
+            atomic_write_json(path, pointer | record)
 
     def delete_pointer(self, instance_id: str) -> None:
         """Remove this instance's pointer."""

@@ -146,3 +146,20 @@ def pointers_naming(manager: SessionManager, session_id: str) -> list[Path]:
         if isinstance(raw, dict) and raw.get("sessionId") == session_id:
             found.append(path)
     return found
+
+
+def points_to(path: Path, session_id: str, record: dict[str, object]) -> bool:
+    """Return True if the pointer file at `path` names `session_id` and records `record`.
+
+    Exactly: the same keys (its `updatedAt` aside) and values; unreadable is False.
+    """
+    try:
+        raw = read_json_file(path, max_bytes=64 * 1024)
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(raw, dict)
+        and raw.keys() == {"sessionId", "updatedAt", *record}
+        and raw["sessionId"] == session_id
+        and all(raw[key] == value for key, value in record.items())
+    )

@@ -61,3 +61,29 @@ def test_only_pointers_of_gone_editors_naming_free_sessions_are_removed(
 def test_a_process_id_that_names_no_single_process_is_taken_as_alive() -> None:
     assert process_alive(0) and process_alive(-1)  # never a signal to a process group
     assert not process_alive(gone_pid())
+
+
+def test_a_pointer_that_says_so_already_is_not_written_again(tmp_path: Path, home: Path) -> None:
+    """A resume of the session the pointer names writes (and fsyncs) nothing; a change does."""
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    first, second = make_session(workspace, home), make_session(workspace, home)
+    manager = SessionManager(workspace, home=home)
+    path = manager.pointer_path("Ed-1")
+    editor = EditorProcess("Ed", 4242)
+    manager.write_pointer("Ed-1", first, editor)
+    written = path.stat()
+    manager.write_pointer("Ed-1", first, editor)
+    assert path.stat().st_ino == written.st_ino  # left as it was (an atomic write replaces)
+
+    for session, again in ((first, EditorProcess("Ed", 4243)), (second, editor), (first, None)):
+        before = path.stat().st_ino
+        manager.write_pointer("Ed-1", session, again)
+        recorded = json.loads(path.read_text())
+        assert path.stat().st_ino != before and recorded["sessionId"] == session
+        assert recorded.get("processId") == (again.pid if again else None)
+
+    path.write_text(json.dumps({"sessionId": first, "updatedAt": "x", "extra": 1}))
+    tampered = path.stat().st_ino
+    manager.write_pointer("Ed-1", first)  # not exactly ours: written again
+    assert path.stat().st_ino != tampered and "extra" not in json.loads(path.read_text())
