@@ -1,21 +1,23 @@
-"""Opening a session: its snapshot and the log after it, or a rebuild from the whole log.
+"""Opening a local session: its snapshot and the log after it, or a rebuild from the log.
 
-Start-up cost does not grow with the log: a snapshot that matches the log (the line at
-its `log_offset` is event `last_seq`) is read with only the log after it. A missing,
-damaged or mismatched snapshot is rebuilt from the log, keeping what only it knows; a
-turn left open by a process that died is closed as interrupted.
+A snapshot that matches the log (the line at its `log_offset` is event `last_seq`) is read
+with only the log after it (`restore.py`, as PostgreSQL's). A missing, damaged or
+mismatched snapshot is rebuilt from the log, keeping what only it knows; a log that is
+missing leaves the snapshot to continue from; a turn left open by a process that died is
+closed as interrupted.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..derive.history import HistoryBuilder, ReplayRequiredError, build_history
+from ..derive.history import HistoryBuilder
 from ..errors import SessionNotFoundError
 from ..log.reader import LogScan, scan_log
 from ..log.writer import EventLog
 from ..redaction import Redactor
-from ..snapshot import SessionState, apply_event_to_state, state_from_events
+from ..snapshot import SessionState
+from .restore import continue_snapshot, rebuild, without_content
 from .session import Lock, Session, settle_opened
 from .snapshots import snapshot_matches_log
 
@@ -40,37 +42,13 @@ def open_from_files(
     builder: HistoryBuilder | None = None
     if state is not None and log_path.exists() and snapshot_matches_log(log_path, state):
         scan = scan_log(log_path, state.log_offset, state.last_seq + 1)
-        builder = HistoryBuilder.from_snapshot(
-            [] if state.persistence == "metadata" else state.recent_messages, state.last_seq
-        )
-        try:
-            for event in scan.events:
-                builder.apply(event)
-        except ReplayRequiredError:
-            builder = None
-        for event in scan.events:
-            apply_event_to_state(state, event)
+        builder = continue_snapshot(state, scan.events)
     if builder is None or scan is None:
         full = scan_log(log_path)
         if full.events:
-            rebuilt = state_from_events(session_id, full.events)
-            if state is not None:  # keep what only the snapshot knows
-                rebuilt.file_manifest = state.file_manifest or rebuilt.file_manifest
-                rebuilt.file_stats = state.file_stats
-                rebuilt.stat_cache = state.stat_cache
-                rebuilt.dir_stats = state.dir_stats
-                rebuilt.tracked_patterns = state.tracked_patterns
-                rebuilt.manifest_recorded_ns = state.manifest_recorded_ns
-                rebuilt.agent_spec_path = state.agent_spec_path
-                rebuilt.instance_id = state.instance_id
-                rebuilt.workspace_root = state.workspace_root
-                rebuilt.created_at = min(rebuilt.created_at, state.created_at)
-            elif log_path.exists():
+            if state is None and log_path.exists():
                 warnings.append(f"{session_id}: no usable snapshot; rebuilt from the log")
-            state = rebuilt
-            builder = build_history(full.events)
-            if state.persistence == "metadata":
-                builder = HistoryBuilder(open_turn=builder.open_turn)
+            state, builder = rebuild(session_id, full.events, state)
         elif state is not None:
             if state.last_seq >= 0:
                 warnings.append(
@@ -89,10 +67,8 @@ def open_from_files(
     elif read_only:
         read_only_reason = "opened read-only"
     # The session's own mode, recorded when it started, whatever this process is set to.
-    metadata = state.persistence == "metadata"
-    redactor = (redactor or Redactor()).with_mode(metadata)
-    if metadata:  # its log holds placeholders, never conversation: nothing to send
-        builder = HistoryBuilder(base_seq=state.last_seq, open_turn=builder.open_turn)
+    redactor = (redactor or Redactor()).with_mode(state.persistence == "metadata")
+    builder = without_content(state, builder)
     log = EventLog.for_scan(log_path, scan, redactor=redactor)
     log.read_only = read_only_reason is not None
     if scan.last_seq is None:

@@ -107,7 +107,7 @@ def test_read_only_commands_change_nothing_and_search_reads_what_is_not_indexed(
 ) -> None:
     first = record_session(pg_store, [("hello there", "General Kenobi")])
     # A server's search indexes the first session; the second is recorded after it.
-    assert [h.session_id for h in pg_store.search("Kenobi")] == [first]
+    assert [h.session_id for h in pg_store.open_search().search("Kenobi")] == [first]
     second = record_session(pg_store, [("second question", "Kenobi again")], instance="b")
     before = fingerprint(pg_dsn, schema)
     with pg_store.acquire_lock(second):  # in use: a command that locked would be refused
@@ -126,7 +126,7 @@ def test_read_only_commands_change_nothing_and_search_reads_what_is_not_indexed(
     assert {r["sessionId"] for r in found["results"]} == {first, second}
     assert found["notIndexed"] > 0
     # What a server's search then indexes is found the same way, and nothing is left to say.
-    assert {h.session_id for h in pg_store.search("Kenobi")} == {first, second}
+    assert {h.session_id for h in pg_store.open_search().search("Kenobi")} == {first, second}
     code, out, err = cli("sessions", "search", "Kenobi", "--workspace", str(workspace), env=env)
     assert code == 0 and first in out and second in out and "not indexed" not in err
 
@@ -184,7 +184,7 @@ def test_a_read_only_search_finds_what_a_catch_up_would_index(
     recorder.chunk("a partial zebra ")
     assert lifecycle.session is not None
     lifecycle.session.log.sync()
-    assert pg_store.search("zebra")  # indexed, the stream so far as a provisional row
+    assert pg_store.open_search().search("zebra")  # indexed, the stream so far as a provisional row
     recorder.chunk("with stripes")  # the stream goes on after the index caught up
     lifecycle.session.log.sync()
     record_session(pg_store, [("another zebra", "zebra answer two")], instance="c")
