@@ -10,7 +10,9 @@
 - `pointers`: the pointers of editor instances named after their process, and the stale ones;
 - `locks`: a session's writer lock, an `flock` on `sessions/<id>.lock`, gone when let go;
 - `session`: `Session`, an open session (its snapshot state, log and history);
-- `opening`: a session opened from its snapshot and the log after it, or rebuilt;
+- `restore`: the one restore of a session from its snapshot and the events after it (or
+  from every event), and the one parse of a stored snapshot, both stores';
+- `opening`: a local session opened from its snapshot and the log after it, or rebuilt;
 - `snapshots`: the snapshot files, read, checked against the log and written;
 - `snapshot_file`: the session file `sessions/<id>.json` as the seed defines it, and its
   manifest cache;

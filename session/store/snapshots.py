@@ -11,13 +11,12 @@ import logging
 import os
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from ..events import utcnow
 from ..log.reader import parse_event_line
 from ..redaction import Redactor
-from ..snapshot import FutureSchemaError, SessionState, migrate_snapshot
+from ..snapshot import SessionState
 from . import snapshot_file
+from .restore import parse_snapshot
 from .session import Session, boundary_state
 
 logger = logging.getLogger(__name__)
@@ -44,29 +43,8 @@ def read_snapshot_file(
     except ValueError as exc:
         log_warning(warnings, f"{path}: snapshot ignored ({exc}); rebuilding from the log")
         return None, None
-    if not isinstance(raw, dict):
-        log_warning(warnings, f"{path}: snapshot ignored (not a JSON object)")
-        return None, None
-    read_only: str | None = None
-    try:
-        data, _version = migrate_snapshot(raw)
-    except FutureSchemaError as exc:
-        read_only = f"{path.name}: {exc}"
-        data = {**raw, "schema_version": raw["schema_version"]}
-    except ValueError as exc:
-        log_warning(warnings, f"{path}: snapshot ignored ({exc})")
-        return None, None
-    try:
-        state = SessionState.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        log_warning(warnings, f"{path}: snapshot ignored ({where}: {first['msg']})")
-        return None, read_only
-    if state.session_id != session_id:
-        log_warning(warnings, f"{path}: snapshot ignored (it names session {state.session_id})")
-        return None, read_only
-    return state, read_only
+    state, read_only = parse_snapshot(raw, session_id, str(path), warnings)
+    return state, None if read_only is None else f"{path.name}: {read_only}"
 
 
 def write_snapshot_file(path: Path, session: Session, redactor: Redactor | None = None) -> None:
