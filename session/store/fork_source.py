@@ -11,10 +11,10 @@ from ..log.reader import readable_events
 
 if TYPE_CHECKING:
     from ..events import Event
-    from .manager import SessionManager
+    from .layout import ProjectLayout
 
 
-def local_fork_source(manager: SessionManager, session_id: str) -> tuple[list[Event], list[bytes]]:
+def local_fork_source(manager: ProjectLayout, session_id: str) -> tuple[list[Event], list[bytes]]:
     """Read a session's log file: its readable events and their lines, byte for byte."""
     parent_log = manager.log_path(session_id)
     manager.check_store_dirs()
