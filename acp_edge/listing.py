@@ -7,7 +7,7 @@ from pathlib import Path
 
 from acp.schema import ListSessionsResponse, SessionInfo
 
-from session.store.listing_files import ListedRow
+from session.store.rows import ListedRow
 
 PAGE = 50
 

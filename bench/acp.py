@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from session.lifecycle import SessionLifecycle
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from .common import Mode, Result, Row, fmt_bytes, fmt_s, median, scratch_dir, spread
 from .resume import INSTANCE, TurnPool, record_turn, write_bulk_log

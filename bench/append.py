@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 
 from session.lifecycle import SessionLifecycle
+from session.local.manager import SessionManager
 from session.log.writer import EventLog
-from session.store.manager import SessionManager
 
 from .common import Mode, Result, Row, fmt_s, median, scratch_dir
 from .resume import TurnPool, text_response, user_request

@@ -7,7 +7,7 @@ import time
 
 from session.compaction import extractive_summary, history_tokens
 from session.lifecycle import LifecycleConfig, SessionLifecycle
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from .common import Mode, Result, Row, scratch_dir
 

@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 
 from session.lifecycle import SessionLifecycle
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from .common import median
 from .resume import Spawned, spawn_timed

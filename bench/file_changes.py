@@ -18,8 +18,8 @@ from pathlib import Path
 
 from engine.model.tools import ToolDeps, write_file
 from session.lifecycle import SessionLifecycle
+from session.local.manager import SessionManager
 from session.store.backend import SessionStore
-from session.store.manager import SessionManager
 
 from .append import counting_fsync
 from .common import Mode, Result, Row, fmt_s, median, scratch_dir

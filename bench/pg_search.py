@@ -25,11 +25,11 @@ from pathlib import Path
 
 import orjson
 
+from session.local.manager import SessionManager
 from session.pg import PgStore
 from session.pg.events import copy_events
 from session.pg.search import _TRIGRAM, catch_up, fold_query, search
 from session.search import SearchIndex
-from session.store.manager import SessionManager
 from session.workspace.identity import project_identity
 
 from .common import (

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from session.lifecycle import SessionLifecycle
+from session.local.manager import SessionManager
 from session.store.backend import SessionStore
 from session.store.choose import SCHEMA_ENV, STORE_ENV, open_store
-from session.store.manager import SessionManager
 
 from .common import (
     Mode,

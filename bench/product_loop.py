@@ -19,7 +19,7 @@ from engine.config import parse_initialization_options
 from engine.model.runner import ChatRunner
 from engine.model.tools import EditOutcome, ToolDeps
 from session.lifecycle import LifecycleConfig, SessionLifecycle
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 
 class CountingSink:

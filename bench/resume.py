@@ -25,8 +25,8 @@ import orjson
 from session.derive.history import derive_message_dicts
 from session.events import EVENT_ADAPTER
 from session.lifecycle import SessionLifecycle
+from session.local.manager import SessionManager
 from session.log.reader import scan_log
-from session.store.manager import SessionManager
 
 from .common import (
     Mode,

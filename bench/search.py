@@ -27,9 +27,9 @@ import orjson
 
 from session.events import EVENT_ADAPTER
 from session.lifecycle import SessionLifecycle
+from session.local.manager import SessionManager
 from session.log.reader import scan_log
 from session.search import SearchIndex
-from session.store.manager import SessionManager
 
 from .common import Mode, Plot, Result, Row, fmt_bytes, fmt_s, median, ratio_row, scratch_dir
 from .resume import _ts, text_response, user_request

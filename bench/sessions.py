@@ -34,8 +34,8 @@ from functools import partial
 from pathlib import Path
 
 from session.lifecycle import SessionLifecycle
-from session.store.listing_db import LISTING_FILE
-from session.store.manager import SessionManager
+from session.local.listing_db import LISTING_FILE
+from session.local.manager import SessionManager
 
 from .common import Mode, Result, Row, fmt_s, median, scratch_dir, spread, timed_runs
 from .resume import spawn_to_session

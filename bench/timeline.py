@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 from session.timeline import file_history
 from session.timeline.index import INDEX_FILE, TimelineIndex
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from session.events import Persistence
 from session.paths import sanitize_instance_id
-from session.store.pointers import EditorProcess
+from session.store.editor import EditorProcess
 from session.workspace.patterns import DEFAULT_TRACKED
 
 from .mcp_shape import settings_warnings

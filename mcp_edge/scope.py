@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 from session.paths import is_valid_session_id
 
 if TYPE_CHECKING:
+    from session.local.manager import SessionManager
     from session.pg.backend import PgSessionStore
     from session.search import SearchFilter
-    from session.store.manager import SessionManager
 
 STORE_ENV = "AGENT_ASSIST_STORE"
 SCHEMA_ENV = "AGENT_ASSIST_STORE_SCHEMA"
@@ -120,7 +120,7 @@ def open_scope(store: str | None, project: str | None, *, all_projects: bool) ->
     workspace = folder.resolve()
     spec = (store if store is not None else os.environ.get(STORE_ENV, "")).strip()
     if spec in ("", "local"):
-        from session.store.manager import SessionManager
+        from session.local.manager import SessionManager
 
         return Scope(workspace, all_projects, local=SessionManager(workspace))
     return Scope(workspace, all_projects, database=_open_database(spec, workspace))
@@ -171,7 +171,7 @@ class Scope:
         assert self.local is not None
         if not self.all_projects:
             return [self.local]
-        from session.catalog import list_projects
+        from session.local.catalog import list_projects
         from session.paths import storage_root
 
         return [entry.manager for entry in list_projects(storage_root())]
@@ -257,7 +257,7 @@ class Scope:
         return [_row(row, name, busy, None) for row, name, busy in found], total
 
     def _database_listing(self, offset: int, limit: int | None) -> tuple[list[dict[str, Any]], int]:
-        from session.store.listing_files import listed_row
+        from session.store.rows import listed_row
 
         store = self.database
         assert store is not None

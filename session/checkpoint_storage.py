@@ -3,7 +3,7 @@
 `checkpoints.py` `Checkpoints` decides what a checkpoint keeps and how a restore is
 planned; a store keeps the records and the content-addressed blobs they name, under its
 own rules for durability and for the garbage collector: the files of a project
-(`store/checkpoint_files.py`) or PostgreSQL (`pg/checkpoints.py`).
+(`local/checkpoint_files.py`) or PostgreSQL (`pg/checkpoints.py`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The snapshot's schema version and title length, for readers that load no model.
 
 `snapshot.py` holds the model; the session listing reads the few fields it shows from a
-snapshot without it (`store/listing.py`), so both take these from here.
+snapshot without it (`local/listing.py`), so both take these from here.
 """
 
 SCHEMA_VERSION = 4

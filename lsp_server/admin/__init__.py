@@ -4,6 +4,6 @@
 prune), `search.py` (search, reindex) and `doctor.py` run them; `targets.py` picks the
 project and session, `dump.py` reads a session, `transcript.py` renders it, `output.py`
 prints, `running.py` maps errors to exit codes. The store is the server's choice (`--store`,
-else `AGENT_ASSIST_STORE`): the local layout, read through `session.catalog`, or the
+else `AGENT_ASSIST_STORE`): the local layout, read through `session.local.catalog`, or the
 PostgreSQL store's `PgSessionStore` (`targets.project_store`).
 """

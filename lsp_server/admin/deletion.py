@@ -25,7 +25,7 @@ from .targets import (
 )
 
 if TYPE_CHECKING:
-    from session.store.pointers import StalePointer
+    from session.local.pointers import StalePointer
 
     from .targets import AnyStore
 
@@ -109,7 +109,7 @@ def stale_pointers(store: AnyStore) -> list[StalePointer]:
     """Return the local pointers of editor processes that are gone (none in a database)."""
     if database_of(store) is not None:
         return []  # a shared store's pointers come from many machines: no pid says anything
-    from session.store.pointers import stale_pointers as stale
+    from session.local.pointers import stale_pointers as stale
 
     return stale(local_of(store))
 
@@ -117,7 +117,7 @@ def stale_pointers(store: AnyStore) -> list[StalePointer]:
 def _remove_pointers(store: AnyStore, report: dict[str, Any]) -> None:
     """Remove the stale pointers (found again: one may have been taken up since)."""
     if database_of(store) is None and report["stalePointers"]:
-        from session.store.pointers import remove_stale_pointers
+        from session.local.pointers import remove_stale_pointers
 
         removed = remove_stale_pointers(local_of(store))
         report["removedPointers"] = [str(path) for path in removed]

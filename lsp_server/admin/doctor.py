@@ -27,7 +27,7 @@ from .search import search_index
 from .targets import in_use
 
 if TYPE_CHECKING:
-    from session.store.manager import SessionManager
+    from session.local.manager import SessionManager
 
 Level = Literal["ok", "info", "warning", "problem"]
 
@@ -182,7 +182,7 @@ def check_session(report: DoctorReport, manager: SessionManager, session_id: str
 
 def check_pointers(report: DoctorReport, manager: SessionManager) -> list[dict[str, Any]]:
     """Each `active_<instance>.json` must name an existing session."""
-    from session.catalog import pointer_files
+    from session.local.catalog import pointer_files
 
     pointers: list[dict[str, Any]] = []
     for pointer in pointer_files(manager):
@@ -279,7 +279,7 @@ def check_model(report: DoctorReport, round_trip: bool, timeout: float) -> None:
 
 def unrecorded_workspace(manager: SessionManager, here: Path, here_dir: Path) -> str:
     """Name the workspace of a project whose sessions record none (it has none left, say)."""
-    from session.store.projects import marker_folders
+    from session.local.projects import marker_folders
 
     if manager.project_dir == here_dir:
         return f"{here} (this folder; no session records it)"
@@ -291,10 +291,10 @@ def unrecorded_workspace(manager: SessionManager, here: Path, here_dir: Path) ->
 
 def run_doctor(args: argparse.Namespace) -> DoctorReport:
     """Run every check."""
-    from session.catalog import list_projects, projects_root, refused_projects_root
+    from session.local.catalog import list_projects, projects_root, refused_projects_root
+    from session.local.projects import find_project_dir
     from session.paths import storage_root
     from session.store.choose import SCHEMA_ENV, STORE_ENV, store_kind
-    from session.store.projects import find_project_dir
     from session.workspace.identity import project_identity
 
     report = DoctorReport()

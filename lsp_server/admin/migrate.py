@@ -71,12 +71,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     """`sessions migrate`: see the module docstring."""
     import psycopg
 
+    from session.local.importing import LocalTransferStore
+    from session.local.manager import SessionManager
     from session.pg.dsn import parse_dsn, without_secrets
     from session.pg.errors import InvalidDsnError
     from session.pg.importing import database_label
     from session.pg.query import DEFAULT_SCHEMA, check_schema_name
-    from session.store.importing import LocalTransferStore
-    from session.store.manager import SessionManager
     from session.transfer import BATCH, transfer
 
     workspace = workspace_of(args)

@@ -93,8 +93,9 @@ def _chosen(found: SeedScan, args: argparse.Namespace) -> list[SeedSession] | No
 
 def cmd_import(args: argparse.Namespace) -> int:
     """`sessions import`: see the module docstring."""
-    from session.store.manager import SessionManager
-    from session.store.seed_store import import_session, is_imported, scan
+    from session.local.manager import SessionManager
+    from session.local.seed_import import import_session
+    from session.store.seed_store import is_imported, scan
 
     workspace = workspace_of(args)
     found = scan(workspace, Path(args.source) if args.source else None)

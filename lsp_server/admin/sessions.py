@@ -16,7 +16,7 @@ from .table import render, terminal_columns
 from .targets import layouts, open_database, store_spec, workspace_of
 
 if TYPE_CHECKING:
-    from session.store.listing_files import ListedRow
+    from session.store.rows import ListedRow
 
 
 def row_json(row: ListedRow, project: str, workspace: str, busy: bool) -> dict[str, Any]:
@@ -77,7 +77,7 @@ def database_listing(
     args: argparse.Namespace, spec: str, limit: int | None, offset: int = 0
 ) -> tuple[list[dict[str, Any]], int, int]:
     """Return the rows of the PostgreSQL listing (this project, or all the role's)."""
-    from session.store.listing_files import listed_row
+    from session.store.rows import listed_row
 
     with open_database(args, spec) as store:
         if not args.all_projects:
@@ -162,7 +162,7 @@ def elsewhere(args: argparse.Namespace, spec: str | None) -> str:
     """
     if spec is not None:
         return "Sessions of other projects: agent-assist sessions list --all-projects\n"
-    from session.catalog import project_dirs
+    from session.local.catalog import project_dirs
     from session.paths import storage_root
 
     here = layouts(args)[0].project_dir

@@ -22,10 +22,10 @@ from .table import quoted
 if TYPE_CHECKING:
     from typing import TypeAlias
 
+    from session.local.layout import ProjectLayout
+    from session.local.manager import SessionManager
     from session.pg.backend import PgSessionStore
     from session.pg.dsn import DsnInfo
-    from session.store.layout import ProjectLayout
-    from session.store.manager import SessionManager
 
     AnyStore: TypeAlias = SessionManager | PgSessionStore
 
@@ -53,7 +53,7 @@ def workspace_of(args: argparse.Namespace) -> Path:
 
 def project_manager(args: argparse.Namespace) -> SessionManager:
     """Return the manager of the project of `--workspace` (default: the current directory)."""
-    from session.store.manager import SessionManager
+    from session.local.manager import SessionManager
 
     return SessionManager(workspace_of(args))
 
@@ -161,7 +161,7 @@ def layouts(args: argparse.Namespace) -> list[ProjectLayout]:
     """
     if getattr(args, "all_projects", False):
         return list(managers(args))
-    from session.store.layout import ProjectLayout
+    from session.local.layout import ProjectLayout
 
     return [ProjectLayout(workspace_of(args))]
 
@@ -169,7 +169,7 @@ def layouts(args: argparse.Namespace) -> list[ProjectLayout]:
 def managers(args: argparse.Namespace) -> list[SessionManager]:
     """Return the current project's manager, or every project's with `--all-projects`."""
     if getattr(args, "all_projects", False):
-        from session.catalog import list_projects
+        from session.local.catalog import list_projects
         from session.paths import storage_root
 
         return [project.manager for project in list_projects(storage_root())]

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 
 class StoreView:

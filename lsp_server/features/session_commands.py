@@ -10,7 +10,7 @@ from session.derive.steps import turn_steps
 from session.derive.transcript import transcript
 from session.errors import SessionError, SessionLockedError, SessionNotFoundError
 from session.search import FilterError, SearchError, SearchFilter, search_filter
-from session.store.listing_files import ListedRow
+from session.store.rows import ListedRow
 
 from .. import protocol as proto
 from ..progress import progress

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ..paths import host_name
 from ..snapshot import state_from_events
 from ..store.backend import SessionStore
-from ..store.pointers import EditorProcess
+from ..store.editor import EditorProcess
 from ..store.seed_store import newest_unimported
 from ..workspace.tracker import WorkspaceTracker
 from .values import PreviousSession

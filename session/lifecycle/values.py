@@ -7,7 +7,7 @@ from datetime import datetime
 
 from ..context import format_utc
 from ..events import Persistence
-from ..store.pointers import EditorProcess
+from ..store.editor import EditorProcess
 from ..store.session import DEFAULT_HISTORY_TOKENS
 from ..workspace.patterns import DEFAULT_TRACKED
 

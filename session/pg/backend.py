@@ -27,8 +27,7 @@ from ..paths import host_name, is_valid_session_id, storage_root
 from ..redaction import Redactor
 from ..snapshot import SessionState
 from ..store.backend import StoreKind
-from ..store.listing import SessionInfo
-from ..store.listing_files import ListedRow, listed_row
+from ..store.rows import ListedRow, SessionInfo, listed_row
 from ..store.session import Session, boundary_state, write_session_start
 from ..workspace.identity import project_identity
 from .checkpoints import PgCheckpointStorage

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..checkpoints import CheckpointRecord
 from ..events import EVENT_ADAPTER, SessionStartEvent
+from ..local.importing import LocalTransferStore
 from ..snapshot import SessionState, state_from_events
-from ..store.importing import LocalTransferStore
 from ..transfer import Raw, TransferError
 from .connection import open_connection, reporting
 from .dsn import DsnInfo, parse_dsn
@@ -36,8 +36,8 @@ from .store import PgStore
 from .writer import SessionWriter
 
 if TYPE_CHECKING:
+    from ..local.manager import SessionManager
     from ..redaction import Redactor
-    from ..store.manager import SessionManager
     from ..store.seed_store import ImportOutcome, SeedSession
 
 PAGE = 2000  # events read per query
@@ -268,12 +268,13 @@ def import_seed_session(
     """Copy a seed's session into the database, never over a session of its id.
 
     It is made ours in a scratch local store first (our session file, scrubbed as
-    `seed_store.import_session` writes it, and its log begun by opening it), then copied and
+    `local/seed_import.import_session` writes it, and its log begun by opening it), then copied and
     verified as `sessions migrate` copies; the scratch store is removed afterwards.
     """
     from ..errors import SessionError
-    from ..store.manager import SessionManager
-    from ..store.seed_store import ImportOutcome, import_session
+    from ..local.manager import SessionManager
+    from ..local.seed_import import import_session
+    from ..store.seed_store import ImportOutcome
     from ..transfer import copy_session
 
     sid = seed.session_id

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from ..events import EVENT_ADAPTER
 from ..paths import is_valid_session_id
-from ..store.pointers import EditorProcess
+from ..store.editor import EditorProcess
 from .errors import DatabaseUnreachableError
 from .offline import OfflineStart
 

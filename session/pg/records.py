@@ -18,7 +18,7 @@ from ..events import Persistence
 from ..paths import is_valid_instance_id, is_valid_session_id
 from ..redaction import Redactor
 from ..snapshot import SessionState
-from ..store.listing import SessionInfo
+from ..store.rows import SessionInfo
 from .query import Conn, jsonb, q, text_value
 
 _COLUMNS = (

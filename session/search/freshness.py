@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 
-from ..store.manager import SessionManager
+from ..local.manager import SessionManager
 from .schema import INDEX_FILE, LEGACY_TABLES
 
 

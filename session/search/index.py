@@ -33,7 +33,7 @@ from .schema import (
 from .sync import SyncStats, note_new_rows, sync_all, sync_one
 
 if TYPE_CHECKING:
-    from ..store.manager import SessionManager
+    from ..local.manager import SessionManager
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from .sync import SyncStats, indexed_sessions, optimize, ordered_sessions, sync_
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..store.manager import SessionManager
+    from ..local.manager import SessionManager
 
 STEP_SECONDS = 0.25  # a step indexes sessions for about this long (at least one)
 # Left with more than this share of free pages, the file is vacuumed once rebuilt.

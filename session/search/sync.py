@@ -37,7 +37,7 @@ from .schema import (
 )
 
 if TYPE_CHECKING:
-    from ..store.manager import SessionManager
+    from ..local.manager import SessionManager
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ state and history, whichever store wrote it.
 
 Two implementations keep one contract (`tests/store/test_contract.py`):
 
-- `store/manager.py` `SessionManager`: the files of one project; the
+- `local/manager.py` `SessionManager`: the files of one project; the
   log is an `EventLog`, the lock an `flock` on `<id>.lock`;
 - `pg/backend.py` `PgSessionStore`: PostgreSQL (`PgStore`); the log a `PgEventLog`, the lock
   an advisory lock held by the writer's own connection.
@@ -47,9 +47,8 @@ if TYPE_CHECKING:
     from ..search.query import SearchHit
     from ..snapshot import SessionState
     from ..workspace.identity import ProjectIdentity
-    from .listing import SessionInfo
-    from .listing_files import ListedRow
-    from .pointers import EditorProcess
+    from .editor import EditorProcess
+    from .rows import ListedRow, SessionInfo
     from .session import Session
 
 StoreKind = Literal["local", "postgresql"]

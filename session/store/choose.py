@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..local.manager import SessionManager
 from .backend import SessionStore, StoreKind
-from .manager import SessionManager
 
 STORE_ENV = "AGENT_ASSIST_STORE"
 SCHEMA_ENV = "AGENT_ASSIST_STORE_SCHEMA"  # the PostgreSQL schema (default agent_assist)

@@ -6,9 +6,9 @@ the local files are this machine's store, one project directory at a time (`cata
 
 from __future__ import annotations
 
-from ..catalog import list_projects
+from ..local.catalog import list_projects
 from .backend import AllProjectsListing, SessionStore
-from .listing_files import ListedRow
+from .rows import ListedRow
 
 
 def every_project_rows(store: SessionStore) -> list[tuple[ListedRow, str]]:

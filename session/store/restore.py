@@ -7,7 +7,7 @@ Start-up cost does not grow with the log: the snapshot's state takes the events 
 `last_seq`, and the history continues from its recent messages. When that cannot be done
 (no snapshot, or a history that needs every event), the state and the history are rebuilt
 from every event, keeping what only the snapshot knows. The local store
-(`store/opening.py`) and PostgreSQL (`pg/opening.py`) both open through it; they differ
+(`local/opening.py`) and PostgreSQL (`pg/opening.py`) both open through it; they differ
 only in where the events come from and what a damaged source means.
 """
 

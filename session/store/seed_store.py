@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from ..redaction import Redactor
     from ..snapshot import SessionState
     from .backend import SessionStore
-    from .manager import SessionManager
 
 logger = logging.getLogger(__name__)
 
@@ -289,51 +288,6 @@ def is_imported(store: SessionStore, session_id: str) -> bool:
     return store.exists(session_id)
 
 
-def import_session(
-    manager: SessionManager,
-    seed: SeedSession,
-    *,
-    dry_run: bool = False,
-    redactor: Redactor | None = None,
-) -> ImportOutcome:
-    """Copy a seed's session into the project's local store, never over a session of its id.
-
-    Written under the session's lock, as our session file (the seed's schema v3), its
-    content scrubbed as everything we write is (`redactor`: the server's, with its secrets
-    and persistence mode; else the patterns alone); the seed's file is only read.
-    """
-    from ..errors import SessionLockedError
-    from ..redaction import Redactor
-    from .snapshots import write_state_file
-
-    sid = seed.session_id
-    exists = ImportOutcome(
-        sid, "already-imported", "already in the local store: not overwritten (skipped)"
-    )
-    if manager.exists(sid):
-        return exists
-    if dry_run:
-        return ImportOutcome(sid, "would-import", "would be imported")
-    try:
-        lock = manager.acquire_lock(sid)
-    except SessionLockedError as exc:
-        return ImportOutcome(sid, "in-use", f"{exc} (skipped)")
-    try:
-        if manager.exists(sid):
-            return exists
-        state = seed.state.model_copy(deep=True)
-        if state.workspace_root is None:
-            state.workspace_root = str(manager.workspace_root)
-        scrubber = redactor or Redactor()
-        if scrubber.metadata_only:
-            state.persistence = "metadata"
-        write_state_file(manager.snapshot_path(sid), state, scrubber)
-    finally:
-        lock.release()
-    logger.info("imported session %s from %s", sid, seed.path)
-    return ImportOutcome(sid, "imported", f"imported into {manager.sessions_dir}")
-
-
 def newest_unimported(store: SessionStore) -> SeedSession | None:
     """Return the seed's newest session of this project not in `store`, if any.
 
@@ -348,12 +302,12 @@ def newest_unimported(store: SessionStore) -> SeedSession | None:
 def import_offered(
     store: SessionStore,
     session_id: str,
-    redactor: Redactor | None = None,
-    importer: Callable[..., ImportOutcome] = import_session,
+    redactor: Redactor | None,
+    importer: Callable[..., ImportOutcome],
 ) -> None:
     """Import the seed's session offered for resume (no-op if it is here already).
 
-    `importer(store, seed, redactor=…)`: `import_session` for the local store, the
+    `importer(store, seed, redactor=…)`: `seed_import.import_session` for the local store, the
     database's own for PostgreSQL (`pg/importing.import_seed_session`).
     """
     from ..errors import SessionError

@@ -34,7 +34,7 @@ from ..storage import FILE_MODE, ensure_private_dir
 from .project import ChangeRow, Cursor, project
 
 if TYPE_CHECKING:
-    from ..store.manager import SessionManager
+    from ..local.manager import SessionManager
 
 INDEX_FILE = "timeline.sqlite"
 VERSION = 1

@@ -15,7 +15,7 @@ repository's top:
   several (never for a shallow clone);
 - `path:<absolute resolved path>`: no repository, no commit or no git; with an origin remote
   but no root commit to prove it, `remote` holds `remote:<location>`, which the stores accept
-  only for a folder that project recorded (`store/projects.py`).
+  only for a folder that project recorded (`local/projects.py`).
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from lsp_server import cli
 from lsp_server.fake_model import FakeOpenAI
 from session.derive.messages import text_message
 from session.lifecycle import SessionLifecycle
+from session.local.manager import SessionManager
 from session.store.backend import SessionStore
-from session.store.manager import SessionManager
 
 from .conftest import clean_env, model_env, run_cli
 
@@ -533,7 +533,7 @@ def test_deleting_removes_the_blobs_only_its_checkpoints_used(
     import hashlib
     import os
 
-    from session.store.checkpoint_files import CheckpointFiles
+    from session.local.checkpoint_files import CheckpointFiles
 
     manager = SessionManager(workspace, home=home)
     checkpoints = manager.checkpoint_store()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from .conftest import clean_env, run_cli
 from .test_admin import age_session, cli_json, make_session

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from .conftest import clean_env, run_cli
 from .test_admin import make_session

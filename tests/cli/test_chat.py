@@ -12,7 +12,7 @@ import pytest
 
 from lsp_server.fake_model import FakeOpenAI
 from lsp_server.terminal.command import default_instance_id
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from .conftest import REPO, clean_env, model_env, run_cli
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 from tests.cli.conftest import clean_env, run_cli
 from tests.file_timeline import write_history
 from tests.search_timeline import injected_clock

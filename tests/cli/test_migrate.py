@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from .conftest import clean_env, run_cli
 

@@ -11,8 +11,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from session.local.manager import SessionManager
 from session.paths import project_dir_name
-from session.store.manager import SessionManager
 
 from .conftest import clean_env, run_cli
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from lsp_server.fake_model import FakeOpenAI
+from session.local.manager import SessionManager
 from session.store.backend import SessionStore
 from session.store.choose import open_store
-from session.store.manager import SessionManager
 
 from .conftest import clean_env, model_env, run_cli
 from .test_admin import record_session

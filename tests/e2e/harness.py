@@ -17,10 +17,10 @@ from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
+from session.local.manager import SessionManager
 from session.store.backend import SessionStore
 from session.store.choose import SCHEMA_ENV, open_store
 from session.store.choose import STORE_ENV as STORE_ENV_NAME
-from session.store.manager import SessionManager
 
 REPO = Path(__file__).resolve().parents[2]
 NOTIFICATIONS = (

@@ -15,7 +15,7 @@ from lsprotocol import types
 from engine.config import derived_instance_id
 from lsp_server.fake_model import FakeOpenAI
 from lsp_server.fake_model.replies import is_summary_request
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from .harness import REPO, Editor, server_env, shown
 

@@ -170,7 +170,7 @@ def stores(
     other.mkdir()
     (workspace / "config.yaml").write_text("name: demo\n")
     if request.param == "local":
-        from session.store.manager import SessionManager
+        from session.local.manager import SessionManager
 
         found = Stores("local", clean_env(home), workspace.resolve(), other.resolve(), home)
         populate(found, lambda folder: SessionManager(folder, home=home))

@@ -19,10 +19,10 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from lsp_server.admin.targets import store_spec
+from session.local.manager import SessionManager
 from session.pg import PgStore
 from session.pg.backend import PgSessionStore
 from session.store.choose import store_kind
-from session.store.manager import SessionManager
 from tests.cli.conftest import clean_env, run_cli
 from tests.cli.test_admin import age_session, record_session
 from tests.pg.conftest import connect, new_id

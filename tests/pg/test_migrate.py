@@ -20,13 +20,13 @@ import pytest
 
 from session.errors import SessionLockedError
 from session.events import Persistence
+from session.local.checkpoint_files import CheckpointFiles
+from session.local.importing import STAGED_SUFFIX, LocalTransferStore
+from session.local.manager import SessionManager
 from session.pg import PgStore
 from session.pg.backend import PgSessionStore
 from session.pg.events import EventDraft
 from session.pg.importing import PgTransferStore, schema_exists
-from session.store.checkpoint_files import CheckpointFiles
-from session.store.importing import STAGED_SUFFIX, LocalTransferStore
-from session.store.manager import SessionManager
 from session.transfer import TransferProgress, event_digest, normalised, transfer
 from tests.cli.conftest import REPO, clean_env, run_cli
 from tests.pg.conftest import connect

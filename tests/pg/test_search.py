@@ -21,12 +21,12 @@ import pytest
 
 import session.pg.search as pg_search
 import session.search.query as query_mod
+from session.local.manager import SessionManager
 from session.pg import PgStore
 from session.pg.backend import PgSessionStore
 from session.pg.query import q
 from session.pg.search import catch_up, fold_query, has_trigram_index, index_events, read_on, search
 from session.search import SearchFilter, SearchHit, SearchIndex
-from session.store.manager import SessionManager
 from session.store.session import Session
 from tests.pg.conftest import connect, new_id
 from tests.search_corpus import CORPUS

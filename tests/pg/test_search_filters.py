@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from session.local.manager import SessionManager
 from session.pg import PgStore
 from session.pg.backend import PgSessionStore
 from session.pg.migrations import MIGRATIONS
 from session.pg.query import q
 from session.pg.search import catch_up, search
 from session.search import SearchIndex
-from session.store.manager import SessionManager
 from tests.pg.conftest import connect
 from tests.search_timeline import CASES, case_filter, hits_of, injected_clock, write_timeline
 

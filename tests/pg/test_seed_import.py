@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 from session.lifecycle import SessionLifecycle
+from session.local.manager import SessionManager
 from session.pg.backend import PgSessionStore
-from session.store.manager import SessionManager
 from tests.cli.conftest import clean_env, run_cli
 from tests.cli.test_seed_import import OLDER, SID, seed_home, seed_sessions, snapshot_of, workspace
 

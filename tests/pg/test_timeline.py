@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from session.local.manager import SessionManager
 from session.pg import PgStore
 from session.pg.backend import PgSessionStore
-from session.store.manager import SessionManager
 from session.timeline import file_history, file_version
 from tests.file_timeline import V4, write_history, write_old_style
 from tests.search_timeline import DAY_TWO, injected_clock

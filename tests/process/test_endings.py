@@ -23,8 +23,8 @@ import pytest
 
 from lsp_server.fake_model import FakeOpenAI
 from session.lifecycle import SessionLifecycle
+from session.local.manager import SessionManager
 from session.search import INDEX_FILE
-from session.store.manager import SessionManager
 from tests.e2e.harness import REPO, server_env
 from tests.figures import EXIT_SECONDS
 from tests.unit.conftest import run_turn

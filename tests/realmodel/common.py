@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from session.events import Event
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 from tests.e2e.harness import Editor
 from tests.fixtures import make_workspace
 

@@ -12,7 +12,7 @@ from pygls.uris import from_fs_path
 
 from lsp_server.fake_model import FakeOpenAI
 from session.derive.history import build_history
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from ..e2e.harness import Editor
 from .conftest import FIGURES, model_options, register_store

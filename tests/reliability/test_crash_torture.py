@@ -23,10 +23,10 @@ from typing import Any
 from lsp_server.fake_model import FakeOpenAI
 from session.derive.transcript import transcript
 from session.events import AssistantMessageEvent, ChunkEvent, TurnEndEvent, TurnStartEvent
+from session.local.manager import SessionManager
 from session.search import SearchIndex
 from session.snapshot import SessionState, migrate_snapshot
 from session.storage import read_json_file
-from session.store.manager import SessionManager
 from tests.e2e.harness import Editor
 
 from .conftest import FIGURES, SECRET_TEXT, clear_queue, model_options, register_store

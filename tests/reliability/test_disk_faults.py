@@ -21,7 +21,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from lsp_server.fake_model import FakeOpenAI
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from ..e2e.harness import Editor
 from .conftest import FIGURES, model_options, register_store

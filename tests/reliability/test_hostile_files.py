@@ -28,9 +28,9 @@ from session.derive.transcript import transcript
 from session.errors import SessionError
 from session.fork import fork_session
 from session.lifecycle import SessionLifecycle
+from session.local.manager import SessionManager
 from session.search import SearchError, SearchIndex
 from session.storage import StorageError
-from session.store.manager import SessionManager
 from tests.fixtures import add_to_manifest
 
 from .conftest import FIGURES, register_store

@@ -17,7 +17,7 @@ from typing import Any
 
 from lsp_server.fake_model import FakeOpenAI
 from session.derive.history import build_history
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from ..e2e.harness import Editor
 from ..e2e.test_chat import assert_requests_rebuildable

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from session.events import TurnEndEvent, TurnStartEvent
 from session.lifecycle import SessionLifecycle
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from .conftest import FIGURES, register_store
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from engine.config import MAX_CLIENT_NAME, client_label, parse_initialization_options
 from session.lifecycle import LifecycleConfig, SessionLifecycle
+from session.local.manager import SessionManager
 from session.log.reader import scan_log
 from session.paths import is_valid_instance_id
-from session.store.manager import SessionManager
 
 HOSTILE = "Zed\x1b]2;pwned\x07\n\rturn/end\x00" + "A" * 10_000
 

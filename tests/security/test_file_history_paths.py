@@ -15,7 +15,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from lsp_server.fake_model import FakeOpenAI
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 from tests.e2e.harness import Editor
 from tests.file_timeline import change
 

@@ -17,7 +17,7 @@ from session.checkpoints import CheckpointRecord
 from session.errors import SessionError, SessionLockedError, SessionNotFoundError
 from session.events import Event
 from session.store.backend import SessionStore
-from session.store.pointers import EditorProcess
+from session.store.editor import EditorProcess
 from session.store.session import Session
 from tests.store.conftest import Backend
 

@@ -22,8 +22,8 @@ from session.lifecycle import SessionLifecycle
 from session.lifecycle.changes import DRIFT_COPIES
 from session.lifecycle.changes import TOO_MANY_WITHHELD as TOO_MANY
 from session.lifecycle.values import LifecycleConfig
+from session.local.checkpoint_files import CheckpointFiles
 from session.store.backend import SessionStore
-from session.store.checkpoint_files import CheckpointFiles
 from tests.store.conftest import Backend
 from tests.unit.test_tools import NoEditor
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from session.lifecycle import LifecycleConfig, SessionLifecycle, TurnRecorder
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 
 @pytest.fixture

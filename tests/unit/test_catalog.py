@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from session.catalog import list_projects, pointer_files, pointers_to, recorded_workspace_root
-from session.store import layout as layout_module
-from session.store.manager import SessionManager
+from session.local.catalog import list_projects, pointer_files, pointers_to, recorded_workspace_root
+from session.local.manager import SessionManager
+from session.local import layout as layout_module
 
 from .conftest import make_lifecycle, run_turn
 

@@ -9,7 +9,7 @@ import pytest
 
 from session.checkpoint_holding import Holding, PendingHolding
 from session.lifecycle import SessionLifecycle
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from .conftest import make_lifecycle, run_turn
 

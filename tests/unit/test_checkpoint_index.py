@@ -15,7 +15,7 @@ import pytest
 from session import checkpoint_index
 from session.checkpoints import CheckpointRecord
 from session.lifecycle import SessionLifecycle
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from .conftest import make_lifecycle, run_turn
 

@@ -13,9 +13,9 @@ from session.compaction import FALLBACK_LABEL, extractive_summary, history_token
 from session.derive.messages import COMPACTION_PREFIX
 from session.derive.transcript import transcript
 from session.fork import ForkError, fork_session
+from session.local.manager import SessionManager
 from session.log.reader import scan_log
 from session.storage import StorageError
-from session.store.manager import SessionManager
 
 from .conftest import make_lifecycle, request, response, run_turn
 
@@ -322,8 +322,8 @@ def blob_names(manager: SessionManager) -> set[str]:
 def test_a_record_never_outlives_its_blobs(manager: SessionManager, workspace: Path) -> None:
     """A blob written, collected before its record is written: the record is refused."""
     from session.checkpoints import CheckpointRecord
+    from session.local.checkpoint_files import CheckpointFiles
     from session.storage import StorageError
-    from session.store.checkpoint_files import CheckpointFiles
 
     store = CheckpointFiles(manager)
     manager.ensure_dirs()
@@ -347,7 +347,7 @@ def test_the_collector_waits_for_a_checkpoint_being_written(
     """While a checkpoint's blobs are written (shared lock), collecting waits for its record."""
     import threading
 
-    from session.store.checkpoint_files import CheckpointFiles
+    from session.local.checkpoint_files import CheckpointFiles
 
     store = CheckpointFiles(manager)
     lc = make_lifecycle(manager)

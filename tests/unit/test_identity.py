@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 from session.workspace.git_repository import GitConfigError, parse_git_config
 from session.workspace.identity import (
     ProjectIdentity,

@@ -145,11 +145,11 @@ CONCRETE_STORES = {
     "ProjectSearch",
 }
 STORE_PACKAGES = (
-    "session.store",
+    "session.local",
     "session.pg",
     "session.search",
     "session.timeline",
-    "session.catalog",
+    "session.store.choose",  # the choice of store
 )
 # Still naming a concrete store: the store tools (`sessions …`, the demo) and the MCP
 # server's scope over every project (#45's remaining work: behind `choose`).

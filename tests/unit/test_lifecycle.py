@@ -16,9 +16,9 @@ import pytest
 from session.derive.transcript import transcript
 from session.errors import SessionLockedError
 from session.lifecycle import SessionLifecycle
+from session.local.manager import SessionManager
 from session.log.reader import scan_log
 from session.snapshot import SCHEMA_VERSION
-from session.store.manager import SessionManager
 from tests.fixtures import stored_manifest
 
 from .conftest import make_lifecycle, request, response, run_turn
@@ -206,7 +206,7 @@ LOCK_HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from session.store.manager import SessionManager
+    from session.local.manager import SessionManager
     m = SessionManager(Path(sys.argv[1]), home=Path(sys.argv[2]))
     s = m.open_session(sys.argv[3])
     print("locked", flush=True)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from session.fork import fork_session
-from session.store.listing import listed_fields, session_info
-from session.store.manager import SessionManager
-from session.store.snapshots import read_snapshot_file
+from session.local.listing import listed_fields, session_info
+from session.local.manager import SessionManager
+from session.local.snapshots import read_snapshot_file
 
 from .conftest import make_lifecycle, run_turn
 

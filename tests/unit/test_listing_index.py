@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from session.local.listing import session_info
+from session.local.listing_db import LISTING_FILE
+from session.local.listing_index import ListingIndex
+from session.local.locks import take_lock
+from session.local.manager import SessionManager
 from session.snapshot import SessionState
-from session.store import listing_files, listing_index
-from session.store.listing import SessionInfo, session_info
-from session.store.listing_db import LISTING_FILE
-from session.store.listing_index import ListingIndex
-from session.store.locks import take_lock
-from session.store.manager import SessionManager
+from session.local import listing_files, listing_index
+from session.store.rows import SessionInfo
 
 from .conftest import make_lifecycle, run_turn
 
@@ -149,7 +150,7 @@ def test_a_read_only_store_is_listed_without_a_cache(
     make_session(manager, "topic")
     os.chmod(manager.project_dir, 0o500)
     if os.access(manager.project_dir, os.W_OK):  # root writes anywhere: say it cannot
-        monkeypatch.setattr("session.store.listing_db.os.access", lambda *a, **k: False)
+        monkeypatch.setattr("session.local.listing_db.os.access", lambda *a, **k: False)
     try:
         listed = ListingIndex(manager.project_dir).sessions(
             manager.sessions_dir, CountingReader(manager)
@@ -409,7 +410,7 @@ def test_the_sessions_without_a_turn_are_folded_with_the_cache_or_without(
     ids = [make_session(manager, f"topic {n}", turns=n % 2) for n in range(4)]
     time.sleep(0.01)
     if not cached:  # the listing computed without `listing.sqlite` (a read-only store)
-        monkeypatch.setattr("session.store.listing_db.ListingFile._open", lambda self: None)
+        monkeypatch.setattr("session.local.listing_db.ListingFile._open", lambda self: None)
     index = ListingIndex(manager.project_dir)
     reader = CountingReader(manager)
     newest = ids[::-1]

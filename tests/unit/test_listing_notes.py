@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from session.store import listing_db, listing_files, listing_index
-from session.store.listing_db import LISTING_FILE
-from session.store.listing_index import ListingIndex
-from session.store.locks import take_lock
-from session.store.manager import SessionManager
+from session.local.listing_db import LISTING_FILE
+from session.local.listing_index import ListingIndex
+from session.local.locks import take_lock
+from session.local.manager import SessionManager
+from session.local import listing_db, listing_files, listing_index
 
 from .conftest import make_lifecycle, run_turn
 from .test_listing_index import CountingReader, every_snapshot, make_session
@@ -211,7 +211,7 @@ WRITER = """
 import random, sys
 from pathlib import Path
 from session.lifecycle import LifecycleConfig, SessionLifecycle
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 manager = SessionManager(Path(sys.argv[1]), home=Path(sys.argv[2]))
 rng = random.Random(int(sys.argv[3]))

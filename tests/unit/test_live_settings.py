@@ -10,8 +10,8 @@ from engine.config import (
 )
 from lsp_server.features.settings import changed_settings
 from session.lifecycle.previous import newest_unheld_session
+from session.local.manager import SessionManager
 from session.paths import is_valid_instance_id
-from session.store.manager import SessionManager
 
 from .conftest import make_lifecycle, run_turn
 

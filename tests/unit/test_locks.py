@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from session.errors import SessionLockedError
-from session.store import locks
-from session.store.locks import LockHeldError, take_lock
-from session.store.manager import SessionManager
+from session.local import locks
+from session.local.locks import LockHeldError, take_lock
+from session.local.manager import SessionManager
 
 
 def test_the_lock_file_goes_with_the_lock(tmp_path: Path) -> None:
@@ -38,7 +38,7 @@ def test_a_lock_file_a_dead_writer_left_is_taken_and_removed(tmp_path: Path) -> 
         [
             sys.executable,
             "-c",
-            "import sys; from pathlib import Path; from session.store.locks import take_lock;"
+            "import sys; from pathlib import Path; from session.local.locks import take_lock;"
             "take_lock(Path(sys.argv[1])); print('held', flush=True); sys.stdin.read()",
             str(path),
         ],

@@ -25,7 +25,7 @@ from engine.model.runner import ChatRunner, TurnResult
 from engine.model.tools import EditOutcome, ToolDeps
 from lsp_server.fake_model import FakeOpenAI
 from session.lifecycle import SessionLifecycle
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 from tests.fixtures import free_port
 from tests.unit.conftest import make_lifecycle
 

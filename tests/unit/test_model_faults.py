@@ -26,7 +26,7 @@ from engine.model.transport import (
 )
 from session.derive.history import build_history
 from session.derive.transcript import transcript
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from .conftest import make_lifecycle, request, response
 

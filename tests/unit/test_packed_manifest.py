@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
+from session.local.snapshots import read_snapshot_file
 from session.redaction import Redactor
 from session.snapshot import SessionState, migrate_snapshot
-from session.store.snapshots import read_snapshot_file
 from session.workspace.drift import compare_manifests, detect_file_drift
 from session.workspace.manifest import Manifest
 from session.workspace.packed import PackedFiles

@@ -6,8 +6,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from session.store.manager import SessionManager
-from session.store.pointers import EditorProcess, process_alive, remove_stale_pointers
+from session.local.manager import SessionManager
+from session.local.pointers import process_alive, remove_stale_pointers
+from session.store.editor import EditorProcess
 
 from .test_catalog import make_session
 

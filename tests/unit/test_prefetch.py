@@ -10,10 +10,10 @@ import orjson
 import pytest
 
 from session.lifecycle import SessionLifecycle
+from session.local.manager import SessionManager
 from session.paths import SCAN_HINTS_DIR, scan_hint_path
 from session.snapshot import recorded_manifest
 from session.store.backend import SessionStore
-from session.store.manager import SessionManager
 from session.workspace import find as find_tool
 from session.workspace import prefetch as prefetch_tool
 from session.workspace import scanner

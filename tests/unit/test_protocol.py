@@ -22,8 +22,7 @@ from lsp_server.features.session_commands import sessions_result
 from lsp_server.protocol import generate
 from lsp_server.protocol.__main__ import main as protocol_main
 from lsp_server.server import AgentAssistServer
-from session.store.listing import SessionInfo
-from session.store.listing_files import listed_row
+from session.store.rows import SessionInfo, listed_row
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from session.checkpoints import SECRET_FILE_WITHHELD
+from session.local.manager import SessionManager
 from session.redaction import (
     HINT_WORDS,
     HOLD_LIMIT,
@@ -24,7 +25,6 @@ from session.redaction import (
     url_credential,
     url_without_userinfo,
 )
-from session.store.manager import SessionManager
 
 from .conftest import make_lifecycle, request, response, run_turn
 

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 import session.search.sync as sync_mod
 from session.lifecycle import SessionLifecycle
+from session.local.manager import SessionManager
 from session.log.reader import LogScan
 from session.search import INDEX_FILE, SearchError, SearchHit, SearchIndex
 from session.search.text import clean, fold
-from session.store.manager import SessionManager
 
 from .conftest import make_lifecycle, request, response, run_turn
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from session.local.manager import SessionManager
 from session.search import SearchError, SearchIndex
 from session.search.schema import SCHEMA_VERSION
-from session.store.manager import SessionManager
 from tests.search_timeline import (
     CASES,
     DAY_ONE,

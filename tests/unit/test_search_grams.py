@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 import session.search.grams as grams
+from session.local.manager import SessionManager
 from session.search import SearchIndex
 from session.search.grams import choose_grams, count_grams, every_other, note_rows
-from session.store.manager import SessionManager
 
 from .conftest import make_lifecycle, run_turn
 

@@ -25,11 +25,11 @@ import session.search.grams as grams_mod
 import session.search.migration as migration_mod
 import session.search.query as query_mod
 import session.search.schema as schema_mod
+from session.local.manager import SessionManager
 from session.search import INDEX_FILE, SearchError, SearchHit, SearchIndex
 from session.search.grams import every_other
 from session.search.rank import snippet
 from session.search.text import clean, fold
-from session.store.manager import SessionManager
 from tests.search_corpus import CORPUS
 
 from .conftest import make_lifecycle, run_turn

@@ -20,8 +20,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from session.store import snapshot_file
-from session.store.manager import SessionManager
+from session.local import snapshot_file
+from session.local.manager import SessionManager
 from session.workspace.packed import PackedFiles
 
 from .conftest import make_lifecycle, request, response, run_turn

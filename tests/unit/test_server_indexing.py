@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable
 
 from lsp_server.server import AgentAssistServer
+from session.local.local_search import LocalSearch
+from session.local.manager import SessionManager
 from session.search import SearchIndex
-from session.store.local_search import LocalSearch
-from session.store.manager import SessionManager
 
 from .conftest import make_lifecycle, run_turn
 

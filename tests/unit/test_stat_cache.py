@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 import pytest
 
+from session.local.snapshots import read_snapshot_file
 from session.snapshot import SessionState, record_manifest, recorded_manifest
-from session.store.snapshots import read_snapshot_file
 from session.workspace import find as find_tool
 from session.workspace import scanner
 from session.workspace.drift import detect_file_drift

@@ -14,7 +14,7 @@ import pytest
 
 from session.derive.stats import STATS_TYPES, UNKNOWN_MODEL, StatsFold, fold_store, fold_turns
 from session.fork import fork_session
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 from session.store.session import Session
 from tests.search_timeline import DAY_ONE, DAY_TWO, Clock, injected_clock
 

@@ -13,7 +13,7 @@ from engine.core import Engine
 from engine.model.tools import EditOutcome
 from lsp_server.fake_model import FakeOpenAI
 from session.derive.steps import fold_text, select, turn_steps
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 from .conftest import make_lifecycle, run_turn
 

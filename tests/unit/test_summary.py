@@ -13,8 +13,8 @@ from session.compaction import (
     extractive_summary,
 )
 from session.context import build_resume_context
+from session.local.manager import SessionManager
 from session.snapshot import merge_decisions
-from session.store.manager import SessionManager
 from session.summary import MAX_SUMMARY_WORDS, clip_words, extractive_session_summary
 
 from .conftest import make_lifecycle, run_turn

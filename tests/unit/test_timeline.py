@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from session.local.manager import SessionManager
 from session.search.when import parse_when
-from session.store.manager import SessionManager
 from session.timeline import (
     ChangeNotFoundError,
     TimelinePathError,

@@ -9,7 +9,7 @@ import pytest
 
 from engine.model import tools
 from engine.model.tools import EditOutcome, ToolDeps, ToolError, read_file, read_limit
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 from session.workspace.protected import in_git_directory, protection, shown_path
 
 from .conftest import make_lifecycle

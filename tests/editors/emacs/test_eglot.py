@@ -30,7 +30,7 @@ import pytest
 
 from lsp_server.fake_model import FakeOpenAI
 from lsp_server.fake_model.replies import is_summary_request
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent

@@ -23,7 +23,7 @@ import pytest
 
 from lsp_server import protocol as proto
 from lsp_server.fake_model import FakeOpenAI
-from session.store.manager import SessionManager
+from session.local.manager import SessionManager
 
 REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent

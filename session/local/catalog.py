@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .paths import is_valid_instance_id
-from .storage import read_json_file
-from .store.manager import POINTER_PREFIX, POINTER_SUFFIX, SessionManager
-from .store.projects import workspace_in_log
+from ..paths import is_valid_instance_id
+from ..storage import read_json_file
+from .manager import POINTER_PREFIX, POINTER_SUFFIX, SessionManager
+from .projects import workspace_in_log
 
 _SNAPSHOT_LIMIT = 16 * 1024 * 1024
 

@@ -1,0 +1,416 @@
+"""SessionManager: the layout of one project directory, its pointers and locks.
+
+It creates, opens, saves, lists and deletes sessions; how a session is opened, how
+snapshot files are read and written, and what a listing shows live in their own modules.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+from ..checkpoint_storage import CheckpointRecord
+from ..checkpoints import Checkpoints
+from ..derive.history import HistoryBuilder
+from ..errors import (
+    UNWRITABLE_ERRNOS,
+    ReadOnlySessionError,
+    SessionError,
+    SessionLockedError,
+    SessionNotFoundError,
+    StoreNotWritableError,
+)
+from ..events import Event, Persistence, utcnow
+from ..log.reader import LogScan, iter_log, scan_log
+from ..log.writer import EventLog
+from ..paths import is_valid_session_id
+from ..redaction import Redactor
+from ..snapshot import SessionState
+from ..storage import StorageError, atomic_write_json, fsync_dir, read_json_file, unlink_quiet
+from ..store.backend import StoreKind
+from ..store.editor import EditorProcess
+from ..store.rows import SessionInfo
+from ..store.seed_store import import_offered
+from ..store.session import Lock, Session, write_session_start
+from . import snapshot_file
+from .checkpoint_files import CheckpointFiles
+from .fork_source import local_fork_source
+from .layout import POINTER_PREFIX, POINTER_SUFFIX, ProjectLayout
+from .listing import last_event_time, last_turn_end
+from .listing_db import ListingFile, NotingLock
+from .local_search import LocalSearch
+from .locks import LockHeldError, take_lock
+from .opening import open_from_files
+from .pointers import pointers_naming, points_to, remove_stale_pointers
+from .seed_import import import_session
+from .snapshots import (
+    KeptSnapshot,
+    file_identity,
+    log_warning,
+    read_snapshot_file,
+    write_snapshot_file,
+)
+
+__all__ = ["POINTER_PREFIX", "POINTER_SUFFIX", "SessionManager"]
+
+logger = logging.getLogger(__name__)
+
+
+class SessionManager(ProjectLayout):
+    """Creates, opens, saves, lists and deletes the sessions of one project: the local store."""
+
+    def __init__(self, workspace_root: Path, *, home: Path | None = None) -> None:
+        super().__init__(workspace_root, home=home)
+        self._kept_snapshot: KeptSnapshot | None = None
+
+    @property
+    def kind(self) -> StoreKind:
+        """Return `local`."""
+        return "local"
+
+    @property
+    def label(self) -> str:
+        """Return the store root."""
+        return str(self.home)
+
+    def new_session_id(self) -> str:
+        """Return a fresh random 12-hex id not used in this project."""
+        while True:
+            candidate = os.urandom(6).hex()
+            if not self.log_path(candidate).exists() and not self.snapshot_path(candidate).exists():
+                return candidate
+
+    def exists(self, session_id: str) -> bool:
+        """Return True if the session has a log or a snapshot."""
+        return self.log_path(session_id).exists() or self.snapshot_path(session_id).exists()
+
+    # -- pointers --------------------------------------------------------------
+
+    def latest_elsewhere(self) -> tuple[str, str | None] | None:
+        """Return None: on one machine's files each editor instance resumes its own session."""
+        return None
+
+    def session_host(self, session_id: str) -> str | None:
+        """Return None: every session here was written on this machine."""
+        return None
+
+    def read_pointer(self, instance_id: str, warnings: list[str] | None = None) -> str | None:
+        """Return the session id this instance last used, or None (tampering → warning)."""
+        path = self.pointer_path(instance_id)
+        try:
+            self.check_store_dirs()
+        except StorageError as exc:
+            log_warning(warnings, f"{path}: ignored ({exc})")
+            return None
+        try:
+            raw = read_json_file(path, max_bytes=64 * 1024)
+        except FileNotFoundError:
+            return None
+        except ValueError as exc:
+            log_warning(warnings, f"{path}: ignored ({exc})")
+            return None
+        session_id = raw.get("sessionId") if isinstance(raw, dict) else None
+        if not is_valid_session_id(session_id):
+            log_warning(warnings, f"{path}: ignored (no valid sessionId)")
+            return None
+        assert isinstance(session_id, str)
+        if not self.exists(session_id):
+            log_warning(warnings, f"{path}: points to session {session_id}, which no longer exists")
+            return None
+        return session_id
+
+    def write_pointer(
+        self, instance_id: str, session_id: str, editor: EditorProcess | None = None
+    ) -> None:
+        """Point this editor instance at `session_id` (which must exist).
+
+        `editor`: the editor process the instance is named after, recorded so the pointer
+        can be removed once that process is gone (`pointers.py`). A pointer that says so
+        already is left as it is (a resume of the session it names fsyncs nothing).
+        """
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id} in this project")
+        self.ensure_dirs()
+        path, record = self.pointer_path(instance_id), editor.record() if editor else {}
+        if not points_to(path, self._checked(session_id), record):
+            pointer = {"sessionId": session_id, "updatedAt": utcnow().isoformat()}
+            atomic_write_json(path, pointer | record)
+
+    def delete_pointer(self, instance_id: str) -> None:
+        """Remove this instance's pointer."""
+        if unlink_quiet(self.pointer_path(instance_id)):
+            fsync_dir(self.sessions_dir)
+
+    def forget_stale_pointers(self, client: str | None, keep: str) -> None:
+        """Remove `client`'s stale pointer files (`pointers.py`)."""
+        remove_stale_pointers(self, client=client, keep=keep)
+
+    # -- through the interface: search, fork, the seed's store -----------------------
+
+    def open_search(self) -> LocalSearch:
+        """Return the search over the project's index (`local_search.py`)."""
+        return LocalSearch(self)
+
+    def fork_source(self, session_id: str) -> tuple[list[Event], list[bytes] | None]:
+        """Return the session's readable events and their lines (`fork_source.py`)."""
+        return local_fork_source(self, session_id)
+
+    def has_sessions(self) -> bool:
+        """Return True if a session's file is here."""
+        return next(self.session_ids(), None) is not None
+
+    def import_seed(self, session_id: str, redactor: Redactor | None) -> None:
+        """Import the seed's session offered for resume (`seed_store.py`)."""
+        import_offered(self, session_id, redactor, importer=import_session)
+
+    # -- snapshots -------------------------------------------------------------
+
+    def read_snapshot(
+        self, session_id: str, warnings: list[str] | None = None, *, keep: bool = False
+    ) -> tuple[SessionState | None, str | None]:
+        """Read and migrate a snapshot: (state or None, read-only reason or None).
+
+        `keep`: the caller only looks at the state, and the session is about to be opened
+        (the resume offer): the next read of this snapshot, if the file is unchanged, takes
+        this very state instead of parsing it again (a 20,000-file manifest is ~15 ms).
+        """
+        path = self.snapshot_path(session_id)
+        try:
+            self.check_store_dirs()
+        except StorageError as exc:
+            log_warning(warnings, f"{path}: snapshot ignored ({exc})")
+            return None, None
+        kept, self._kept_snapshot = self._kept_snapshot, None
+        identity = file_identity(path)
+        if kept is not None and identity is not None and kept[:2] == (session_id, identity):
+            return kept[2]
+        result = read_snapshot_file(path, session_id, warnings)
+        if keep and identity is not None and identity == file_identity(path):
+            self._kept_snapshot = (session_id, identity, result)
+        return result
+
+    def write_snapshot(self, session: Session, redactor: Redactor | None = None) -> Path:
+        """Write the session's snapshot atomically, at the last turn boundary of its log."""
+        if session.read_only:
+            raise ReadOnlySessionError(f"session is read-only: {session.read_only_reason}")
+        self.ensure_dirs()
+        path = self.snapshot_path(session.session_id)
+        write_snapshot_file(path, session, redactor)
+        return path
+
+    # -- open / create ------------------------------------------------------------
+
+    def acquire_lock(self, session_id: str) -> Lock:
+        """Take the advisory writer lock of a session, or raise SessionLockedError."""
+        self.ensure_dirs()
+        try:
+            lock = take_lock(self.lock_path(session_id))
+        except LockHeldError:
+            raise SessionLockedError(
+                f"session {session_id} is in use by another editor window or process"
+            ) from None
+        except OSError as exc:
+            cls = StoreNotWritableError if exc.errno in UNWRITABLE_ERRNOS else SessionError
+            raise cls(
+                f"cannot lock session {session_id} ({self.lock_path(session_id)}): "
+                f"{exc.strerror or exc}",
+                errno=exc.errno,
+            ) from None
+        return NotingLock(lock, ListingFile(self.project_dir), session_id)
+
+    def detached_session(
+        self, reason: str, *, instance_id: str | None, persistence: Persistence, redactor: Redactor
+    ) -> Session:
+        """Return a new session that is never written (the store refused): no files."""
+        state = SessionState(
+            session_id=self.new_session_id(),
+            instance_id=instance_id,
+            workspace_root=str(self.workspace_root),
+            persistence=persistence,
+        )
+        log = EventLog(self.log_path(state.session_id), redactor=redactor, read_only=True)
+        return Session(state, log, HistoryBuilder(), None, read_only_reason=reason)
+
+    def create_session(
+        self,
+        *,
+        instance_id: str | None = None,
+        persistence: Persistence = "full",
+        redactor: Redactor | None = None,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+        fork_boundary: int | None = None,
+        write_start: bool = True,
+    ) -> Session:
+        """Create a new session (locked); its log starts with `session/start`."""
+        self.ensure_dirs()
+        session_id = session_id or self.new_session_id()
+        lock = self.acquire_lock(session_id)
+        if self.exists(session_id):
+            lock.release()
+            raise SessionError(f"session {session_id} already exists in this project")
+        redactor = redactor or Redactor(metadata_only=persistence == "metadata")
+        state = SessionState(
+            session_id=session_id,
+            instance_id=instance_id,
+            workspace_root=str(self.workspace_root),
+            persistence=persistence,
+            parent_session_id=parent_session_id,
+            fork_boundary=fork_boundary,
+        )
+        session = Session(
+            state, EventLog(self.log_path(session_id), redactor=redactor), HistoryBuilder(), lock
+        )
+        if write_start:
+            self.start_log(session)
+        return session
+
+    def start_log(self, session: Session) -> None:
+        """Write the `session/start` event if the log is still empty."""
+        write_session_start(session)
+
+    def open_session(
+        self,
+        session_id: str,
+        *,
+        redactor: Redactor | None = None,
+        read_only: bool = False,
+    ) -> Session:
+        """Open a session: snapshot + log tail (whole log only when the snapshot is stale)."""
+        self._checked(session_id)
+        self.check_store_dirs()
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id} in this project")
+        lock = None if read_only else self.acquire_lock(session_id)
+        try:
+            return self._open_locked(session_id, lock, redactor, read_only)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+
+    def _open_locked(
+        self,
+        session_id: str,
+        lock: Lock | None,
+        redactor: Redactor | None,
+        read_only: bool,
+    ) -> Session:
+        warnings: list[str] = []
+        snapshot = self.read_snapshot(session_id, warnings)
+        session = open_from_files(
+            session_id,
+            self.log_path(session_id),
+            snapshot,
+            warnings,
+            lock=lock,
+            redactor=redactor,
+            read_only=read_only,
+        )
+        if not session.read_only and session.log.next_seq == 0:
+            saved_at = session.state.updated_at  # a file without a log (the seed's): its save
+            self.start_log(session)
+            session.state.updated_at = saved_at  # stays "last active" for the resume block
+        for message in warnings:
+            logger.warning("%s", message)
+        return session
+
+    def read_events(self, session_id: str) -> LogScan:
+        """Read a session's whole log (for transcripts, search, fork)."""
+        self.check_store_dirs()
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id} in this project")
+        return scan_log(self.log_path(session_id))
+
+    def iter_events(
+        self, session_id: str, *, types: frozenset[str] | None = None
+    ) -> Iterator[Event]:
+        """Yield a session's readable events (of `types`), one log line in memory at a time."""
+        self.check_store_dirs()
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id} in this project")
+        return iter_log(self.log_path(session_id), types)
+
+    def save(self, session: Session) -> Path:
+        """Fsync the log and write the snapshot."""
+        session.log.sync()
+        return self.write_snapshot(session)
+
+    # -- listing / deleting -----------------------------------------------------------
+
+    def last_event_time(self, session_id: str) -> datetime | None:
+        """Return the time of the log's last recorded event (recovery markers aside).
+
+        Reads only the end of the log: the snapshot's time is stale after a crash.
+        """
+        return last_event_time(self.log_path(session_id))
+
+    def last_turn_end(self, session_id: str) -> str | None:
+        """Return how the session's last turn ended when not completed (`interrupted`…)."""
+        return last_turn_end(self.log_path(session_id))
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """List every session newest first, those without a turn too.
+
+        (A projection refreshed from the files that changed.)
+        """
+        return self.list_sessions_page(empty=True)[0]
+
+    def delete_session(self, session_id: str) -> list[Path]:
+        """Delete a session's log, snapshot, lock, checkpoints and pointers; return them."""
+        removed = pointers_naming(self, session_id)  # read while the session still exists
+        for path in removed:
+            unlink_quiet(path)
+        for path in (self.log_path(session_id), self.snapshot_path(session_id)):
+            if unlink_quiet(path):
+                removed.append(path)
+        snapshot_file.remove(self.snapshot_path(session_id))
+        checkpoints = self.checkpoints_dir / self._checked(session_id)
+        if checkpoints.is_dir() and not checkpoints.is_symlink():
+            shutil.rmtree(checkpoints)
+            removed.append(checkpoints)
+        unlink_quiet(self.lock_path(session_id))
+        fsync_dir(self.sessions_dir)
+        return removed
+
+    # -- checkpoints and blobs -----------------------------------------------------
+
+    def checkpoint_store(self) -> Checkpoints:
+        """Return the checkpoints of this project (`checkpoints/` and `blobs/`)."""
+        return Checkpoints(CheckpointFiles(self), self.workspace_root)
+
+    def put_blob(self, data: bytes) -> str:
+        """Store `blobs/<aa>/<sha256>` once."""
+        return CheckpointFiles(self).write_blob(data)
+
+    def read_blob(self, digest: str) -> bytes | None:
+        """Return a blob's bytes if intact."""
+        return CheckpointFiles(self).read_blob(digest)
+
+    def put_checkpoint(self, record: CheckpointRecord) -> None:
+        """Write `checkpoints/<id>/<n>.json` (its session and blobs must exist)."""
+        checkpoints = CheckpointFiles(self)
+        if not self.exists(record.session_id):
+            raise SessionNotFoundError(f"no session {record.session_id} in this project")
+        if checkpoints.load(record.session_id, record.number) is not None:
+            raise SessionError(
+                f"session {record.session_id} already has checkpoint {record.number}"
+            )
+        missing = [d for d in record.files.values() if not checkpoints.blob_path(d).is_file()]
+        if missing:
+            raise SessionError(
+                f"checkpoint {record.number} of session {record.session_id} refers to a blob "
+                f"the store does not hold ({missing[0][:12]}…)"
+            )
+        checkpoints.write_record(record)
+
+    def checkpoints(self, session_id: str) -> list[CheckpointRecord]:
+        """Return the session's checkpoint records, by number."""
+        return CheckpointFiles(self).records(session_id)
+
+    def close(self) -> None:
+        """Nothing is held open between calls."""
