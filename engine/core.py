@@ -24,7 +24,8 @@ from .config import ServerConfig
 from .errors import UserError
 from .host import Host
 from .indexing import Indexing
-from .model.mcp import McpServers, McpServerSpec
+from .model.mcp import McpServers
+from .model.mcp_spec import McpServerSpec
 from .model.runner import ChatRunner
 from .model_server import ModelServer
 from .summaries import RunningSummary

@@ -27,7 +27,7 @@ from pydantic_ai.toolsets import ToolsetTool, WrapperToolset
 from .tools import OUR_TOOLS, ToolDeps, confirm_tool_call
 
 if TYPE_CHECKING:
-    from .mcp import McpServerSpec
+    from .mcp_spec import McpServerSpec
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from session.lifecycle import SessionLifecycle
     from session.redaction import Redactor
 
-    from .runner import ChatRunner
+    from ..config import ModelConfig
+    from .quirks import ServerQuirks
 
 REBUILD_BASE_URL = "http://rebuild.invalid/v1"  # never reached: the body is captured
 
@@ -66,8 +67,22 @@ def digest(value: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+class ProvedRunner(Protocol):
+    """What `step_proof` reads of the runner (`ChatRunner`): the body sent, and how it asked."""
+
+    sent: SentBodies
+    tools: bool  # False: the model is asked without tools
+    result_limit: int | None  # bytes an earlier tool result is cut to
+    model: ModelConfig
+    quirks: ServerQuirks
+
+
 def step_proof(
-    runner: ChatRunner, lifecycle: SessionLifecycle, max_tokens: int | None, stream: bool, mcp: bool
+    runner: ProvedRunner,
+    lifecycle: SessionLifecycle,
+    max_tokens: int | None,
+    stream: bool,
+    mcp: bool,
 ) -> dict[str, Any]:
     """Return what a step records to prove its request: the digest and how to rebuild it."""
     body = runner.sent.take()
