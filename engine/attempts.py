@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from session.errors import SessionError
 from session.lifecycle import TurnRecorder
 
+from .compaction import Compaction
 from .messages import NO_TOOLS_WARNING, RAISE_LENGTH, capitalized, final_message
 from .model.faults import RETRY_AFTER_CAP, ModelFault, backoff, classify
 from .model.limits import CallBudget
 from .model.runner import TurnResult, TurnSink
 from .model.tools import ToolDeps, read_limit
-
-if TYPE_CHECKING:
-    from .core import Engine
+from .view import EngineView
 
 logger = logging.getLogger(__name__)
 
@@ -29,8 +28,14 @@ class TurnFailedError(Exception):
     """A turn's model requests failed for good; the message says what happened."""
 
 
+class EngineForAttempts(EngineView, Protocol):
+    """What the attempts read besides: compaction, to heal a prompt over the window."""
+
+    compaction: Compaction
+
+
 async def run_attempts(
-    ls: Engine,
+    ls: EngineForAttempts,
     recorder: TurnRecorder,
     prompt: str | list[str],
     history: list[dict[str, Any]],
@@ -113,7 +118,7 @@ async def run_attempts(
             history = lifecycle.message_history() if recorder.resending else history
 
 
-def adopt_window(ls: Engine, window: int, source: str) -> bool:
+def adopt_window(ls: EngineView, window: int, source: str) -> bool:
     """Work within `window` tokens if it is smaller than the working window; True if so."""
     if window >= ls.config.context_window:
         return False
@@ -128,7 +133,7 @@ def adopt_window(ls: Engine, window: int, source: str) -> bool:
     return True
 
 
-async def heal_overflow(ls: Engine, fault: ModelFault) -> bool:
+async def heal_overflow(ls: EngineForAttempts, fault: ModelFault) -> bool:
     """Heal a prompt over the window: take the window the server reported, and compact.
 
     Return False if neither changed anything (sending the same prompt again is pointless).

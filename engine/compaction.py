@@ -6,16 +6,15 @@ turn whose prompt did not fit the window. Only appends (`session/compact`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from session.compaction import extractive_summary, history_tokens, render_transcript
 
-from .summaries import summarise_or_extract
-
-if TYPE_CHECKING:
-    from .core import Engine
+from .summaries import RunningSummary, summarise_or_extract
+from .view import EngineView
 
 logger = logging.getLogger(__name__)
 
@@ -34,10 +33,17 @@ class CompactOutcome:
     reason: str | None = None  # why nothing was compacted
 
 
+class EngineForCompaction(EngineView, Protocol):
+    """What compaction reads besides: the running summary (it gives way) and the turn lock."""
+
+    summaries: RunningSummary
+    turn_lock: asyncio.Lock
+
+
 class Compaction:
     """Compacts the engine's session."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineForCompaction) -> None:
         self.engine = engine
 
     async def compact_now(self, *, open_turn: bool = False, asked: bool = False) -> CompactOutcome:

@@ -7,14 +7,23 @@ editor's setting, the terminal's flag, the environment variable).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from session.redaction import url_without_userinfo
 
 from .model.faults import ModelFault
 
 if TYPE_CHECKING:
-    from .core import Engine
+    from .config import ServerConfig
+
+
+class Configured(Protocol):
+    """What a message reads of the engine: its options, to name one as the user set it."""
+
+    @property
+    def config(self) -> ServerConfig:
+        """Return the options."""
+        ...
 
 
 CUT_ANSWERS = {  # an answer the server stopped short, said (it is kept as it came)
@@ -24,7 +33,7 @@ CUT_ANSWERS = {  # an answer the server stopped short, said (it is kept as it ca
 }
 
 
-def cut_answer(ls: Engine, reason: str) -> str:
+def cut_answer(ls: Configured, reason: str) -> str:
     """Say why an answer stopped short: our `maxOutputTokens`, or the server's own limit."""
     limit = ls.config.model.max_output_tokens
     option = ls.config.option("model.maxOutputTokens")
@@ -57,7 +66,7 @@ RAISE_LENGTH = (
 )
 
 
-def options_named(ls: Engine, text: str) -> str:
+def options_named(ls: Configured, text: str) -> str:
     """Return `text` with each `(model.x)` / `(tools.x)` it names as the user set it."""
     return OPTION_IN_TEXT.sub(lambda m: f"({ls.config.option(m.group(1))})", text)
 
@@ -70,7 +79,7 @@ def capitalized(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def final_message(ls: Engine, fault: ModelFault, attempts: int, reads: int = 0) -> str:
+def final_message(ls: Configured, fault: ModelFault, attempts: int, reads: int = 0) -> str:
     """Say why a turn failed, and what the user can do about it (`reads`: files read)."""
     window = ls.config.option("contextWindow")
     if fault.kind == "truncated":

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
 from .messages import TEMPLATE_WARNING, WITHOUT_TOOLS
 from .model.runner import ChatRunner
 from .model.server_facts import LLAMA_CPP_PYTHON, ServerFacts
-
-if TYPE_CHECKING:
-    from .core import Engine
+from .view import EngineView
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +34,7 @@ WARNINGS = {"llama-server": TEMPLATE_WARNING, LLAMA_CPP_PYTHON: LLAMA_CPP_PYTHON
 class ModelServer:
     """Learns the model server's window and tools (see the module doc)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineView) -> None:
         self.engine = engine
         self._learning: tuple[ChatRunner, asyncio.Task[None]] | None = None
         self.listed: tuple[str, ...] = ()  # the models the server listed when last asked

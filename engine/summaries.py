@@ -14,15 +14,13 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from session.compaction import SUMMARY_INSTRUCTIONS, CompactionSummary
 from session.summary import SESSION_SUMMARY_INSTRUCTIONS, extractive_session_summary
 
 from .model.faults import summary_failure
-
-if TYPE_CHECKING:
-    from .core import Engine
+from .view import EngineView
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +29,7 @@ SUMMARY_DELAY = float(os.environ.get("AGENT_ASSIST_SUMMARY_DELAY", "2"))
 
 
 async def summarise_or_extract(
-    engine: Engine,
+    engine: EngineView,
     transcript: Callable[[int], str],
     extract: Callable[[], CompactionSummary],
     failed: Callable[[str, Exception], None],
@@ -59,7 +57,7 @@ async def summarise_or_extract(
 class RunningSummary:
     """Schedules and runs the background summary of the session (scheduled by each turn)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineView) -> None:
         self.engine = engine
         self.dirty = False
         self.task: asyncio.Task[Any] | None = None

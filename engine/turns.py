@@ -16,19 +16,19 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from session.errors import ReadOnlySessionError, SessionError
+from session.lifecycle import SessionLifecycle
 from session.storage import explain_write_error
 
-from .attempts import TurnFailedError, run_attempts
+from .attempts import EngineForAttempts, TurnFailedError, run_attempts
+from .compaction import EngineForCompaction
 from .errors import UserError
 from .messages import CUT_ANSWERS, capitalized, cut_answer, options_named
 from .model.runner import TurnSink
+from .model_server import ModelServer
 from .option_names import how_to_configure_model
-
-if TYPE_CHECKING:
-    from .core import Engine
 
 logger = logging.getLogger(__name__)
 
@@ -55,10 +55,21 @@ class Kept:
     text: str = ""
 
 
+class EngineForTurns(EngineForAttempts, EngineForCompaction, Protocol):
+    """What a turn reads besides: the model server, the lifecycle if open, the indexing."""
+
+    model_server: ModelServer
+    lifecycle_or_none: SessionLifecycle | None
+
+    def index_in_background(self) -> None:
+        """Index the current session in the background."""
+        ...
+
+
 class TurnEngine:
     """The session's turns: one at a time, the others waiting in order."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineForTurns) -> None:
         self.engine = engine
         self.running = False  # a turn is running
         self.waiting = 0  # turns queued behind it
