@@ -131,10 +131,12 @@ async def cold_initialize(env: dict[str, str], cwd: Path) -> float:
 def record_session(workspace: Path, home: Path, turns: int) -> str:
     """Record a session of `turns` turns in the project (written in bulk, then opened once)."""
     manager = SessionManager(workspace, home=home)
-    manager.ensure_dirs()
+    manager.layout.ensure_dirs()
     session_id = secrets.token_hex(6)
     if turns > 1:
-        write_bulk_log(manager.log_path(session_id), session_id, workspace, 0, turns=turns - 1)
+        write_bulk_log(
+            manager.layout.log_path(session_id), session_id, workspace, 0, turns=turns - 1
+        )
         lifecycle = SessionLifecycle(manager, INSTANCE)
         lifecycle.resume(session_id)
     else:

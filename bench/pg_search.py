@@ -59,7 +59,7 @@ def _write_logs(tmp: Path, total: int) -> tuple[SessionManager, Corpus, list[str
     workspace = tmp / f"ws{total}"
     workspace.mkdir()
     manager = SessionManager(workspace, home=tmp / f"home{total}")
-    manager.ensure_dirs()
+    manager.layout.ensure_dirs()
     corpus = Corpus()
     writer = LogWriter(corpus)
     sessions = max(2, total // EVENTS_PER_SESSION)
@@ -67,7 +67,7 @@ def _write_logs(tmp: Path, total: int) -> tuple[SessionManager, Corpus, list[str
     written = 0
     for session_id in ids:
         events, _turns = writer.write(
-            manager.log_path(session_id), session_id, workspace, total // sessions
+            manager.layout.log_path(session_id), session_id, workspace, total // sessions
         )
         written += events
     return manager, corpus, ids, written
@@ -78,7 +78,7 @@ def _load(pg: PgStore, manager: SessionManager, ids: list[str], project: str) ->
     start = time.perf_counter()
     for session_id in ids:
         pg.create_session(session_id, project, workspace_root=str(manager.workspace_root))
-        with manager.log_path(session_id).open("rb") as log:
+        with manager.layout.log_path(session_id).open("rb") as log:
             events = [orjson.loads(line) for line in log]
         with pg.connection() as conn:
             for at in range(0, len(events), COPY_BATCH):
@@ -112,7 +112,9 @@ def measure_size(dsn: str, mode: Mode, total: int, tmp: Path, result: Result) ->
     assert stats.events == written and not stats.problems, stats
     index.close()
     local_bytes = sum(
-        p.stat().st_size for p in manager.project_dir.iterdir() if p.name.startswith("index.sqlite")
+        p.stat().st_size
+        for p in manager.layout.project_dir.iterdir()
+        if p.name.startswith("index.sqlite")
     )
     schema = f"bench_{secrets.token_hex(4)}"
     pg = PgStore.open(dsn, schema=schema)

@@ -209,9 +209,9 @@ def record_turn(lifecycle: SessionLifecycle, pool: TurnPool) -> None:
 
 def make_session(manager: SessionManager, workspace: Path, size: int) -> dict[str, Any]:
     """Create a session of about `size` bytes, then resume it once, add a turn and save."""
-    manager.ensure_dirs()
+    manager.layout.ensure_dirs()
     session_id = secrets.token_hex(6)
-    path = manager.log_path(session_id)
+    path = manager.layout.log_path(session_id)
     start = time.perf_counter()
     events, turns = write_bulk_log(path, session_id, workspace, size)
     generated = time.perf_counter() - start
@@ -237,7 +237,7 @@ def make_session(manager: SessionManager, workspace: Path, size: int) -> dict[st
         "events": state.last_seq + 1 if state is not None else events,
         "turns": turns + 1,
         "log_size": log_size,
-        "snapshot_size": manager.snapshot_path(session_id).stat().st_size,
+        "snapshot_size": manager.layout.snapshot_path(session_id).stat().st_size,
         "snapshot": snapshot,
         "generated_s": generated,
         "first_open_s": prepared,

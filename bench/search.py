@@ -353,7 +353,7 @@ def measure_size(mode: Mode, total: int, tmp: Path, result: Result, plot: Plot) 
     workspace.mkdir()
     (workspace / "agent_spec.md").write_text("# Agent spec\n")
     manager = SessionManager(workspace, home=tmp / f"home{total}")
-    manager.ensure_dirs()
+    manager.layout.ensure_dirs()
     corpus = Corpus()
     writer = LogWriter(corpus)
     sessions = max(2, total // EVENTS_PER_SESSION)
@@ -364,12 +364,12 @@ def measure_size(mode: Mode, total: int, tmp: Path, result: Result, plot: Plot) 
         session_id = secrets.token_hex(6)
         ids.append(session_id)
         events, _turns = writer.write(
-            manager.log_path(session_id), session_id, workspace, total // sessions
+            manager.layout.log_path(session_id), session_id, workspace, total // sessions
         )
         written += events
     generated = time.perf_counter() - start
     assert writer.checked > 0
-    log_bytes = sum(manager.log_path(s).stat().st_size for s in ids)
+    log_bytes = sum(manager.layout.log_path(s).stat().st_size for s in ids)
 
     # -- build: index every log from nothing, vs only parsing them (scan_log) --------------
     index = SearchIndex.for_project(manager)
@@ -378,12 +378,14 @@ def measure_size(mode: Mode, total: int, tmp: Path, result: Result, plot: Plot) 
     build = time.perf_counter() - start
     assert stats.events == written and not stats.problems, stats
     start = time.perf_counter()
-    parsed = sum(len(scan_log(manager.log_path(s)).events) for s in ids)
+    parsed = sum(len(scan_log(manager.layout.log_path(s)).events) for s in ids)
     scan = time.perf_counter() - start
     assert parsed == written
     index.close()  # checkpoints the WAL into the file (the index reopens on the next call)
     index_bytes = sum(
-        p.stat().st_size for p in manager.project_dir.iterdir() if p.name.startswith("index.sqlite")
+        p.stat().st_size
+        for p in manager.layout.project_dir.iterdir()
+        if p.name.startswith("index.sqlite")
     )
     result.rows.append(
         Row(
@@ -436,7 +438,10 @@ def measure_size(mode: Mode, total: int, tmp: Path, result: Result, plot: Plot) 
             ours.append(median(times))
             for name, exe in baselines.items():
                 if exe is not None:
-                    runs = [baseline_time(exe, query, manager.sessions_dir) for _ in range(rounds)]
+                    runs = [
+                        baseline_time(exe, query, manager.layout.sessions_dir)
+                        for _ in range(rounds)
+                    ]
                     assert runs[0][1] > 0, f"{name} found no {query!r}"
                     theirs[name].append(median([t for t, _ in runs]))
         ours_p50, ours_p95 = median(ours), percentile(ours, 95)

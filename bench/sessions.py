@@ -88,14 +88,14 @@ def make_project(root: Path, home: Path, count: int) -> str:
         recorder.end("completed")
     first = lifecycle.session_id
     assert lifecycle.close()
-    log = manager.log_path(first).read_bytes()
-    snapshot = manager.snapshot_path(first).read_bytes()
+    log = manager.layout.log_path(first).read_bytes()
+    snapshot = manager.layout.snapshot_path(first).read_bytes()
     base = time.time() - count * 60
     for n in range(1, count):
         other = secrets.token_hex(6)
         for path, data in (
-            (manager.log_path(other), log.replace(first.encode(), other.encode())),
-            (manager.snapshot_path(other), snapshot.replace(first.encode(), other.encode())),
+            (manager.layout.log_path(other), log.replace(first.encode(), other.encode())),
+            (manager.layout.snapshot_path(other), snapshot.replace(first.encode(), other.encode())),
         ):
             path.write_bytes(data)
             os.utime(path, (base + n * 60, base + n * 60))
@@ -200,7 +200,7 @@ def interleaved(project: Project, one: Project | None, mode: Mode) -> tuple[Timi
 
 def save_again(project: Project) -> None:
     """Replace the snapshot of the project's first session by a copy, as a save does."""
-    path = SessionManager(project.root, home=project.home).snapshot_path(project.first)
+    path = SessionManager(project.root, home=project.home).layout.snapshot_path(project.first)
     copy = path.with_name(f".{path.name}.bench")
     copy.write_bytes(path.read_bytes())
     os.replace(copy, path)
@@ -213,7 +213,7 @@ def measure(
     root, home = tmp / f"p{count}", tmp / f"h{count}"
     project = Project(root, home, make_project(root, home, count))
     manager = SessionManager(root, home=home)
-    listing = manager.project_dir / LISTING_FILE
+    listing = manager.layout.project_dir / LISTING_FILE
 
     def cold() -> None:
         listing.unlink(missing_ok=True)
@@ -223,7 +223,7 @@ def measure(
         assert len(manager.list_sessions()) == count
 
     def changed() -> None:
-        touch_directory(manager.sessions_dir)
+        touch_directory(manager.layout.sessions_dir)
         assert len(manager.list_sessions()) == count
 
     repeats = REPEATS[mode]

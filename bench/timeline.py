@@ -114,7 +114,7 @@ def run(mode: Mode) -> Result:
     result = Result("timeline")
     manager, root = project(mode, result)
     workspace = manager.workspace_root
-    (manager.project_dir / INDEX_FILE).unlink(missing_ok=True)
+    (manager.layout.project_dir / INDEX_FILE).unlink(missing_ok=True)
     index = TimelineIndex.for_project(manager)
     build = timed_runs(lambda: index.catch_up(manager), 1)[0]
     index.close()
@@ -124,7 +124,7 @@ def run(mode: Mode) -> Result:
     repeats = 5 if mode == "smoke" else 21
     ours = timed_runs(lambda: file_history(manager, workspace, "config.yaml"), repeats)
     grep = shutil.which("grep") or "grep"
-    command = [grep, "-F", "-r", "-l", '"path":"config.yaml"', str(manager.sessions_dir)]
+    command = [grep, "-F", "-r", "-l", '"path":"config.yaml"', str(manager.layout.sessions_dir)]
 
     def baseline() -> None:
         subprocess.run(command, check=True, capture_output=True)
@@ -150,6 +150,6 @@ def run(mode: Mode) -> Result:
     one = timed_runs(lambda: TimelineIndex.for_project(manager).catch_up(manager), 1)[0]
     manager.delete_session(writer.session_id)
     result.details.append(f"catch-up after a new session of one turn: {fmt_s(one)}")
-    size = (manager.project_dir / INDEX_FILE).stat().st_size
+    size = (manager.layout.project_dir / INDEX_FILE).stat().st_size
     result.details.append(f"index size: {size / 1e6:.1f} MB; the project: {root}")
     return result

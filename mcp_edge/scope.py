@@ -153,7 +153,7 @@ class Scope:
         if self.database is not None:
             return self.database.project
         assert self.local is not None
-        return self.local.project_dir.name
+        return self.local.layout.project_dir.name
 
     def where(self) -> str:
         """Return the scope for messages."""
@@ -192,8 +192,8 @@ class Scope:
                 yield Place(row.session_id, row.project, self.database)
             return
         for manager in self.managers():
-            for session_id in sorted(manager.session_ids()):
-                yield Place(session_id, manager.project_dir.name, manager)
+            for session_id in sorted(manager.layout.session_ids()):
+                yield Place(session_id, manager.layout.project_dir.name, manager)
 
     # -- one session -------------------------------------------------------------------
 
@@ -223,7 +223,7 @@ class Scope:
         if self.database is None:
             for manager in self.managers():
                 if manager.exists(session_id):
-                    return Place(session_id, manager.project_dir.name, manager)
+                    return Place(session_id, manager.layout.project_dir.name, manager)
             return None
         for place in self.places():
             if place.session_id == session_id:
@@ -245,10 +245,10 @@ class Scope:
         total = 0
         for manager in every:
             window = (offset, limit) if len(every) == 1 else (0, stop)
-            if not manager.sessions_dir.is_dir():
+            if not manager.layout.sessions_dir.is_dir():
                 continue
-            page, count, held, _ = manager.list_rows_in_use(*window)
-            name = manager.project_dir.name
+            page, count, held, _ = manager.listing.list_rows_in_use(*window)
+            name = manager.layout.project_dir.name
             found += [(row, name, row[0] in held) for row in page]
             total += count
         if len(every) > 1:
@@ -279,7 +279,7 @@ class Scope:
         """Return the store of each project in scope, by the name listings give it."""
         if self.database is not None:
             return {project: self.database for project in self.database_projects()}
-        return {manager.project_dir.name: manager for manager in self.managers()}
+        return {manager.layout.project_dir.name: manager for manager in self.managers()}
 
     # -- search ------------------------------------------------------------------------
 
@@ -299,12 +299,12 @@ class Scope:
         from session.search import SearchIndex
 
         for manager in self.managers():
-            if not manager.sessions_dir.is_dir():
+            if not manager.layout.sessions_dir.is_dir():
                 continue
             with SearchIndex.for_project(manager) as index:
                 index.sync(manager)
                 hits = index.search(text, limit=limit, filters=filters)
-            found += [_hit(manager.project_dir.name, hit) for hit in hits]
+            found += [_hit(manager.layout.project_dir.name, hit) for hit in hits]
         return found[:limit]
 
 

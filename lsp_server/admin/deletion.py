@@ -111,7 +111,7 @@ def stale_pointers(store: AnyStore) -> list[StalePointer]:
         return []  # a shared store's pointers come from many machines: no pid says anything
     from session.local.pointers import stale_pointers as stale
 
-    return stale(local_of(store))
+    return stale(local_of(store).listing)
 
 
 def _remove_pointers(store: AnyStore, report: dict[str, Any]) -> None:
@@ -119,7 +119,7 @@ def _remove_pointers(store: AnyStore, report: dict[str, Any]) -> None:
     if database_of(store) is None and report["stalePointers"]:
         from session.local.pointers import remove_stale_pointers
 
-        removed = remove_stale_pointers(local_of(store))
+        removed = remove_stale_pointers(local_of(store).listing)
         report["removedPointers"] = [str(path) for path in removed]
 
 

@@ -60,7 +60,7 @@ def session_meta(dump: SessionDump, manager: AnyStore) -> dict[str, Any]:
     if database is not None:
         log = f"{database.label} (session {dump.session_id})"
     else:
-        log = str(local_of(manager).log_path(dump.session_id))
+        log = str(local_of(manager).layout.log_path(dump.session_id))
     state = dump.state
     meta: dict[str, Any] = {
         "sessionId": dump.session_id,

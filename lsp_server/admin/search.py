@@ -75,12 +75,12 @@ def local_search(args: argparse.Namespace, index_cls: Any, filters: Any) -> list
     """Search the local index of this project (or of every project)."""
     results: list[dict[str, Any]] = []
     for manager in managers(args):
-        if not manager.sessions_dir.is_dir():
+        if not manager.layout.sessions_dir.is_dir():
             continue
         with index_cls.for_project(manager) as index:
             index.sync(manager)
             for hit in index.search(args.text, limit=args.limit, filters=filters):
-                results.append(hit_json(manager.project_dir.name, hit))
+                results.append(hit_json(manager.layout.project_dir.name, hit))
     return results
 
 
@@ -172,13 +172,13 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         return OK
     reports = []
     for manager in managers(args):
-        if not manager.sessions_dir.is_dir():
+        if not manager.layout.sessions_dir.is_dir():
             continue
         with index_cls.for_project(manager) as index:
             stats = index.rebuild(manager)
         reports.append(
             {
-                "project": manager.project_dir.name,
+                "project": manager.layout.project_dir.name,
                 "sessions": stats.sessions,
                 "events": stats.events,
                 "rows": stats.rows,

@@ -105,7 +105,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         outcomes, statuses, into = _into_database(args, spec, workspace, found, chosen or [])
     else:
         manager = SessionManager(workspace)
-        into = str(manager.sessions_dir)
+        into = str(manager.layout.sessions_dir)
         outcomes = {}
         for seed in chosen or []:
             outcomes[seed.session_id] = import_session(manager, seed, dry_run=args.dry_run)

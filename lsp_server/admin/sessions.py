@@ -13,7 +13,7 @@ from session.paths import is_valid_session_id
 from .output import counted, write_json
 from .running import OK, USAGE
 from .table import render, terminal_columns
-from .targets import layouts, open_database, store_spec, workspace_of
+from .targets import listings, open_database, store_spec, workspace_of
 
 if TYPE_CHECKING:
     from session.store.rows import ListedRow
@@ -57,12 +57,13 @@ def local_listing(
     found: list[tuple[ListedRow, int, bool]] = []  # (row, index of its project, in use)
     projects: list[tuple[str, str]] = []
     total = folded = 0
-    every = list(layouts(args))
-    for layout in every:
+    every = listings(args)
+    for listing in every:
         window = (offset, limit) if len(every) == 1 else (0, _window(offset, limit).stop)
         # With several projects, the newest offset + limit of each, merged below.
-        page, count, held, left_out = layout.list_rows_in_use(*window, empty=args.empty)
+        page, count, held, left_out = listing.list_rows_in_use(*window, empty=args.empty)
         n = len(projects)
+        layout = listing.layout
         projects.append((layout.project_dir.name, str(layout.workspace_root)))
         found += [(row, n, row[0] in held) for row in page]
         total += count
@@ -165,7 +166,7 @@ def elsewhere(args: argparse.Namespace, spec: str | None) -> str:
     from session.local.catalog import project_dirs
     from session.paths import storage_root
 
-    here = layouts(args)[0].project_dir
+    here = listings(args)[0].layout.project_dir
     counts = [n for d in project_dirs(storage_root()) if d != here and (n := saved_in(d))]
     if not counts:
         return ""
@@ -197,7 +198,7 @@ def local_seed_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     if locate(workspace_of(args)).sessions_dir is None:  # a stat or two without a seed store
         return []
-    layout = layouts(args)[0]
+    layout = listings(args)[0].layout
     ours = layout.project_dir / "sessions"
 
     def imported(session_id: str) -> bool:

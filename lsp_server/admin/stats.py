@@ -42,7 +42,7 @@ def local_stats(args: argparse.Namespace, fold: StatsFold) -> None:
     from session.derive.stats import fold_store
 
     every = managers(args)
-    projects = [(m, set(m.session_ids())) for m in every if m.sessions_dir.is_dir()]
+    projects = [(m, set(m.layout.session_ids())) for m in every if m.layout.sessions_dir.is_dir()]
     wanted = None
     if args.session is not None:
         held = set().union(*(ids for _, ids in projects))

@@ -22,8 +22,8 @@ from .table import quoted
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from session.local.layout import ProjectLayout
     from session.local.manager import SessionManager
+    from session.local.project_listing import ProjectListing
     from session.pg.backend import PgSessionStore
     from session.pg.dsn import DsnInfo
 
@@ -142,7 +142,7 @@ def local_of(store: AnyStore) -> SessionManager:
 def project_name(store: AnyStore) -> str:
     """Return the project as listings name it: its directory locally, its key in PostgreSQL."""
     database = database_of(store)
-    return database.project if database is not None else local_of(store).project_dir.name
+    return database.project if database is not None else local_of(store).layout.project_dir.name
 
 
 def where(store: AnyStore) -> str:
@@ -153,17 +153,18 @@ def where(store: AnyStore) -> str:
     return f"project {database.project} in {database.label}"
 
 
-def layouts(args: argparse.Namespace) -> list[ProjectLayout]:
-    """Return the current project's layout, or every project's with `--all-projects`.
+def listings(args: argparse.Namespace) -> list[ProjectListing]:
+    """Return the current project's session list, or every project's with `--all-projects`.
 
-    What only reads the project's files (the session list) takes the layout: it imports no
-    model, so a listing answers without the cost of loading what opening a session needs.
+    A listing reads only the project's files: it imports no model, so it answers without the
+    cost of loading what opening a session needs.
     """
     if getattr(args, "all_projects", False):
-        return list(managers(args))
+        return [manager.listing for manager in managers(args)]
     from session.local.layout import ProjectLayout
+    from session.local.project_listing import ProjectListing
 
-    return [ProjectLayout(workspace_of(args))]
+    return [ProjectListing(ProjectLayout(workspace_of(args)))]
 
 
 def managers(args: argparse.Namespace) -> list[SessionManager]:
@@ -181,7 +182,7 @@ def session_ids(store: AnyStore) -> Iterable[str]:
     database = database_of(store)
     if database is not None:
         return [info.session_id for info in database.list_sessions()]
-    return local_of(store).session_ids()
+    return local_of(store).layout.session_ids()
 
 
 def resolve_session(store: AnyStore, wanted: str) -> str:

@@ -194,7 +194,7 @@ class Demo:
         await self.chat(QUESTIONS[0])
         count, types = self.store.log_types(session_id)
         self.out.disk(
-            f"{self.out.rel(self.store.manager.log_path(session_id))}: {count} events ({types})"
+            f"{self.out.rel(self.store.manager.layout.log_path(session_id))}: {count} events ({types})"
         )
 
         self.out.heading("turn 2 writes a file through workspace/applyEdit")
@@ -205,7 +205,7 @@ class Demo:
         greeting = self.workspace / "templates" / "greeting.txt"
         if greeting.exists():
             self.out.show_file(greeting)
-        records = sorted((self.store.manager.checkpoints_dir / session_id).glob("*.json"))
+        records = sorted((self.store.manager.layout.checkpoints_dir / session_id).glob("*.json"))
         for record in records:
             self.out.disk(
                 f"{self.out.rel(record)}: automatic checkpoint after a turn that wrote files"
@@ -236,9 +236,9 @@ class Demo:
             f"checkpoint {saved['checkpoint']} saved; snapshot {self.out.rel(Path(saved['path']))}"
         )
         await self.stop()
-        pointer = self.store.manager.pointer_path(INSTANCE)
+        pointer = self.store.manager.layout.pointer_path(INSTANCE)
         self.out.disk(f"{self.out.rel(pointer)} = {pointer.read_text(encoding='utf-8').strip()}")
-        snapshot = self.store.manager.snapshot_path(session_id)
+        snapshot = self.store.manager.layout.snapshot_path(session_id)
         self.out.disk(f"{self.out.rel(snapshot)} ({snapshot.stat().st_size} bytes, schema v3)")
         return session_id, int(saved["checkpoint"])
 
@@ -302,7 +302,7 @@ class Demo:
                 f"    session {hit['sessionId']} turn {hit.get('turn')} {hit['type']}: "
                 f"{hit['snippet']}"
             )
-        index = self.store.manager.project_dir / "index.sqlite"
+        index = self.store.manager.layout.project_dir / "index.sqlite"
         if index.exists():
             self.out.disk(
                 f"{self.out.rel(index)} ({index.stat().st_size} bytes, a projection of the logs)"
@@ -337,7 +337,7 @@ class Demo:
         assert self.client is not None
         events = self.store.manager.read_events(session_id).events
         boundary = next(e.seq for e in events if isinstance(e, TurnEndEvent) and e.turn == 1)
-        parent_size = self.store.manager.log_path(session_id).stat().st_size
+        parent_size = self.store.manager.layout.log_path(session_id).stat().st_size
         result = await self.client.request(
             proto.FORK, {"sessionId": session_id, "boundary": boundary}
         )
@@ -346,8 +346,10 @@ class Demo:
         self.out.say(
             f"  new session {child}, forked from {result['parentSessionId']} at seq {boundary}"
         )
-        self.out.disk(f"{self.out.rel(self.store.manager.log_path(child))}: {count} events copied")
-        unchanged = self.store.manager.log_path(session_id).stat().st_size == parent_size
+        self.out.disk(
+            f"{self.out.rel(self.store.manager.layout.log_path(child))}: {count} events copied"
+        )
+        unchanged = self.store.manager.layout.log_path(session_id).stat().st_size == parent_size
         self.out.disk(f"the parent's log is {'untouched' if unchanged else 'CHANGED'}")
 
     def store_tree(self) -> None:

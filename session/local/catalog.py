@@ -29,7 +29,7 @@ class ProjectEntry:
     @property
     def name(self) -> str:
         """Return the directory's name, `<name>_<hash8>`."""
-        return self.manager.project_dir.name
+        return self.manager.layout.project_dir.name
 
     @property
     def workspace_exists(self) -> bool:
@@ -82,11 +82,11 @@ def list_projects(home: Path) -> list[ProjectEntry]:
 
 def recorded_workspace_root(manager: SessionManager) -> str | None:
     """Return the workspace root recorded in a project's logs or snapshots."""
-    for session_id in sorted(manager.session_ids()):
-        log = manager.log_path(session_id)
+    for session_id in sorted(manager.layout.session_ids()):
+        log = manager.layout.log_path(session_id)
         if not log.is_symlink() and (root := workspace_in_log(log)):
             return root
-        snapshot = manager.snapshot_path(session_id)
+        snapshot = manager.layout.snapshot_path(session_id)
         if snapshot.is_symlink():
             continue
         try:
@@ -100,10 +100,10 @@ def recorded_workspace_root(manager: SessionManager) -> str | None:
 
 def pointer_files(manager: SessionManager) -> list[PointerFile]:
     """Return the project's `active_*.json` pointer files, sorted by name."""
-    if not manager.sessions_dir.is_dir():
+    if not manager.layout.sessions_dir.is_dir():
         return []
     pointers = []
-    for path in sorted(manager.sessions_dir.glob(f"{POINTER_PREFIX}*{POINTER_SUFFIX}")):
+    for path in sorted(manager.layout.sessions_dir.glob(f"{POINTER_PREFIX}*{POINTER_SUFFIX}")):
         instance = path.name[len(POINTER_PREFIX) : -len(POINTER_SUFFIX)]
         pointers.append(PointerFile(path, instance))
     return pointers
@@ -119,11 +119,6 @@ def pointers_to(manager: SessionManager, session_id: str) -> list[PointerFile]:
 
 
 def _manager_at(home: Path, project_dir: Path, workspace_root: Path) -> SessionManager:
-    manager = SessionManager(workspace_root, home=home)
-    if manager.project_dir != project_dir:  # moved or unknown workspace: use the dir as it is
-        manager.adopt = False  # and never label it with an identity it may not have
-        manager.project_dir = project_dir
-        manager.sessions_dir = project_dir / "sessions"
-        manager.checkpoints_dir = project_dir / "checkpoints"
-        manager.blobs_dir = project_dir / "blobs"
-    return manager
+    # A moved or unknown workspace: its directory as it is, never labelled with an identity
+    # it may not have.
+    return SessionManager(workspace_root, home=home, at=project_dir)

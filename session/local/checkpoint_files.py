@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from .. import checkpoint_index, file_changes
 from ..checkpoint_storage import CheckpointRecord
+from ..errors import SessionError
 from ..paths import is_valid_session_id
 from ..storage import StorageError, atomic_write_bytes, ensure_private_dir, read_file_bytes
 
@@ -165,6 +166,20 @@ class CheckpointFiles:
                     f" {len(missing)} of its file copies are gone from the store"
                 )
             return self._write_record(record)
+
+    def put(self, record: CheckpointRecord) -> None:
+        """Write a record copied from elsewhere: new here, and its blobs held already."""
+        if self.load(record.session_id, record.number) is not None:
+            raise SessionError(
+                f"session {record.session_id} already has checkpoint {record.number}"
+            )
+        missing = [d for d in record.files.values() if not self.blob_path(d).is_file()]
+        if missing:
+            raise SessionError(
+                f"checkpoint {record.number} of session {record.session_id} refers to a blob "
+                f"the store does not hold ({missing[0][:12]}…)"
+            )
+        self.write_record(record)
 
     def _write_record(self, record: CheckpointRecord) -> Path:
         directory = self._dir(record.session_id)

@@ -62,15 +62,15 @@ class LocalSessionImport:
     def __init__(self, manager: SessionManager, session_id: str) -> None:
         self.manager = manager
         self.session_id = session_id
-        self.log_path = manager.log_path(session_id)
-        self.staged_path = manager.sessions_dir / f"{session_id}{STAGED_SUFFIX}"
+        self.log_path = manager.layout.log_path(session_id)
+        self.staged_path = manager.layout.sessions_dir / f"{session_id}{STAGED_SUFFIX}"
         self._published = b""
         self._staged: EventLog | None = None
         self._next_seq = 0
 
     def existing_events(self) -> list[Raw]:
         """Return the log's events, or those of an interrupted copy of it."""
-        directory = self.manager.sessions_dir
+        directory = self.manager.layout.sessions_dir
         self._published = _read(directory, self.log_path.name)
         if self._published and not self._published.endswith(b"\n"):
             raise TransferError(
@@ -119,7 +119,7 @@ class LocalSessionImport:
         self._staged.close()
         self._staged = None
         os.replace(self.staged_path, self.log_path)
-        fsync_dir(self.manager.sessions_dir)
+        fsync_dir(self.manager.layout.sessions_dir)
 
     def close(self) -> None:
         """Close the staged log if still open (it stays, to be resumed)."""
@@ -128,21 +128,21 @@ class LocalSessionImport:
 
     def put_blob(self, data: bytes) -> str:
         """Store `blobs/<aa>/<sha256>` once."""
-        return CheckpointFiles(self.manager).write_blob(data)
+        return CheckpointFiles(self.manager.layout).write_blob(data)
 
     def put_checkpoint(self, record: CheckpointRecord) -> None:
         """Write `checkpoints/<id>/<n>.json` atomically."""
-        CheckpointFiles(self.manager).write_record(record)
+        CheckpointFiles(self.manager.layout).write_record(record)
 
     def needs_snapshot(self, snapshot: SessionState | None) -> bool:
         """Return True if the session has no snapshot file."""
-        return not self.manager.snapshot_path(self.session_id).exists()
+        return not self.manager.layout.snapshot_path(self.session_id).exists()
 
     def finish(self, snapshot: SessionState | None, events: Sequence[Raw]) -> None:
         """Write the source's snapshot, pointing at this log's bytes, or one derived from it."""
-        path = self.manager.snapshot_path(self.session_id)
+        path = self.manager.layout.snapshot_path(self.session_id)
         state = snapshot.model_copy() if snapshot is not None else None
-        blob = _read(self.manager.sessions_dir, self.log_path.name)
+        blob = _read(self.manager.layout.sessions_dir, self.log_path.name)
         end = _end_of_line(blob, state.last_seq) if state is not None else None
         if state is not None and end is not None:
             state.log_offset = end
@@ -180,16 +180,16 @@ class LocalTransferStore:
 
     def __init__(self, manager: SessionManager) -> None:
         self.manager = manager
-        self.checkpoint_files = CheckpointFiles(manager)
+        self.checkpoint_files = CheckpointFiles(manager.layout)
 
     @property
     def description(self) -> str:
         """Return the project's directory in the local store."""
-        return f"the local store ({self.manager.project_dir})"
+        return f"the local store ({self.manager.layout.project_dir})"
 
     def session_ids(self) -> list[str]:
         """Return the ids of the project's sessions, sorted."""
-        return sorted(self.manager.session_ids())
+        return sorted(self.manager.layout.session_ids())
 
     def exists(self, session_id: str) -> bool:
         """Return True if the session has a log or a snapshot."""
@@ -210,9 +210,9 @@ class LocalTransferStore:
 
     def events_to_copy(self, session_id: str) -> tuple[list[Raw], str | None]:
         """Return the log's readable events, and what of it cannot be read (None: all can)."""
-        self.manager.check_store_dirs()
-        name = self.manager.log_path(session_id).name
-        blob = _read(self.manager.sessions_dir, name)
+        self.manager.layout.check_store_dirs()
+        name = self.manager.layout.log_path(session_id).name
+        blob = _read(self.manager.layout.sessions_dir, name)
         readable, stop = readable_prefix(blob)
         raws = [orjson.loads(line) for _event, line in readable]
         if stop is None:
@@ -240,7 +240,7 @@ class LocalTransferStore:
     @contextmanager
     def importing(self, session_id: str, start: Raw) -> Iterator[LocalSessionImport]:
         """Take the session's lock and return its import (the staged log kept if cut short)."""
-        self.manager.check_store_dirs()
+        self.manager.layout.check_store_dirs()
         lock = self.manager.acquire_lock(session_id)  # creates the project's directories
         into = LocalSessionImport(self.manager, session_id)
         try:

@@ -1,7 +1,9 @@
-"""SessionManager: the layout of one project directory, its pointers and locks.
+"""SessionManager: the local store of one project, made of its parts.
 
-It creates, opens, saves, lists and deletes sessions; how a session is opened, how
-snapshot files are read and written, and what a listing shows live in their own modules.
+It creates, opens, saves, lists and deletes sessions, and keeps the editor instances'
+pointers. Its parts: `layout` (where the project's files live), `listing` (the session
+list), `checkpoint_files` (checkpoint records and blobs), the locks (`locks.py`); how a
+session is opened and how snapshot files are read and written live in their own modules.
 """
 
 from __future__ import annotations
@@ -9,31 +11,28 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..checkpoint_storage import CheckpointRecord
 from ..checkpoints import Checkpoints
 from ..derive.history import HistoryBuilder
 from ..errors import (
-    UNWRITABLE_ERRNOS,
     ReadOnlySessionError,
     SessionError,
-    SessionLockedError,
     SessionNotFoundError,
-    StoreNotWritableError,
 )
-from ..events import Event, Persistence, utcnow
+from ..events import Event, Persistence
 from ..log.reader import LogScan, iter_log, scan_log
 from ..log.writer import EventLog
-from ..paths import is_valid_session_id
 from ..redaction import Redactor
 from ..snapshot import SessionState
-from ..storage import StorageError, atomic_write_json, fsync_dir, read_json_file, unlink_quiet
+from ..storage import StorageError, fsync_dir, unlink_quiet
 from ..store.backend import StoreKind
 from ..store.editor import EditorProcess
-from ..store.rows import SessionInfo
+from ..store.rows import ListedRow, SessionInfo
 from ..store.seed_store import import_offered
 from ..store.session import Lock, Session, write_session_start
 from . import snapshot_file
@@ -41,11 +40,10 @@ from .checkpoint_files import CheckpointFiles
 from .fork_source import local_fork_source
 from .layout import POINTER_PREFIX, POINTER_SUFFIX, ProjectLayout
 from .listing import last_event_time, last_turn_end
-from .listing_db import ListingFile, NotingLock
 from .local_search import LocalSearch
-from .locks import LockHeldError, take_lock
 from .opening import open_from_files
-from .pointers import pointers_naming, points_to, remove_stale_pointers
+from .pointers import Pointers, pointers_naming
+from .project_listing import ProjectListing
 from .seed_import import import_session
 from .snapshots import (
     KeptSnapshot,
@@ -55,17 +53,40 @@ from .snapshots import (
     write_snapshot_file,
 )
 
+if TYPE_CHECKING:
+    from ..workspace.identity import ProjectIdentity
+
 __all__ = ["POINTER_PREFIX", "POINTER_SUFFIX", "SessionManager"]
 
 logger = logging.getLogger(__name__)
 
 
-class SessionManager(ProjectLayout):
+class SessionManager:
     """Creates, opens, saves, lists and deletes the sessions of one project: the local store."""
 
-    def __init__(self, workspace_root: Path, *, home: Path | None = None) -> None:
-        super().__init__(workspace_root, home=home)
+    def __init__(
+        self, workspace_root: Path, *, home: Path | None = None, at: Path | None = None
+    ) -> None:
+        """`at`: the project directory as it is (`ProjectLayout`), else found by identity."""
+        self.layout = ProjectLayout(workspace_root, home=home, at=at)
+        self.listing = ProjectListing(self.layout)
+        self.pointers = Pointers(self.listing, self.exists)
         self._kept_snapshot: KeptSnapshot | None = None
+
+    @property
+    def workspace_root(self) -> Path:
+        """Return the project's workspace root (resolved)."""
+        return self.layout.workspace_root
+
+    @property
+    def home(self) -> Path:
+        """Return the store root."""
+        return self.layout.home
+
+    @property
+    def identity(self) -> ProjectIdentity:
+        """Return the project's identity, which names its directory."""
+        return self.layout.identity
 
     @property
     def kind(self) -> StoreKind:
@@ -81,12 +102,18 @@ class SessionManager(ProjectLayout):
         """Return a fresh random 12-hex id not used in this project."""
         while True:
             candidate = os.urandom(6).hex()
-            if not self.log_path(candidate).exists() and not self.snapshot_path(candidate).exists():
+            if (
+                not self.layout.log_path(candidate).exists()
+                and not self.layout.snapshot_path(candidate).exists()
+            ):
                 return candidate
 
     def exists(self, session_id: str) -> bool:
         """Return True if the session has a log or a snapshot."""
-        return self.log_path(session_id).exists() or self.snapshot_path(session_id).exists()
+        return (
+            self.layout.log_path(session_id).exists()
+            or self.layout.snapshot_path(session_id).exists()
+        )
 
     # -- pointers --------------------------------------------------------------
 
@@ -100,54 +127,21 @@ class SessionManager(ProjectLayout):
 
     def read_pointer(self, instance_id: str, warnings: list[str] | None = None) -> str | None:
         """Return the session id this instance last used, or None (tampering → warning)."""
-        path = self.pointer_path(instance_id)
-        try:
-            self.check_store_dirs()
-        except StorageError as exc:
-            log_warning(warnings, f"{path}: ignored ({exc})")
-            return None
-        try:
-            raw = read_json_file(path, max_bytes=64 * 1024)
-        except FileNotFoundError:
-            return None
-        except ValueError as exc:
-            log_warning(warnings, f"{path}: ignored ({exc})")
-            return None
-        session_id = raw.get("sessionId") if isinstance(raw, dict) else None
-        if not is_valid_session_id(session_id):
-            log_warning(warnings, f"{path}: ignored (no valid sessionId)")
-            return None
-        assert isinstance(session_id, str)
-        if not self.exists(session_id):
-            log_warning(warnings, f"{path}: points to session {session_id}, which no longer exists")
-            return None
-        return session_id
+        return self.pointers.read(instance_id, warnings)
 
     def write_pointer(
         self, instance_id: str, session_id: str, editor: EditorProcess | None = None
     ) -> None:
-        """Point this editor instance at `session_id` (which must exist).
-
-        `editor`: the editor process the instance is named after, recorded so the pointer
-        can be removed once that process is gone (`pointers.py`). A pointer that says so
-        already is left as it is (a resume of the session it names fsyncs nothing).
-        """
-        if not self.exists(session_id):
-            raise SessionNotFoundError(f"no session {session_id} in this project")
-        self.ensure_dirs()
-        path, record = self.pointer_path(instance_id), editor.record() if editor else {}
-        if not points_to(path, self._checked(session_id), record):
-            pointer = {"sessionId": session_id, "updatedAt": utcnow().isoformat()}
-            atomic_write_json(path, pointer | record)
+        """Point this editor instance at `session_id`, which must exist (`pointers.py`)."""
+        self.pointers.write(instance_id, session_id, editor)
 
     def delete_pointer(self, instance_id: str) -> None:
         """Remove this instance's pointer."""
-        if unlink_quiet(self.pointer_path(instance_id)):
-            fsync_dir(self.sessions_dir)
+        self.pointers.delete(instance_id)
 
     def forget_stale_pointers(self, client: str | None, keep: str) -> None:
         """Remove `client`'s stale pointer files (`pointers.py`)."""
-        remove_stale_pointers(self, client=client, keep=keep)
+        self.pointers.forget_stale(client, keep)
 
     # -- through the interface: search, fork, the seed's store -----------------------
 
@@ -157,11 +151,11 @@ class SessionManager(ProjectLayout):
 
     def fork_source(self, session_id: str) -> tuple[list[Event], list[bytes] | None]:
         """Return the session's readable events and their lines (`fork_source.py`)."""
-        return local_fork_source(self, session_id)
+        return local_fork_source(self.layout, session_id)
 
     def has_sessions(self) -> bool:
         """Return True if a session's file is here."""
-        return next(self.session_ids(), None) is not None
+        return next(self.layout.session_ids(), None) is not None
 
     def import_seed(self, session_id: str, redactor: Redactor | None) -> None:
         """Import the seed's session offered for resume (`seed_store.py`)."""
@@ -178,9 +172,9 @@ class SessionManager(ProjectLayout):
         (the resume offer): the next read of this snapshot, if the file is unchanged, takes
         this very state instead of parsing it again (a 20,000-file manifest is ~15 ms).
         """
-        path = self.snapshot_path(session_id)
+        path = self.layout.snapshot_path(session_id)
         try:
-            self.check_store_dirs()
+            self.layout.check_store_dirs()
         except StorageError as exc:
             log_warning(warnings, f"{path}: snapshot ignored ({exc})")
             return None, None
@@ -197,8 +191,8 @@ class SessionManager(ProjectLayout):
         """Write the session's snapshot atomically, at the last turn boundary of its log."""
         if session.read_only:
             raise ReadOnlySessionError(f"session is read-only: {session.read_only_reason}")
-        self.ensure_dirs()
-        path = self.snapshot_path(session.session_id)
+        self.layout.ensure_dirs()
+        path = self.layout.snapshot_path(session.session_id)
         write_snapshot_file(path, session, redactor)
         return path
 
@@ -206,21 +200,7 @@ class SessionManager(ProjectLayout):
 
     def acquire_lock(self, session_id: str) -> Lock:
         """Take the advisory writer lock of a session, or raise SessionLockedError."""
-        self.ensure_dirs()
-        try:
-            lock = take_lock(self.lock_path(session_id))
-        except LockHeldError:
-            raise SessionLockedError(
-                f"session {session_id} is in use by another editor window or process"
-            ) from None
-        except OSError as exc:
-            cls = StoreNotWritableError if exc.errno in UNWRITABLE_ERRNOS else SessionError
-            raise cls(
-                f"cannot lock session {session_id} ({self.lock_path(session_id)}): "
-                f"{exc.strerror or exc}",
-                errno=exc.errno,
-            ) from None
-        return NotingLock(lock, ListingFile(self.project_dir), session_id)
+        return self.listing.lock(session_id)
 
     def detached_session(
         self, reason: str, *, instance_id: str | None, persistence: Persistence, redactor: Redactor
@@ -232,7 +212,7 @@ class SessionManager(ProjectLayout):
             workspace_root=str(self.workspace_root),
             persistence=persistence,
         )
-        log = EventLog(self.log_path(state.session_id), redactor=redactor, read_only=True)
+        log = EventLog(self.layout.log_path(state.session_id), redactor=redactor, read_only=True)
         return Session(state, log, HistoryBuilder(), None, read_only_reason=reason)
 
     def create_session(
@@ -247,7 +227,7 @@ class SessionManager(ProjectLayout):
         write_start: bool = True,
     ) -> Session:
         """Create a new session (locked); its log starts with `session/start`."""
-        self.ensure_dirs()
+        self.layout.ensure_dirs()
         session_id = session_id or self.new_session_id()
         lock = self.acquire_lock(session_id)
         if self.exists(session_id):
@@ -263,7 +243,10 @@ class SessionManager(ProjectLayout):
             fork_boundary=fork_boundary,
         )
         session = Session(
-            state, EventLog(self.log_path(session_id), redactor=redactor), HistoryBuilder(), lock
+            state,
+            EventLog(self.layout.log_path(session_id), redactor=redactor),
+            HistoryBuilder(),
+            lock,
         )
         if write_start:
             self.start_log(session)
@@ -281,8 +264,8 @@ class SessionManager(ProjectLayout):
         read_only: bool = False,
     ) -> Session:
         """Open a session: snapshot + log tail (whole log only when the snapshot is stale)."""
-        self._checked(session_id)
-        self.check_store_dirs()
+        self.layout.checked(session_id)
+        self.layout.check_store_dirs()
         if not self.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id} in this project")
         lock = None if read_only else self.acquire_lock(session_id)
@@ -304,7 +287,7 @@ class SessionManager(ProjectLayout):
         snapshot = self.read_snapshot(session_id, warnings)
         session = open_from_files(
             session_id,
-            self.log_path(session_id),
+            self.layout.log_path(session_id),
             snapshot,
             warnings,
             lock=lock,
@@ -321,19 +304,19 @@ class SessionManager(ProjectLayout):
 
     def read_events(self, session_id: str) -> LogScan:
         """Read a session's whole log (for transcripts, search, fork)."""
-        self.check_store_dirs()
+        self.layout.check_store_dirs()
         if not self.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id} in this project")
-        return scan_log(self.log_path(session_id))
+        return scan_log(self.layout.log_path(session_id))
 
     def iter_events(
         self, session_id: str, *, types: frozenset[str] | None = None
     ) -> Iterator[Event]:
         """Yield a session's readable events (of `types`), one log line in memory at a time."""
-        self.check_store_dirs()
+        self.layout.check_store_dirs()
         if not self.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id} in this project")
-        return iter_log(self.log_path(session_id), types)
+        return iter_log(self.layout.log_path(session_id), types)
 
     def save(self, session: Session) -> Path:
         """Fsync the log and write the snapshot."""
@@ -347,11 +330,34 @@ class SessionManager(ProjectLayout):
 
         Reads only the end of the log: the snapshot's time is stale after a crash.
         """
-        return last_event_time(self.log_path(session_id))
+        return last_event_time(self.layout.log_path(session_id))
 
     def last_turn_end(self, session_id: str) -> str | None:
         """Return how the session's last turn ended when not completed (`interrupted`…)."""
-        return last_turn_end(self.log_path(session_id))
+        return last_turn_end(self.layout.log_path(session_id))
+
+    # -- listing (`project_listing.py`) -----------------------------------------
+
+    def list_sessions_page(
+        self, offset: int = 0, limit: int | None = None, *, empty: bool = False
+    ) -> tuple[list[SessionInfo], int]:
+        """Return a page of the sessions, newest first, and how many there are."""
+        return self.listing.list_sessions_page(offset, limit, empty=empty)
+
+    def list_rows_page(
+        self,
+        offset: int = 0,
+        limit: int | None = None,
+        *,
+        empty: bool = False,
+        keep: str | None = None,
+    ) -> tuple[list[ListedRow], int, int]:
+        """Return a page as stored, the total, and how many sessions without a turn it folds."""
+        return self.listing.list_rows_page(offset, limit, empty=empty, keep=keep)
+
+    def held_locks(self, session_ids: Iterable[str]) -> set[str]:
+        """Return the sessions among `session_ids` whose writer lock a process holds now."""
+        return self.listing.held_locks(session_ids)
 
     def list_sessions(self) -> list[SessionInfo]:
         """List every session newest first, those without a turn too.
@@ -362,55 +368,45 @@ class SessionManager(ProjectLayout):
 
     def delete_session(self, session_id: str) -> list[Path]:
         """Delete a session's log, snapshot, lock, checkpoints and pointers; return them."""
-        removed = pointers_naming(self, session_id)  # read while the session still exists
+        # The pointers naming it: read while the session still exists.
+        removed = pointers_naming(self.layout.sessions_dir, session_id)
         for path in removed:
             unlink_quiet(path)
-        for path in (self.log_path(session_id), self.snapshot_path(session_id)):
+        for path in (self.layout.log_path(session_id), self.layout.snapshot_path(session_id)):
             if unlink_quiet(path):
                 removed.append(path)
-        snapshot_file.remove(self.snapshot_path(session_id))
-        checkpoints = self.checkpoints_dir / self._checked(session_id)
+        snapshot_file.remove(self.layout.snapshot_path(session_id))
+        checkpoints = self.layout.checkpoints_dir / self.layout.checked(session_id)
         if checkpoints.is_dir() and not checkpoints.is_symlink():
             shutil.rmtree(checkpoints)
             removed.append(checkpoints)
-        unlink_quiet(self.lock_path(session_id))
-        fsync_dir(self.sessions_dir)
+        unlink_quiet(self.layout.lock_path(session_id))
+        fsync_dir(self.layout.sessions_dir)
         return removed
 
     # -- checkpoints and blobs -----------------------------------------------------
 
     def checkpoint_store(self) -> Checkpoints:
         """Return the checkpoints of this project (`checkpoints/` and `blobs/`)."""
-        return Checkpoints(CheckpointFiles(self), self.workspace_root)
+        return Checkpoints(CheckpointFiles(self.layout), self.workspace_root)
 
     def put_blob(self, data: bytes) -> str:
         """Store `blobs/<aa>/<sha256>` once."""
-        return CheckpointFiles(self).write_blob(data)
+        return CheckpointFiles(self.layout).write_blob(data)
 
     def read_blob(self, digest: str) -> bytes | None:
         """Return a blob's bytes if intact."""
-        return CheckpointFiles(self).read_blob(digest)
+        return CheckpointFiles(self.layout).read_blob(digest)
 
     def put_checkpoint(self, record: CheckpointRecord) -> None:
         """Write `checkpoints/<id>/<n>.json` (its session and blobs must exist)."""
-        checkpoints = CheckpointFiles(self)
         if not self.exists(record.session_id):
             raise SessionNotFoundError(f"no session {record.session_id} in this project")
-        if checkpoints.load(record.session_id, record.number) is not None:
-            raise SessionError(
-                f"session {record.session_id} already has checkpoint {record.number}"
-            )
-        missing = [d for d in record.files.values() if not checkpoints.blob_path(d).is_file()]
-        if missing:
-            raise SessionError(
-                f"checkpoint {record.number} of session {record.session_id} refers to a blob "
-                f"the store does not hold ({missing[0][:12]}…)"
-            )
-        checkpoints.write_record(record)
+        CheckpointFiles(self.layout).put(record)
 
     def checkpoints(self, session_id: str) -> list[CheckpointRecord]:
         """Return the session's checkpoint records, by number."""
-        return CheckpointFiles(self).records(session_id)
+        return CheckpointFiles(self.layout).records(session_id)
 
     def close(self) -> None:
         """Nothing is held open between calls."""

@@ -1,4 +1,6 @@
-"""Pointers of editor instances named after their process, and which of them are stale.
+"""The editor instances' pointers (`sessions/active_<instanceId>.json`), and the stale ones.
+
+`Pointers` reads, writes and removes the pointer of an instance: the session it last used.
 
 An editor that sends no `instanceId` is the instance `<client>-<processId>`: a new one at
 each launch, so each launch left an `active_<instance>.json` nobody would read again. Such
@@ -16,13 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import SessionNotFoundError
+from ..events import utcnow
 from ..paths import is_valid_instance_id, is_valid_session_id
-from ..storage import fsync_dir, read_json_file, unlink_quiet
+from ..storage import StorageError, atomic_write_json, fsync_dir, read_json_file, unlink_quiet
 from ..store.editor import EditorProcess
 from .layout import POINTER_PREFIX, POINTER_SUFFIX
+from .snapshots import log_warning
 
 if TYPE_CHECKING:
-    from .manager import SessionManager
+    from collections.abc import Callable
+
+    from .project_listing import ProjectListing
 
 logger = logging.getLogger(__name__)
 
@@ -69,13 +76,13 @@ def _recorded_editor(path: Path) -> tuple[str | None, EditorProcess] | None:
 
 
 def stale_pointers(
-    manager: SessionManager, *, client: str | None = None, keep: str | None = None
+    listing: ProjectListing, *, client: str | None = None, keep: str | None = None
 ) -> list[StalePointer]:
     """Return the project's stale pointers (of editor `client` only, if given).
 
     `keep`: an instance whose pointer is never returned (the caller's own).
     """
-    directory = manager.sessions_dir
+    directory = listing.layout.sessions_dir
     try:
         with os.scandir(directory) as entries:
             names = [
@@ -101,33 +108,33 @@ def stale_pointers(
             found.append(StalePointer(path, instance, session_id, editor))
     if not found:
         return []
-    held = manager.held_locks(p.session_id for p in found if p.session_id is not None)
+    held = listing.held_locks(p.session_id for p in found if p.session_id is not None)
     return [p for p in found if p.session_id not in held]
 
 
 def remove_stale_pointers(
-    manager: SessionManager, *, client: str | None = None, keep: str | None = None
+    listing: ProjectListing, *, client: str | None = None, keep: str | None = None
 ) -> list[Path]:
     """Remove the project's stale pointer files (see `stale_pointers`); return them."""
     removed = []
-    for pointer in stale_pointers(manager, client=client, keep=keep):
+    for pointer in stale_pointers(listing, client=client, keep=keep):
         try:
             if unlink_quiet(pointer.path):
                 removed.append(pointer.path)
         except OSError as exc:  # not ours to remove: left as it is
             logger.warning("%s: stale pointer not removed (%s)", pointer.path, exc)
     if removed:
-        fsync_dir(manager.sessions_dir)
+        fsync_dir(listing.layout.sessions_dir)
         logger.info("removed %d stale pointer(s) of editors that are gone", len(removed))
     return removed
 
 
-def pointers_naming(manager: SessionManager, session_id: str) -> list[Path]:
+def pointers_naming(sessions_dir: Path, session_id: str) -> list[Path]:
     """Return the pointer files that name `session_id` (unreadable ones are not)."""
-    if not manager.sessions_dir.is_dir():
+    if not sessions_dir.is_dir():
         return []
     found = []
-    for path in sorted(manager.sessions_dir.glob(f"{POINTER_PREFIX}*{POINTER_SUFFIX}")):
+    for path in sorted(sessions_dir.glob(f"{POINTER_PREFIX}*{POINTER_SUFFIX}")):
         try:
             raw = read_json_file(path, max_bytes=64 * 1024)
         except (OSError, ValueError):
@@ -152,3 +159,59 @@ def points_to(path: Path, session_id: str, record: dict[str, object]) -> bool:
         and raw["sessionId"] == session_id
         and all(raw[key] == value for key, value in record.items())
     )
+
+
+class Pointers:
+    """The pointers of one project's editor instances, each naming a session that exists."""
+
+    def __init__(self, listing: ProjectListing, exists: Callable[[str], bool]) -> None:
+        self.layout, self.listing, self._exists = listing.layout, listing, exists
+
+    def read(self, instance_id: str, warnings: list[str] | None = None) -> str | None:
+        """Return the session id this instance last used, or None (tampering → warning)."""
+        path = self.layout.pointer_path(instance_id)
+        try:
+            self.layout.check_store_dirs()
+        except StorageError as exc:
+            log_warning(warnings, f"{path}: ignored ({exc})")
+            return None
+        try:
+            raw = read_json_file(path, max_bytes=_POINTER_BYTES)
+        except FileNotFoundError:
+            return None
+        except ValueError as exc:
+            log_warning(warnings, f"{path}: ignored ({exc})")
+            return None
+        session_id = raw.get("sessionId") if isinstance(raw, dict) else None
+        if not is_valid_session_id(session_id):
+            log_warning(warnings, f"{path}: ignored (no valid sessionId)")
+            return None
+        assert isinstance(session_id, str)
+        if not self._exists(session_id):
+            log_warning(warnings, f"{path}: points to session {session_id}, which no longer exists")
+            return None
+        return session_id
+
+    def write(self, instance_id: str, session_id: str, editor: EditorProcess | None) -> None:
+        """Point this editor instance at `session_id` (which must exist).
+
+        `editor`: the editor process the instance is named after, recorded so the pointer
+        can be removed once that process is gone. A pointer that says so already is left as
+        it is (a resume of the session it names fsyncs nothing).
+        """
+        if not self._exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id} in this project")
+        self.layout.ensure_dirs()
+        path, record = self.layout.pointer_path(instance_id), editor.record() if editor else {}
+        if not points_to(path, self.layout.checked(session_id), record):
+            pointer = {"sessionId": session_id, "updatedAt": utcnow().isoformat()}
+            atomic_write_json(path, pointer | record)
+
+    def delete(self, instance_id: str) -> None:
+        """Remove this instance's pointer."""
+        if unlink_quiet(self.layout.pointer_path(instance_id)):
+            fsync_dir(self.layout.sessions_dir)
+
+    def forget_stale(self, client: str | None, keep: str) -> None:
+        """Remove `client`'s stale pointer files."""
+        remove_stale_pointers(self.listing, client=client, keep=keep)

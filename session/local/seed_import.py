@@ -57,8 +57,8 @@ def import_session(
         scrubber = redactor or Redactor()
         if scrubber.metadata_only:
             state.persistence = "metadata"
-        write_state_file(manager.snapshot_path(sid), state, scrubber)
+        write_state_file(manager.layout.snapshot_path(sid), state, scrubber)
     finally:
         lock.release()
     logger.info("imported session %s from %s", sid, seed.path)
-    return ImportOutcome(sid, "imported", f"imported into {manager.sessions_dir}")
+    return ImportOutcome(sid, "imported", f"imported into {manager.layout.sessions_dir}")

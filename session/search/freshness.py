@@ -22,7 +22,7 @@ class IndexFreshness:
 
 def index_freshness(manager: SessionManager) -> IndexFreshness:
     """Compare the bytes of each log the index covers with the log's size now."""
-    path = manager.project_dir / INDEX_FILE
+    path = manager.layout.project_dir / INDEX_FILE
     if path.is_symlink():
         return IndexFreshness(exists=True, symlink=True)
     if not path.exists():
@@ -40,8 +40,8 @@ def index_freshness(manager: SessionManager) -> IndexFreshness:
         return IndexFreshness(exists=True, error=str(exc))
     indexed = {str(sid): int(size) for sid, size in rows}
     stale = []
-    for session_id in manager.session_ids():
-        log = manager.log_path(session_id)
+    for session_id in manager.layout.session_ids():
+        log = manager.layout.log_path(session_id)
         size = log.stat().st_size if log.exists() else 0
         if indexed.get(session_id, -1) != size:
             stale.append(session_id)

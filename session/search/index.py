@@ -51,7 +51,7 @@ class SearchIndex(IndexDatabase):
     @classmethod
     def for_project(cls, manager: SessionManager) -> SearchIndex:
         """Return the index of `manager`'s project (`<project dir>/index.sqlite`)."""
-        return cls(manager.project_dir / INDEX_FILE)
+        return cls(manager.layout.project_dir / INDEX_FILE)
 
     def close(self) -> None:
         """Close the database connections (the next call opens them again)."""

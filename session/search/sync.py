@@ -116,12 +116,12 @@ def ordered_sessions(manager: SessionManager, known: set[str]) -> list[str]:
     Sessions are numbered as they are first indexed, so this keeps rowid order close to
     recency when many are indexed at once (a build), as it is when they come one by one.
     """
-    present = sorted(manager.session_ids())
+    present = sorted(manager.layout.session_ids())
     new = [s for s in present if s not in known]
 
     def modified(session_id: str) -> float:
         try:
-            return manager.log_path(session_id).stat().st_mtime
+            return manager.layout.log_path(session_id).stat().st_mtime
         except OSError:
             return 0.0
 
@@ -156,7 +156,7 @@ def sync_one(
 ) -> None:
     """Bring one session's rows up to date with its log (read from its indexed offset)."""
     stats.sessions += 1
-    path = manager.log_path(session_id)
+    path = manager.layout.log_path(session_id)
     progress = _progress(conn, session_id)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)

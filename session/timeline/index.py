@@ -97,7 +97,7 @@ class TimelineIndex:
     @classmethod
     def for_project(cls, manager: SessionManager) -> TimelineIndex:
         """Return the index of `manager`'s project (opened at first use)."""
-        return cls(manager.project_dir / INDEX_FILE)
+        return cls(manager.layout.project_dir / INDEX_FILE)
 
     def __enter__(self) -> Self:
         return self
@@ -186,13 +186,13 @@ class TimelineIndex:
             return self._catch_up(manager)
 
     def _catch_up(self, manager: SessionManager) -> int:
-        present = set(manager.session_ids())
+        present = set(manager.layout.session_ids())
         conn = self._connection()
         sizes = dict(conn.execute("SELECT session_id, scanned_size FROM logs").fetchall())
         stale = set(sizes) - present
         for session_id in present:  # a stat each, no open: nothing appended, nothing read
             try:
-                size = os.stat(manager.log_path(session_id), follow_symlinks=False).st_size
+                size = os.stat(manager.layout.log_path(session_id), follow_symlinks=False).st_size
             except OSError:
                 size = -1
             if sizes.get(session_id) != size:
@@ -212,7 +212,7 @@ class TimelineIndex:
                 if session_id not in present:
                     _drop(conn, session_id)
                 else:
-                    read += _sync_one(conn, manager.log_path(session_id), session_id, known)
+                    read += _sync_one(conn, manager.layout.log_path(session_id), session_id, known)
         return read
 
     def changes(

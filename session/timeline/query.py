@@ -126,9 +126,9 @@ def _from_logs(
 
     found: list[ChangeRow] = []
     titles: dict[str, str | None] = {}
-    for session_id in manager.session_ids():
+    for session_id in manager.layout.session_ids():
         cursor = Cursor()
-        events = scan_log(manager.log_path(session_id)).events
+        events = scan_log(manager.layout.log_path(session_id)).events
         found += [r for r in project(session_id, events, cursor) if r.path == path]
         titles[session_id] = cursor.title
     found = [

@@ -50,12 +50,12 @@ def make_session(
 
 def age_session(manager: SessionManager, session_id: str, when: datetime = OLD) -> None:
     """Make a session look last used at `when` (snapshot and log mtime)."""
-    path = manager.snapshot_path(session_id)
+    path = manager.layout.snapshot_path(session_id)
     raw = json.loads(path.read_text())
     raw["updated_at"] = raw["created_at"] = when.isoformat()
     path.write_text(json.dumps(raw))
     stamp = when.timestamp()
-    os.utime(manager.log_path(session_id), (stamp, stamp))
+    os.utime(manager.layout.log_path(session_id), (stamp, stamp))
 
 
 def cli_json(*args: str, env: dict[str, str]) -> tuple[int, dict]:
@@ -119,7 +119,7 @@ def test_list_rows_are_newest_first_across_projects_with_utc_times(
     manager = SessionManager(other_project, home=home)
     age_session(manager, other, datetime(2020, 1, 3, 3, 4, 5, 250000, tzinfo=UTC))
     # A snapshot written at +09:00 (another machine's clock): shown in UTC.
-    path = manager.snapshot_path(other)
+    path = manager.layout.snapshot_path(other)
     raw = json.loads(path.read_text())
     raw["created_at"] = "2020-01-03T09:00:00+09:00"
     path.write_text(json.dumps(raw))
@@ -212,7 +212,7 @@ def test_a_listing_loads_no_model(
         assert store["recent"] in again.stdout and store["old"] in again.stdout
     assert "LOADED []" in again.stderr, again.stderr  # the rows were current
     # A session saved since (its snapshot replaced, as a save does): its row is rebuilt.
-    path = SessionManager(workspace, home=home).snapshot_path(store["old"])
+    path = SessionManager(workspace, home=home).layout.snapshot_path(store["old"])
     raw = json.loads(path.read_text())
     raw["title"] = "renamed since"
     path.with_name("replacement").write_text(json.dumps(raw))
@@ -433,7 +433,7 @@ def test_doctor_reports_a_symlinked_projects_directory(tmp_path: Path) -> None:
 def test_doctor_finds_a_torn_log_tail(
     workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
 ) -> None:
-    log = SessionManager(workspace, home=home).log_path(store["recent"])
+    log = SessionManager(workspace, home=home).layout.log_path(store["recent"])
     with log.open("ab") as fh:
         fh.write(b'{"seq": 99, "ts": "2026-')  # the process died mid-write
     code, data = cli_json("doctor", env=env)
@@ -449,7 +449,7 @@ def test_doctor_finds_a_torn_log_tail(
 def test_doctor_finds_a_bad_line_and_says_read_only(
     workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
 ) -> None:
-    log = SessionManager(workspace, home=home).log_path(store["recent"])
+    log = SessionManager(workspace, home=home).layout.log_path(store["recent"])
     lines = log.read_bytes().splitlines(keepends=True)
     lines.insert(2, b"this is not json\n")
     log.write_bytes(b"".join(lines))
@@ -463,7 +463,7 @@ def test_doctor_finds_a_bad_line_and_says_read_only(
 def test_doctor_finds_a_tampered_pointer(
     workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
 ) -> None:
-    pointer = SessionManager(workspace, home=home).pointer_path("fixture")
+    pointer = SessionManager(workspace, home=home).layout.pointer_path("fixture")
     pointer.write_text('{"sessionId": "../../../etc/passwd"}')
     code, data = cli_json("doctor", env=env)
     assert code == 1
@@ -474,7 +474,7 @@ def test_doctor_finds_a_future_schema_snapshot(
     workspace: Path, home: Path, env: dict[str, str], store: dict[str, str]
 ) -> None:
     manager = SessionManager(workspace, home=home)
-    path = manager.snapshot_path(store["recent"])
+    path = manager.layout.snapshot_path(store["recent"])
     raw = json.loads(path.read_text())
     raw["schema_version"] = 99
     path.write_text(json.dumps(raw))
@@ -549,7 +549,7 @@ def test_deleting_removes_the_blobs_only_its_checkpoints_used(
     checkpoints.create(kept, 1, seq=0, turn=0, title="kept", files=shared)
     own = {**shared, "only-recent.txt": digest("only-recent.txt")}
     checkpoints.create(doomed, 1, seq=0, turn=0, title="deleted", files=own)
-    for blob in manager.blobs_dir.rglob("*"):
+    for blob in manager.layout.blobs_dir.rglob("*"):
         if blob.is_file():
             os.utime(blob, (1, 1))  # long written: not a record being written right now
     where = ["--yes", "--workspace", str(workspace)]
@@ -559,8 +559,8 @@ def test_deleting_removes_the_blobs_only_its_checkpoints_used(
         result = run_cli("sessions", "prune", "--older-than", "90d", *where, env=env)
     assert result.returncode == 0, result.stderr
     assert not manager.exists(doomed) and manager.exists(kept)
-    assert not CheckpointFiles(manager).blob_path(digest("only-recent.txt")).exists()
-    assert CheckpointFiles(manager).blob_path(digest("agent_spec.md")).exists()  # still used
+    assert not CheckpointFiles(manager.layout).blob_path(digest("only-recent.txt")).exists()
+    assert CheckpointFiles(manager.layout).blob_path(digest("agent_spec.md")).exists()  # still used
 
 
 def test_search_filters_and_shows_step_and_time(

@@ -27,12 +27,12 @@ def seed_session(workspace: Path, home: Path, **fields: Any) -> str:
     """A session file as the seed's tool writes it: no log, no `turns`, `fields` set."""
     manager = SessionManager(workspace, home=home)
     session_id = without_a_turn(workspace, home)
-    path = manager.snapshot_path(session_id)
+    path = manager.layout.snapshot_path(session_id)
     raw = json.loads(path.read_text())
     for key in ("turns", "last_seq", "log_offset", "title"):
         raw.pop(key, None)
     path.write_text(json.dumps(raw | fields))
-    manager.log_path(session_id).unlink()
+    manager.layout.log_path(session_id).unlink()
     return session_id
 
 

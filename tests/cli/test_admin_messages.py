@@ -14,7 +14,7 @@ from .test_admin import make_session
 def test_rm_names_an_untitled_session_and_counts_one_turn(workspace: Path, home: Path) -> None:
     env = clean_env(home)
     empty = make_session(workspace, home, [], instance="empty")
-    snapshot = SessionManager(workspace, home=home).snapshot_path(empty)
+    snapshot = SessionManager(workspace, home=home).layout.snapshot_path(empty)
     assert json.loads(snapshot.read_text()).get("title") is None
     here = ("--workspace", str(workspace))
     result = run_cli("sessions", "rm", empty, *here, env=env, input="n\n")

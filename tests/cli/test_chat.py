@@ -265,7 +265,7 @@ def test_fresh_keeps_the_session_and_help_says_which_deletes(
     child.expect_exact("kept answer")
     child.expect_exact("turn 1 ·")
     manager = SessionManager(workspace, home=home)
-    old_log = manager.log_path(old_id)
+    old_log = manager.layout.log_path(old_id)
     # The background summary is the last thing written after the turn: wait for it.
     before = wait_for_bytes(old_log, b'"session/summary"')
     command(child, "/fresh")
@@ -370,7 +370,7 @@ def test_without_a_model_the_terminal_says_how_and_saves_the_empty_session(
     # The seed's exit: the session is saved and the pointer names it; it has nothing to resume.
     manager = SessionManager(workspace, home=home)
     (empty,) = manager.list_sessions_page(0, None, empty=True)[0]
-    assert empty.turns == 0 and manager.snapshot_path(empty.session_id).exists()
+    assert empty.turns == 0 and manager.layout.snapshot_path(empty.session_id).exists()
 
 
 def test_the_model_and_its_server_given_on_the_command_line(

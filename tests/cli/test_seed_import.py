@@ -96,7 +96,7 @@ def test_import_lists_then_imports_and_never_changes_the_seed_store(
     done = run_cli("sessions", "import", SID, *ws, env=env)
     assert done.returncode == 0, done.stderr
     assert "1 imported into" in done.stdout and "1 damaged (skipped)" in done.stdout
-    jsonschema.validate(json.loads(manager.snapshot_path(SID).read_text()), SCHEMA)
+    jsonschema.validate(json.loads(manager.layout.snapshot_path(SID).read_text()), SCHEMA)
 
     result = run_cli("sessions", "import", "--all", "--json", *ws, env=env)
     assert result.returncode == 0, result.stderr

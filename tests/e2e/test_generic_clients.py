@@ -236,7 +236,7 @@ async def test_pointers_of_editors_that_are_gone_are_removed_at_start_and_by_pru
     await b.stop()
     ended.kill()
     await ended.wait()
-    sessions = SessionManager(workspace, home=home).sessions_dir
+    sessions = SessionManager(workspace, home=home).layout.sessions_dir
 
     def pointer(pid: int, client: str = "Test Editor") -> Path:
         return sessions / f"active_{derived_instance_id(client, pid)}.json"

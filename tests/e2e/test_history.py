@@ -177,7 +177,7 @@ async def test_fork_switches_to_a_child_and_leaves_the_parent_alone(
     with pytest.raises(JsonRpcException) as info:
         await editor.request("agentAssist/fork", {"boundary": 10_000})
     assert "out of range" in info.value.message
-    parent_log = stored(workspace, home).log_path(parent)
+    parent_log = stored(workspace, home).layout.log_path(parent)
     before = parent_log.read_bytes()
     forked = await editor.request("agentAssist/fork", {"boundary": end_of_turn_1})
     assert forked["parentSessionId"] == parent and forked["boundary"] == end_of_turn_1
@@ -246,7 +246,7 @@ async def test_search_finds_cjk_substrings_and_path_fragments(
 def write_word_index(home: Path, workspace: Path, session_id: str, text: str) -> None:
     """Replace the project's search index by one as the previous version wrote it."""
     manager = stored(workspace, home)
-    index = manager.project_dir / "index.sqlite"
+    index = manager.layout.project_dir / "index.sqlite"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{index}{suffix}").unlink(missing_ok=True)
     seq = next(e.seq for e in events_of(workspace, home, session_id) if e.type == "turn/start")

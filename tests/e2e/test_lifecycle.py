@@ -610,14 +610,14 @@ async def test_new_keeps_the_previous_session_whole(
     await editor.request("agentAssist/chat", {"text": "first question"})
     await editor.request("agentAssist/save")
     manager = stored(workspace, home)
-    before = manager.log_path(old_id).read_bytes()
+    before = manager.layout.log_path(old_id).read_bytes()
     result = await editor.request("agentAssist/new")
     assert result["previousSessionId"] == old_id and result["sessionId"] != old_id
     changed = editor.notifications["agentAssist/sessionChanged"][-1]
     assert changed == {"sessionId": result["sessionId"], "reason": "new"}
     listed = [s["sessionId"] for s in (await editor.request("agentAssist/sessions"))["sessions"]]
     assert old_id in listed
-    assert manager.log_path(old_id).read_bytes() == before  # untouched, byte for byte
+    assert manager.layout.log_path(old_id).read_bytes() == before  # untouched, byte for byte
     assert (await editor.request("agentAssist/history"))["items"] == []
     await editor.request("agentAssist/open", {"sessionId": old_id})
     items = (await editor.request("agentAssist/history"))["items"]

@@ -18,7 +18,7 @@ from .harness import REPO, Editor, stored
 
 
 def snapshot(workspace: Path, home: Path, session_id: str) -> dict:
-    path = stored(workspace, home).snapshot_path(session_id)
+    path = stored(workspace, home).layout.snapshot_path(session_id)
     return json.loads(path.read_text()) if path.exists() else {}
 
 

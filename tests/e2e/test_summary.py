@@ -90,7 +90,7 @@ async def test_every_resume_block_has_the_summary_and_the_decisions(
         assert len(fake.summary_requests) == 1  # a model that failed is not asked every turn
     decisions = context.split("## Key Decisions Made\n", 1)[1].split("\n\n")[0]
     assert decisions.splitlines() == ["- Use PostgreSQL."]  # tool + summary: merged, once
-    snapshot = json.loads(stored(workspace, home).snapshot_path(session_id).read_text())
+    snapshot = json.loads(stored(workspace, home).layout.snapshot_path(session_id).read_text())
     assert snapshot["summary"] and snapshot["decisions"] == ["Use PostgreSQL."]
 
 
@@ -303,7 +303,7 @@ async def test_resume_says_what_the_model_was_given_and_what_changed(
         and "no checkpoint" in missing["reason"]
     )
 
-    log = stored(workspace, home).log_path(session_id)
+    log = stored(workspace, home).layout.log_path(session_id)
     log_before = log.read_bytes()
     plan = await editor.request(
         "agentAssist/checkpoint", {"number": saved["checkpoint"], "dryRun": True}

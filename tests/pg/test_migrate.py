@@ -287,8 +287,8 @@ def test_an_interrupted_copy_into_the_local_store_is_hidden_then_resumed(
     local = LocalTransferStore(SessionManager(workspace, home=tmp_path / "fresh"))
     with pytest.raises(CopyStoppedError):
         transfer(pg_side, local, ids, batch=4, progress=stop_after(8))
-    staged = local.manager.sessions_dir / f"{ids[0]}{STAGED_SUFFIX}"
-    assert staged.is_file() and not local.manager.log_path(ids[0]).exists()
+    staged = local.manager.layout.sessions_dir / f"{ids[0]}{STAGED_SUFFIX}"
+    assert staged.is_file() and not local.manager.layout.log_path(ids[0]).exists()
     assert local.session_ids() == []  # a half-copied session is not a session yet
     with staged.open("ab") as fh:  # and the process died mid-line
         fh.write(b'{"seq": 8, "ts": "2026-')
@@ -363,8 +363,10 @@ def test_a_tampered_target_fails_verification(
     # The other way: a local copy whose log was edited.
     assert migrate(fresh, "--from", pg_dsn, *args).returncode == 0  # as the database has it
     manager = SessionManager(workspace, home=fresh)
-    edited = next(i for i in ids if i != ids[1] and b"part 1 " in manager.log_path(i).read_bytes())
-    log = manager.log_path(edited)
+    edited = next(
+        i for i in ids if i != ids[1] and b"part 1 " in manager.layout.log_path(i).read_bytes()
+    )
+    log = manager.layout.log_path(edited)
     log.write_bytes(log.read_bytes().replace(b"part 1 ", b"part X ", 1))
     out = migrate(fresh, "--from", pg_dsn, *args, "--json")
     assert out.returncode == 1
@@ -508,7 +510,7 @@ def test_a_damaged_log_is_copied_up_to_the_damage_and_said(
     """A bad line mid-log: the readable events are copied, the rest is named, exit 1."""
     home = tmp_path / "home"
     ids = make_sessions(workspace, home)
-    log = SessionManager(workspace, home=home).log_path(ids[0])
+    log = SessionManager(workspace, home=home).layout.log_path(ids[0])
     lines = log.read_bytes().splitlines(keepends=True)
     lines[4] = b'{"seq": 4, "this line": "was damaged on disk\n'
     log.write_bytes(b"".join(lines))
@@ -541,7 +543,7 @@ def test_the_blobs_a_file_change_names_travel_with_its_session(
     """A file's timeline keeps its diffs across `migrate`, both ways."""
     home, fresh = tmp_path / "home", tmp_path / "fresh"
     manager = SessionManager(workspace, home=home)
-    blobs = CheckpointFiles(manager)
+    blobs = CheckpointFiles(manager.layout)
     before, after = blobs.write_blob(b"name: demo\n"), blobs.write_blob(b"name: demo\nport: 1\n")
     session = manager.create_session(instance_id="win-1")
     session.append("turn/start", {"input": "add the port"}, turn=1)
@@ -558,6 +560,6 @@ def test_the_blobs_a_file_change_names_travel_with_its_session(
         assert pg.blob(before) == b"name: demo\n" and pg.blob(after) == b"name: demo\nport: 1\n"
     out = migrate(fresh, "--from", pg_dsn, "--project", str(workspace), "--schema", schema)
     assert out.returncode == 0, out.stderr
-    copied = CheckpointFiles(SessionManager(workspace, home=fresh))
+    copied = CheckpointFiles(SessionManager(workspace, home=fresh).layout)
     assert copied.read_blob(before) == b"name: demo\n"
     assert copied.read_blob(after) == b"name: demo\nport: 1\n"

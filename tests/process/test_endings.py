@@ -91,7 +91,7 @@ def assert_ended_cleanly(
     elif state == "idle":
         (new,) = after - before  # the seed's exit saves the session started without a turn
         new_id = new.removesuffix(".events.jsonl")
-        assert new_id == session_id and manager.snapshot_path(new_id).exists()
+        assert new_id == session_id and manager.layout.snapshot_path(new_id).exists()
         assert manager.read_pointer(INSTANCE) == new_id
     else:
         assert len(after - before) <= 1 and len(after) == len(before | after)
@@ -162,10 +162,10 @@ def test_every_ending_leaves_the_session_saved(
     assert re.search(r"autosave on [^\n]*: written", stderr.read_text())
     snapshot, _ = manager.read_snapshot(session_id)
     assert snapshot is not None and snapshot.last_seq == events[-1].seq
-    assert not manager.lock_path(session_id).exists()
+    assert not manager.layout.lock_path(session_id).exists()
     if state == "answered":
-        assert (manager.project_dir / INDEX_FILE).exists()  # the turn was indexed
-    journals = [p.name for p in manager.project_dir.iterdir() if p.name.endswith(JOURNALS)]
+        assert (manager.layout.project_dir / INDEX_FILE).exists()  # the turn was indexed
+    journals = [p.name for p in manager.layout.project_dir.iterdir() if p.name.endswith(JOURNALS)]
     assert journals == [], f"left beside the databases after {ending} in {state}: {journals}"
 
 

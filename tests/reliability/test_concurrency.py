@@ -24,8 +24,8 @@ def check_logs(workspace: Path, home: Path) -> dict[str, list[str]]:
     """Every log: valid JSON lines with dense seq; return each session's turn inputs."""
     manager = SessionManager(workspace, home=home)
     inputs: dict[str, list[str]] = {}
-    for session_id in manager.session_ids():
-        lines = manager.log_path(session_id).read_bytes().splitlines()
+    for session_id in manager.layout.session_ids():
+        lines = manager.layout.log_path(session_id).read_bytes().splitlines()
         records = [json.loads(line) for line in lines]
         assert [r["seq"] for r in records] == list(range(len(records))), session_id
         inputs[session_id] = [r["data"]["input"] for r in records if r["type"] == "turn/start"]

@@ -190,8 +190,8 @@ def check_store(workspace: Path, home: Path, ledger: Ledger) -> dict[str, int]:
     manager = SessionManager(workspace, home=home)
     bad = {"unreadable": 0, "bad_snapshots": 0, "lost_turns": 0, "unfound": 0, "open_turns": 0}
     events_by_session: dict[str, list[Any]] = {}
-    for session_id in sorted(manager.session_ids()):
-        snapshot = manager.snapshot_path(session_id)
+    for session_id in sorted(manager.layout.session_ids()):
+        snapshot = manager.layout.snapshot_path(session_id)
         if snapshot.exists():
             try:
                 raw = read_json_file(snapshot)
@@ -284,7 +284,7 @@ async def torture_chain(
             scenario = SCENARIOS[index % len(SCENARIOS)] if index < 6 else rng.choice(SCENARIOS)
             editor = Editor(workspace, home, options=dict(options), resume_answer="Resume")
             run = Run(editor, fake, rng, ledger, workspace)
-            pointer = SessionManager(workspace, home=home).pointer_path("torture")
+            pointer = SessionManager(workspace, home=home).layout.pointer_path("torture")
             had_pointer = pointer.exists()
             t0 = time.monotonic()
             await editor.start()

@@ -88,7 +88,7 @@ async def expect_fault(editor: Editor, method: str, params: dict[str, Any]) -> s
 def check_store(workspace: Path, home: Path, session_id: str, inputs: list[str]) -> None:
     """The log is whole (valid lines, dense seq) and holds every completed turn."""
     manager = SessionManager(workspace, home=home)
-    log = manager.log_path(session_id)
+    log = manager.layout.log_path(session_id)
     records = [json.loads(line) for line in log.read_bytes().splitlines()]
     assert [r["seq"] for r in records] == list(range(len(records)))
     completed = {

@@ -50,22 +50,22 @@ class Ctx:
 
     @property
     def sessions(self) -> Path:
-        return self.manager.sessions_dir
+        return self.manager.layout.sessions_dir
 
     @property
     def log(self) -> Path:
-        return self.manager.log_path(self.session_id)
+        return self.manager.layout.log_path(self.session_id)
 
     @property
     def snapshot(self) -> Path:
-        return self.manager.snapshot_path(self.session_id)
+        return self.manager.layout.snapshot_path(self.session_id)
 
     @property
     def pointer(self) -> Path:
-        return self.manager.pointer_path("w")
+        return self.manager.layout.pointer_path("w")
 
     def checkpoint(self, number: int = 1) -> Path:
-        return self.manager.checkpoints_dir / self.session_id / f"{number}.json"
+        return self.manager.layout.checkpoints_dir / self.session_id / f"{number}.json"
 
     def edit_json(self, path: Path, fn: Callable[[Any], Any]) -> None:
         data = json.loads(path.read_bytes())
@@ -199,14 +199,14 @@ def store_snapshot_symlink(ctx: Ctx) -> str | None:
 
 
 def store_lock_symlink(ctx: Ctx) -> str | None:
-    lock = ctx.manager.lock_path(ctx.session_id)
+    lock = ctx.manager.layout.lock_path(ctx.session_id)
     lock.unlink(missing_ok=True)
     lock.symlink_to(ctx.outside / "canary.txt")
     return lock.name
 
 
 def store_index_symlink(ctx: Ctx) -> str | None:
-    index = ctx.manager.project_dir / "index.sqlite"
+    index = ctx.manager.layout.project_dir / "index.sqlite"
     shutil.copyfile(index, ctx.outside / "index-copy.sqlite")
     index.unlink()
     index.symlink_to(ctx.outside / "index-copy.sqlite")
@@ -214,7 +214,7 @@ def store_index_symlink(ctx: Ctx) -> str | None:
 
 
 def store_index_hard_link(ctx: Ctx) -> str | None:
-    index = ctx.manager.project_dir / "index.sqlite"
+    index = ctx.manager.layout.project_dir / "index.sqlite"
     shutil.copyfile(index, ctx.outside / "index-copy.sqlite")
     index.unlink()
     os.link(ctx.outside / "index-copy.sqlite", index)
@@ -248,14 +248,14 @@ def symlinked_sessions_dir(ctx: Ctx) -> str | None:
 def symlinked_project_dir(ctx: Ctx) -> str | None:
     evil = ctx.outside / "project-store"
     plant_canary_event(ctx.log)
-    shutil.copytree(ctx.manager.project_dir, evil)
-    shutil.rmtree(ctx.manager.project_dir)
-    ctx.manager.project_dir.symlink_to(evil)
-    return ctx.manager.project_dir.name
+    shutil.copytree(ctx.manager.layout.project_dir, evil)
+    shutil.rmtree(ctx.manager.layout.project_dir)
+    ctx.manager.layout.project_dir.symlink_to(evil)
+    return ctx.manager.layout.project_dir.name
 
 
 def symlinked_checkpoints_dir(ctx: Ctx) -> str | None:
-    directory = ctx.manager.checkpoints_dir / ctx.session_id
+    directory = ctx.manager.layout.checkpoints_dir / ctx.session_id
     evil = ctx.outside / "cps"
     shutil.copytree(directory, evil)
     shutil.rmtree(directory)
@@ -267,19 +267,19 @@ def symlinked_blobs_dir(ctx: Ctx) -> str | None:
     # Outside, a "blob" with the canary's content; the record points the spec at it.
     digest = hashlib.sha256(CANARY).hexdigest()
     evil = ctx.outside / "blobs"
-    shutil.copytree(ctx.manager.blobs_dir, evil)
+    shutil.copytree(ctx.manager.layout.blobs_dir, evil)
     (evil / digest[:2]).mkdir(exist_ok=True)
     (evil / digest[:2] / digest).write_bytes(CANARY)
-    shutil.rmtree(ctx.manager.blobs_dir)
-    ctx.manager.blobs_dir.symlink_to(evil)
+    shutil.rmtree(ctx.manager.layout.blobs_dir)
+    ctx.manager.layout.blobs_dir.symlink_to(evil)
     ctx.edit_json(ctx.checkpoint(), lambda d: d["files"].update({"agent_spec.md": digest}))
     return None
 
 
 def blob_symlink(ctx: Ctx) -> str | None:
     digest = hashlib.sha256(CANARY).hexdigest()
-    (ctx.manager.blobs_dir / digest[:2]).mkdir(exist_ok=True)
-    (ctx.manager.blobs_dir / digest[:2] / digest).symlink_to(ctx.outside / "canary.txt")
+    (ctx.manager.layout.blobs_dir / digest[:2]).mkdir(exist_ok=True)
+    (ctx.manager.layout.blobs_dir / digest[:2] / digest).symlink_to(ctx.outside / "canary.txt")
     ctx.edit_json(ctx.checkpoint(), lambda d: d["files"].update({"agent_spec.md": digest}))
     return None
 
@@ -472,7 +472,9 @@ def non_utf8_names(ctx: Ctx) -> str | None:
     Path(os.fsdecode(os.fsencode(ctx.sessions) + b"/\xff\xfe.events.jsonl")).write_text("{}\n")
     Path(os.fsdecode(os.fsencode(ctx.sessions) + b"/active_\xff.json")).write_text("{}")
     Path(
-        os.fsdecode(os.fsencode(ctx.manager.checkpoints_dir / ctx.session_id) + b"/\xff.json")
+        os.fsdecode(
+            os.fsencode(ctx.manager.layout.checkpoints_dir / ctx.session_id) + b"/\xff.json"
+        )
     ).write_text("{}")
     return None
 
@@ -602,7 +604,7 @@ def exercise(ctx: Ctx, crashes: list[str]) -> list[str]:
             attempt("restore", lambda p=plan: lifecycle.restore(p))
     attempt("drift", lambda: lifecycle.check_live_drift(["agent_spec.md", "../outside/canary.txt"]))
     attempt("history", lifecycle.message_history)
-    for session_id in list(attempt("ids", lambda: list(manager.session_ids())) or []):
+    for session_id in list(attempt("ids", lambda: list(manager.layout.session_ids())) or []):
         scan = attempt("read", lambda s=session_id: manager.read_events(s))
         if scan is not None:
             attempt("transcript", lambda s=scan: transcript(s.events))

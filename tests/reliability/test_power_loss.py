@@ -67,9 +67,9 @@ def test_power_loss_truncation_at_every_offset(
     turns = 6 if long_mode else 4
     session_id, sync_points, inputs = build_log(workspace, home, turns)
     manager = SessionManager(workspace, home=home)
-    log_path = manager.log_path(session_id)
+    log_path = manager.layout.log_path(session_id)
     full = log_path.read_bytes()
-    snapshot = manager.snapshot_path(session_id)
+    snapshot = manager.layout.snapshot_path(session_id)
     snapshot_bytes = snapshot.read_bytes()
     start = sync_points[0] if long_mode else sync_points[-2]
     offsets = range(start, len(full) + 1)
@@ -113,7 +113,7 @@ def test_power_loss_truncation_at_every_offset(
             except Exception as exc:
                 crashes += 1
                 problems.append(f"cut {cut} snapshot={with_snapshot}: {exc!r}")
-    shutil.rmtree(manager.project_dir / "sessions", ignore_errors=True)
+    shutil.rmtree(manager.layout.project_dir / "sessions", ignore_errors=True)
     FIGURES["power_loss.cuts"] += cases
     FIGURES["power_loss.crashes"] += crashes
     FIGURES["power_loss.lost_fsynced_turns"] += lost

@@ -29,7 +29,9 @@ def test_a_hostile_client_name_is_recorded_printable_and_bounded(tmp_path: Path)
     lifecycle.begin_turn("hello").end("completed")
     session_id = lifecycle.session_id
     lifecycle.close()
-    raw = manager.log_path(session_id).read_bytes()
+    raw = manager.layout.log_path(session_id).read_bytes()
     assert b"\x1b" not in raw and b"\x07" not in raw and b"\\u001b" not in raw
-    start = next(e for e in scan_log(manager.log_path(session_id)).events if e.type == "turn/start")
+    start = next(
+        e for e in scan_log(manager.layout.log_path(session_id)).events if e.type == "turn/start"
+    )
     assert start.data.client == label

@@ -46,7 +46,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         store = local()
 
         def local_blobs() -> int:
-            blobs = store.blobs_dir  # type: ignore[attr-defined]
+            blobs = store.layout.blobs_dir  # type: ignore[attr-defined]
             return sum(1 for path in blobs.rglob("*") if path.is_file()) if blobs.is_dir() else 0
 
         yield Backend("local", store, local, local_blobs, ["local", str(workspace), str(home)])

@@ -68,7 +68,7 @@ def events(store: SessionStore, session_id: str, type_: str) -> list[dict[str, A
 def blobs_of(backend: Backend) -> int:
     """Count the stored blobs (not the local store's lock file)."""
     local = backend.kind == "local"
-    lock = backend.store.blobs_dir / ".lock" if local else None  # type: ignore[attr-defined]
+    lock = backend.store.layout.blobs_dir / ".lock" if local else None  # type: ignore[attr-defined]
     return backend.blob_count() - (1 if lock is not None and lock.exists() else 0)
 
 
@@ -246,7 +246,7 @@ async def test_recording_adds_no_fsync_and_a_checkpoint_makes_its_copy_durable(
     assert synced == []  # the write, its blobs and its event: no fsync on the turn's path
     recorder.end_step()
     recorder.end("completed")  # the turn's end, then the checkpoint "After turn 1"
-    blob = str(CheckpointFiles(store).blob_path(sha(V1)))  # type: ignore[arg-type]
+    blob = str(CheckpointFiles(store.layout).blob_path(sha(V1)))  # type: ignore[attr-defined]
     assert blob in synced
     lifecycle.close()
 
@@ -270,7 +270,7 @@ def test_refs_started_beside_a_long_log_are_completed_by_the_collector(
     with blobs.keeping(session.session_id, [new]):
         files = [change("a.md", old, new)]
         session.append("tool/result", {"tool_call_id": "b", "name": "w", "files": files}, **step)
-    refs_dir = store.checkpoints_dir / session.session_id  # type: ignore[attr-defined]
+    refs_dir = store.layout.checkpoints_dir / session.session_id  # type: ignore[attr-defined]
     assert file_changes.read_refs(refs_dir) == ({sha(new)}, False)
     assert blobs.collect_garbage() == []
     assert file_changes.read_refs(refs_dir) == ({sha(old), sha(new)}, True)
@@ -283,7 +283,7 @@ async def test_a_store_that_cannot_keep_the_contents_costs_the_diffs_not_the_tur
     if backend.kind != "local":
         pytest.skip("breaks the local blob directory")
     store = backend.store
-    blobs_dir = store.blobs_dir  # type: ignore[attr-defined]
+    blobs_dir = store.layout.blobs_dir  # type: ignore[attr-defined]
     blobs_dir.parent.mkdir(parents=True, exist_ok=True)
     blobs_dir.write_bytes(b"not a directory")  # every blob write fails
     lifecycle = open_lifecycle(store, "broken")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from session.local import project_listing as listing_module
 from session.local.catalog import list_projects, pointer_files, pointers_to, recorded_workspace_root
 from session.local.manager import SessionManager
-from session.local import layout as layout_module
 
 from .conftest import make_lifecycle, run_turn
 
@@ -31,15 +31,15 @@ def test_projects_are_listed_with_the_workspace_their_sessions_recorded(
     second.mkdir()
     one = make_session(first, home)
     two = make_session(second, home)
-    (home / "projects" / "linked").symlink_to(SessionManager(first, home=home).project_dir)
+    (home / "projects" / "linked").symlink_to(SessionManager(first, home=home).layout.project_dir)
 
     projects = {p.workspace_root: p for p in list_projects(home)}
     assert set(projects) == {str(first.resolve()), str(second.resolve())}  # no symlink
     entry = projects[str(first.resolve())]
     assert entry.workspace_exists and entry.name.startswith("first_")
-    assert entry.manager.project_dir == SessionManager(first, home=home).project_dir
-    assert list(entry.manager.session_ids()) == [one]
-    assert list(projects[str(second.resolve())].manager.session_ids()) == [two]
+    assert entry.manager.layout.project_dir == SessionManager(first, home=home).layout.project_dir
+    assert list(entry.manager.layout.session_ids()) == [one]
+    assert list(projects[str(second.resolve())].manager.layout.session_ids()) == [two]
 
 
 def test_a_moved_workspace_keeps_its_project_directory(tmp_path: Path, home: Path) -> None:
@@ -56,15 +56,15 @@ def test_a_moved_workspace_keeps_its_project_directory(tmp_path: Path, home: Pat
 def test_the_workspace_is_read_from_the_log_or_the_snapshot(workspace: Path, home: Path) -> None:
     manager = SessionManager(workspace, home=home)
     session_id = make_session(workspace, home)
-    manager.snapshot_path(session_id).unlink()
+    manager.layout.snapshot_path(session_id).unlink()
     assert recorded_workspace_root(manager) == str(workspace.resolve())
 
     other = make_session(workspace, home, instance="other")
-    manager.log_path(session_id).unlink()
-    manager.log_path(other).unlink()
+    manager.layout.log_path(session_id).unlink()
+    manager.layout.log_path(other).unlink()
     assert recorded_workspace_root(manager) == str(workspace.resolve())  # snapshot only
 
-    manager.snapshot_path(other).unlink()
+    manager.layout.snapshot_path(other).unlink()
     assert recorded_workspace_root(manager) is None
 
 
@@ -73,7 +73,7 @@ def test_pointer_files_and_the_pointers_naming_a_session(workspace: Path, home: 
     first = make_session(workspace, home, instance="a")
     second = make_session(workspace, home, instance="b")
     manager.write_pointer("c", first)
-    (manager.sessions_dir / "active_bad name!.json").write_text("{}")
+    (manager.layout.sessions_dir / "active_bad name!.json").write_text("{}")
 
     pointers = pointer_files(manager)
     assert [(p.instance_id, p.valid) for p in pointers] == [
@@ -84,7 +84,7 @@ def test_pointer_files_and_the_pointers_naming_a_session(workspace: Path, home: 
     ]
     assert [p.instance_id for p in pointers_to(manager, first)] == ["a", "c"]
     assert [p.instance_id for p in pointers_to(manager, second)] == ["b"]
-    os.unlink(manager.sessions_dir / "active_b.json")
+    os.unlink(manager.layout.sessions_dir / "active_b.json")
     assert pointers_to(manager, second) == []
 
 
@@ -93,13 +93,13 @@ def test_held_locks_names_the_sessions_a_process_is_writing(
     tmp_path: Path, home: Path, by_name: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A few sessions' locks are opened by name; many are first found in one listing."""
-    monkeypatch.setattr(layout_module, "_PROBE_BY_NAME", 200 if by_name else 0)
+    monkeypatch.setattr(listing_module, "_PROBE_BY_NAME", 200 if by_name else 0)
     workspace = tmp_path / "ws"
     workspace.mkdir()
     idle, busy, never = make_session(workspace, home), make_session(workspace, home), "0" * 12
     manager = SessionManager(workspace, home=home)
-    assert not manager.lock_path(idle).exists()  # its writer removed it as it let go
-    manager.lock_path(idle).touch()  # as a writer that died leaves it
+    assert not manager.layout.lock_path(idle).exists()  # its writer removed it as it let go
+    manager.layout.lock_path(idle).touch()  # as a writer that died leaves it
     held = manager.acquire_lock(busy)
     try:
         assert manager.held_locks([idle, busy, never]) == {busy}
@@ -107,9 +107,9 @@ def test_held_locks_names_the_sessions_a_process_is_writing(
     finally:
         held.release()
     assert manager.held_locks([idle, busy, never]) == set()
-    assert not manager.lock_path(never).exists()  # probing creates nothing
-    assert not manager.lock_path(idle).exists()  # a lock file no process holds is removed
-    os.symlink(manager.lock_path(busy), manager.lock_path(idle))
+    assert not manager.layout.lock_path(never).exists()  # probing creates nothing
+    assert not manager.layout.lock_path(idle).exists()  # a lock file no process holds is removed
+    os.symlink(manager.layout.lock_path(busy), manager.layout.lock_path(idle))
     held = manager.acquire_lock(busy)
     try:  # a symlinked lock file is never followed
         assert manager.held_locks([idle, busy]) == {busy}

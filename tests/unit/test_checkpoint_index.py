@@ -26,7 +26,7 @@ def saved(manager: SessionManager) -> tuple[SessionLifecycle, Path]:
     run_turn(lc, "one", "first")
     number = lc.explicit_save().checkpoint
     assert number == 1
-    return lc, manager.checkpoints_dir / lc.session_id / "1.json"
+    return lc, manager.layout.checkpoints_dir / lc.session_id / "1.json"
 
 
 def parts(index: Path) -> tuple[dict[str, object], list[str], list[str]]:

@@ -38,7 +38,7 @@ def test_fork_copies_the_prefix_with_lineage_and_leaves_the_parent_untouched(
     run_turn(lc, "two", "second")
     parent = lc.session_id
     lc.close()
-    before = tree_bytes(manager.sessions_dir)
+    before = tree_bytes(manager.layout.sessions_dir)
     result = fork_session(manager, parent, boundary, instance_id="inst")
     child = result.session
     try:
@@ -46,16 +46,16 @@ def test_fork_copies_the_prefix_with_lineage_and_leaves_the_parent_untouched(
         assert child.state.parent_session_id == parent and child.state.fork_boundary == boundary
         assert child.state.turns == 1
         assert child.history.messages() == [request("one"), response("first")]
-        events = scan_log(manager.log_path(child.session_id)).events
+        events = scan_log(manager.layout.log_path(child.session_id)).events
         assert events[0].type == "session/start"
         assert events[0].data.parent_session_id == parent  # type: ignore[union-attr]
         assert [e.seq for e in events] == list(range(boundary + 1))
-        parent_lines = manager.log_path(parent).read_bytes().splitlines()
-        child_lines = manager.log_path(child.session_id).read_bytes().splitlines()
+        parent_lines = manager.layout.log_path(parent).read_bytes().splitlines()
+        child_lines = manager.layout.log_path(child.session_id).read_bytes().splitlines()
         assert child_lines[1:] == parent_lines[1 : boundary + 1]  # byte for byte
     finally:
         child.close()
-    after = {k: v for k, v in tree_bytes(manager.sessions_dir).items() if k in before}
+    after = {k: v for k, v in tree_bytes(manager.layout.sessions_dir).items() if k in before}
     assert after == before  # the parent's files are untouched
 
 
@@ -139,7 +139,7 @@ def test_save_makes_a_restorable_checkpoint(manager: SessionManager, workspace: 
     assert lc.explicit_save().checkpoint == 2
     assert lc.list_checkpoints()[-1].title == "Turn 2: two"  # what turn 2 asked, not turn 1
     digest = hashlib.sha256(spec_v1).hexdigest()
-    blob = manager.blobs_dir / digest[:2] / digest
+    blob = manager.layout.blobs_dir / digest[:2] / digest
     assert blob.read_bytes() == spec_v1 and (blob.stat().st_mode & 0o777) == 0o600
 
     plan = lc.plan_restore(saved.checkpoint)
@@ -150,7 +150,7 @@ def test_save_makes_a_restorable_checkpoint(manager: SessionManager, workspace: 
     assert (workspace / "agent_spec.md").read_bytes() == spec_v1
     assert (workspace / "templates" / "new.txt").exists()  # reported, not deleted
     assert lc.message_history() == [request("one"), response("first")]
-    events = scan_log(manager.log_path(lc.session_id)).events
+    events = scan_log(manager.layout.log_path(lc.session_id)).events
     assert events[-1].type == "session/rewind"
     assert [i.text for i in transcript(events) if i.role == "user"] == ["one"]
     assert any(e.type == "turn/start" and e.data.input == "two" for e in events)  # still in the log
@@ -214,7 +214,7 @@ def test_tampered_blob_is_not_restored(manager: SessionManager, workspace: Path)
     lc = make_lifecycle(manager)
     lc.explicit_save()
     digest = lc.list_checkpoints()[0].files["agent_spec.md"]
-    blob = manager.blobs_dir / digest[:2] / digest
+    blob = manager.layout.blobs_dir / digest[:2] / digest
     os.chmod(blob, 0o600)
     blob.write_bytes(b"evil")
     (workspace / "agent_spec.md").write_text("changed")
@@ -269,7 +269,7 @@ def test_fork_after_a_crash_repaired_log_keeps_every_completed_turn(
     lc.session.log.close()
     lc.session.lock.release()
     lc.session = None
-    with open(manager.log_path(sid), "ab") as fh:  # the process died mid-write
+    with open(manager.layout.log_path(sid), "ab") as fh:  # the process died mid-write
         fh.write(b'{"seq": 99, "ts": "2026-12-01T00:00:00+00:00", "type": "turn/st')
     lc2 = make_lifecycle(manager)
     lc2.resume(sid)  # repairs: terminates the torn line, records session/recover
@@ -282,10 +282,10 @@ def test_fork_after_a_crash_repaired_log_keeps_every_completed_turn(
     lc3 = make_lifecycle(manager)
     lc3.resume(sid)  # closes turn 4 as interrupted
     lc3.close()
-    parent = scan_log(manager.log_path(sid))
+    parent = scan_log(manager.layout.log_path(sid))
     assert any(p.kind == "recovered" for p in parent.problems)
     child = fork_session(manager, sid).session
-    events = scan_log(manager.log_path(child.session_id)).events
+    events = scan_log(manager.layout.log_path(child.session_id)).events
     inputs = [e.data.input for e in events if e.type == "turn/start"]
     assert inputs == ["one", "two", "three", "four"]  # nothing stops at the tear
     ends = [e.data.reason for e in events if e.type == "turn/end"]
@@ -316,7 +316,7 @@ def test_a_tracked_file_with_a_secret_is_never_copied_into_the_store(
 
 
 def blob_names(manager: SessionManager) -> set[str]:
-    return {p.name for p in manager.blobs_dir.glob("*/*") if p.is_file()}
+    return {p.name for p in manager.layout.blobs_dir.glob("*/*") if p.is_file()}
 
 
 def test_a_record_never_outlives_its_blobs(manager: SessionManager, workspace: Path) -> None:
@@ -325,8 +325,8 @@ def test_a_record_never_outlives_its_blobs(manager: SessionManager, workspace: P
     from session.local.checkpoint_files import CheckpointFiles
     from session.storage import StorageError
 
-    store = CheckpointFiles(manager)
-    manager.ensure_dirs()
+    store = CheckpointFiles(manager.layout)
+    manager.layout.ensure_dirs()
     digest = store.write_blob(b"content of a file\n")
     assert store.collect_garbage() == [store.blob_path(digest)]  # no record refers to it yet
     record = CheckpointRecord(
@@ -334,7 +334,7 @@ def test_a_record_never_outlives_its_blobs(manager: SessionManager, workspace: P
     )
     with pytest.raises(StorageError, match="gone from the store"):
         store.write_record(record)
-    assert not (manager.checkpoints_dir / "a1b2c3d4e5f6" / "1.json").exists()
+    assert not (manager.layout.checkpoints_dir / "a1b2c3d4e5f6" / "1.json").exists()
     store.write_blob(b"content of a file\n")
     store.write_record(record)  # with its blob there again
     assert store.collect_garbage() == []
@@ -349,7 +349,7 @@ def test_the_collector_waits_for_a_checkpoint_being_written(
 
     from session.local.checkpoint_files import CheckpointFiles
 
-    store = CheckpointFiles(manager)
+    store = CheckpointFiles(manager.layout)
     lc = make_lifecycle(manager)
     run_turn(lc, "one", "first")
     collected: list[object] = []
@@ -401,5 +401,5 @@ def test_blobs_no_checkpoint_uses_are_collected_shared_ones_kept(
     left = blob_names(manager)
     assert len(left) == 2 and left < blobs  # only the blob no remaining checkpoint uses
     assert store.collect_garbage() == []
-    assert not (manager.checkpoints_dir / gone_id).exists()
+    assert not (manager.layout.checkpoints_dir / gone_id).exists()
     keep.close()

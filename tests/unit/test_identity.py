@@ -706,16 +706,16 @@ def test_a_directory_recorded_under_the_remote_alone_is_kept_only_by_its_folders
     home = tmp_path / "store"
     own = with_origin(tmp_path / "own", "https://git.example.com/org/repo")
     first = one_session(own, home)
-    marker = first.project_dir / "project.json"
+    marker = first.layout.project_dir / "project.json"
     record = orjson.loads(marker.read_bytes())
     assert record["key"] == project_identity(own).key and record["folders"] == [str(own)]
     marker.write_bytes(orjson.dumps({"key": EXAMPLE_KEY, "kind": "remote", "how": "", "name": ""}))
     hostile = with_origin(tmp_path / "hostile", "https://git.example.com/org/repo", commits=0)
-    assert SessionManager(hostile, home=home).project_dir != first.project_dir
+    assert SessionManager(hostile, home=home).layout.project_dir != first.layout.project_dir
     other = with_origin(tmp_path / "other", "https://git.example.com/org/repo")
-    assert SessionManager(other, home=home).project_dir != first.project_dir
+    assert SessionManager(other, home=home).layout.project_dir != first.layout.project_dir
     again = one_session(own, home)  # its sessions' `session/start` name this folder
-    assert again.project_dir == first.project_dir
+    assert again.layout.project_dir == first.layout.project_dir
     record = orjson.loads(marker.read_bytes())
     assert record["key"] == project_identity(own).key and record["folders"] == [str(own)]
 
@@ -728,10 +728,12 @@ def test_a_folder_that_cannot_prove_its_remote_keeps_the_project_it_used(
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(own), str(clone))
     git(clone, "remote", "set-url", "origin", "https://git.example.com/org/repo")
-    used = one_session(own, home).project_dir
-    assert SessionManager(clone, home=home).project_dir == used  # proved by the root commit
+    used = one_session(own, home).layout.project_dir
+    assert SessionManager(clone, home=home).layout.project_dir == used  # proved by the root commit
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))  # no git: no proof
-    assert SessionManager(own, home=home).project_dir == used  # a folder the project recorded
-    assert SessionManager(clone, home=home).project_dir != used  # never recorded there
+    assert (
+        SessionManager(own, home=home).layout.project_dir == used
+    )  # a folder the project recorded
+    assert SessionManager(clone, home=home).layout.project_dir != used  # never recorded there

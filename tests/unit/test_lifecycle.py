@@ -53,7 +53,7 @@ def test_fresh_launch_then_exit_writes_snapshot_and_pointer(manager: SessionMana
     run_turn(lc, "design an agent", "Sure.")
     sid = lc.session_id
     assert lc.close() is True
-    snapshot = json.loads(manager.snapshot_path(sid).read_text())
+    snapshot = json.loads(manager.layout.snapshot_path(sid).read_text())
     assert SEED_FIELDS <= set(snapshot)
     assert snapshot["schema_version"] == 3  # the seed's schema (SCHEMA_VERSION: what we read)
     assert SCHEMA_VERSION == 4
@@ -61,11 +61,15 @@ def test_fresh_launch_then_exit_writes_snapshot_and_pointer(manager: SessionMana
     assert set(snapshot["file_manifest"]) == {"agent_spec.md", "templates/prompt.txt"}
     assert stored_manifest(snapshot) == snapshot["file_manifest"]
     assert snapshot["recent_messages"] == [request("design an agent"), response("Sure.")]
-    pointer = json.loads(manager.pointer_path("inst").read_text())
+    pointer = json.loads(manager.layout.pointer_path("inst").read_text())
     assert pointer["sessionId"] == sid
-    for path in (manager.snapshot_path(sid), manager.log_path(sid), manager.pointer_path("inst")):
+    for path in (
+        manager.layout.snapshot_path(sid),
+        manager.layout.log_path(sid),
+        manager.layout.pointer_path("inst"),
+    ):
         assert (path.stat().st_mode & 0o777) == 0o600
-    assert (manager.sessions_dir.stat().st_mode & 0o777) == 0o700
+    assert (manager.layout.sessions_dir.stat().st_mode & 0o777) == 0o700
 
 
 def test_resume_carries_the_session_forward(manager: SessionManager, workspace: Path) -> None:
@@ -90,7 +94,7 @@ def test_resume_carries_the_session_forward(manager: SessionManager, workspace: 
     turn = run_turn(lc2, "two", "second")
     assert turn.number == 2
     lc2.close()
-    events = scan_log(manager.log_path(sid)).events
+    events = scan_log(manager.layout.log_path(sid)).events
     drift = [e for e in events if e.type == "workspace/drift"]
     assert len(drift) == 1 and drift[0].data.modified == ["agent_spec.md"]  # type: ignore[union-attr]
     assert [e.seq for e in events] == list(range(len(events)))
@@ -104,11 +108,11 @@ def test_decline_starts_new_id_and_keeps_old_file(manager: SessionManager) -> No
     lc2 = make_lifecycle(manager)
     assert lc2.resume_or_start(lc2.find_previous(), accept=False) == "new"
     assert lc2.session_id != old and lc2.resume_context == ""
-    assert manager.snapshot_path(old).exists() and manager.log_path(old).exists()
+    assert manager.layout.snapshot_path(old).exists() and manager.layout.log_path(old).exists()
     run_turn(lc2, "fresh", "ok")
     new = lc2.session_id
     lc2.close()
-    assert json.loads(manager.pointer_path("inst").read_text())["sessionId"] == new
+    assert json.loads(manager.layout.pointer_path("inst").read_text())["sessionId"] == new
 
 
 def test_reset_deletes_clears_and_blocks_autosave_resurrection(manager: SessionManager) -> None:
@@ -120,12 +124,14 @@ def test_reset_deletes_clears_and_blocks_autosave_resurrection(manager: SessionM
     result = lc.reset(delete_files=False)
     assert result.old_session_id == old and result.session_id != old
     assert result.deleted_files == []
-    assert not manager.snapshot_path(old).exists() and not manager.log_path(old).exists()
-    assert not manager.pointer_path("inst").exists()
+    assert (
+        not manager.layout.snapshot_path(old).exists() and not manager.layout.log_path(old).exists()
+    )
+    assert not manager.layout.pointer_path("inst").exists()
     assert lc.resume_context == "" and lc.session_deleted and lc.message_history() == []
     assert lc.close() is False  # autosave skipped
-    assert not manager.pointer_path("inst").exists()
-    assert list(manager.session_ids()) == []
+    assert not manager.layout.pointer_path("inst").exists()
+    assert list(manager.layout.session_ids()) == []
 
 
 def test_first_reply_after_reset_re_enables_autosave(manager: SessionManager) -> None:
@@ -138,7 +144,7 @@ def test_first_reply_after_reset_re_enables_autosave(manager: SessionManager) ->
     assert not lc.session_deleted
     sid = lc.session_id
     assert lc.close() is True
-    assert json.loads(manager.pointer_path("inst").read_text())["sessionId"] == sid
+    assert json.loads(manager.layout.pointer_path("inst").read_text())["sessionId"] == sid
 
 
 def test_reset_can_delete_spec_and_templates(manager: SessionManager, workspace: Path) -> None:
@@ -173,7 +179,9 @@ def test_explicit_save_refreshes_manifest_and_counts_checkpoints(
     assert snapshot["checkpoint_count"] == 2
     assert "templates/more.txt" in stored_manifest(snapshot)
     saves = [
-        e for e in scan_log(manager.log_path(lc.session_id)).events if e.type == "session/save"
+        e
+        for e in scan_log(manager.layout.log_path(lc.session_id)).events
+        if e.type == "session/save"
     ]
     assert [e.data.checkpoint for e in saves] == [1, 2]  # type: ignore[union-attr]
 
@@ -190,7 +198,7 @@ def test_crash_mid_turn_is_closed_as_interrupted(manager: SessionManager) -> Non
     lc2 = make_lifecycle(manager)
     lc2.resume_or_start(lc2.find_previous(), accept=True)
     assert lc2.session_id == sid
-    events = scan_log(manager.log_path(sid)).events
+    events = scan_log(manager.layout.log_path(sid)).events
     assert events[-1].type == "turn/end"
     assert events[-1].data.reason == "interrupted" and events[-1].turn == 2  # type: ignore[union-attr]
     # A stream is written up to its last space (what follows could be part of a secret): a
@@ -198,7 +206,9 @@ def test_crash_mid_turn_is_closed_as_interrupted(manager: SessionManager) -> Non
     assert lc2.message_history()[-1] == response("partial ")
     assert run_turn(lc2, "three", "ok").number == 3
     assert [
-        i.end_reason for i in transcript(scan_log(manager.log_path(sid)).events) if i.end_reason
+        i.end_reason
+        for i in transcript(scan_log(manager.layout.log_path(sid)).events)
+        if i.end_reason
     ] == ["completed", "interrupted", "completed"]
 
 
@@ -262,8 +272,8 @@ def test_a_second_process_cannot_write_a_locked_session(
 def test_tampered_pointer_is_ignored_with_a_warning(
     manager: SessionManager, pointer: bytes
 ) -> None:
-    manager.ensure_dirs()
-    manager.pointer_path("inst").write_bytes(pointer)
+    manager.layout.ensure_dirs()
+    manager.layout.pointer_path("inst").write_bytes(pointer)
     lc = make_lifecycle(manager)
     assert lc.find_previous() is None
     assert lc.warnings and "active_inst.json" in lc.warnings[0]
@@ -273,9 +283,9 @@ def test_invalid_ids_never_build_paths(manager: SessionManager) -> None:
     from session.errors import SessionError, SessionNotFoundError
 
     with pytest.raises(SessionNotFoundError):
-        manager.log_path("../../x")
+        manager.layout.log_path("../../x")
     with pytest.raises(SessionError):
-        manager.pointer_path("../evil")
+        manager.layout.pointer_path("../evil")
 
 
 def saved_session(manager: SessionManager) -> tuple[SessionLifecycle, str]:
@@ -301,36 +311,36 @@ def saved_session(manager: SessionManager) -> tuple[SessionLifecycle, str]:
 )
 def test_damaged_snapshot_is_rebuilt_from_the_log(manager: SessionManager, damage: object) -> None:
     _, sid = saved_session(manager)
-    path = manager.snapshot_path(sid)
+    path = manager.layout.snapshot_path(sid)
     path.write_bytes(damage(path.read_bytes()))  # type: ignore[operator]
     session = manager.open_session(sid)
     try:
         assert not session.read_only
         assert session.state.turns == 2
         assert session.history.messages()[-1] == response("second")
-        assert session.log.next_seq == scan_log(manager.log_path(sid)).events[-1].seq + 1
+        assert session.log.next_seq == scan_log(manager.layout.log_path(sid)).events[-1].seq + 1
     finally:
         session.close()
 
 
 def test_future_schema_opens_read_only_and_is_never_overwritten(manager: SessionManager) -> None:
     _, sid = saved_session(manager)
-    path = manager.snapshot_path(sid)
+    path = manager.layout.snapshot_path(sid)
     data = json.loads(path.read_text())
     data["schema_version"] = 99
     path.write_text(json.dumps(data))
     before = path.read_bytes()
-    log_before = manager.log_path(sid).read_bytes()
+    log_before = manager.layout.log_path(sid).read_bytes()
     lc = make_lifecycle(manager)
     lc.resume(sid)
     assert lc.current.read_only
     assert "schema_version 99" in (lc.current.read_only_reason or "")
     assert lc.close() is False
-    assert path.read_bytes() == before and manager.log_path(sid).read_bytes() == log_before
+    assert path.read_bytes() == before and manager.layout.log_path(sid).read_bytes() == log_before
 
 
 def test_older_schema_without_a_log_is_migrated(manager: SessionManager) -> None:
-    manager.ensure_dirs()
+    manager.layout.ensure_dirs()
     legacy = {
         "schema_version": 1,
         "session_id": "a1b2c3d4e5f6",
@@ -339,7 +349,7 @@ def test_older_schema_without_a_log_is_migrated(manager: SessionManager) -> None
         "agent_spec_path": "agent_spec.md",
         "file_manifest": {"agent_spec.md": "0" * 64},
     }
-    manager.snapshot_path("a1b2c3d4e5f6").write_text(json.dumps(legacy))
+    manager.layout.snapshot_path("a1b2c3d4e5f6").write_text(json.dumps(legacy))
     manager.write_pointer("inst", "a1b2c3d4e5f6")
     lc = make_lifecycle(manager)
     previous = lc.find_previous()
@@ -348,18 +358,18 @@ def test_older_schema_without_a_log_is_migrated(manager: SessionManager) -> None
     assert "- agent_spec.md: modified" in lc.resume_context
     run_turn(lc, "continue", "ok")
     lc.close()
-    snapshot = json.loads(manager.snapshot_path("a1b2c3d4e5f6").read_text())
+    snapshot = json.loads(manager.layout.snapshot_path("a1b2c3d4e5f6").read_text())
     assert snapshot["schema_version"] == 3 and snapshot["recent_messages"]
     # The v1 manifest was read as it was; the save recorded the hash of the file as it is now.
     assert stored_manifest(snapshot)["agent_spec.md"] not in ("0" * 64, None)
-    assert scan_log(manager.log_path("a1b2c3d4e5f6")).events[0].type == "session/start"
+    assert scan_log(manager.layout.log_path("a1b2c3d4e5f6")).events[0].type == "session/start"
 
 
 def test_resume_reads_only_the_log_tail(manager: SessionManager) -> None:
     """Damage before the snapshot's offset is not even read: proof resume is O(tail)."""
     _, sid = saved_session(manager)
-    log_path = manager.log_path(sid)
-    snapshot = json.loads(manager.snapshot_path(sid).read_text())
+    log_path = manager.layout.log_path(sid)
+    snapshot = json.loads(manager.layout.snapshot_path(sid).read_text())
     raw = bytearray(log_path.read_bytes())
     assert snapshot["log_offset"] == len(raw)
     raw[5:9] = b"XXXX"  # corrupt line 1, keep its length
@@ -378,7 +388,7 @@ def test_bad_line_in_the_tail_opens_read_only(manager: SessionManager) -> None:
     lc.session.log.close()  # type: ignore[union-attr]
     lc.session.lock.release()  # type: ignore[union-attr]
     lc.session = None
-    path = manager.log_path(sid)
+    path = manager.layout.log_path(sid)
     lines = path.read_bytes().splitlines(keepends=True)
     lines[-3] = b"garbage\n"
     path.write_bytes(b"".join(lines))
@@ -433,7 +443,7 @@ def test_live_drift_ignores_the_assistant_own_edits(
     (workspace / "agent_spec.md").write_text("user edit")
     report = lc.check_live_drift(["agent_spec.md", "../outside"])
     assert report is not None and report.modified == ["agent_spec.md"]
-    events = scan_log(manager.log_path(lc.session_id)).events
+    events = scan_log(manager.layout.log_path(lc.session_id)).events
     assert events[-1].type == "workspace/drift" and events[-1].data.source == "watcher"  # type: ignore[union-attr]
     lc.close()
 
@@ -457,7 +467,7 @@ def test_list_sessions_newest_first(manager: SessionManager) -> None:
 
 def test_log_lines_are_valid_json_with_dense_seq(manager: SessionManager) -> None:
     _, sid = saved_session(manager)
-    lines = manager.log_path(sid).read_bytes().splitlines()
+    lines = manager.layout.log_path(sid).read_bytes().splitlines()
     assert [orjson.loads(line)["seq"] for line in lines] == list(range(len(lines)))
 
 
@@ -567,7 +577,9 @@ def test_each_turn_says_which_edge_and_client_sent_it(manager: SessionManager) -
     run_turn(lsp, "from Neovim", "ok")
     lsp.close()
     starts = [
-        e.data for e in scan_log(manager.log_path(session_id)).events if e.type == "turn/start"
+        e.data
+        for e in scan_log(manager.layout.log_path(session_id)).events
+        if e.type == "turn/start"
     ]
     assert [(d.input, d.edge, d.client) for d in starts] == [
         ("from Zed", "acp", "Zed"),
@@ -575,7 +587,7 @@ def test_each_turn_says_which_edge_and_client_sent_it(manager: SessionManager) -
     ]
     unnamed = make_lifecycle(manager, "plain")
     run_turn(unnamed, "from a test", "ok")
-    events = scan_log(manager.log_path(unnamed.session_id)).events
+    events = scan_log(manager.layout.log_path(unnamed.session_id)).events
     first = next(e for e in events if e.type == "turn/start")
     assert first.data.model_dump(exclude_none=True) == {"input": "from a test"}
     unnamed.close()

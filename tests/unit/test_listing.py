@@ -49,12 +49,12 @@ def test_the_listed_fields_are_those_of_the_full_snapshot(
     manager: SessionManager, sessions: dict[str, str]
 ) -> None:
     for session_id in sessions.values():
-        path = manager.snapshot_path(session_id)
+        path = manager.layout.snapshot_path(session_id)
         light = listed_fields(json.loads(path.read_bytes()), session_id)
         state, _ = read_snapshot_file(path, session_id)
         assert light is not None and state is not None
         assert fields_of(light) == fields_of(state)
-        log = manager.log_path(session_id)
+        log = manager.layout.log_path(session_id)
         assert session_info(session_id, light, log) == session_info(session_id, state, log)
     listed = {info.session_id: info for info in manager.list_sessions()}
     assert listed[sessions["phased"]].phase == "code"
@@ -96,11 +96,11 @@ def test_any_other_snapshot_goes_to_the_full_reader(
     drop: tuple[str, ...],
 ) -> None:
     session_id = sessions["plain"]
-    path = manager.snapshot_path(session_id)
+    path = manager.layout.snapshot_path(session_id)
     rewrite(path, change, drop)
     assert listed_fields(json.loads(path.read_bytes()), session_id) is None
     full, _ = read_snapshot_file(path, session_id)
-    listed = manager.listed_snapshot(session_id)
+    listed = manager.listing.listed_snapshot(session_id)
     assert (listed is None) == (full is None)
     if full is not None:  # (a missing time is the model's "now": read anew each time)
         assert {k: v for k, v in fields_of(listed).items() if k not in drop} == {
@@ -114,7 +114,7 @@ def test_a_snapshot_with_naive_times_is_listed_in_utc(
     manager: SessionManager, sessions: dict[str, str]
 ) -> None:
     session_id = sessions["plain"]
-    path = manager.snapshot_path(session_id)
+    path = manager.layout.snapshot_path(session_id)
     rewrite(path, {"created_at": "2020-01-02T03:04:05", "updated_at": "2020-01-02T03:04:06"})
     light = listed_fields(json.loads(path.read_bytes()), session_id)
     assert light is not None and light.created_at.utcoffset() is not None

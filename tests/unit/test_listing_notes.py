@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from session.local import listing_db, listing_files, listing_index
 from session.local.listing_db import LISTING_FILE
 from session.local.listing_index import ListingIndex
 from session.local.locks import take_lock
 from session.local.manager import SessionManager
-from session.local import listing_db, listing_files, listing_index
 
 from .conftest import make_lifecycle, run_turn
 from .test_listing_index import CountingReader, every_snapshot, make_session
@@ -26,7 +26,7 @@ from .test_listing_index import CountingReader, every_snapshot, make_session
 
 def touch_directory(manager: SessionManager) -> None:
     """Change sessions/ itself, as a save, a new session or a lock file does."""
-    marker = manager.sessions_dir / ".marker"
+    marker = manager.layout.sessions_dir / ".marker"
     marker.write_bytes(b"")
     marker.unlink()
 
@@ -34,7 +34,7 @@ def touch_directory(manager: SessionManager) -> None:
 def rewrite_in_place(manager: SessionManager, session_id: str, title: str) -> None:
     """A snapshot with a new title under the inode it had, as a second save can leave it
     (the file system gives the first save's freed inode to the second)."""
-    path = manager.snapshot_path(session_id)
+    path = manager.layout.snapshot_path(session_id)
     raw = json.loads(path.read_text())
     raw["title"] = title
     with open(path, "r+b") as fh:
@@ -60,12 +60,12 @@ def test_after_a_change_only_the_changed_sessions_are_stated(
     manager: SessionManager, stated: list[str]
 ) -> None:
     ids = [make_session(manager, f"topic {n}") for n in range(6)]
-    index = ListingIndex(manager.project_dir)
-    index.sessions(manager.sessions_dir, CountingReader(manager))
+    index = ListingIndex(manager.layout.project_dir)
+    index.sessions(manager.layout.sessions_dir, CountingReader(manager))
     stated.clear()
     touch_directory(manager)
     reader = CountingReader(manager)
-    assert index.sessions(manager.sessions_dir, reader) == every_snapshot(manager)
+    assert index.sessions(manager.layout.sessions_dir, reader) == every_snapshot(manager)
     assert stated == [] and reader.read == []  # nothing but the directory was read
 
     lifecycle = make_lifecycle(manager, "inst")  # a new turn: a new snapshot (another inode)
@@ -75,7 +75,7 @@ def test_after_a_change_only_the_changed_sessions_are_stated(
     manager.delete_session(ids[4])
     added = make_session(manager, "added")
     stated.clear()
-    listed = index.sessions(manager.sessions_dir, reader)
+    listed = index.sessions(manager.layout.sessions_dir, reader)
     assert listed == every_snapshot(manager)
     assert {name.split(".")[0] for name in stated} == {ids[2], ids[4], added}
     assert sorted(reader.read) == sorted([ids[2], added])
@@ -85,24 +85,24 @@ def test_a_snapshot_whose_inode_came_back_is_read_again_from_its_writers_note(
     manager: SessionManager,
 ) -> None:
     session_id = make_session(manager, "first title")
-    index = ListingIndex(manager.project_dir)
-    index.sessions(manager.sessions_dir, CountingReader(manager))
+    index = ListingIndex(manager.layout.project_dir)
+    index.sessions(manager.layout.sessions_dir, CountingReader(manager))
     lock = manager.acquire_lock(session_id)  # the writer of a session, as the store takes it
     rewrite_in_place(manager, session_id, "second title")
     touch_directory(manager)  # its saves renamed files into sessions/
     lock.release()  # notes the session, then removes the lock file
-    assert index.sessions(manager.sessions_dir, CountingReader(manager))[0].title == (
+    assert index.sessions(manager.layout.sessions_dir, CountingReader(manager))[0].title == (
         "second title"
     )
-    with sqlite3.connect(manager.project_dir / LISTING_FILE) as conn:
+    with sqlite3.connect(manager.layout.project_dir / LISTING_FILE) as conn:
         assert conn.execute("SELECT count(*) FROM touched").fetchone() == (0,)  # taken in
 
     # The control: a writer that notes nothing (an older version) is not seen.
-    raw = take_lock(manager.lock_path(session_id))
+    raw = take_lock(manager.layout.lock_path(session_id))
     rewrite_in_place(manager, session_id, "third title")
     touch_directory(manager)
     raw.release()
-    assert index.sessions(manager.sessions_dir, CountingReader(manager))[0].title == (
+    assert index.sessions(manager.layout.sessions_dir, CountingReader(manager))[0].title == (
         "second title"
     )
 
@@ -111,8 +111,8 @@ def test_a_writer_that_died_is_noted_when_a_probe_removes_its_lock_file(
     manager: SessionManager,
 ) -> None:
     session_id = make_session(manager, "topic", turns=1)
-    index = ListingIndex(manager.project_dir)
-    before = index.sessions(manager.sessions_dir, CountingReader(manager))[0].updated_at
+    index = ListingIndex(manager.layout.project_dir)
+    before = index.sessions(manager.layout.sessions_dir, CountingReader(manager))[0].updated_at
     lifecycle = make_lifecycle(manager, "inst")
     lifecycle.resume(session_id)
     time.sleep(0.01)
@@ -123,8 +123,8 @@ def test_a_writer_that_died_is_noted_when_a_probe_removes_its_lock_file(
     os.close(lock._lock._fd)  # type: ignore[union-attr]  # the kernel lets go of the flock
     # Another window asks which sessions are in use: the probe removes the dead lock file.
     assert manager.held_locks([session_id]) == set()
-    assert not manager.lock_path(session_id).exists()
-    listed = index.sessions(manager.sessions_dir, CountingReader(manager))
+    assert not manager.layout.lock_path(session_id).exists()
+    listed = index.sessions(manager.layout.sessions_dir, CountingReader(manager))
     assert listed[0].updated_at > before and listed == every_snapshot(manager)
 
 
@@ -132,22 +132,22 @@ def test_a_note_that_cannot_be_written_makes_the_next_listing_start_again(
     manager: SessionManager, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session_id = make_session(manager, "first title")
-    index = ListingIndex(manager.project_dir)
-    index.sessions(manager.sessions_dir, CountingReader(manager))
+    index = ListingIndex(manager.layout.project_dir)
+    index.sessions(manager.layout.sessions_dir, CountingReader(manager))
     monkeypatch.setattr(listing_db, "_BUSY_S", 0.05)
     lock = manager.acquire_lock(session_id)
     rewrite_in_place(manager, session_id, "second title")
     touch_directory(manager)
-    blocker = sqlite3.connect(manager.project_dir / LISTING_FILE, isolation_level=None)
+    blocker = sqlite3.connect(manager.layout.project_dir / LISTING_FILE, isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")  # another listing's transaction, for too long
     started = time.monotonic()
     lock.release()
     assert time.monotonic() - started < 1.5  # the writer waited, briefly, then went on
-    assert not manager.lock_path(session_id).exists()
+    assert not manager.layout.lock_path(session_id).exists()
     blocker.close()
-    assert not (manager.project_dir / LISTING_FILE).exists()  # what it could not say, undone
+    assert not (manager.layout.project_dir / LISTING_FILE).exists()  # what it could not say, undone
     reader = CountingReader(manager)
-    assert index.sessions(manager.sessions_dir, reader)[0].title == "second title"
+    assert index.sessions(manager.layout.sessions_dir, reader)[0].title == "second title"
     assert reader.read == [session_id]  # from scratch
 
 
@@ -155,15 +155,19 @@ def test_a_listing_file_of_another_shape_is_rebuilt_without_a_traceback(
     manager: SessionManager,
 ) -> None:
     make_session(manager, "topic")
-    index = ListingIndex(manager.project_dir)
-    index.sessions(manager.sessions_dir, CountingReader(manager))
-    with sqlite3.connect(manager.project_dir / LISTING_FILE) as conn:
+    index = ListingIndex(manager.layout.project_dir)
+    index.sessions(manager.layout.sessions_dir, CountingReader(manager))
+    with sqlite3.connect(manager.layout.project_dir / LISTING_FILE) as conn:
         conn.execute("DROP TABLE sessions")
         conn.execute("CREATE TABLE sessions (session_id TEXT)")  # same version, other columns
     touch_directory(manager)
-    assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
-    assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
-    with sqlite3.connect(manager.project_dir / LISTING_FILE) as conn:
+    assert index.sessions(manager.layout.sessions_dir, CountingReader(manager)) == every_snapshot(
+        manager
+    )
+    assert index.sessions(manager.layout.sessions_dir, CountingReader(manager)) == every_snapshot(
+        manager
+    )
+    with sqlite3.connect(manager.layout.project_dir / LISTING_FILE) as conn:
         assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (1,)
 
 
@@ -177,7 +181,7 @@ def test_any_mix_of_writers_lists_as_every_snapshot_read_again(
     rng = random.Random(seed)
     if seed >= 3:
         monkeypatch.setattr(listing_index, "_DIR_MARGIN_NS", -(10**15))
-    index = ListingIndex(manager.project_dir)
+    index = ListingIndex(manager.layout.project_dir)
     ids = [make_session(manager, "first")]
     for step in range(40):
         action = rng.choice(["turn", "turn", "new", "delete", "crash", "probe", "list"])
@@ -202,9 +206,11 @@ def test_any_mix_of_writers_lists_as_every_snapshot_read_again(
         elif action == "probe":
             manager.held_locks(ids)
         if rng.random() < 0.5:
-            listed = index.sessions(manager.sessions_dir, CountingReader(manager))
+            listed = index.sessions(manager.layout.sessions_dir, CountingReader(manager))
             assert listed == every_snapshot(manager), (seed, step, action)
-    assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
+    assert index.sessions(manager.layout.sessions_dir, CountingReader(manager)) == every_snapshot(
+        manager
+    )
 
 
 WRITER = """
@@ -240,8 +246,8 @@ def test_a_writer_in_another_process_is_listed_as_it_wrote(
     stopped, is the same as reading every snapshot. Between two listings a session is saved
     again and again: on ext4 its snapshot's inode comes back every second save."""
     make_session(manager, "first")
-    index = ListingIndex(manager.project_dir)
-    index.sessions(manager.sessions_dir, CountingReader(manager))
+    index = ListingIndex(manager.layout.project_dir)
+    index.sessions(manager.layout.sessions_dir, CountingReader(manager))
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     writer = subprocess.Popen(
@@ -251,12 +257,14 @@ def test_a_writer_in_another_process_is_listed_as_it_wrote(
     )
     listings = 0
     while writer.poll() is None:
-        index.sessions(manager.sessions_dir, CountingReader(manager))
+        index.sessions(manager.layout.sessions_dir, CountingReader(manager))
         listings += 1
         time.sleep(0.05)
     assert writer.returncode == 0, writer.stderr.read().decode() if writer.stderr else ""
     assert listings > 1
-    assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
+    assert index.sessions(manager.layout.sessions_dir, CountingReader(manager)) == every_snapshot(
+        manager
+    )
     assert len(every_snapshot(manager)) == 3
 
 
@@ -265,21 +273,26 @@ def test_a_file_changed_by_hand_shows_once_every_file_is_looked_at_again(
     manager: SessionManager, monkeypatch: pytest.MonkeyPatch, stated: list[str], later: str
 ) -> None:
     session_id = make_session(manager, "first title")
-    index = ListingIndex(manager.project_dir)
-    index.sessions(manager.sessions_dir, CountingReader(manager))
+    index = ListingIndex(manager.layout.project_dir)
+    index.sessions(manager.layout.sessions_dir, CountingReader(manager))
     rewrite_in_place(manager, session_id, "edited by hand")  # no lock, no note, same inode
     touch_directory(manager)
-    assert index.sessions(manager.sessions_dir, CountingReader(manager))[0].title == "first title 0"
+    assert (
+        index.sessions(manager.layout.sessions_dir, CountingReader(manager))[0].title
+        == "first title 0"
+    )
     stated.clear()
     if later == "an hour later":
         real = time.time
         monkeypatch.setattr(time, "time", lambda: real() + listing_index.VERIFY_S + 1)
     else:
-        with sqlite3.connect(manager.project_dir / LISTING_FILE) as conn:
+        with sqlite3.connect(manager.layout.project_dir / LISTING_FILE) as conn:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'verified'", (time.time() + 1e6,))
-    assert index.sessions(manager.sessions_dir, CountingReader(manager))[0].title == (
+    assert index.sessions(manager.layout.sessions_dir, CountingReader(manager))[0].title == (
         "edited by hand"
     )
     stated.clear()
-    assert index.sessions(manager.sessions_dir, CountingReader(manager)) == every_snapshot(manager)
+    assert index.sessions(manager.layout.sessions_dir, CountingReader(manager)) == every_snapshot(
+        manager
+    )
     assert stated == []  # checked again from then on, not every time

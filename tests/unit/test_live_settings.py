@@ -69,7 +69,7 @@ def test_newest_unheld_session_skips_the_held_one_and_empty_ones(manager: Sessio
     empty = make_lifecycle(manager, "c")
     empty_id = empty.session_id
     assert empty.close()  # saved at exit without a turn, but with nothing to resume
-    assert manager.snapshot_path(empty_id).exists()
+    assert manager.layout.snapshot_path(empty_id).exists()
     try:
         assert newest_unheld_session(manager) == older_id
     finally:

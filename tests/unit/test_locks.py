@@ -130,9 +130,9 @@ def test_a_session_in_use_is_refused_and_no_lock_file_stays(tmp_path: Path, home
     with pytest.raises(SessionLockedError, match="in use by another editor window"):
         manager.acquire_lock(session_id)
     session.close()
-    assert not manager.lock_path(session_id).exists()
+    assert not manager.layout.lock_path(session_id).exists()
     reopened = manager.open_session(session_id)
     assert manager.held_locks([session_id]) == {session_id}
     reopened.close()
     assert manager.held_locks([session_id]) == set()
-    assert [p.name for p in manager.sessions_dir.iterdir() if p.suffix == ".lock"] == []
+    assert [p.name for p in manager.layout.sessions_dir.iterdir() if p.suffix == ".lock"] == []

@@ -35,19 +35,19 @@ def test_only_pointers_of_gone_editors_naming_free_sessions_are_removed(
         manager.write_pointer("Other-4", free, EditorProcess("Other", dead))
         manager.write_pointer("Ed-5", free, EditorProcess("Ed", dead))  # the caller's own
         manager.write_pointer("window-6", free)  # an instanceId a user chose: no record
-        recorded = json.loads(manager.pointer_path("Ed-1").read_text())
+        recorded = json.loads(manager.layout.pointer_path("Ed-1").read_text())
         assert (recorded["client"], recorded["processId"]) == ("Ed", dead)
         lock = manager.acquire_lock(held)
         try:
-            removed = remove_stale_pointers(manager, client="Ed", keep="Ed-5")
+            removed = remove_stale_pointers(manager.listing, client="Ed", keep="Ed-5")
         finally:
             lock.release()
-        assert removed == [manager.pointer_path("Ed-1")]
-        left = {p.name for p in manager.sessions_dir.glob("active_*.json")}
+        assert removed == [manager.layout.pointer_path("Ed-1")]
+        left = {p.name for p in manager.layout.sessions_dir.glob("active_*.json")}
         assert left == {
             f"active_{i}.json" for i in ("Ed-2", "Ed-3", "Other-4", "Ed-5", "window-6", "inst")
         }
-        removed = remove_stale_pointers(manager)  # any client (`sessions prune`)
+        removed = remove_stale_pointers(manager.listing)  # any client (`sessions prune`)
         assert {p.name for p in removed} == {
             "active_Ed-2.json",
             "active_Other-4.json",
@@ -70,7 +70,7 @@ def test_a_pointer_that_says_so_already_is_not_written_again(tmp_path: Path, hom
     workspace.mkdir()
     first, second = make_session(workspace, home), make_session(workspace, home)
     manager = SessionManager(workspace, home=home)
-    path = manager.pointer_path("Ed-1")
+    path = manager.layout.pointer_path("Ed-1")
     editor = EditorProcess("Ed", 4242)
     manager.write_pointer("Ed-1", first, editor)
     written = path.stat()

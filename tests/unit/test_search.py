@@ -290,10 +290,10 @@ def test_rebuilt_index_returns_exactly_the_incremental_hits(mgr: SessionManager)
     assert all(incremental.values()), {q: h for q, h in incremental.items() if not h}
     index.close()
 
-    path = mgr.project_dir / INDEX_FILE
-    for name in os.listdir(mgr.project_dir):
+    path = mgr.layout.project_dir / INDEX_FILE
+    for name in os.listdir(mgr.layout.project_dir):
         if name.startswith(INDEX_FILE):
-            os.unlink(mgr.project_dir / name)
+            os.unlink(mgr.layout.project_dir / name)
     assert not path.exists()
     with index_of(mgr) as fresh:
         assert fresh.search("kestrel") == []  # missing: empty until synced
@@ -419,7 +419,7 @@ def test_corrupt_index_is_deleted_and_rebuilt(
 ) -> None:
     lc, first, _second = two_sessions(mgr)
     lc.close()
-    path = mgr.project_dir / INDEX_FILE
+    path = mgr.layout.project_dir / INDEX_FILE
     with index_of(mgr) as index:
         index.sync(mgr)
         expected = index.search("pelican")
@@ -446,7 +446,7 @@ def test_corrupted_while_open_is_rebuilt(mgr: SessionManager) -> None:
         index.sync(mgr)
         expected = index.search("pelican")
         index.close()
-        path = mgr.project_dir / INDEX_FILE
+        path = mgr.layout.project_dir / INDEX_FILE
         size = path.stat().st_size
         with open(path, "r+b") as fh:  # damage pages in place (same inode)
             fh.seek(4096)
@@ -458,7 +458,7 @@ def test_corrupted_while_open_is_rebuilt(mgr: SessionManager) -> None:
 def test_schema_version_change_rebuilds(mgr: SessionManager) -> None:
     lc, _first, _second = two_sessions(mgr)
     lc.close()
-    path = mgr.project_dir / INDEX_FILE
+    path = mgr.layout.project_dir / INDEX_FILE
     with index_of(mgr) as index:
         index.sync(mgr)
         expected = index.search("pelican")
@@ -476,7 +476,7 @@ def test_torn_log_tail_is_tolerated_then_continued(mgr: SessionManager) -> None:
     run_turn(lc, "about albatrosses", "They glide.")
     sid = lc.session_id
     lc.close()
-    log = mgr.log_path(sid)
+    log = mgr.layout.log_path(sid)
     with open(log, "ab") as fh:
         fh.write(b'{"seq": 99, "ts": "2024-01-01T00:00:00Z", "type": "turn/start", "data": {"inp')
     with index_of(mgr) as index:
@@ -500,7 +500,7 @@ def test_bad_line_in_middle_indexes_what_is_readable(mgr: SessionManager) -> Non
     run_turn(lc, "about grebes", "Grebes build floating nests.")
     sid = lc.session_id
     lc.close()
-    log = mgr.log_path(sid)
+    log = mgr.layout.log_path(sid)
     lines = log.read_bytes().splitlines(keepends=True)
     middle = next(i for i, line in enumerate(lines) if b'"about grebes"' in line)
     lines[middle] = b"this is not json\n"
@@ -516,7 +516,7 @@ def test_replaced_shrunk_and_vanished_logs(mgr: SessionManager) -> None:
     lc.close()
     with index_of(mgr) as index:
         index.sync(mgr)
-        log = mgr.log_path(first)
+        log = mgr.layout.log_path(first)
         lines = log.read_bytes().splitlines(keepends=True)
         cut = next(
             i for i, line in enumerate(lines) if b'"turn/start"' in line and b'"turn":2' in line
@@ -545,15 +545,15 @@ def test_replaced_shrunk_and_vanished_logs(mgr: SessionManager) -> None:
 def test_index_file_is_private_and_never_a_symlink(mgr: SessionManager, tmp_path: Path) -> None:
     lc, _first, _second = two_sessions(mgr)
     lc.close()
-    path = mgr.project_dir / INDEX_FILE
+    path = mgr.layout.project_dir / INDEX_FILE
     with index_of(mgr) as index:
         index.sync(mgr)
-        for name in os.listdir(mgr.project_dir):
+        for name in os.listdir(mgr.layout.project_dir):
             if name.startswith(INDEX_FILE):
-                assert stat.S_IMODE(os.stat(mgr.project_dir / name).st_mode) == 0o600, name
-    for name in os.listdir(mgr.project_dir):
+                assert stat.S_IMODE(os.stat(mgr.layout.project_dir / name).st_mode) == 0o600, name
+    for name in os.listdir(mgr.layout.project_dir):
         if name.startswith(INDEX_FILE):
-            os.unlink(mgr.project_dir / name)
+            os.unlink(mgr.layout.project_dir / name)
     target = tmp_path / "elsewhere.sqlite"
     target.write_bytes(b"precious")
     path.symlink_to(target)
@@ -568,8 +568,8 @@ def test_index_file_is_private_and_never_a_symlink(mgr: SessionManager, tmp_path
 def test_symlinked_wal_is_refused(mgr: SessionManager, tmp_path: Path) -> None:
     lc, _first, _second = two_sessions(mgr)
     lc.close()
-    mgr.ensure_dirs()
-    (mgr.project_dir / (INDEX_FILE + "-wal")).symlink_to(tmp_path / "elsewhere-wal")
+    mgr.layout.ensure_dirs()
+    (mgr.layout.project_dir / (INDEX_FILE + "-wal")).symlink_to(tmp_path / "elsewhere-wal")
     with index_of(mgr) as index, pytest.raises(SearchError, match="not a regular file"):
         index.sync(mgr)
     assert not (tmp_path / "elsewhere-wal").exists()
@@ -588,9 +588,9 @@ def test_two_handles_share_one_index(mgr: SessionManager) -> None:
     assert [h.turn for h in a.search("larks sing")] == [2]
     b.rebuild(mgr)
     assert [h.turn for h in a.search("larks sing")] == [2]
-    for name in os.listdir(mgr.project_dir):  # deleted under a's feet: a reopens a new file
+    for name in os.listdir(mgr.layout.project_dir):  # deleted under a's feet: a reopens a new file
         if name.startswith(INDEX_FILE):
-            os.unlink(mgr.project_dir / name)
+            os.unlink(mgr.layout.project_dir / name)
     assert a.search("larks") == []
     a.sync(mgr)
     assert [h.turn for h in b.search("larks sing")] == [2]
@@ -647,9 +647,9 @@ def test_bulk_sync_merges_the_index(mgr: SessionManager, monkeypatch: pytest.Mon
 
     def segments_after_build(optimize_rows: int) -> int:
         monkeypatch.setattr(sync_mod, "_OPTIMIZE_ROWS", optimize_rows)
-        for name in os.listdir(mgr.project_dir):
+        for name in os.listdir(mgr.layout.project_dir):
             if name.startswith(INDEX_FILE):
-                os.unlink(mgr.project_dir / name)
+                os.unlink(mgr.layout.project_dir / name)
         with index_of(mgr) as index:
             assert index.search("heron") == []  # creates the empty index
             conn = sqlite3.connect(index.path)

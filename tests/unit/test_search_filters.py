@@ -93,7 +93,7 @@ def test_an_index_of_version_3_is_rebuilt_with_steps_and_times(
         index.sync(manager)
     import sqlite3
 
-    conn = sqlite3.connect(manager.project_dir / "index.sqlite")
+    conn = sqlite3.connect(manager.layout.project_dir / "index.sqlite")
     conn.execute("UPDATE event_rows SET step = NULL, ts = NULL")
     conn.execute("PRAGMA user_version = 3")
     conn.commit()

@@ -274,8 +274,8 @@ def test_snippets_mark_matches_in_the_text_as_written() -> None:
 
 def write_v2_index(manager: SessionManager, rows: list[tuple[str, int, int, str, str]]) -> None:
     """Write an index as version 2 did (unicode61 words), with `rows` in it."""
-    manager.ensure_dirs()
-    conn = sqlite3.connect(manager.project_dir / INDEX_FILE)
+    manager.layout.ensure_dirs()
+    conn = sqlite3.connect(manager.layout.project_dir / INDEX_FILE)
     conn.executescript(
         """
         CREATE TABLE sessions (num INTEGER PRIMARY KEY, session_id TEXT NOT NULL UNIQUE,
@@ -317,7 +317,7 @@ def test_a_version_2_index_answers_until_the_new_one_is_built(
         ids.append(lc.session_id)
     seq = [e.seq for e in manager.read_events(ids[0]).events if e.type == "turn/start"][0]
     write_v2_index(manager, [(ids[0], seq, 1, "turn/start", "the pelican parser number 0")])
-    path = manager.project_dir / INDEX_FILE
+    path = manager.layout.project_dir / INDEX_FILE
     index, other = SearchIndex.for_project(manager), SearchIndex.for_project(manager)
     assert index.migrating and other.migrating
     legacy = index.search("Pelican, PARSER")  # version 2 answers: words, punctuation ignored
@@ -363,7 +363,7 @@ def test_sync_finishes_a_rebuild_at_once_and_reindex_rebuilds(tmp_path: Path) ->
         assert [h.snippet for h in index.search("エージェント")] == [
             "[エージェント]の設計を保存した"
         ]
-    write_v2_index_over = manager.project_dir / INDEX_FILE
+    write_v2_index_over = manager.layout.project_dir / INDEX_FILE
     for suffix in ("", "-wal", "-shm"):
         Path(f"{write_v2_index_over}{suffix}").unlink(missing_ok=True)
     write_v2_index(manager, [])
@@ -383,7 +383,7 @@ def test_a_version_2_index_on_a_read_only_store_is_searched_as_it_is(
     sid = lc.session_id
     lc.close()
     write_v2_index(manager, [(sid, 1, 1, "turn/start", "about the walrus")])
-    path = manager.project_dir / INDEX_FILE
+    path = manager.layout.project_dir / INDEX_FILE
     real_open = os.open
 
     def read_only_store(name: Any, flags: int, *args: Any) -> int:
@@ -433,7 +433,7 @@ def test_without_the_trigram_tokenizer(
         assert not index.grams
         assert [h.type for h in index.search("config.ya")] == ["turn/start"]
         assert [h.type for h in index.search("設")] == ["turn/start"]
-    conn = sqlite3.connect(manager.project_dir / INDEX_FILE)
+    conn = sqlite3.connect(manager.layout.project_dir / INDEX_FILE)
     assert not schema_mod.has_table(conn, "event_grams")
     conn.close()
     monkeypatch.setattr(schema_mod, "trigram_available", lambda: True)

@@ -42,8 +42,8 @@ def golden(workspace: Path) -> dict[str, Any]:
 
 
 def place(manager: SessionManager, data: dict[str, Any]) -> Path:
-    manager.ensure_dirs()
-    path = manager.snapshot_path(data["session_id"])
+    manager.layout.ensure_dirs()
+    path = manager.layout.snapshot_path(data["session_id"])
     path.write_text(json.dumps(data, indent=2))
     manager.write_pointer("inst", data["session_id"])
     return path
@@ -111,7 +111,7 @@ def test_a_v4_file_from_the_previous_version_is_written_back_as_3(
     run_turn(lc, "one", "first")
     sid = lc.session_id
     lc.close()
-    path = manager.snapshot_path(sid)
+    path = manager.layout.snapshot_path(sid)
     v4 = read(path)
     files = v4["file_manifest"]
     v4["schema_version"] = 4  # as 0.x wrote it: the manifest packed
@@ -147,7 +147,7 @@ def saved(manager: SessionManager) -> tuple[str, Path]:
     run_turn(lc, "one", "first")
     sid = lc.session_id
     lc.close()
-    return sid, manager.snapshot_path(sid)
+    return sid, manager.layout.snapshot_path(sid)
 
 
 def resumed_manifest(manager: SessionManager, sid: str) -> dict[str, str]:
@@ -202,7 +202,7 @@ def test_a_copy_of_the_store_that_keeps_mtimes_keeps_its_caches(
     cache = snapshot_file.cache_path(path)
     before = cache.read_bytes()
     copy = tmp_path / "restored"
-    shutil.copytree(manager.sessions_dir, copy)  # copy2: mtimes kept, inodes new
+    shutil.copytree(manager.layout.sessions_dir, copy)  # copy2: mtimes kept, inodes new
     written = (copy / cache.name).stat().st_mtime_ns
     manifest = snapshot_file.read(copy / path.name)["file_manifest"]
     assert isinstance(manifest, PackedFiles)  # taken from the cache, not parsed
@@ -264,7 +264,7 @@ def test_reset_removes_the_cache_with_the_session(manager: SessionManager) -> No
 
 
 def assert_saved_and_pointed(manager: SessionManager, session_id: str) -> None:
-    written = read(manager.snapshot_path(session_id))
+    written = read(manager.layout.snapshot_path(session_id))
     jsonschema.validate(written, SCHEMA)
     assert written["session_id"] == session_id
     assert manager.read_pointer("inst") == session_id
@@ -276,7 +276,7 @@ def test_a_fresh_launch_that_ends_without_a_turn_is_saved(manager: SessionManage
     sid = lc.session_id
     assert lc.close()
     assert_saved_and_pointed(manager, sid)
-    assert set(read(manager.snapshot_path(sid))["file_manifest"]) == {
+    assert set(read(manager.layout.snapshot_path(sid))["file_manifest"]) == {
         "agent_spec.md",
         "templates/prompt.txt",
     }  # the baseline the next launch measures drift from
@@ -288,7 +288,7 @@ def first_session(manager: SessionManager) -> tuple[str, bytes]:
     run_turn(lc, "design an agent", "Sure.")
     sid = lc.session_id
     lc.close()
-    return sid, manager.log_path(sid).read_bytes()
+    return sid, manager.layout.log_path(sid).read_bytes()
 
 
 def test_declining_then_exiting_saves_the_new_session_and_moves_the_pointer(
@@ -305,7 +305,7 @@ def test_declining_then_exiting_saves_the_new_session_and_moves_the_pointer(
     assert_saved_and_pointed(manager, new)
     assert make_lifecycle(manager).find_previous() is None  # the declined one is not offered again
     # The declined session stays whole, listed and openable.
-    assert manager.log_path(old).read_bytes() == old_log
+    assert manager.layout.log_path(old).read_bytes() == old_log
     assert old in {info.session_id for info in manager.list_sessions()}
     again = make_lifecycle(manager)
     again.resume(old)
@@ -324,5 +324,5 @@ def test_new_then_exiting_saves_the_new_session_and_moves_the_pointer(
     assert previous_id == old and new != old
     assert lc.close()
     assert_saved_and_pointed(manager, new)
-    assert manager.log_path(old).read_bytes().startswith(old_log)  # only appended to
-    assert manager.snapshot_path(old).exists()
+    assert manager.layout.log_path(old).read_bytes().startswith(old_log)  # only appended to
+    assert manager.layout.snapshot_path(old).exists()

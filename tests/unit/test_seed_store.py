@@ -142,18 +142,18 @@ def test_import_copies_without_changing_the_seed_store(
     found = seed_store.scan(workspace)
     outcomes = [import_session(manager, s) for s in found.sessions]
     assert [o.status for o in outcomes] == ["imported", "imported"]
-    written = json.loads(manager.snapshot_path(SID).read_text())
+    written = json.loads(manager.layout.snapshot_path(SID).read_text())
     jsonschema.validate(written, SCHEMA)
     seed = golden(workspace)
     for key in ("created_at", "updated_at", "summary", "decisions", "recent_messages", "phase"):
         assert written[key] == seed[key] or written[key].startswith(seed[key][:19]), key
     assert written["file_manifest"] == seed["file_manifest"]
     # again: nothing is overwritten, even a session changed since
-    manager.snapshot_path(OLDER).write_text(manager.snapshot_path(OLDER).read_text())
-    mine = manager.snapshot_path(OLDER).read_bytes()
+    manager.layout.snapshot_path(OLDER).write_text(manager.layout.snapshot_path(OLDER).read_text())
+    mine = manager.layout.snapshot_path(OLDER).read_bytes()
     again = [import_session(manager, s) for s in seed_store.scan(workspace).sessions]
     assert [o.status for o in again] == ["already-imported", "already-imported"]
-    assert manager.snapshot_path(OLDER).read_bytes() == mine
+    assert manager.layout.snapshot_path(OLDER).read_bytes() == mine
     assert tree_state(seed_home.parent) == before
 
 
@@ -194,7 +194,7 @@ def test_the_first_launch_is_offered_the_seed_session_and_accepting_imports_it(
     assert "Last active: 2026-03-31 14:22 UTC" in lc.resume_context  # the seed's save
     run_turn(lc, "go on", "done")
     lc.close()
-    jsonschema.validate(json.loads(manager.snapshot_path(SID).read_text()), SCHEMA)
+    jsonschema.validate(json.loads(manager.layout.snapshot_path(SID).read_text()), SCHEMA)
     assert tree_state(seed_home.parent) == before
     # the next launch resumes ours, and the seed's is not offered again
     again = make_lifecycle(manager).find_previous()
@@ -233,6 +233,6 @@ def test_an_imported_session_is_scrubbed_as_everything_we_write(
     path = write(sessions / f"{SID}.json", golden(workspace, summary=leaked))
     seed = seed_store.scan(workspace).find(SID)
     assert seed is not None and import_session(manager, seed).status == "imported"
-    written = manager.snapshot_path(SID).read_text()
+    written = manager.layout.snapshot_path(SID).read_text()
     assert "sk-proj-abcdef" not in written and "OPENAI_API_KEY=[REDACTED]" in written
     assert "sk-proj-abcdef" in path.read_text()  # the seed's file as it was

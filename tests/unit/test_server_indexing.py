@@ -37,7 +37,7 @@ async def syncing(manager: SessionManager) -> tuple[AgentAssistServer, HeldIndex
     run_turn(lifecycle, "where do the pelican templates live", "under templates/birds")
     server = AgentAssistServer()
     server.lifecycle = lifecycle
-    index = HeldIndex(manager.project_dir / "index.sqlite")
+    index = HeldIndex(manager.layout.project_dir / "index.sqlite")
     server.engine.indexing._search = LocalSearch(manager, index)
     server.index_in_background()
     assert await asyncio.to_thread(index.entered.wait, 10)
@@ -90,7 +90,7 @@ async def test_exit_saves_the_session_without_waiting_for_a_running_sync(
     exiting.start()
     saved = await asyncio.to_thread(_wait_for, lambda: lifecycle.session is None)
     assert saved and not index.release.is_set()  # saved and released while the sync is held
-    assert manager.snapshot_path(session_id).exists()
+    assert manager.layout.snapshot_path(session_id).exists()
     index.release.set()
     await asyncio.to_thread(exiting.join, 10)
     assert not exiting.is_alive()

@@ -108,7 +108,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[SessionMan
 
 def folded(manager: SessionManager, **window: datetime) -> Any:
     fold = StatsFold(**window)
-    ids = list(manager.session_ids())
+    ids = list(manager.layout.session_ids())
     fold_store(fold, manager, ids, set(ids))
     return fold.result()
 

@@ -185,14 +185,14 @@ def test_the_index_catches_up_cheaply_and_is_rebuilt_when_damaged(
     writer.close()
     assert index.catch_up(manager) == 1
     index.close()
-    path = manager.project_dir / INDEX_FILE
+    path = manager.layout.project_dir / INDEX_FILE
     assert os.stat(path).st_mode & 0o777 == 0o600
     path.write_bytes(b"garbage" * 1000)
     for name in ("-wal", "-shm"):
         path.with_name(path.name + name).unlink(missing_ok=True)
     assert len(file_history(manager, manager.workspace_root, "config.yaml").changes) == 5
     # a log replaced (shorter) is indexed again from its start
-    log = manager.log_path(session_id)
+    log = manager.layout.log_path(session_id)
     lines = log.read_bytes().splitlines(keepends=True)
     log.write_bytes(b"".join(lines[:8]))  # turn 1, step 1 only
     assert kinds(manager) == [("write", 1, 1)]
@@ -247,7 +247,7 @@ def test_without_a_usable_index_the_logs_are_read(
 ) -> None:
     manager, _ = project
     indexed = kinds(manager)
-    path = manager.project_dir / INDEX_FILE
+    path = manager.layout.project_dir / INDEX_FILE
     for name in ("", "-wal", "-shm"):
         path.with_name(path.name + name).unlink(missing_ok=True)
     elsewhere = tmp_path / "planted.sqlite"

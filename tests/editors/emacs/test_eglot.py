@@ -305,7 +305,7 @@ def test_quitting_emacs_ends_the_server_and_leaves_the_session_saved(run: Run) -
     assert [e.data.reason for e in events if e.type == "turn/end"] == ["completed", "completed"]
     snapshot, _ = manager.read_snapshot(run.session_id)
     assert snapshot is not None and snapshot.last_seq == events[-1].seq
-    assert not manager.lock_path(run.session_id).exists()
+    assert not manager.layout.lock_path(run.session_id).exists()
 
 
 def test_the_instance_is_derived_from_the_emacs_process(run: Run) -> None:

@@ -416,7 +416,7 @@ def test_reset_asks_keeps_files_and_clears_the_chat(
     assert commands["reset"] == f"Agent Assist: session deleted; new session {commands['reset_to']}"
     assert commands["chat_after_reset"] == [""]
     assert commands["spec_exists"] and (commands_project.root / "agent_spec.md").exists()
-    assert not commands_project.manager().log_path(commands["reset_from"]).exists()
+    assert not commands_project.manager().layout.log_path(commands["reset_from"]).exists()
 
 
 def test_withdraw_takes_back_the_waiting_messages(commands: dict[str, Any]) -> None:
@@ -548,7 +548,7 @@ def test_new_gives_a_new_session_and_leaves_the_old_log_byte_identical(
         f"Agent Assist: new session {new} (the previous one is kept: {old})"
     )
     assert old in new_session["sessions_after_new"]
-    assert Path(new_session["log"]).resolve() == new_project.manager().log_path(old).resolve()
+    assert Path(new_session["log"]).resolve() == new_project.manager().layout.log_path(old).resolve()
     before = new_session["bytes"]["before_new"]
     assert b'"kiwi question"' in before
     assert new_session["bytes"]["after_new"] == before
@@ -601,7 +601,7 @@ def test_reset_confirmed_deletes_the_session(
     assert reset_to not in (old, new_session["new_session"])
     assert new_session["reset"] == f"Agent Assist: session deleted; new session {reset_to}"
     assert not new_session["log_after_reset"]
-    assert not new_project.manager().log_path(old).exists()
+    assert not new_project.manager().layout.log_path(old).exists()
     assert new_session["spec_after_reset"] and (new_project.root / "agent_spec.md").exists()
 
 
@@ -629,14 +629,14 @@ def paged(tmp_path_factory: pytest.TempPathFactory, nvim: str) -> Iterator[dict[
         first = lifecycle.session_id
         assert lifecycle.close()
         log, snapshot = (
-            manager.log_path(first).read_bytes(),
-            manager.snapshot_path(first).read_bytes(),
+            manager.layout.log_path(first).read_bytes(),
+            manager.layout.snapshot_path(first).read_bytes(),
         )
         for n in range(1, PAGED_SESSIONS):
             other = f"{n:012x}"
             for path, data in (
-                (manager.log_path(other), log),
-                (manager.snapshot_path(other), snapshot),
+                (manager.layout.log_path(other), log),
+                (manager.layout.snapshot_path(other), snapshot),
             ):
                 path.write_bytes(data.replace(first.encode(), other.encode()))
         oldest = manager.list_sessions()[-1].session_id
