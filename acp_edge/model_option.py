@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from acp.schema import ConfigOptionUpdate, SessionConfigOptionSelect, SessionConfigSelectOption
@@ -105,7 +104,8 @@ class ModelOptions:
             raise invalid(f"model {value!r} is not offered (offered: {', '.join(values)})")
         engine = held.engine
         if value != engine.config.model.name:
-            config = replace(engine.config, model=replace(engine.config.model, name=value))
+            model = engine.config.model.model_copy(update={"name": value})
+            config = engine.config.model_copy(update={"model": model})
             if config.window_source not in ("default", "setting"):  # the other model's window
                 base = self.configured
                 config = config.with_window(base.context_window, base.window_source)

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +64,7 @@ class Sessions:
         for warning in warnings:
             logger.warning("option: %s", warning)
         # Each turn records the client as it named itself (the instance has the `acp-` prefix).
-        return replace(config, client=client_label(self.client_name))
+        return config.model_copy(update={"client": client_label(self.client_name)})
 
     def get(self, session_id: str) -> Held:
         """Return an open session, or say that it is not open here."""

@@ -1,52 +1,42 @@
-"""The server's configuration: a typed view of `initializationOptions` read at the boundary.
+"""The server's configuration: `initializationOptions` as read, and what the server adds.
 
 The options are declared in `options` (defaults, bounds, environment fallbacks) and read
-leniently by `options_reading`; this module turns what was read into the frozen
-dataclasses the rest of the code reads, adding what the client itself tells (its instance).
+leniently by `options_reading`. The classes here are those declarations, subclassed: each
+option is an attribute under its snake_case name with no second declaration, beside what
+the client itself tells (its instance, its name) and what the server learns (its window).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any
+
+from pydantic import ConfigDict, Field
 
 from session.events import Persistence
 from session.paths import sanitize_instance_id
 from session.store.editor import EditorProcess
-from session.workspace.patterns import DEFAULT_TRACKED
 
-from .mcp_shape import settings_warnings
+from .mcp_shape import server_entries, valid_servers
 from .option_names import OptionNames, parse_option_names
-from .options import (
-    DEFAULT_COMPACT_AT,
-    DEFAULT_CONTEXT_WINDOW,
-    DEFAULT_FIRST_TOKEN,
-    DEFAULT_MAX_ARGUMENT_BYTES,
-    DEFAULT_MAX_CALLS_PER_RESPONSE,
-    DEFAULT_MAX_CALLS_PER_TURN,
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_STREAM,
-    MIN_CONTEXT_WINDOW,
-    AutoResume,
-    InitializationOptions,
-)
 from .options import DEFAULT_MAX_REPLY_BYTES as DEFAULT_MAX_REPLY_BYTES
+from .options import (
+    MIN_CONTEXT_WINDOW,
+    InitializationOptions,
+    McpServerOptions,
+    ModelOptions,
+    ToolsOptions,
+)
 from .options_reading import read_options
 
+VIEW = ConfigDict(extra="forbid", arbitrary_types_allowed=True)  # built here, not sent
 
-@dataclass(frozen=True)
-class ModelConfig:
-    """An OpenAI-compatible chat model; the key is held in memory only."""
 
-    name: str | None = None
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    max_retries: int = DEFAULT_MAX_RETRIES
-    stream_timeout: float = DEFAULT_STREAM  # seconds between chunks of a stream
-    first_token_timeout: float = DEFAULT_FIRST_TOKEN  # to the first byte of an answer
-    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # of one streamed reply, text and tool calls
-    max_output_tokens: int | None = None  # of one answer (`max_tokens`); None: the server's
+class ModelConfig(ModelOptions):
+    """An OpenAI-compatible chat model (`ModelOptions`); the key is held in memory only."""
+
+    model_config = VIEW
+
     # (option path, environment variable) of each value taken from the environment
     from_env: tuple[tuple[str, str], ...] = ()
 
@@ -56,35 +46,32 @@ class ModelConfig:
         return bool(self.name)
 
 
-@dataclass(frozen=True)
-class ToolsConfig:
-    """What the model's tools may do in one response, one turn, one call."""
+class ToolsConfig(ToolsOptions):
+    """What the model's tools may do in one response, one turn, one call (`ToolsOptions`)."""
 
-    protected_paths: tuple[str, ...] = ()  # the user's globs, added to the built-in ones
-    max_calls_per_response: int = DEFAULT_MAX_CALLS_PER_RESPONSE
-    max_calls_per_turn: int = DEFAULT_MAX_CALLS_PER_TURN
-    max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES
+    model_config = VIEW
 
 
-@dataclass(frozen=True)
-class ServerConfig:
-    """Everything the server takes from the client at `initialize`."""
+class ServerConfig(InitializationOptions):
+    """Everything the server takes from the client at `initialize` (`InitializationOptions`).
+
+    The groups are their views; `persistence` is the events' plain string; the raw options
+    are what their own parsers made of them.
+    """
+
+    model_config = VIEW
 
     instance_id: str = "default"
-    auto_resume: AutoResume = AutoResume.ASK
-    model: ModelConfig = field(default_factory=ModelConfig)
-    persistence: Persistence = "full"
-    tracked_files: tuple[str, ...] = DEFAULT_TRACKED
-    context_window: int = DEFAULT_CONTEXT_WINDOW
-    compact_at: float = DEFAULT_COMPACT_AT
-    drift_messages: bool = True  # also show resume drift as window/showMessage
-    store: str = "local"  # or a PostgreSQL connection string (never logged: it may hold a password)
-    tools: ToolsConfig = field(default_factory=ToolsConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    persistence: Persistence = "full"  # type: ignore[assignment]  # as the events keep it
+    option_names: OptionNames = Field(default_factory=OptionNames)  # type: ignore[assignment]
+    # the valid ones; not in its repr: their env and headers may hold secrets
+    mcp_servers: dict[str, McpServerOptions] = Field(default_factory=dict, repr=False)
     # No instanceId was given: the instance is derived from the client (`derived_instance_id`),
     # and one with no session of its own is offered the project's newest one not in use.
     instance_derived: bool = False
     editor: EditorProcess | None = None  # the process it is named after, if the client said
-    option_names: OptionNames = field(default_factory=OptionNames)  # what the user calls them
     # Where `context_window` comes from: "default", "setting", or what the server said.
     window_source: str = "default"
     client: str | None = None  # the client's name, as it said it (recorded with each turn)
@@ -111,7 +98,8 @@ class ServerConfig:
     def with_window(self, tokens: int, source: str | None = None) -> ServerConfig:
         """Return this configuration with another working context window (and its source)."""
         window = max(MIN_CONTEXT_WINDOW, tokens)
-        return replace(self, context_window=window, window_source=source or self.window_source)
+        source = source or self.window_source
+        return self.model_copy(update={"context_window": window, "window_source": source})
 
 
 def derived_instance_id(client_name: str | None, process_id: int | None) -> str:
@@ -159,10 +147,12 @@ def parse_initialization_options(
     derived = derived_instance_id(client_name, process_id)
     read = read_options(InitializationOptions, options, env, {"instanceId": derived})
     warnings += read.warnings
-    warnings += settings_warnings(read.values.pop("mcp_servers"))  # the rest: `mcp_config`
-    names = parse_option_names(read.values.pop("option_names"), client_name, warnings)
     values = read.values
-    model = values.pop("model")
+    entries, shape = server_entries(values["mcp_servers"], "mcpServers")
+    warnings += shape  # each server's own warning: `mcp_config`, where it is started
+    values["mcp_servers"] = valid_servers(entries)
+    values["option_names"] = parse_option_names(values["option_names"], client_name, warnings)
+    model = values["model"]
     model["first_token_timeout"] = max(model["first_token_timeout"], model["stream_timeout"])
     from_env = tuple((path, name) for path, name in read.from_env if path.startswith("model."))
     values["model"] = ModelConfig(**model, from_env=from_env)
@@ -175,7 +165,6 @@ def parse_initialization_options(
         editor=EditorProcess(client_name or "default", process_id)
         if instance_derived and process_id is not None
         else None,
-        option_names=names,
         window_source="setting" if "contextWindow" in read.given else "default",
         client=client_label(client_name),
     )

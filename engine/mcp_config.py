@@ -20,12 +20,13 @@ import logging
 import os
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .mcp_shape import server_entries
-from .model.mcp import McpServerSpec, spec_from_json
+from .mcp_shape import read_server, server_entries
+from .model.mcp import McpServerSpec
+from .options import McpServerOptions
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,6 @@ PROJECT_FILE = Path(".agent-assist") / "mcp.json"
 TRUST_ENV = "AGENT_ASSIST_TRUST_PROJECT_MCP"
 TRUST_FILE = "mcp-trust.json"
 MAX_PROJECT_FILE = 1 << 20  # bytes of the project file read
-_KINDS = {"stdio": "stdio", "http": "http", "streamable-http": "http", "sse": "sse"}
 
 
 @dataclass(frozen=True)
@@ -69,20 +69,34 @@ def specs_from_map(
     for name, entry in entries.items():
         if entry.get("disabled") is True:  # Cursor's and Cline's switch
             continue
-        body = dict(_substituted(entry, root))
-        kind = body.get("type")
-        if kind is None:
-            kind = "stdio" if "command" in body else "http"
-        body["type"], body["name"] = _KINDS.get(str(kind), kind), name
         try:
-            spec = spec_from_json(body)
+            specs.append(server_spec(name, read_server(name, _substituted(entry, root)), root))
         except ValueError as exc:
             warnings.append(f"{where}: {exc}; that server is left out")
-            continue
-        if spec.cwd and not Path(spec.cwd).is_absolute():
-            spec = replace(spec, cwd=str(root / spec.cwd))
-        specs.append(spec)
     return specs, warnings
+
+
+def server_spec(name: str, server: McpServerOptions, root: Path) -> McpServerSpec:
+    """Return the spec of a server as declared; `ValueError` if it cannot run (no command...)."""
+    kind = server.type or ("stdio" if "command" in server.model_fields_set else "http")
+    cwd = server.cwd
+    if cwd and not Path(cwd).is_absolute():
+        cwd = str(root / cwd)
+    confirm = server.confirm
+    return McpServerSpec(
+        name=name,
+        transport=kind,
+        command=server.command or "",
+        args=tuple(server.args or ()),
+        env=dict(server.env or {}),
+        cwd=cwd,
+        url=server.url or "",
+        headers=dict(server.headers or {}),
+        timeout=server.timeout or McpServerSpec.timeout,  # the spec's default
+        start_timeout=server.start_timeout or McpServerSpec.start_timeout,
+        confirm=confirm is True,
+        confirm_tools=frozenset(confirm) if isinstance(confirm, list) else frozenset(),
+    )
 
 
 def read_project_file(root: Path) -> tuple[object, str | None]:

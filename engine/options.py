@@ -3,8 +3,10 @@
 Each field carries its default, its bounds and, in a `Lenient` marker beside it, the
 environment variables read when it is unset and how a bad value is told. `options_reading`
 reads a client's options by these declarations (a bad field falls back to its default with
-a warning naming its camelCase key); `config` is the view the server reads. The protocol's
-generator writes the JSON schema and the clients' types from these models.
+a warning naming its camelCase key); `config`'s classes, the view the server reads, are these
+models with what the server adds, so a new option is declared here and nowhere else (and
+documented in docs/protocol.md). The protocol's generator writes the JSON schema and the
+clients' types from these models.
 """
 
 from __future__ import annotations
@@ -14,8 +16,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+)
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from session.paths import INSTANCE_ID_RE
 from session.workspace.patterns import DEFAULT_TRACKED
@@ -40,6 +51,28 @@ class Params(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel, extra="ignore", populate_by_name=True, frozen=True
     )
+
+
+FIELD_KEYS = ("default", "description", "title", "examples", "deprecated")  # not its type's
+
+
+class Options(Params):
+    """Base of the options: a client may send any of them as null (unset), whatever its type."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        """Return the wire schema: each field's type or null."""
+        schema = super().__get_pydantic_json_schema__(core_schema, handler)
+        for prop in handler.resolve_ref_schema(schema).get("properties", {}).values():
+            alternatives = prop.get("anyOf")
+            if alternatives is None:
+                kind = {k: prop.pop(k) for k in list(prop) if k not in FIELD_KEYS}
+                prop["anyOf"] = alternatives = [kind]
+            if {"type": "null"} not in alternatives:
+                alternatives.append({"type": "null"})
+        return schema
 
 
 @dataclass(frozen=True)
@@ -85,7 +118,7 @@ class AutoResume(StrEnum):
     NEVER = "never"
 
 
-class ModelOptions(Params):
+class ModelOptions(Options):
     """An OpenAI-compatible chat model (else the environment's)."""
 
     name: Annotated[
@@ -102,15 +135,17 @@ class ModelOptions(Params):
             env=("AGENT_ASSIST_LLM_API_KEY", "OPENAI_API_KEY"),
             invalid="model.apiKey must be a string; ignored",
         ),
-    ] = Field(default=None, description="Kept in memory; redacted from everything written.")
-    max_retries: Annotated[int | None, Lenient(env=("AGENT_ASSIST_LLM_MAX_RETRIES",))] = Field(
+    ] = Field(
+        default=None, repr=False, description="Kept in memory; redacted from everything written."
+    )
+    max_retries: Annotated[int, Lenient(env=("AGENT_ASSIST_LLM_MAX_RETRIES",))] = Field(
         default=DEFAULT_MAX_RETRIES,
         ge=0,
         le=10,
         description="Retries of a failed model request (default 2).",
     )
     stream_timeout: Annotated[
-        float | None, Lenient(env=("AGENT_ASSIST_LLM_STREAM_TIMEOUT",), unit=" seconds")
+        float, Lenient(env=("AGENT_ASSIST_LLM_STREAM_TIMEOUT",), unit=" seconds")
     ] = Field(
         default=DEFAULT_STREAM,
         ge=1,
@@ -118,7 +153,7 @@ class ModelOptions(Params):
         description="Seconds without stream data before an attempt is retried (default 60).",
     )
     first_token_timeout: Annotated[
-        float | None, Lenient(env=("AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT",), unit=" seconds")
+        float, Lenient(env=("AGENT_ASSIST_LLM_FIRST_TOKEN_TIMEOUT",), unit=" seconds")
     ] = Field(
         default=DEFAULT_FIRST_TOKEN,
         ge=1,
@@ -126,7 +161,7 @@ class ModelOptions(Params):
         description="Seconds to the first data of an answer (a local server reads the prompt "
         "first) before an attempt is retried (default 300; never less than streamTimeout).",
     )
-    max_reply_bytes: Annotated[int | None, Lenient(unit=" bytes")] = Field(
+    max_reply_bytes: Annotated[int, Lenient(unit=" bytes")] = Field(
         default=DEFAULT_MAX_REPLY_BYTES,
         ge=65_536,
         le=268_435_456,
@@ -150,31 +185,31 @@ class ModelOptions(Params):
     )
 
 
-class ToolsOptions(Params):
+class ToolsOptions(Options):
     """What the model's tools may do; past a limit the model is told so in the tool result."""
 
     protected_paths: Annotated[
-        list[Glob] | None,
+        tuple[Glob, ...],
         Lenient(invalid=f"tools.protectedPaths {GLOBS}; only the built-in ones apply"),
     ] = Field(
-        default=[],
+        default=(),
         description="Globs (relative to the workspace) the model's file tools write only after "
         "the user confirms, added to the defaults (`.git/**`, `.vscode/tasks.json`, "
         "`.github/workflows/**`, ...; see docs/reliability.md).",
     )
-    max_calls_per_response: int | None = Field(
+    max_calls_per_response: int = Field(
         default=DEFAULT_MAX_CALLS_PER_RESPONSE,
         ge=1,
         le=1_000,
         description="Tool calls one model response may ask for; the rest are refused (default 64).",
     )
-    max_calls_per_turn: int | None = Field(
+    max_calls_per_turn: int = Field(
         default=DEFAULT_MAX_CALLS_PER_TURN,
         ge=1,
         le=10_000,
         description="Tool calls in one turn; past it every call is refused (default 256).",
     )
-    max_argument_bytes: Annotated[int | None, Lenient(unit=" bytes")] = Field(
+    max_argument_bytes: Annotated[int, Lenient(unit=" bytes")] = Field(
         default=DEFAULT_MAX_ARGUMENT_BYTES,
         ge=1_024,
         le=67_108_864,
@@ -183,16 +218,33 @@ class ToolsOptions(Params):
     )
 
 
-class McpServerOptions(Params):
+MCP_KINDS = {"streamable-http": "http"}  # other clients' names of a transport
+
+
+def _kind(value: object) -> object:
+    return MCP_KINDS.get(value, value) if isinstance(value, str) else value
+
+
+def _pairs(value: object) -> object:
+    """Return ACP's `[{name, value}]` as the object it stands for (anything else as it is)."""
+    if isinstance(value, list) and all(isinstance(p, dict) and "name" in p for p in value):
+        return {p["name"]: p.get("value") for p in value}
+    return value
+
+
+Pairs = Annotated[dict[str, str] | None, BeforeValidator(_pairs)]
+
+
+class McpServerOptions(Options):
     """One MCP server: a command (stdio) or a URL (http, sse)."""
 
     command: str | None = Field(default=None, description="The program of a stdio server.")
     args: list[str] | None = None
-    env: dict[str, str] | None = None
+    env: Pairs = None
     cwd: str | None = Field(default=None, description="Where it runs (default: the project).")
     url: str | None = Field(default=None, description="An http or sse server's address.")
-    headers: dict[str, str] | None = None
-    type: Literal["stdio", "http", "sse"] | None = Field(
+    headers: Pairs = None
+    type: Annotated[Literal["stdio", "http", "sse"] | None, BeforeValidator(_kind)] = Field(
         default=None, description="Default: `stdio` with a command, else `http`."
     )
     confirm: bool | list[str] | None = Field(
@@ -206,7 +258,7 @@ class McpServerOptions(Params):
     disabled: bool | None = Field(default=None, description="true: left out.")
 
 
-class InitializationOptions(Params):
+class InitializationOptions(Options):
     """Options of `initialize`; each falls back to its default (with a warning) if invalid."""
 
     instance_id: Annotated[
@@ -216,28 +268,28 @@ class InitializationOptions(Params):
         pattern=INSTANCE_ID_RE.pattern,
         description="This editor instance (a window): it resumes its own last session.",
     )
-    auto_resume: AutoResume | None = AutoResume.ASK
+    auto_resume: AutoResume = AutoResume.ASK
     model: Annotated[ModelOptions | None, Lenient(fallback="the environment")] = None
     tools: ToolsOptions | None = None
-    persistence: Annotated[Persistence | None, Lenient(restart=True)] = Persistence.FULL
+    persistence: Annotated[Persistence, Lenient(restart=True)] = Persistence.FULL
     tracked_files: Annotated[
-        list[Glob] | None,
+        tuple[Glob, ...],
         Lenient(invalid=f"trackedFiles {GLOBS}; using the default", restart=True),
-    ] = Field(default=list(DEFAULT_TRACKED), description="Globs of files whose drift is watched.")
-    context_window: Annotated[int | None, Lenient(unit=" tokens")] = Field(
+    ] = Field(default=DEFAULT_TRACKED, description="Globs of files whose drift is watched.")
+    context_window: Annotated[int, Lenient(unit=" tokens")] = Field(
         default=DEFAULT_CONTEXT_WINDOW,
         ge=MIN_CONTEXT_WINDOW,
         le=10_000_000,
         description="Tokens (default 128000).",
     )
-    compact_at: float | None = Field(
+    compact_at: float = Field(
         default=DEFAULT_COMPACT_AT,
         ge=0.1,
         le=0.95,
         description="Fraction of the window at which older turns are compacted (default 0.6).",
     )
     store: Annotated[
-        Text | None,
+        Text,
         Lenient(
             env=("AGENT_ASSIST_STORE",),
             invalid="store must be a string: local or a PostgreSQL connection string",
@@ -245,6 +297,7 @@ class InitializationOptions(Params):
         ),
     ] = Field(
         default="local",
+        repr=False,  # a connection string may hold a password
         description="Where sessions are kept: `local` (the default: files under the store root) "
         "or a PostgreSQL connection string (`postgresql://role@host/db`; the password from it, "
         "PGPASSWORD or ~/.pgpass). Else AGENT_ASSIST_STORE.",
@@ -263,7 +316,7 @@ class InitializationOptions(Params):
         "model as `<name>_<tool>`); trusted. The project's `.agent-assist/mcp.json` adds its "
         "own, started only once the user allowed each. Read at start.",
     )
-    drift_messages: bool | None = Field(
+    drift_messages: bool = Field(
         default=True,
         description="False: drift (at resume and live) is not repeated as `window/showMessage` "
         "(default true).",

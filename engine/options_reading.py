@@ -95,10 +95,6 @@ def _validate(model: type[Params], name: str, value: Any) -> Any:
         raise ValueError(str(exc)) from None
 
 
-def _frozen(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
-
-
 def _unset(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
@@ -141,7 +137,7 @@ def _read(
             values[name] = _read(group, inner, env, defaults, path + ".", read)
             continue
         default = defaults.get(path, info.get_default(call_default_factory=True))
-        values[name] = default = _frozen(default)
+        values[name] = default
         source = path
         if _unset(value):
             variable = next((v for v in marker.env if not _unset(env.get(v))), None)
@@ -161,7 +157,7 @@ def _read(
             continue
         if _unset(parsed):  # blank once stripped
             continue
-        values[name] = _frozen(parsed)
+        values[name] = parsed
         if source == path:
             read.given.add(path)
     return values

@@ -6,7 +6,6 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from lsprotocol import types
@@ -127,7 +126,7 @@ class LiveSettings(Feature):
             )
         if not live:
             return warnings
-        ls.config = replace(ls.config, **live)
+        ls.config = ls.config.model_copy(update=live)
         if "model" in live:
             model = ls.config.model
             for secret in (model.api_key, url_credential(model.base_url)):
