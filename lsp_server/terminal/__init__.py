@@ -5,5 +5,5 @@
 `questions.py` answers the server's questions, `edit_review.py` shows the model's edits as
 a diff and asks, `start.py` resumes where you left off (--continue, --resume, the recap),
 `commands.py` holds the slash commands, `render.py` and `blocks.py` draw replies and tables,
-`input.py` reads the user's lines.
+`input.py` reads the user's lines; `chat_types.py` says what these parts use of the app.
 """

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from .. import protocol as proto
 from ..admin.table import quoted
 from ..client import LspError
+from .chat_types import Chat
 from .file_history import file_history
 from .render import markdown, short_time, table
 from .search import search
 from .steps import show_steps
-
-if TYPE_CHECKING:
-    from rich.console import Console
-
-    from .edit_review import EditReview
 
 HELP = [
     ("/save", "save now: a numbered checkpoint of the session and the tracked files"),
@@ -45,27 +40,6 @@ HELP = [
     ("/exit", "save and quit (also Ctrl+D, or Ctrl+C at the prompt)"),
     ("Alt+Enter", "a new line in the message (a pasted text stays one message)"),
 ]
-
-
-class Chat(Protocol):
-    """What a command uses of the chat: its console, where it runs, the server."""
-
-    console: Console
-    workspace: Path
-    instance_id: str
-    review: EditReview
-
-    def say(self, text: str, style: str | None = None) -> None:
-        """Print plain text."""
-        ...
-
-    def warn(self, text: str) -> None:
-        """Print a warning line."""
-        ...
-
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        """Send a request to the server and return its result."""
-        ...
 
 
 async def show_help(chat: Chat, rest: str) -> None:

@@ -19,7 +19,7 @@ from session.terminal_text import inert
 from ..client import PlannedWrite
 
 if TYPE_CHECKING:
-    from .app import ChatApp
+    from .chat_types import Asker
 
 MAX_DIFF_LINES = 400
 QUESTION = "Write it? [y]es / [a]lways this chat / [n]o: "
@@ -53,7 +53,7 @@ def diff_style(line: str) -> str:
 class EditReview:
     """Asks before each edit, unless approved for the whole chat."""
 
-    def __init__(self, chat: ChatApp, *, approve_all: bool = False) -> None:
+    def __init__(self, chat: Asker, *, approve_all: bool = False) -> None:
         self.chat = chat
         self.approve_all = approve_all
         self._user_asked = 0

@@ -19,7 +19,7 @@ from .edit_review import diff_style
 from .render import short_time
 
 if TYPE_CHECKING:
-    from .commands import Chat
+    from .chat_types import Chat
 
 USAGE = "Usage: /file-history PATH [--line TEXT] [--since WHEN] [--until WHEN]"
 OPTIONS = ("line", "since", "until")

@@ -13,14 +13,16 @@ import contextlib
 import os
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from session.terminal_text import inert
 
+from .chat_types import Printer
 from .render import SPINNER, plural
 
 if TYPE_CHECKING:
-    from .app import ChatApp
+    from .input import LineReader
+    from .render import ReplyView
 
 DIM, RESET = "\x1b[2m", "\x1b[0m"
 
@@ -43,10 +45,29 @@ def first_line(text: str, width: int) -> str:
     return (head if len(head) <= room else head[: room - 1] + "…") + more
 
 
+class Prompted(Printer, Protocol):
+    """What the prompt loop uses of the chat: the live reply, the reader, the line handler."""
+
+    view: ReplyView | None
+    reader: LineReader
+
+    def install_signals(self) -> None:
+        """Take the signals back (prompt-toolkit replaces SIGINT's handler)."""
+        ...
+
+    def interrupt(self) -> bool:
+        """Cancel the running turn (True), or say that the chat should end (False)."""
+        ...
+
+    async def handle(self, line: str) -> bool:
+        """Run one line; return True to leave."""
+        ...
+
+
 class Outbox:
     """The interactive prompt loop: reads lines, queues them, runs them one at a time."""
 
-    def __init__(self, chat: ChatApp) -> None:
+    def __init__(self, chat: Prompted) -> None:
         self.chat = chat
         self.queued: list[str] = []
         self.busy = False

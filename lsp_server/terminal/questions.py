@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .app import ChatApp
+from .chat_types import Asker
 
 RESUME_QUESTION = "Resume previous session?"
 RESUME, NEW_SESSION = "Resume", "New session"
@@ -13,7 +12,13 @@ DELETE_FILES, KEEP_FILES, CANCEL = "Delete files", "Keep files", "Cancel"
 ALLOW_WRITE, REFUSE_WRITE = "Allow write", "Refuse"  # a protected write (`lsp_server/edits.py`)
 
 
-async def confirm(chat: ChatApp, prompt: str, default: bool) -> bool:
+class Answerer(Asker, Protocol):
+    """What answering uses of the chat: it asks, and is told to end when the user leaves."""
+
+    quit: bool
+
+
+async def confirm(chat: Answerer, prompt: str, default: bool) -> bool:
     """Ask a yes/no question; Enter takes the default."""
     while True:
         answer = (await chat.read(prompt)).strip().lower()
@@ -26,7 +31,7 @@ async def confirm(chat: ChatApp, prompt: str, default: bool) -> bool:
         chat.say("Please answer y or n.", "dim")
 
 
-async def confirm_write(chat: ChatApp, message: str) -> str:
+async def confirm_write(chat: Answerer, message: str) -> str:
     """Ask whether the model may write a protected path; only a typed yes allows it."""
     if not chat.reader.interactive:
         chat.warn(f"{message} Refused: input is not a terminal, so no one can say yes.")
@@ -36,7 +41,7 @@ async def confirm_write(chat: ChatApp, message: str) -> str:
     return ALLOW_WRITE if allowed else REFUSE_WRITE
 
 
-async def ask(chat: ChatApp, message: str, actions: list[str]) -> str | None:
+async def ask(chat: Answerer, message: str, actions: list[str]) -> str | None:
     """Answer `window/showMessageRequest` in the terminal."""
     chat.flush_reply()
     try:

@@ -15,7 +15,7 @@ from ..client import LspError
 from .render import short_time, table
 
 if TYPE_CHECKING:
-    from .commands import Chat
+    from .chat_types import Chat
 
 FILTERS = ("since", "until", "kind", "tool", "path")
 USAGE = "Usage: /search <text> [since:WHEN] [until:WHEN] [kind:K] [tool:NAME] [path:PATH]"

@@ -8,17 +8,33 @@ come from `agentAssist/sessions`, the recap from `agentAssist/history` and `/sta
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .. import protocol as proto
 from ..client import LspError
+from .chat_types import Printer
 from .render import plural, short_time
-
-if TYPE_CHECKING:
-    from .app import ChatApp
 
 PICKER_ROWS = 15
 RECAP_CHARS = 300
+
+
+class Starter(Printer, Protocol):
+    """What starting uses of the chat: it asks, reads sessions, notes the one it opened."""
+
+    opened: bool
+
+    def error(self, text: str) -> None:
+        """Print an error line."""
+        ...
+
+    async def read(self, prompt: str) -> str:
+        """Read an answer to `prompt`."""
+        ...
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send a request to the server and return its result."""
+        ...
 
 
 def describe(row: dict[str, Any]) -> str:
@@ -51,13 +67,13 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-async def listed(chat: ChatApp, include_empty: bool) -> list[dict[str, Any]]:
+async def listed(chat: Starter, include_empty: bool) -> list[dict[str, Any]]:
     """Return this project's sessions, newest first, without the fresh one just started."""
     found = await chat.request(proto.SESSIONS, {"includeEmpty": include_empty})
     return [row for row in found.get("sessions") or [] if not row.get("active")]
 
 
-async def choose(chat: ChatApp, resume: str | None, latest: bool) -> str | None:
+async def choose(chat: Starter, resume: str | None, latest: bool) -> str | None:
     """Return the session to open: the latest, the one named, or the one picked."""
     if latest:
         rows = await listed(chat, include_empty=False)
@@ -76,7 +92,7 @@ async def choose(chat: ChatApp, resume: str | None, latest: bool) -> str | None:
     return await pick(chat)
 
 
-async def pick(chat: ChatApp) -> str | None:
+async def pick(chat: Starter) -> str | None:
     """Show the recent sessions and ask for one; Enter starts a new one."""
     rows = (await listed(chat, include_empty=False))[:PICKER_ROWS]
     if not rows:
@@ -97,7 +113,7 @@ async def pick(chat: ChatApp) -> str | None:
         chat.say(f"Please type a number from 1 to {len(rows)}, or Enter.", "dim")
 
 
-async def open_chosen(chat: ChatApp, resume: str | None, latest: bool) -> None:
+async def open_chosen(chat: Starter, resume: str | None, latest: bool) -> None:
     """Open the session `--continue` or `--resume` asks for (the fresh one stays unused)."""
     session_id = await choose(chat, resume, latest)
     if session_id is None:
@@ -110,7 +126,7 @@ async def open_chosen(chat: ChatApp, resume: str | None, latest: bool) -> None:
     chat.opened = True
 
 
-async def recap(chat: ChatApp, status: dict[str, Any]) -> None:
+async def recap(chat: Starter, status: dict[str, Any]) -> None:
     """Print the resumed session's last exchange and whether files changed since."""
     session_id = str(status.get("sessionId"))
     rows = (await chat.request(proto.SESSIONS, {})).get("sessions") or []

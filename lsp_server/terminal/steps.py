@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .commands import Chat
+    from .chat_types import Chat
 
 RESULT_LINES = 12  # of a tool result: more are counted, not printed (`sessions show` has all)
 
