@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
@@ -13,7 +14,9 @@ from engine.model.tools import EditOutcome
 from session.workspace.protected import shown_path
 
 if TYPE_CHECKING:
-    from .server import AgentAssistServer
+    from pygls.workspace import Workspace
+
+    from engine.config import ServerConfig
 
 CANNOT = EditOutcome(applied=False)  # the client cannot take this edit: written directly
 UNSEEN_END_LINE = 2**31 - 1  # LSP's largest line number: past the end of any buffer
@@ -46,10 +49,46 @@ def tool_question(server: str, tool: str, args: dict[str, Any]) -> str:
     )
 
 
+class EditingServer(Protocol):
+    """What the edits use of the server: the client's side of pygls, the root, the options."""
+
+    @property
+    def client_capabilities(self) -> types.ClientCapabilities:
+        """Return the client's capabilities."""
+        ...
+
+    @property
+    def workspace(self) -> Workspace:
+        """Return the documents the client syncs."""
+        ...
+
+    @property
+    def root(self) -> Path:
+        """Return the project root."""
+        ...
+
+    @property
+    def config(self) -> ServerConfig:
+        """Return the options."""
+        ...
+
+    async def window_show_message_request_async(
+        self, params: types.ShowMessageRequestParams
+    ) -> types.MessageActionItem | None:
+        """Ask the user (`window/showMessageRequest`)."""
+        ...
+
+    async def workspace_apply_edit_async(
+        self, params: types.ApplyWorkspaceEditParams
+    ) -> types.ApplyWorkspaceEditResult:
+        """Send `workspace/applyEdit`."""
+        ...
+
+
 class WorkspaceEdits:
     """The editor side of the assistant's file writes (the tools' `EditorHost`)."""
 
-    def __init__(self, ls: AgentAssistServer) -> None:
+    def __init__(self, ls: EditingServer) -> None:
         self.ls = ls
         # uri -> (text the client accepted, the document's version then): what the buffer
         # holds until the client's `didChange` for the edit arrives (eglot sends it from an

@@ -1,7 +1,7 @@
 """`$/progress`, the one helper: a token begun, reported and ended; `Host.long_work` over it.
 
 A chat's reply and a model's thinking (`features/sink.py`) and long work (compaction, the
-search index rebuilt) all show their progress through `Progress`.
+search index rebuilt) all show their progress through `Progress`, on any pygls server.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 if TYPE_CHECKING:
-    from .server import AgentAssistServer
+    from pygls.lsp.server import LanguageServer
 
 logger = logging.getLogger(__name__)
 
 
-def can_show(ls: AgentAssistServer) -> bool:
+def can_show(ls: LanguageServer) -> bool:
     """Return whether the client can show `$/progress` (`window.workDoneProgress`)."""
     window = ls.client_capabilities.window
     return window is not None and bool(window.work_done_progress)
@@ -29,13 +29,13 @@ def can_show(ls: AgentAssistServer) -> bool:
 class Progress:
     """`$/progress` on one token, ended once (a no-op without a token)."""
 
-    def __init__(self, ls: AgentAssistServer, token: int | str | None) -> None:
+    def __init__(self, ls: LanguageServer, token: int | str | None) -> None:
         self.ls = ls
         self.token = token
         self.ended = False
 
     @classmethod
-    async def create(cls, ls: AgentAssistServer) -> Progress:
+    async def create(cls, ls: LanguageServer) -> Progress:
         """Return progress on a fresh token the client accepted (a no-op if it cannot)."""
         if not can_show(ls):
             return cls(ls, None)
@@ -78,7 +78,7 @@ class Progress:
 
 
 @asynccontextmanager
-async def progress(ls: AgentAssistServer, title: str) -> AsyncIterator[Progress]:
+async def progress(ls: LanguageServer, title: str) -> AsyncIterator[Progress]:
     """Show progress for the duration of the block, with a fresh token."""
     bar = await Progress.create(ls)
     try:
