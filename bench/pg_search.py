@@ -105,9 +105,9 @@ def measure_size(dsn: str, mode: Mode, total: int, tmp: Path, result: Result) ->
     label = f"{total:,} events"
     manager, corpus, ids, written = _write_logs(tmp, total)
     project = project_identity(manager.workspace_root).key
-    index = SearchIndex.for_project(manager)
+    index = SearchIndex.for_project(manager.layout)
     start = time.perf_counter()
-    stats = index.sync(manager)
+    stats = index.sync(manager.layout)
     local_build = time.perf_counter() - start
     assert stats.events == written and not stats.problems, stats
     index.close()

@@ -372,9 +372,9 @@ def measure_size(mode: Mode, total: int, tmp: Path, result: Result, plot: Plot) 
     log_bytes = sum(manager.layout.log_path(s).stat().st_size for s in ids)
 
     # -- build: index every log from nothing, vs only parsing them (scan_log) --------------
-    index = SearchIndex.for_project(manager)
+    index = SearchIndex.for_project(manager.layout)
     start = time.perf_counter()
-    stats = index.sync(manager)
+    stats = index.sync(manager.layout)
     build = time.perf_counter() - start
     assert stats.events == written and not stats.problems, stats
     start = time.perf_counter()
@@ -486,7 +486,7 @@ def measure_size(mode: Mode, total: int, tmp: Path, result: Result, plot: Plot) 
 
     # -- no-op sync: nothing appended anywhere -----------------------------------------------
     t0 = time.perf_counter()
-    noop = index.sync(manager)
+    noop = index.sync(manager.layout)
     noop_s = time.perf_counter() - t0
     assert noop.scanned == 0 and noop.events == 0, noop
     result.details.append(
@@ -498,7 +498,7 @@ def measure_size(mode: Mode, total: int, tmp: Path, result: Result, plot: Plot) 
     lifecycle = SessionLifecycle(manager, "bench")
     target = ids[-1]
     lifecycle.resume(target)
-    index.sync_session(manager, target)  # resume may have appended a drift event
+    index.sync_session(manager.layout, target)  # resume may have appended a drift event
     appends: list[float] = []
     syncs: list[float] = []
     counts: list[int] = []
@@ -520,7 +520,7 @@ def measure_size(mode: Mode, total: int, tmp: Path, result: Result, plot: Plot) 
         appends.append(time.perf_counter() - t0)
         appended = lifecycle.current.log.next_seq - before
         t0 = time.perf_counter()
-        stats = index.sync_session(manager, target)
+        stats = index.sync_session(manager.layout, target)
         syncs.append(time.perf_counter() - t0)
         # 7 events, and the chunks: 1 to 4, by where the stream can be cut safely (redaction)
         assert stats.events == appended and 8 <= appended <= 11, (stats, appended)

@@ -115,8 +115,8 @@ def run(mode: Mode) -> Result:
     manager, root = project(mode, result)
     workspace = manager.workspace_root
     (manager.layout.project_dir / INDEX_FILE).unlink(missing_ok=True)
-    index = TimelineIndex.for_project(manager)
-    build = timed_runs(lambda: index.catch_up(manager), 1)[0]
+    index = TimelineIndex.for_project(manager.layout)
+    build = timed_runs(lambda: index.catch_up(manager.layout), 1)[0]
     index.close()
     found = file_history(manager, workspace, "config.yaml")
     assert found.changes and (found.truncated or len(found.changes) < 200), len(found.changes)
@@ -147,7 +147,9 @@ def run(mode: Mode) -> Result:
     writer = manager.create_session()  # one more session, deleted after: the project is kept
     _turn(writer, manager, 1, 0)
     writer.close()
-    one = timed_runs(lambda: TimelineIndex.for_project(manager).catch_up(manager), 1)[0]
+    one = timed_runs(lambda: TimelineIndex.for_project(manager.layout).catch_up(manager.layout), 1)[
+        0
+    ]
     manager.delete_session(writer.session_id)
     result.details.append(f"catch-up after a new session of one turn: {fmt_s(one)}")
     size = (manager.layout.project_dir / INDEX_FILE).stat().st_size

@@ -301,8 +301,8 @@ class Scope:
         for manager in self.managers():
             if not manager.layout.sessions_dir.is_dir():
                 continue
-            with SearchIndex.for_project(manager) as index:
-                index.sync(manager)
+            with SearchIndex.for_project(manager.layout) as index:
+                index.sync(manager.layout)
                 hits = index.search(text, limit=limit, filters=filters)
             found += [_hit(manager.layout.project_dir.name, hit) for hit in hits]
         return found[:limit]

@@ -77,8 +77,8 @@ def local_search(args: argparse.Namespace, index_cls: Any, filters: Any) -> list
     for manager in managers(args):
         if not manager.layout.sessions_dir.is_dir():
             continue
-        with index_cls.for_project(manager) as index:
-            index.sync(manager)
+        with index_cls.for_project(manager.layout) as index:
+            index.sync(manager.layout)
             for hit in index.search(args.text, limit=args.limit, filters=filters):
                 results.append(hit_json(manager.layout.project_dir.name, hit))
     return results
@@ -174,8 +174,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     for manager in managers(args):
         if not manager.layout.sessions_dir.is_dir():
             continue
-        with index_cls.for_project(manager) as index:
-            stats = index.rebuild(manager)
+        with index_cls.for_project(manager.layout) as index:
+            stats = index.rebuild(manager.layout)
         reports.append(
             {
                 "project": manager.layout.project_dir.name,

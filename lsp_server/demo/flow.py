@@ -193,9 +193,8 @@ class Demo:
         session_id = str(changed["sessionId"])
         await self.chat(QUESTIONS[0])
         count, types = self.store.log_types(session_id)
-        self.out.disk(
-            f"{self.out.rel(self.store.manager.layout.log_path(session_id))}: {count} events ({types})"
-        )
+        log = self.store.manager.layout.log_path(session_id)
+        self.out.disk(f"{self.out.rel(log)}: {count} events ({types})")
 
         self.out.heading("turn 2 writes a file through workspace/applyEdit")
         before = count

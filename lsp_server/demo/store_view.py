@@ -64,8 +64,8 @@ class StoreView:
         except ImportError:
             return None
         manager = self.manager
-        with SearchIndex.for_project(manager) as index:
-            index.sync(manager)
+        with SearchIndex.for_project(manager.layout) as index:
+            index.sync(manager.layout)
             return [
                 {"sessionId": h.session_id, "turn": h.turn, "type": h.type, "snippet": h.snippet}
                 for h in index.search(query, limit=5)

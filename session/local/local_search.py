@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..search import BuildProgress, SearchFilter, SearchHit, SearchIndex
-    from .manager import SessionManager
+    from .layout import ProjectLayout
 
 
 class LocalSearch:
     """The search of one project's local sessions (`index.sqlite`, opened on first use)."""
 
-    def __init__(self, manager: SessionManager, index: SearchIndex | None = None) -> None:
-        self._manager = manager
+    def __init__(self, layout: ProjectLayout, index: SearchIndex | None = None) -> None:
+        self._layout = layout
         self._index = index
 
     @property
@@ -29,7 +29,7 @@ class LocalSearch:
         if self._index is None:
             from ..search import SearchIndex  # sqlite's FTS5 only when searching
 
-            self._index = SearchIndex.for_project(self._manager)
+            self._index = SearchIndex.for_project(self._layout)
         return self._index
 
     @property
@@ -47,23 +47,23 @@ class LocalSearch:
         stale_ok: bool = False,
     ) -> list[SearchHit]:
         """Catch the index up (one session's log, or all), then search it (`StoreSearch`)."""
-        index, manager = self.index, self._manager
+        index, layout = self.index, self._layout
         migrating = index.migrating
         if migrating and stale_ok and (filters is None or filters.empty):
             return index.search(query, session_id, limit)
         if session_id is not None and not migrating:
-            index.sync_session(manager, session_id)
+            index.sync_session(layout, session_id)
         else:
-            index.sync(manager)  # (and finishes a rebuild at once)
+            index.sync(layout)  # (and finishes a rebuild at once)
         return index.search(query, session_id, limit, filters)
 
     def build_step(self) -> BuildProgress:
         """Build a slice of the new index."""
-        return self.index.build_step(self._manager)
+        return self.index.build_step(self._layout)
 
     def catch_up(self, session_id: str) -> None:
         """Index what the session's log appended since."""
-        self.index.sync_session(self._manager, session_id)
+        self.index.sync_session(self._layout, session_id)
 
     def close(self) -> None:
         """Close the index, if it was opened."""

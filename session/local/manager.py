@@ -147,7 +147,7 @@ class SessionManager:
 
     def open_search(self) -> LocalSearch:
         """Return the search over the project's index (`local_search.py`)."""
-        return LocalSearch(self)
+        return LocalSearch(self.layout)
 
     def fork_source(self, session_id: str) -> tuple[list[Event], list[bytes] | None]:
         """Return the session's readable events and their lines (`fork_source.py`)."""

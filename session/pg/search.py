@@ -36,10 +36,10 @@ from ..errors import SessionNotFoundError
 from ..events import EVENT_ADAPTER, Event
 from ..paths import is_valid_session_id
 from ..search.filters import NO_FILTER, SearchFilter
-from ..search.migration import BuildProgress
 from ..search.query import SCAN_ROWS, WINDOW, SearchHit, grouped_by_session
 from ..search.rank import rank, snippet
 from ..search.text import clean, fold
+from ..store.backend import BuildProgress
 from .errors import PgReadOnlyError
 from .migrations import BACKFILL
 from .query import Conn, _without_nul, q, text_value

@@ -18,9 +18,9 @@ nothing, and a missing, corrupt or outdated index is rebuilt from the logs.
 This package exposes that face; a build without search lacks it as a whole.
 """
 
+from ..store.backend import BuildProgress
 from .filters import KINDS, NO_FILTER, FilterError, SearchFilter, search_filter
 from .index import SearchIndex
-from .migration import BuildProgress
 from .query import SearchHit
 from .schema import INDEX_FILE, SearchError
 from .sync import SyncStats

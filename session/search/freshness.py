@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..local.manager import SessionManager
 from .schema import INDEX_FILE, LEGACY_TABLES
+
+if TYPE_CHECKING:
+    from ..local.layout import ProjectLayout
 
 
 @dataclass
@@ -20,9 +23,9 @@ class IndexFreshness:
     stale: list[str] = field(default_factory=list)  # sessions whose log grew since
 
 
-def index_freshness(manager: SessionManager) -> IndexFreshness:
+def index_freshness(layout: ProjectLayout) -> IndexFreshness:
     """Compare the bytes of each log the index covers with the log's size now."""
-    path = manager.layout.project_dir / INDEX_FILE
+    path = layout.project_dir / INDEX_FILE
     if path.is_symlink():
         return IndexFreshness(exists=True, symlink=True)
     if not path.exists():
@@ -40,8 +43,8 @@ def index_freshness(manager: SessionManager) -> IndexFreshness:
         return IndexFreshness(exists=True, error=str(exc))
     indexed = {str(sid): int(size) for sid, size in rows}
     stale = []
-    for session_id in manager.layout.session_ids():
-        log = manager.layout.log_path(session_id)
+    for session_id in layout.session_ids():
+        log = layout.log_path(session_id)
         size = log.stat().st_size if log.exists() else 0
         if indexed.get(session_id, -1) != size:
             stale.append(session_id)

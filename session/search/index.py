@@ -14,11 +14,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..paths import is_valid_session_id
+from ..store.backend import BuildProgress
 from . import schema
 from .database import _BUSY_CODES, _NO_SPACE_CODES, IndexDatabase, _CorruptIndexError, _error_code
 from .filters import NO_FILTER, SearchFilter
 from .legacy import legacy_query
-from .migration import BuildProgress, build_step, finish, vacuum_if_sparse
+from .migration import build_step, finish, vacuum_if_sparse
 from .query import SearchHit, run_query
 from .schema import (
     INDEX_FILE,
@@ -33,7 +34,9 @@ from .schema import (
 from .sync import SyncStats, note_new_rows, sync_all, sync_one
 
 if TYPE_CHECKING:
-    from ..local.manager import SessionManager
+    from ..local.layout import ProjectLayout
+
+    pass
 
 logger = logging.getLogger(__name__)
 
@@ -49,9 +52,9 @@ class SearchIndex(IndexDatabase):
     _builder: SearchIndex | None = None  # the connection a background rebuild writes with
 
     @classmethod
-    def for_project(cls, manager: SessionManager) -> SearchIndex:
-        """Return the index of `manager`'s project (`<project dir>/index.sqlite`)."""
-        return cls(manager.layout.project_dir / INDEX_FILE)
+    def for_project(cls, layout: ProjectLayout) -> SearchIndex:
+        """Return the index of `layout`'s project (`<project dir>/index.sqlite`)."""
+        return cls(layout.project_dir / INDEX_FILE)
 
     def close(self) -> None:
         """Close the database connections (the next call opens them again)."""
@@ -85,7 +88,7 @@ class SearchIndex(IndexDatabase):
     # -- writing -----------------------------------------------------------------------
 
     def _write(
-        self, fn: Callable[[sqlite3.Connection, SyncStats], None], manager: SessionManager
+        self, fn: Callable[[sqlite3.Connection, SyncStats], None], layout: ProjectLayout
     ) -> SyncStats:
         with self._lock:
             stats = SyncStats()
@@ -112,7 +115,7 @@ class SearchIndex(IndexDatabase):
             # The index was damaged: rebuild all of it, whatever was asked.
             stats = SyncStats(index_recreated=True)
             try:
-                self._attempt(lambda conn: self._transaction(conn, sync_all(manager), stats))
+                self._attempt(lambda conn: self._transaction(conn, sync_all(layout), stats))
             except _CorruptIndexError as exc:
                 raise SearchError(f"{self.path} is still damaged after rebuilding: {exc}") from None
             except sqlite3.Error as exc:
@@ -145,38 +148,38 @@ class SearchIndex(IndexDatabase):
                 conn.execute("ROLLBACK")
             raise
 
-    def sync(self, manager: SessionManager) -> SyncStats:
+    def sync(self, layout: ProjectLayout) -> SyncStats:
         """Bring the index up to date with every log of the project (one transaction).
 
         An index being rebuilt from an older version is finished at once.
         """
-        index_all = sync_all(manager)
+        index_all = sync_all(layout)
 
         def sync(conn: sqlite3.Connection, stats: SyncStats) -> None:
             if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
                 index_all(conn, stats)
             else:
-                finish(conn, manager, stats)
+                finish(conn, layout, stats)
 
-        stats = self._write(sync, manager)
+        stats = self._write(sync, layout)
         with self._lock:
             if stats.skipped is None:
                 self._attempt(self._current)
         return stats
 
-    def sync_session(self, manager: SessionManager, session_id: str) -> SyncStats:
+    def sync_session(self, layout: ProjectLayout, session_id: str) -> SyncStats:
         """Bring one session up to date (e.g. after each turn); raise ValueError on a bad id."""
         _check_id(session_id)
 
         def one(conn: sqlite3.Connection, stats: SyncStats) -> None:
-            sync_one(conn, manager, session_id, stats)
+            sync_one(conn, layout, session_id, stats)
             note_new_rows(conn, stats.rows)
 
-        return self._write(one, manager)
+        return self._write(one, layout)
 
-    def rebuild(self, manager: SessionManager) -> SyncStats:
+    def rebuild(self, layout: ProjectLayout) -> SyncStats:
         """Drop everything and index every log from the start (one transaction)."""
-        index_all = sync_all(manager)
+        index_all = sync_all(layout)
 
         def rebuild(conn: sqlite3.Connection, stats: SyncStats) -> None:
             execute_all(conn, drop_statements())
@@ -184,13 +187,13 @@ class SearchIndex(IndexDatabase):
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             index_all(conn, stats)
 
-        stats = self._write(rebuild, manager)
+        stats = self._write(rebuild, layout)
         if stats.skipped is None:
             self.legacy = None
             self.grams = schema.trigram_available()
         return stats
 
-    def build_step(self, manager: SessionManager) -> BuildProgress:
+    def build_step(self, layout: ProjectLayout) -> BuildProgress:
         """Index a few more sessions into the new tables of an index being rebuilt.
 
         Each step is a transaction of its own connection (searches on this handle are not
@@ -202,7 +205,7 @@ class SearchIndex(IndexDatabase):
                 self._builder = SearchIndex(self.path, busy_timeout=self.busy_timeout)
             builder = self._builder
         report: list[BuildProgress] = []
-        stats = builder._write(build_step(manager, report), manager)
+        stats = builder._write(build_step(layout, report), layout)
         if stats.index_recreated:  # it was damaged: rebuilt whole, in this version
             report.append(BuildProgress(stats.sessions, stats.sessions, finished=True))
         elif builder.read_only:  # the old index answers until the store is writable

@@ -12,41 +12,26 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..store.backend import BuildProgress
 from .schema import LEGACY_TABLES, SCHEMA_VERSION
 from .sync import SyncStats, indexed_sessions, optimize, ordered_sessions, sync_all, sync_one
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..local.manager import SessionManager
+    from ..local.layout import ProjectLayout
+
 
 STEP_SECONDS = 0.25  # a step indexes sessions for about this long (at least one)
 # Left with more than this share of free pages, the file is vacuumed once rebuilt.
 SPARSE_SHARE = 0.25
 
 
-@dataclass(frozen=True)
-class BuildProgress:
-    """How far the background rebuild is (`SearchIndex.build_step`)."""
-
-    sessions: int  # the project's sessions
-    indexed: int  # of them, those already in the new tables
-    finished: bool  # the new tables answer; the old ones are gone
-
-    @property
-    def percentage(self) -> int:
-        """Return the share of sessions indexed, 0-100 (100 only when finished)."""
-        if self.finished:
-            return 100
-        return min(99, 100 * self.indexed // self.sessions) if self.sessions else 0
-
-
-def finish(conn: sqlite3.Connection, manager: SessionManager, stats: SyncStats) -> None:
+def finish(conn: sqlite3.Connection, layout: ProjectLayout, stats: SyncStats) -> None:
     """Catch the new tables up with every log, drop the old tables, set this version."""
-    sync_all(manager, merge=False)(conn, stats)
+    sync_all(layout, merge=False)(conn, stats)
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     for name in LEGACY_TABLES.get(version, ()):
         conn.execute(f"DROP TABLE IF EXISTS {name}")
@@ -55,13 +40,13 @@ def finish(conn: sqlite3.Connection, manager: SessionManager, stats: SyncStats) 
 
 
 def build_step(
-    manager: SessionManager, report: list[BuildProgress]
+    layout: ProjectLayout, report: list[BuildProgress]
 ) -> Callable[[sqlite3.Connection, SyncStats], None]:
     """Return one step of the rebuild (a transaction); it appends where it got to `report`."""
 
     def step(conn: sqlite3.Connection, stats: SyncStats) -> None:
         known = indexed_sessions(conn)
-        present = ordered_sessions(manager, known)
+        present = ordered_sessions(layout, known)
         if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
             report.append(BuildProgress(len(present), len(present), finished=True))
             return
@@ -72,9 +57,9 @@ def build_step(
             if done and time.monotonic() > deadline:
                 report.append(BuildProgress(len(present), len(present) - len(todo) + done, False))
                 return
-            sync_one(conn, manager, session_id, stats)
+            sync_one(conn, layout, session_id, stats)
             done += 1
-        finish(conn, manager, stats)
+        finish(conn, layout, stats)
         report.append(BuildProgress(len(present), len(present), finished=True))
 
     return step

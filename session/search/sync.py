@@ -37,7 +37,9 @@ from .schema import (
 )
 
 if TYPE_CHECKING:
-    from ..local.manager import SessionManager
+    from ..local.layout import ProjectLayout
+
+    pass
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +86,7 @@ def _line_hash(fd: int, offset: int) -> bytes | None:
 
 
 def sync_all(
-    manager: SessionManager, *, merge: bool = True
+    layout: ProjectLayout, *, merge: bool = True
 ) -> Callable[[sqlite3.Connection, SyncStats], None]:
     """Return the step that syncs every log of the project and drops vanished sessions.
 
@@ -93,9 +95,9 @@ def sync_all(
 
     def sync_all(conn: sqlite3.Connection, stats: SyncStats) -> None:
         known = indexed_sessions(conn)
-        present = ordered_sessions(manager, known)
+        present = ordered_sessions(layout, known)
         for session_id in present:
-            sync_one(conn, manager, session_id, stats)
+            sync_one(conn, layout, session_id, stats)
         for session_id in sorted(known - set(present)):
             drop_session(conn, session_id)
             stats.dropped += 1
@@ -110,18 +112,18 @@ def indexed_sessions(conn: sqlite3.Connection) -> set[str]:
     return {sid for (sid,) in conn.execute("SELECT session_id FROM indexed_logs")}
 
 
-def ordered_sessions(manager: SessionManager, known: set[str]) -> list[str]:
+def ordered_sessions(layout: ProjectLayout, known: set[str]) -> list[str]:
     """Return the project's sessions: those indexed first, then new ones oldest log first.
 
     Sessions are numbered as they are first indexed, so this keeps rowid order close to
     recency when many are indexed at once (a build), as it is when they come one by one.
     """
-    present = sorted(manager.layout.session_ids())
+    present = sorted(layout.session_ids())
     new = [s for s in present if s not in known]
 
     def modified(session_id: str) -> float:
         try:
-            return manager.layout.log_path(session_id).stat().st_mtime
+            return layout.log_path(session_id).stat().st_mtime
         except OSError:
             return 0.0
 
@@ -152,11 +154,11 @@ def _progress(conn: sqlite3.Connection, session_id: str) -> SyncProgress | None:
 
 
 def sync_one(
-    conn: sqlite3.Connection, manager: SessionManager, session_id: str, stats: SyncStats
+    conn: sqlite3.Connection, layout: ProjectLayout, session_id: str, stats: SyncStats
 ) -> None:
     """Bring one session's rows up to date with its log (read from its indexed offset)."""
     stats.sessions += 1
-    path = manager.layout.log_path(session_id)
+    path = layout.log_path(session_id)
     progress = _progress(conn, session_id)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)

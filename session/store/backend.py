@@ -29,10 +29,11 @@ are compared as values, never as bytes).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ..events import Event, Persistence
 from ..log.writer import SYNC_TYPES
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from ..checkpoints import Checkpoints
     from ..log.reader import LogScan
     from ..search.filters import SearchFilter
-    from ..search.migration import BuildProgress
     from ..search.query import SearchHit
     from ..snapshot import SessionState
     from ..workspace.identity import ProjectIdentity
@@ -55,66 +55,20 @@ StoreKind = Literal["local", "postgresql"]
 DURABLE_TYPES = SYNC_TYPES
 
 
-class SessionLog(Protocol):
-    """An open session's writing end: numbers, scrubs and stores its events, in order."""
+@dataclass(frozen=True)
+class BuildProgress:
+    """How far the background rebuild is (`SearchIndex.build_step`)."""
 
-    next_seq: int
-    redactor: Redactor
-    read_only: bool
-
-    @property
-    def offset(self) -> int:
-        """Return the position after the last event (a byte offset locally, else a seq)."""
-        ...
+    sessions: int  # the project's sessions
+    indexed: int  # of them, those already in the new tables
+    finished: bool  # the new tables answer; the old ones are gone
 
     @property
-    def pending(self) -> int:
-        """Return how many appended events the store has not taken yet (0 locally)."""
-        ...
-
-    @property
-    def online(self) -> bool:
-        """Return False while the store cannot be reached (events wait in a local spool)."""
-        ...
-
-    def retry(self) -> bool:
-        """Try to hand what waits to the store now (if it is time); True if nothing waits."""
-        ...
-
-    def append(
-        self,
-        type_: str,
-        data: Mapping[str, Any],
-        *,
-        turn: int | None = None,
-        step: int | None = None,
-        sync: bool | None = None,
-    ) -> Event:
-        """Validate, scrub and append one event (durable on return if `sync`, by default its type).
-
-        The event returned is unscrubbed, for in-memory use. Raises `LogError` when the
-        store refuses (with `written` set if the event is stored but not known durable).
-        """
-        ...
-
-    def copy(self, events: Sequence[Event], lines: bytes | None = None) -> None:
-        """Append already-written events verbatim (a fork's prefix): their seqs continue the log.
-
-        `lines`, their serialized lines, are written byte for byte where the store keeps lines.
-        """
-        ...
-
-    def sync(self) -> None:
-        """Make everything appended so far durable."""
-        ...
-
-    def replay(self) -> list[Event]:
-        """Return every readable event stored so far (to rebuild a projection)."""
-        ...
-
-    def close(self) -> None:
-        """Make everything durable and stop writing (safe to call twice)."""
-        ...
+    def percentage(self) -> int:
+        """Return the share of sessions indexed, 0-100 (100 only when finished)."""
+        if self.finished:
+            return 100
+        return min(99, 100 * self.indexed // self.sessions) if self.sessions else 0
 
 
 class StoreSearch(Protocol):

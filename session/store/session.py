@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,7 +20,7 @@ from ..snapshot import SessionState, apply_event_to_state
 from ..workspace.manifest import plain_dict
 
 if TYPE_CHECKING:
-    from .backend import SessionLog
+    from ..redaction import Redactor
 
 
 class Lock(Protocol):
@@ -28,6 +28,68 @@ class Lock(Protocol):
 
     def release(self) -> None:
         """Let go of the lock."""
+        ...
+
+
+class SessionLog(Protocol):
+    """An open session's writing end: numbers, scrubs and stores its events, in order."""
+
+    next_seq: int
+    redactor: Redactor
+    read_only: bool
+
+    @property
+    def offset(self) -> int:
+        """Return the position after the last event (a byte offset locally, else a seq)."""
+        ...
+
+    @property
+    def pending(self) -> int:
+        """Return how many appended events the store has not taken yet (0 locally)."""
+        ...
+
+    @property
+    def online(self) -> bool:
+        """Return False while the store cannot be reached (events wait in a local spool)."""
+        ...
+
+    def retry(self) -> bool:
+        """Try to hand what waits to the store now (if it is time); True if nothing waits."""
+        ...
+
+    def append(
+        self,
+        type_: str,
+        data: Mapping[str, Any],
+        *,
+        turn: int | None = None,
+        step: int | None = None,
+        sync: bool | None = None,
+    ) -> Event:
+        """Validate, scrub and append one event (durable on return if `sync`, by default its type).
+
+        The event returned is unscrubbed, for in-memory use. Raises `LogError` when the
+        store refuses (with `written` set if the event is stored but not known durable).
+        """
+        ...
+
+    def copy(self, events: Sequence[Event], lines: bytes | None = None) -> None:
+        """Append already-written events verbatim (a fork's prefix): their seqs continue the log.
+
+        `lines`, their serialized lines, are written byte for byte where the store keeps lines.
+        """
+        ...
+
+    def sync(self) -> None:
+        """Make everything appended so far durable."""
+        ...
+
+    def replay(self) -> list[Event]:
+        """Return every readable event stored so far (to rebuild a projection)."""
+        ...
+
+    def close(self) -> None:
+        """Make everything durable and stop writing (safe to call twice)."""
         ...
 
 

@@ -34,7 +34,9 @@ from ..storage import FILE_MODE, ensure_private_dir
 from .project import ChangeRow, Cursor, project
 
 if TYPE_CHECKING:
-    from ..local.manager import SessionManager
+    from ..local.layout import ProjectLayout
+
+    pass
 
 INDEX_FILE = "timeline.sqlite"
 VERSION = 1
@@ -95,9 +97,9 @@ class TimelineIndex:
         self._conn: sqlite3.Connection | None = None
 
     @classmethod
-    def for_project(cls, manager: SessionManager) -> TimelineIndex:
-        """Return the index of `manager`'s project (opened at first use)."""
-        return cls(manager.layout.project_dir / INDEX_FILE)
+    def for_project(cls, layout: ProjectLayout) -> TimelineIndex:
+        """Return the index of `layout`'s project (opened at first use)."""
+        return cls(layout.project_dir / INDEX_FILE)
 
     def __enter__(self) -> Self:
         return self
@@ -174,25 +176,25 @@ class TimelineIndex:
 
     # -- catching up ---------------------------------------------------------------------
 
-    def catch_up(self, manager: SessionManager) -> int:
+    def catch_up(self, layout: ProjectLayout) -> int:
         """Index what the project's logs gained since; return how many logs were read."""
         try:
-            return self._catch_up(manager)
+            return self._catch_up(layout)
         except sqlite3.DatabaseError as exc:
             if not _is_corrupt(exc):
                 raise TimelineError(f"the file-history index failed: {exc}") from None
             self.close()
             self._delete_files()
-            return self._catch_up(manager)
+            return self._catch_up(layout)
 
-    def _catch_up(self, manager: SessionManager) -> int:
-        present = set(manager.layout.session_ids())
+    def _catch_up(self, layout: ProjectLayout) -> int:
+        present = set(layout.session_ids())
         conn = self._connection()
         sizes = dict(conn.execute("SELECT session_id, scanned_size FROM logs").fetchall())
         stale = set(sizes) - present
         for session_id in present:  # a stat each, no open: nothing appended, nothing read
             try:
-                size = os.stat(manager.layout.log_path(session_id), follow_symlinks=False).st_size
+                size = os.stat(layout.log_path(session_id), follow_symlinks=False).st_size
             except OSError:
                 size = -1
             if sizes.get(session_id) != size:
@@ -212,7 +214,7 @@ class TimelineIndex:
                 if session_id not in present:
                     _drop(conn, session_id)
                 else:
-                    read += _sync_one(conn, manager.layout.log_path(session_id), session_id, known)
+                    read += _sync_one(conn, layout.log_path(session_id), session_id, known)
         return read
 
     def changes(

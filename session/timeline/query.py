@@ -103,9 +103,9 @@ def _rows(
     from ..storage import StorageError
     from .index import TimelineError, TimelineIndex
 
-    with TimelineIndex.for_project(store) as index:
+    with TimelineIndex.for_project(store.layout) as index:
         try:
-            index.catch_up(store)
+            index.catch_up(store.layout)
         except (TimelineError, StorageError, OSError) as exc:  # a read-only store...
             logger.warning("file history without its index (%s): reading the logs", exc)
             rows, titles = _from_logs(store, path, since, until)

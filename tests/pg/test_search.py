@@ -86,7 +86,7 @@ class Stores:
         filters: SearchFilter | None = None,
     ) -> Any:
         """The local index's hits without their times."""
-        self.index.sync(self.local)
+        self.index.sync(self.local.layout)
         return [
             hit._replace(ts=None) for hit in self.index.search(query, session_id, limit, filters)
         ]
@@ -105,7 +105,7 @@ def stores(store: PgStore, tmp_path: Path) -> Iterator[Stores]:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     local = SessionManager(workspace, home=tmp_path / "home")
-    index = SearchIndex.for_project(local)
+    index = SearchIndex.for_project(local.layout)
     yield Stores(local, index, store, PgSessionStore(store, workspace).project)
     index.close()
 

@@ -51,8 +51,8 @@ def test_hits_carry_step_and_time_and_filters_agree_with_the_local_index(
     writer = local.create_session(session_id=session_id)
     write_timeline(writer, injected_clock(monkeypatch))
     writer.close()
-    with SearchIndex.for_project(local) as index:
-        index.sync(local)
+    with SearchIndex.for_project(local.layout) as index:
+        index.sync(local.layout)
         for words, expected in CASES:
             filters = case_filter(words)
             found = project.open_search().search("config", filters=filters)

@@ -251,8 +251,8 @@ def check_store(workspace: Path, home: Path, ledger: Ledger) -> dict[str, int]:
         if not intact:
             bad["lost_turns"] += 1
             ledger.problems.append(f"lost turn {done.session_id}#{done.turn} ({done.token})")
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)
         for done in ledger.completed:
             hits = index.search(done.token, limit=1000)
             if not any(h.session_id == done.session_id and h.turn == done.turn for h in hits):

@@ -100,8 +100,8 @@ def build(root: Path) -> Ctx:
             lifecycle.explicit_save()
     session_id = lifecycle.session_id
     lifecycle.close()
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)
     return Ctx(root, workspace, home, outside, manager, session_id)
 
 
@@ -618,8 +618,8 @@ def exercise(ctx: Ctx, crashes: list[str]) -> list[str]:
     )
 
     def search() -> None:
-        with SearchIndex.for_project(manager) as index:
-            stats = index.sync(manager)
+        with SearchIndex.for_project(manager.layout) as index:
+            stats = index.sync(manager.layout)
             warnings.extend(stats.problems)
             index.search("question")
 

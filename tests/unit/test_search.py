@@ -36,7 +36,7 @@ def mgr(tmp_path: Path) -> SessionManager:
 
 
 def index_of(manager: SessionManager) -> SearchIndex:
-    return SearchIndex.for_project(manager)
+    return SearchIndex.for_project(manager.layout)
 
 
 def seq_of(manager: SessionManager, session_id: str, type_: str, turn: int) -> int:
@@ -62,7 +62,7 @@ def two_sessions(manager: SessionManager) -> tuple[SessionLifecycle, str, str]:
 def test_finds_user_input_and_assistant_text_across_sessions(mgr: SessionManager) -> None:
     lc, first, second = two_sessions(mgr)
     with index_of(mgr) as index:
-        stats = index.sync(mgr)
+        stats = index.sync(mgr.layout)
         assert stats.sessions == 2 and stats.scanned == 2 and stats.problems == []
 
         hits = index.search("walrus mode")
@@ -90,7 +90,7 @@ def test_finds_user_input_and_assistant_text_across_sessions(mgr: SessionManager
 def test_session_filter_and_invalid_ids(mgr: SessionManager) -> None:
     lc, first, second = two_sessions(mgr)
     with index_of(mgr) as index:
-        index.sync(mgr)
+        index.sync(mgr.layout)
         assert {h.session_id for h in index.search("pelican", session_id=second)} == {second}
         assert {h.session_id for h in index.search("pelican", session_id=first)} == {first}
         assert index.search("walrus", session_id=second) == []
@@ -99,7 +99,7 @@ def test_session_filter_and_invalid_ids(mgr: SessionManager) -> None:
             with pytest.raises(ValueError):
                 index.search("pelican", session_id=bad)
             with pytest.raises(ValueError):
-                index.sync_session(mgr, bad)
+                index.sync_session(mgr.layout, bad)
         assert len(index.search("pelican", limit=1)) == 1
         assert index.search("pelican", limit=0) == []
     lc.close()
@@ -114,7 +114,7 @@ def test_results_are_grouped_by_session_best_first(mgr: SessionManager) -> None:
     run_turn(lc, "heron heron heron", "heron")
     b = lc.session_id
     with index_of(mgr) as index:
-        index.sync(mgr)
+        index.sync(mgr.layout)
         hits = index.search("heron")
         owners = [h.session_id for h in hits]
         assert set(owners) == {a, b}
@@ -143,21 +143,21 @@ def test_incremental_sync_reads_only_new_events(
     run_turn(lc, "first question about otters", "Otters are mustelids.")
     sid = lc.session_id
     index = index_of(mgr)
-    stats = index.sync_session(mgr, sid)
+    stats = index.sync_session(mgr.layout, sid)
     first_events = lc.current.log.next_seq
     assert stats.events == first_events and calls == [(f"{sid}.events.jsonl", 0, 0)]
     rows_before = index.row_count(sid)
     assert rows_before == 2  # input + reply
 
     calls.clear()
-    assert index.sync(mgr).scanned == 0  # nothing appended: the log is not read at all
+    assert index.sync(mgr.layout).scanned == 0  # nothing appended: the log is not read at all
     assert calls == []
     assert index.search("badgers") == []
 
     offset = lc.current.log.offset
     run_turn(lc, "second question about badgers", "Badgers dig setts.")
     calls.clear()
-    stats = index.sync_session(mgr, sid)
+    stats = index.sync_session(mgr.layout, sid)
     assert calls == [(f"{sid}.events.jsonl", offset, first_events)]
     assert stats.events == lc.current.log.next_seq - first_events
     assert stats.bytes_read == lc.current.log.offset - offset
@@ -174,7 +174,7 @@ def rich_history(manager: SessionManager, index: SearchIndex | None) -> list[str
 
     def sync(lc: SessionLifecycle) -> None:
         if index is not None:
-            index.sync_session(manager, lc.session_id)
+            index.sync_session(manager.layout, lc.session_id)
 
     lc = make_lifecycle(manager)
     turn = lc.begin_turn("read the kestrel template please")
@@ -227,7 +227,7 @@ def test_streamed_tool_and_session_events_are_indexed(mgr: SessionManager) -> No
     events = mgr.read_events(first).events
     turn_end_2 = [e.seq for e in events if e.type == "turn/end" and e.turn == 2][0]
     with index_of(mgr) as index:
-        index.sync(mgr)
+        index.sync(mgr.layout)
         by_type = {h.type: h for h in index.search("osprey", session_id=first)}
         # the aborted turn's streamed text, at the seq of its turn/end
         assert by_type["assistant/chunk"].seq == turn_end_2
@@ -254,12 +254,12 @@ def test_open_stream_is_provisional_then_replaced(mgr: SessionManager) -> None:
     turn = run_turn(lc, "stream please", "partial answer about cormorants ", end=None)
     sid = lc.session_id
     with index_of(mgr) as index:
-        index.sync_session(mgr, sid)
+        index.sync_session(mgr.layout, sid)
         hits = index.search("cormorants")
         last_chunk = seq_of(mgr, sid, "assistant/chunk", 1)
         assert hit_keys(hits) == [(sid, last_chunk, 1, "assistant/chunk")]
         turn.chunk("and grebes ")
-        index.sync_session(mgr, sid)
+        index.sync_session(mgr.layout, sid)
         hits = index.search("cormorants and grebes")
         assert hit_keys(hits) == [
             (sid, seq_of(mgr, sid, "assistant/chunk", 1), 1, "assistant/chunk")
@@ -269,7 +269,7 @@ def test_open_stream_is_provisional_then_replaced(mgr: SessionManager) -> None:
         )
         turn.end_step({})
         turn.end("completed")
-        index.sync_session(mgr, sid)
+        index.sync_session(mgr.layout, sid)
         hits = index.search("cormorants")
         assert hit_keys(hits) == [
             (sid, seq_of(mgr, sid, "assistant/message", 1), 1, "assistant/message")
@@ -285,7 +285,7 @@ def all_hits(index: SearchIndex) -> dict[str, list[SearchHit]]:
 def test_rebuilt_index_returns_exactly_the_incremental_hits(mgr: SessionManager) -> None:
     index = index_of(mgr)
     rich_history(mgr, index)
-    index.sync(mgr)
+    index.sync(mgr.layout)
     incremental = all_hits(index)
     assert all(incremental.values()), {q: h for q, h in incremental.items() if not h}
     index.close()
@@ -297,9 +297,9 @@ def test_rebuilt_index_returns_exactly_the_incremental_hits(mgr: SessionManager)
     assert not path.exists()
     with index_of(mgr) as fresh:
         assert fresh.search("kestrel") == []  # missing: empty until synced
-        fresh.sync(mgr)
+        fresh.sync(mgr.layout)
         assert all_hits(fresh) == incremental
-        fresh.rebuild(mgr)
+        fresh.rebuild(mgr.layout)
         assert all_hits(fresh) == incremental
 
 
@@ -329,7 +329,7 @@ def test_hostile_queries_are_plain_text(mgr: SessionManager) -> None:
     sid = lc.session_id
     lc.close()
     index = index_of(mgr)
-    index.sync(mgr)
+    index.sync(mgr.layout)
     inputs = {
         seq_of(mgr, sid, "turn/start", turn): text for turn, text in enumerate(HOSTILE_TEXTS, 1)
     }
@@ -404,7 +404,7 @@ def test_compacted_and_rewound_sessions_keep_old_turns(mgr: SessionManager) -> N
     lc.current.append("session/rewind", {"to_seq": 3})
     run_turn(lc, "now about terns", "Terns migrate far.")
     with index_of(mgr) as index:
-        index.sync(mgr)
+        index.sync(mgr.layout)
         assert [h.turn for h in index.search("puffins nest")] == [1]
         assert [h.turn for h in index.search("gannets dive")] == [2]
         assert [h.type for h in index.search("seabirds")] == ["session/compact"]
@@ -421,19 +421,19 @@ def test_corrupt_index_is_deleted_and_rebuilt(
     lc.close()
     path = mgr.layout.project_dir / INDEX_FILE
     with index_of(mgr) as index:
-        index.sync(mgr)
+        index.sync(mgr.layout)
         expected = index.search("pelican")
         assert expected
     path.write_bytes(os.urandom(4096))
     with caplog.at_level(logging.WARNING, logger="session.search"), index_of(mgr) as index:
         assert index.search("pelican") == []  # damaged: deleted, empty until the next sync
         assert "damaged" in caplog.text
-        stats = index.sync(mgr)
+        stats = index.sync(mgr.layout)
         assert index.search("pelican") == expected
     caplog.clear()
     path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8000)
     with caplog.at_level(logging.WARNING, logger="session.search"), index_of(mgr) as index:
-        stats = index.sync_session(mgr, first)  # a one-session sync rebuilds everything
+        stats = index.sync_session(mgr.layout, first)  # a one-session sync rebuilds everything
         assert stats.index_recreated and "damaged" in caplog.text
         assert index.search("pelican") == expected
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -443,7 +443,7 @@ def test_corrupted_while_open_is_rebuilt(mgr: SessionManager) -> None:
     lc, _first, _second = two_sessions(mgr)
     lc.close()
     with index_of(mgr) as index:
-        index.sync(mgr)
+        index.sync(mgr.layout)
         expected = index.search("pelican")
         index.close()
         path = mgr.layout.project_dir / INDEX_FILE
@@ -451,7 +451,7 @@ def test_corrupted_while_open_is_rebuilt(mgr: SessionManager) -> None:
         with open(path, "r+b") as fh:  # damage pages in place (same inode)
             fh.seek(4096)
             fh.write(b"\x13" * max(0, size - 4096))
-        assert index.sync(mgr).index_recreated
+        assert index.sync(mgr.layout).index_recreated
         assert index.search("pelican") == expected
 
 
@@ -460,14 +460,14 @@ def test_schema_version_change_rebuilds(mgr: SessionManager) -> None:
     lc.close()
     path = mgr.layout.project_dir / INDEX_FILE
     with index_of(mgr) as index:
-        index.sync(mgr)
+        index.sync(mgr.layout)
         expected = index.search("pelican")
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA user_version = 999")
     conn.close()
     with index_of(mgr) as index:
         assert index.search("pelican") == []
-        index.sync(mgr)
+        index.sync(mgr.layout)
         assert index.search("pelican") == expected
 
 
@@ -480,15 +480,15 @@ def test_torn_log_tail_is_tolerated_then_continued(mgr: SessionManager) -> None:
     with open(log, "ab") as fh:
         fh.write(b'{"seq": 99, "ts": "2024-01-01T00:00:00Z", "type": "turn/start", "data": {"inp')
     with index_of(mgr) as index:
-        stats = index.sync(mgr)
+        stats = index.sync(mgr.layout)
         assert any("incomplete last line" in p for p in stats.problems)
         assert [h.type for h in index.search("albatrosses")] == ["turn/start"]
-        assert index.sync(mgr).scanned == 0  # unchanged: not read again
+        assert index.sync(mgr.layout).scanned == 0  # unchanged: not read again
         lc = make_lifecycle(mgr)
         lc.resume(sid)  # repairs the tail with session/recover, then continues
         run_turn(lc, "about petrels", "Storm petrels are small.")
         lc.close()
-        stats = index.sync_session(mgr, sid)
+        stats = index.sync_session(mgr.layout, sid)
         assert stats.reindexed == 0 and stats.events > 0
         assert [h.turn for h in index.search("storm petrels")] == [2]
         assert [h.turn for h in index.search("albatrosses")] == [1]
@@ -506,7 +506,7 @@ def test_bad_line_in_middle_indexes_what_is_readable(mgr: SessionManager) -> Non
     lines[middle] = b"this is not json\n"
     log.write_bytes(b"".join(lines))
     with index_of(mgr) as index:
-        stats = index.sync(mgr)
+        stats = index.sync(mgr.layout)
         assert stats.problems and index.search("loons dive")
         assert index.search("grebes") == []  # after the bad line: not readable
 
@@ -515,14 +515,14 @@ def test_replaced_shrunk_and_vanished_logs(mgr: SessionManager) -> None:
     lc, first, second = two_sessions(mgr)
     lc.close()
     with index_of(mgr) as index:
-        index.sync(mgr)
+        index.sync(mgr.layout)
         log = mgr.layout.log_path(first)
         lines = log.read_bytes().splitlines(keepends=True)
         cut = next(
             i for i, line in enumerate(lines) if b'"turn/start"' in line and b'"turn":2' in line
         )
         log.write_bytes(b"".join(lines[:cut]))  # shrunk: turn 2 is gone
-        stats = index.sync(mgr)
+        stats = index.sync(mgr.layout)
         assert stats.reindexed == 1
         assert index.search("walrus") == []
         assert index.search("flamingo")
@@ -533,10 +533,10 @@ def test_replaced_shrunk_and_vanished_logs(mgr: SessionManager) -> None:
         at = data.rfind(b'"ts":"') + len(b'"ts":"')
         data[at : at + 4] = b"1999"
         log.write_bytes(bytes(data))
-        assert index.sync(mgr).reindexed == 1
+        assert index.sync(mgr.layout).reindexed == 1
         assert index.search("flamingo") == [] and index.search("flamingx")
         mgr.delete_session(second)
-        stats = index.sync(mgr)
+        stats = index.sync(mgr.layout)
         assert stats.dropped == 1
         assert {h.session_id for h in index.search("pelican")} == {first}
         assert index.row_count(second) == 0
@@ -547,7 +547,7 @@ def test_index_file_is_private_and_never_a_symlink(mgr: SessionManager, tmp_path
     lc.close()
     path = mgr.layout.project_dir / INDEX_FILE
     with index_of(mgr) as index:
-        index.sync(mgr)
+        index.sync(mgr.layout)
         for name in os.listdir(mgr.layout.project_dir):
             if name.startswith(INDEX_FILE):
                 assert stat.S_IMODE(os.stat(mgr.layout.project_dir / name).st_mode) == 0o600, name
@@ -559,7 +559,7 @@ def test_index_file_is_private_and_never_a_symlink(mgr: SessionManager, tmp_path
     path.symlink_to(target)
     with index_of(mgr) as index:
         with pytest.raises(SearchError, match="symlink"):
-            index.sync(mgr)
+            index.sync(mgr.layout)
         with pytest.raises(SearchError, match="symlink"):
             index.search("pelican")
     assert target.read_bytes() == b"precious"
@@ -571,7 +571,7 @@ def test_symlinked_wal_is_refused(mgr: SessionManager, tmp_path: Path) -> None:
     mgr.layout.ensure_dirs()
     (mgr.layout.project_dir / (INDEX_FILE + "-wal")).symlink_to(tmp_path / "elsewhere-wal")
     with index_of(mgr) as index, pytest.raises(SearchError, match="not a regular file"):
-        index.sync(mgr)
+        index.sync(mgr.layout)
     assert not (tmp_path / "elsewhere-wal").exists()
 
 
@@ -580,19 +580,19 @@ def test_two_handles_share_one_index(mgr: SessionManager) -> None:
     lc = make_lifecycle(mgr)
     run_turn(lc, "about swifts", "Swifts sleep on the wing.")
     a, b = index_of(mgr), index_of(mgr)
-    a.sync(mgr)
+    a.sync(mgr.layout)
     assert [h.turn for h in b.search("swifts sleep")] == [1]
     run_turn(lc, "about larks", "Larks sing while climbing.")
-    assert b.sync_session(mgr, lc.session_id).events > 0
-    assert a.sync(mgr).scanned == 0  # b already indexed it
+    assert b.sync_session(mgr.layout, lc.session_id).events > 0
+    assert a.sync(mgr.layout).scanned == 0  # b already indexed it
     assert [h.turn for h in a.search("larks sing")] == [2]
-    b.rebuild(mgr)
+    b.rebuild(mgr.layout)
     assert [h.turn for h in a.search("larks sing")] == [2]
     for name in os.listdir(mgr.layout.project_dir):  # deleted under a's feet: a reopens a new file
         if name.startswith(INDEX_FILE):
             os.unlink(mgr.layout.project_dir / name)
     assert a.search("larks") == []
-    a.sync(mgr)
+    a.sync(mgr.layout)
     assert [h.turn for h in b.search("larks sing")] == [2]
     a.close()
     b.close()
@@ -604,7 +604,7 @@ def test_metadata_mode_placeholders_are_not_indexed(mgr: SessionManager) -> None
     run_turn(lc, "secret plans about ravens", "Ravens are clever.")
     lc.close()
     with index_of(mgr) as index:
-        index.sync(mgr)
+        index.sync(mgr.layout)
         assert index.search("ravens") == []
         assert index.search("not persisted") == []
         assert index.search("sha256") == []
@@ -613,7 +613,7 @@ def test_metadata_mode_placeholders_are_not_indexed(mgr: SessionManager) -> None
 def test_sync_on_an_empty_project(tmp_path: Path) -> None:
     manager = make_manager(tmp_path)
     with index_of(manager) as index:
-        stats = index.sync(manager)
+        stats = index.sync(manager.layout)
         assert stats.sessions == 0 and index.search("anything") == []
 
 
@@ -659,7 +659,7 @@ def test_bulk_sync_merges_the_index(mgr: SessionManager, monkeypatch: pytest.Mon
             conn.commit()
             conn.close()
             index.close()  # FTS5 reads its configuration when a connection opens the table
-            assert index.sync(mgr).rows == 120
+            assert index.sync(mgr.layout).rows == 120
             conn = sqlite3.connect(index.path)
             (count,) = conn.execute("SELECT count(DISTINCT segid) FROM event_grams_idx").fetchone()
             conn.close()

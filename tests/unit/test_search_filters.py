@@ -35,8 +35,8 @@ def timeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[SessionMa
 def test_hits_carry_turn_step_and_the_events_time(timeline: tuple[SessionManager, str]) -> None:
     manager, session_id = timeline
     events = {e.seq: e for e in manager.read_events(session_id).events}
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)
         hits = index.search("config")
     assert len(hits) == 10
     for hit in hits:
@@ -52,8 +52,8 @@ def test_each_filter_narrows_the_hits(
     timeline: tuple[SessionManager, str], words: dict[str, str], expected: set[object]
 ) -> None:
     manager, session_id = timeline
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)
         assert hits_of(index.search("config", filters=case_filter(words))) == expected
         one = index.search("config", session_id, filters=case_filter(words))
         assert hits_of(one) == expected
@@ -72,14 +72,14 @@ def test_a_streamed_answer_keeps_the_step_of_its_chunks(
     writer.append("turn/start", {"input": "go"}, turn=1)
     writer.append("step/start", {"messages": []}, turn=1, step=3)
     chunk = writer.append("assistant/chunk", {"delta": "half an answer "}, turn=1, step=3)
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)  # still streaming: a provisional row
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)  # still streaming: a provisional row
         (hit,) = index.search("half an")
         assert (hit.type, hit.step, hit.ts) == ("assistant/chunk", 3, chunk.ts)
         writer.append("assistant/chunk", {"delta": "cut off "}, turn=1, step=3)
         clock.now += clock.now - DAY_ONE
         end = writer.append("turn/end", {"reason": "aborted"}, turn=1)
-        index.sync(manager)
+        index.sync(manager.layout)
         (hit,) = index.search("half an answer cut")
         assert (hit.seq, hit.step, hit.ts) == (end.seq, 3, end.ts)
     writer.close()
@@ -89,8 +89,8 @@ def test_an_index_of_version_3_is_rebuilt_with_steps_and_times(
     timeline: tuple[SessionManager, str],
 ) -> None:
     manager, _session_id = timeline
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)
     import sqlite3
 
     conn = sqlite3.connect(manager.layout.project_dir / "index.sqlite")
@@ -99,8 +99,8 @@ def test_an_index_of_version_3_is_rebuilt_with_steps_and_times(
     conn.commit()
     conn.close()
     assert SCHEMA_VERSION == 4
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)
         hits = index.search("config")
     assert len(hits) == 10 and all(h.ts is not None for h in hits)
     assert {h.step for h in hits} == {None, 1, 2}
@@ -110,8 +110,8 @@ def test_an_older_index_answering_meanwhile_refuses_filters(
     timeline: tuple[SessionManager, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     manager, _session_id = timeline
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)
         monkeypatch.setattr(index, "_current", lambda conn: 2)
         with pytest.raises(SearchError, match="filters work once"):
             index.search("config", filters=case_filter({"kind": "user"}))

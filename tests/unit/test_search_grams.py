@@ -70,7 +70,7 @@ def index_of(tmp_path: Path, turns: int) -> tuple[SessionManager, SearchIndex]:
     for n in range(turns):
         run_turn(lc, f"question {n} about the templates", f"the answer {n} is in the templates")
     lc.close()
-    return manager, SearchIndex.for_project(manager)
+    return manager, SearchIndex.for_project(manager.layout)
 
 
 def rows_of(index: SearchIndex, sql: str) -> list[tuple[Any, ...]]:
@@ -93,7 +93,7 @@ def test_counted_at_the_first_sync_and_again_once_the_rows_doubled(
     monkeypatch.setattr(grams, "FREQUENT_SHARE", 2)
     manager, index = index_of(tmp_path, 6)
     with index:
-        index.sync(manager)
+        index.sync(manager.layout)
         first = gram_rows(index)
         rows = first[""]
         assert rows >= 8 and first["tem"] == rows  # every row holds "templates"
@@ -101,12 +101,12 @@ def test_counted_at_the_first_sync_and_again_once_the_rows_doubled(
         lc.start_fresh()
         run_turn(lc, "one more", "and one more")
         lc.close()
-        index.sync(manager)
+        index.sync(manager.layout)
         assert gram_rows(index)[""] == rows  # fewer new rows than counted: not counted again
         for n in range(rows):
             run_turn(lc := make_lifecycle(manager), f"more {n}", f"more {n}")
             lc.close()
-        index.sync(manager)
+        index.sync(manager.layout)
         assert gram_rows(index)[""] >= 2 * rows  # doubled: counted again
         assert index.search("the templates")  # and searched with them
 
@@ -129,15 +129,15 @@ def test_an_index_from_before_the_counts_gets_them_at_its_next_sync(
     monkeypatch.setattr(grams, "MIN_ROWS", 8)
     manager, index = index_of(tmp_path, 6)
     with index:
-        index.sync(manager)
+        index.sync(manager.layout)
         before = index.search("the templates")
     conn = sqlite3.connect(index.path)
     conn.execute("DROP TABLE gram_docs")  # as an index of the same version made before them
     conn.commit()
     conn.close()
-    with SearchIndex.for_project(manager) as again:
+    with SearchIndex.for_project(manager.layout) as again:
         assert again.search("the templates") == before  # answers meanwhile (every other one)
-        again.sync(manager)  # nothing new in the logs: counted all the same
+        again.sync(manager.layout)  # nothing new in the logs: counted all the same
         assert gram_rows(again)[""] >= 8
         assert again.search("the templates") == before
 
@@ -155,10 +155,10 @@ def test_the_sync_that_counts_again_merges_the_trigram_index(
     manager = SessionManager(tmp_path / "ws", home=tmp_path / "home")
     lc = make_lifecycle(manager)
     seen: list[tuple[int | None, int]] = []
-    with SearchIndex.for_project(manager) as index:
+    with SearchIndex.for_project(manager.layout) as index:
         for n in range(40):
             run_turn(lc, f"question {n} about the templates", f"answer {n}: the templates")
-            index.sync_session(manager, lc.session_id)
+            index.sync_session(manager.layout, lc.session_id)
             seen.append((gram_rows(index).get(""), segments(index)))
         recounts = [i for i in range(1, len(seen)) if seen[i][0] != seen[i - 1][0]]
         assert len(recounts) >= 2, seen  # counted again each time the rows doubled

@@ -50,8 +50,8 @@ def build_corpus(tmp_path: Path) -> tuple[SessionManager, dict[tuple[str, int], 
         turn.end("completed")
     lc.close()
     texts: dict[tuple[str, int], str] = {}
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)
         conn = sqlite3.connect(index.path)
         numbers = dict(conn.execute("SELECT num, session_id FROM indexed_logs"))
         for rowid, text in conn.execute("SELECT id, text FROM event_rows"):
@@ -123,8 +123,8 @@ def test_every_substring_finds_its_event_and_only_matches_are_hits(
     manager, texts = store
     use_plan(plan, monkeypatch)
     rng = random.Random(17)
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)
         assert index.grams == (plan != "no trigrams")
         checked = 0
         for key, text in sorted(texts.items()):
@@ -177,7 +177,7 @@ def test_every_plan_gives_the_same_hits_and_scores(
             with pytest.MonkeyPatch.context() as inner:
                 if plan != "no trigrams":
                     use_plan(plan, inner)
-                with SearchIndex.for_project(manager) as index:
+                with SearchIndex.for_project(manager.layout) as index:
                     assert not index.migrating  # opens it
                     index.grams = plan != "no trigrams"  # scan, keeping the file as it is
                     answers.append(index.search(query, limit=limit))
@@ -190,8 +190,8 @@ def test_folding_nfkc_and_case(tmp_path: Path) -> None:
     lc = make_lifecycle(manager)
     run_turn(lc, "ＡＢＣ wide, ﬁle, Straße, e\u0301cole, ΟΔΥΣΣΕΥΣ", "ok")
     lc.close()
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)
         for query in [
             "abc",
             "ABC",
@@ -227,8 +227,8 @@ def test_whole_words_rank_first_then_occurrences_and_length(tmp_path: Path) -> N
     sid = lc.session_id
     lc.close()
     seqs = [e.seq for e in manager.read_events(sid).events if e.type == "turn/start"]
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)
         hits = index.search("log")
         assert [h.seq for h in hits] == [seqs[2], seqs[3], seqs[1], seqs[0]]
         scores = [h.score for h in hits]
@@ -250,8 +250,8 @@ def test_a_query_with_many_matches_ranks_its_newest(
     sid = lc.session_id
     lc.close()
     seqs = [e.seq for e in manager.read_events(sid).events if e.type == "turn/start"]
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)
         assert [h.seq for h in index.search("zyx", limit=2)] == [seqs[-1], seqs[-2]]
         assert index.search("zyx", limit=10)[0].seq == seqs[0]  # limit > window: all ranked
 
@@ -318,17 +318,17 @@ def test_a_version_2_index_answers_until_the_new_one_is_built(
     seq = [e.seq for e in manager.read_events(ids[0]).events if e.type == "turn/start"][0]
     write_v2_index(manager, [(ids[0], seq, 1, "turn/start", "the pelican parser number 0")])
     path = manager.layout.project_dir / INDEX_FILE
-    index, other = SearchIndex.for_project(manager), SearchIndex.for_project(manager)
+    index, other = SearchIndex.for_project(manager.layout), SearchIndex.for_project(manager.layout)
     assert index.migrating and other.migrating
     legacy = index.search("Pelican, PARSER")  # version 2 answers: words, punctuation ignored
     assert [(h.session_id, h.seq) for h in legacy] == [(ids[0], seq)]
     assert "[pelican parser]" in legacy[0].snippet
     assert index.search("config.ya") == []  # not in version 2 (and not a whole word)
     run_turn(lc, "a turn during the rebuild about herons", "ok")
-    index.sync_session(manager, lc.session_id)  # the new tables take it; the old answer
+    index.sync_session(manager.layout, lc.session_id)  # the new tables take it; the old answer
     assert index.search("herons") == []
     steps = []
-    while not (step := index.build_step(manager)).finished:
+    while not (step := index.build_step(manager.layout)).finished:
         steps.append(step)
         assert other.search("pelican parser") == legacy
     # the session of the turn above was in already; one session per step, the last swaps
@@ -342,7 +342,7 @@ def test_a_version_2_index_answers_until_the_new_one_is_built(
     assert "event_text" not in names and "sessions" not in names
     assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_mod.SCHEMA_VERSION
     conn.close()
-    assert index.build_step(manager).finished  # nothing left to do
+    assert index.build_step(manager.layout).finished  # nothing left to do
     index.close()
     other.close()
     lc.close()
@@ -356,9 +356,9 @@ def test_sync_finishes_a_rebuild_at_once_and_reindex_rebuilds(tmp_path: Path) ->
     sid = lc.session_id
     lc.close()
     write_v2_index(manager, [(sid, 1, 1, "turn/start", "エージェントの設計を保存した")])
-    with SearchIndex.for_project(manager) as index:
+    with SearchIndex.for_project(manager.layout) as index:
         assert index.migrating and index.search("エージェント") == []  # one unbroken word in v2
-        index.sync(manager)
+        index.sync(manager.layout)
         assert not index.migrating
         assert [h.snippet for h in index.search("エージェント")] == [
             "[エージェント]の設計を保存した"
@@ -367,9 +367,9 @@ def test_sync_finishes_a_rebuild_at_once_and_reindex_rebuilds(tmp_path: Path) ->
     for suffix in ("", "-wal", "-shm"):
         Path(f"{write_v2_index_over}{suffix}").unlink(missing_ok=True)
     write_v2_index(manager, [])
-    with SearchIndex.for_project(manager) as index:
+    with SearchIndex.for_project(manager.layout) as index:
         assert index.migrating
-        index.rebuild(manager)
+        index.rebuild(manager.layout)
         assert not index.migrating and len(index.search("設計")) == 1
 
 
@@ -392,12 +392,12 @@ def test_a_version_2_index_on_a_read_only_store_is_searched_as_it_is(
         return real_open(name, flags, *args)
 
     monkeypatch.setattr(os, "open", read_only_store)
-    with SearchIndex.for_project(manager) as index:
+    with SearchIndex.for_project(manager.layout) as index:
         assert index.migrating and index.read_only
         assert [h.seq for h in index.search("walrus")] == [1]
-        assert index.sync(manager).skipped
+        assert index.sync(manager.layout).skipped
         with pytest.raises(SearchError, match="cannot be rebuilt now"):
-            index.build_step(manager)  # no endless background loop on a read-only store
+            index.build_step(manager.layout)  # no endless background loop on a read-only store
 
 
 def test_without_the_trigram_tokenizer(
@@ -428,8 +428,8 @@ def test_without_the_trigram_tokenizer(
     run_turn(lc, "open config.yaml then エージェントの設計", "ok")
     lc.close()
     monkeypatch.setattr(schema_mod, "trigram_available", lambda: False)
-    with SearchIndex.for_project(manager) as index:
-        index.sync(manager)
+    with SearchIndex.for_project(manager.layout) as index:
+        index.sync(manager.layout)
         assert not index.grams
         assert [h.type for h in index.search("config.ya")] == ["turn/start"]
         assert [h.type for h in index.search("設")] == ["turn/start"]
@@ -437,11 +437,11 @@ def test_without_the_trigram_tokenizer(
     assert not schema_mod.has_table(conn, "event_grams")
     conn.close()
     monkeypatch.setattr(schema_mod, "trigram_available", lambda: True)
-    with SearchIndex.for_project(manager) as index:  # a newer SQLite: trigrams built now
+    with SearchIndex.for_project(manager.layout) as index:  # a newer SQLite: trigrams built now
         assert [h.type for h in index.search("config.ya")] == ["turn/start"]
         assert index.grams
     monkeypatch.setattr(schema_mod, "trigram_available", lambda: False)
-    with SearchIndex.for_project(manager) as index:  # and back: the trigram table dropped
+    with SearchIndex.for_project(manager.layout) as index:  # and back: the trigram table dropped
         assert [h.type for h in index.search("の設")] == ["turn/start"]
         assert not index.grams
 
@@ -450,7 +450,7 @@ def test_hits_are_named_tuples_with_event_fields(
     store: tuple[SessionManager, dict[tuple[str, int], str]],
 ) -> None:
     manager, _texts = store
-    with SearchIndex.for_project(manager) as index:
+    with SearchIndex.for_project(manager.layout) as index:
         hits = index.search("設計.md")
         assert hits and all(isinstance(h, SearchHit) and h.type == "tool/call" for h in hits)
         assert all("[設計.md]" in h.snippet for h in hits)

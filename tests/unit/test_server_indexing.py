@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 
 from lsp_server.server import AgentAssistServer
+from session.local.layout import ProjectLayout
 from session.local.local_search import LocalSearch
 from session.local.manager import SessionManager
 from session.search import SearchIndex
@@ -24,11 +25,11 @@ class HeldIndex(SearchIndex):
         self.release = threading.Event()
         self.calls: list[tuple[str, str]] = []
 
-    def sync_session(self, manager: SessionManager, session_id: str):  # type: ignore[no-untyped-def]
+    def sync_session(self, layout: ProjectLayout, session_id: str):  # type: ignore[no-untyped-def]
         self.calls.append((threading.current_thread().name, session_id))
         self.entered.set()
         assert self.release.wait(10), "the test never released the sync"
-        return super().sync_session(manager, session_id)
+        return super().sync_session(layout, session_id)
 
 
 async def syncing(manager: SessionManager) -> tuple[AgentAssistServer, HeldIndex]:
@@ -38,7 +39,7 @@ async def syncing(manager: SessionManager) -> tuple[AgentAssistServer, HeldIndex
     server = AgentAssistServer()
     server.lifecycle = lifecycle
     index = HeldIndex(manager.layout.project_dir / "index.sqlite")
-    server.engine.indexing._search = LocalSearch(manager, index)
+    server.engine.indexing._search = LocalSearch(manager.layout, index)
     server.index_in_background()
     assert await asyncio.to_thread(index.entered.wait, 10)
     return server, index

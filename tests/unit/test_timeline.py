@@ -177,13 +177,13 @@ def test_the_index_catches_up_cheaply_and_is_rebuilt_when_damaged(
     project: tuple[SessionManager, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     manager, session_id = project
-    index = TimelineIndex.for_project(manager)
-    assert index.catch_up(manager) == 1
-    assert index.catch_up(manager) == 0  # nothing appended: no log read
+    index = TimelineIndex.for_project(manager.layout)
+    assert index.catch_up(manager.layout) == 1
+    assert index.catch_up(manager.layout) == 0  # nothing appended: no log read
     writer = manager.open_session(session_id)
     writer.append("turn/start", {"input": "again"}, turn=3)
     writer.close()
-    assert index.catch_up(manager) == 1
+    assert index.catch_up(manager.layout) == 1
     index.close()
     path = manager.layout.project_dir / INDEX_FILE
     assert os.stat(path).st_mode & 0o777 == 0o600
