@@ -3,7 +3,8 @@
 With a PostgreSQL store (`--store DSN`, else `AGENT_ASSIST_STORE`) the database is checked
 instead of the local files, only read: reachable, version, schema, row-level security,
 latency, this project's sessions. The model is asked a tiny question unless `--offline`;
-the project's MCP servers are listed (`doctor_mcp`); exit 1 if a problem is found.
+the project's MCP servers are listed (`doctor_mcp`); exit 1 if a problem is found. The
+findings are collected in a `DoctorReport` (`doctor_report`).
 """
 
 from __future__ import annotations
@@ -12,15 +13,15 @@ import argparse
 import os
 import stat
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from session.redaction import url_without_userinfo
 from session.terminal_text import inert
 
 from .doctor_database import check_database
 from .doctor_mcp import check_mcp
+from .doctor_report import DoctorReport
 from .output import counted, plain_console, write_json
 from .running import OK, PROBLEM
 from .search import search_index
@@ -28,52 +29,6 @@ from .targets import in_use
 
 if TYPE_CHECKING:
     from session.local.manager import SessionManager
-
-Level = Literal["ok", "info", "warning", "problem"]
-
-
-@dataclass
-class Finding:
-    """One line of the doctor's report."""
-
-    level: Level
-    area: str
-    message: str
-
-
-@dataclass
-class DoctorReport:
-    """Everything `doctor` found, for the table and for `--json`."""
-
-    findings: list[Finding] = field(default_factory=list)
-    root: dict[str, Any] = field(default_factory=dict)
-    projects: list[dict[str, Any]] = field(default_factory=list)
-    model: dict[str, Any] = field(default_factory=dict)
-    store: dict[str, Any] = field(default_factory=lambda: {"kind": "local"})
-    database: dict[str, Any] | None = None
-
-    def add(self, level: Level, area: str, message: str) -> None:
-        """Record a finding."""
-        self.findings.append(Finding(level, area, message))
-
-    @property
-    def problems(self) -> list[Finding]:
-        """Return the findings that make `doctor` exit 1."""
-        return [f for f in self.findings if f.level == "problem"]
-
-    def as_json(self) -> dict[str, Any]:
-        """Return the report as JSON-ready data."""
-        return {
-            "ok": not self.problems,
-            "root": self.root,
-            "projects": self.projects,
-            "model": self.model,
-            "store": self.store,
-            **({"database": self.database} if self.database is not None else {}),
-            "findings": [f.__dict__ for f in self.findings],
-            "problems": [f"{f.area}: {f.message}" for f in self.problems],
-            "warnings": [f"{f.area}: {f.message}" for f in self.findings if f.level == "warning"],
-        }
 
 
 def _mode(st: os.stat_result) -> str:
@@ -132,8 +87,8 @@ def check_session(report: DoctorReport, manager: SessionManager, session_id: str
     from session.events import TurnEndEvent, TurnStartEvent
     from session.log.reader import scan_log
 
-    area = f"{manager.project_dir.name}/{session_id}"
-    log_path = manager.log_path(session_id)
+    area = f"{manager.layout.project_dir.name}/{session_id}"
+    log_path = manager.layout.log_path(session_id)
     row: dict[str, Any] = {"sessionId": session_id, "problems": [], "readOnly": None}
     if log_path.is_symlink():
         report.add("problem", area, "the event log is a symlink; it is never opened")
@@ -176,7 +131,7 @@ def check_session(report: DoctorReport, manager: SessionManager, session_id: str
             "info", area, f"turn {open_turn} never ended (closed as interrupted on next open)"
         )
     _private(report, area, log_path)
-    _private(report, area, manager.snapshot_path(session_id))
+    _private(report, area, manager.layout.snapshot_path(session_id))
     return row
 
 
@@ -186,7 +141,7 @@ def check_pointers(report: DoctorReport, manager: SessionManager) -> list[dict[s
 
     pointers: list[dict[str, Any]] = []
     for pointer in pointer_files(manager):
-        area = f"{manager.project_dir.name}/{pointer.path.name}"
+        area = f"{manager.layout.project_dir.name}/{pointer.path.name}"
         if not pointer.valid:
             report.add("problem", area, "unexpected pointer file name")
             continue
@@ -204,8 +159,8 @@ def check_index(report: DoctorReport, manager: SessionManager) -> dict[str, Any]
         return None
     from session.search.freshness import index_freshness
 
-    area = f"{manager.project_dir.name}/index"
-    found = index_freshness(manager)
+    area = f"{manager.layout.project_dir.name}/index"
+    found = index_freshness(manager.layout)
     if not found.exists:
         report.add("info", area, "no search index yet (built on the first search)")
         return {"exists": False}
@@ -281,9 +236,9 @@ def unrecorded_workspace(manager: SessionManager, here: Path, here_dir: Path) ->
     """Name the workspace of a project whose sessions record none (it has none left, say)."""
     from session.local.projects import marker_folders
 
-    if manager.project_dir == here_dir:
+    if manager.layout.project_dir == here_dir:
         return f"{here} (this folder; no session records it)"
-    folders = marker_folders(manager.project_dir)
+    folders = marker_folders(manager.layout.project_dir)
     if folders:
         return f"{folders[-1]} (the last folder that used it; no session records it now)"
     return "workspace not recorded (no session of it left to say which folder it was)"
@@ -316,7 +271,7 @@ def run_doctor(args: argparse.Namespace) -> DoctorReport:
             report.add("problem", "storage", f"{refused} is a symlink; the server refuses it")
         for project in list_projects(home):
             manager = project.manager
-            sessions = [check_session(report, manager, sid) for sid in manager.session_ids()]
+            sessions = [check_session(report, manager, sid) for sid in manager.layout.session_ids()]
             entry: dict[str, Any] = {
                 "project": project.name,
                 "workspace": project.workspace_root,

@@ -20,7 +20,7 @@ from .output import counted
 if TYPE_CHECKING:
     from session.pg.query import Conn
 
-    from .doctor import DoctorReport, Level
+    from .doctor_report import DoctorReport, Level
 
     Say = Callable[[Level, str], None]
 

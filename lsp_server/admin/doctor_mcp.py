@@ -17,7 +17,7 @@ from engine.model.mcp import McpServerSpec
 from session.paths import storage_root
 
 if TYPE_CHECKING:
-    from .doctor import DoctorReport
+    from .doctor_report import DoctorReport
 
 AREA = "mcp"
 
