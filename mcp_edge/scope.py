@@ -291,9 +291,11 @@ class Scope:
         """
         found: list[dict[str, Any]] = []
         if self.database is not None:
+            from session.pg.search import search
+
             pg = self.database.pg
             for project in self.database_projects():
-                hits = pg.search(project, text, None, limit, filters)
+                hits = search(pg, project, text, None, limit, filters)
                 found += [_hit(project, hit) for hit in hits]
             return found[:limit]
         from session.search import SearchIndex

@@ -16,11 +16,10 @@ import orjson
 
 from .checkpoints import CheckpointRecord
 from .errors import SessionError
+from .transfer_sides import Raw
 
 if TYPE_CHECKING:
-    from .transfer import SessionSource
-
-Raw = dict[str, Any]  # an event as its log line's JSON object
+    from .transfer_sides import SessionSource
 
 
 class TransferError(SessionError):

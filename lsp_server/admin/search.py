@@ -98,8 +98,10 @@ def database_search(
             return [hit_json(store.project, h) for h in found], store.pg.unindexed
         projects = dict.fromkeys(row.project for row in store.pg.list_sessions(None))
         results, unindexed = [], 0
+        from session.pg.search import search
+
         for project in projects:
-            for hit in store.pg.search(project, args.text, None, args.limit, filters):
+            for hit in search(store.pg, project, args.text, None, args.limit, filters):
                 results.append(hit_json(project, hit))
             unindexed += store.pg.unindexed
         return results, unindexed

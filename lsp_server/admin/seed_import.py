@@ -108,7 +108,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         into = str(manager.layout.sessions_dir)
         outcomes = {}
         for seed in chosen or []:
-            outcomes[seed.session_id] = import_session(manager, seed, dry_run=args.dry_run)
+            outcomes[seed.session_id] = import_session(manager.listing, seed, dry_run=args.dry_run)
         statuses = {
             s.session_id: outcomes[s.session_id].status
             if s.session_id in outcomes

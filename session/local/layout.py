@@ -89,6 +89,10 @@ class ProjectLayout:
         """Return `sessions/<id>.lock`."""
         return self.sessions_dir / f"{self.checked(session_id)}.lock"
 
+    def has_session(self, session_id: str) -> bool:
+        """Return True if the session has a log or a snapshot."""
+        return self.log_path(session_id).exists() or self.snapshot_path(session_id).exists()
+
     def pointer_path(self, instance_id: str) -> Path:
         """Return `sessions/active_<instanceId>.json`."""
         if not is_valid_instance_id(instance_id):

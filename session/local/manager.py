@@ -13,6 +13,7 @@ import os
 import shutil
 from collections.abc import Iterable, Iterator
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -102,18 +103,12 @@ class SessionManager:
         """Return a fresh random 12-hex id not used in this project."""
         while True:
             candidate = os.urandom(6).hex()
-            if (
-                not self.layout.log_path(candidate).exists()
-                and not self.layout.snapshot_path(candidate).exists()
-            ):
+            if not self.layout.has_session(candidate):
                 return candidate
 
     def exists(self, session_id: str) -> bool:
         """Return True if the session has a log or a snapshot."""
-        return (
-            self.layout.log_path(session_id).exists()
-            or self.layout.snapshot_path(session_id).exists()
-        )
+        return self.layout.has_session(session_id)
 
     # -- pointers --------------------------------------------------------------
 
@@ -159,7 +154,7 @@ class SessionManager:
 
     def import_seed(self, session_id: str, redactor: Redactor | None) -> None:
         """Import the seed's session offered for resume (`seed_store.py`)."""
-        import_offered(self, session_id, redactor, importer=import_session)
+        import_offered(self, session_id, partial(import_session, self.listing, redactor=redactor))
 
     # -- snapshots -------------------------------------------------------------
 

@@ -14,13 +14,13 @@ from ..store.seed_store import ImportOutcome
 if TYPE_CHECKING:
     from ..redaction import Redactor
     from ..store.seed_store import SeedSession
-    from .manager import SessionManager
+    from .project_listing import ProjectListing
 
 logger = logging.getLogger(__name__)
 
 
 def import_session(
-    manager: SessionManager,
+    project: ProjectListing,
     seed: SeedSession,
     *,
     dry_run: bool = False,
@@ -40,25 +40,26 @@ def import_session(
     exists = ImportOutcome(
         sid, "already-imported", "already in the local store: not overwritten (skipped)"
     )
-    if manager.exists(sid):
+    layout = project.layout
+    if layout.has_session(sid):
         return exists
     if dry_run:
         return ImportOutcome(sid, "would-import", "would be imported")
     try:
-        lock = manager.acquire_lock(sid)
+        lock = project.lock(sid)
     except SessionLockedError as exc:
         return ImportOutcome(sid, "in-use", f"{exc} (skipped)")
     try:
-        if manager.exists(sid):
+        if layout.has_session(sid):
             return exists
         state = seed.state.model_copy(deep=True)
         if state.workspace_root is None:
-            state.workspace_root = str(manager.workspace_root)
+            state.workspace_root = str(layout.workspace_root)
         scrubber = redactor or Redactor()
         if scrubber.metadata_only:
             state.persistence = "metadata"
-        write_state_file(manager.layout.snapshot_path(sid), state, scrubber)
+        write_state_file(layout.snapshot_path(sid), state, scrubber)
     finally:
         lock.release()
     logger.info("imported session %s from %s", sid, seed.path)
-    return ImportOutcome(sid, "imported", f"imported into {manager.layout.sessions_dir}")
+    return ImportOutcome(sid, "imported", f"imported into {layout.sessions_dir}")

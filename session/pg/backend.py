@@ -371,10 +371,12 @@ class PgSessionStore(Offered):
 
     def import_seed(self, session_id: str, redactor: Redactor | None) -> None:
         """Import the seed's session offered for resume into the database."""
+        from functools import partial
+
         from ..store.seed_store import import_offered
         from .importing import import_seed_session
 
-        import_offered(self, session_id, redactor, importer=import_seed_session)
+        import_offered(self, session_id, partial(import_seed_session, self, redactor=redactor))
 
     # -- checkpoints and blobs -------------------------------------------------------
 

@@ -285,7 +285,7 @@ def import_seed_session(
     with tempfile.TemporaryDirectory(prefix="agent-assist-import-") as scratch:
         staging = SessionManager(store.workspace_root, home=Path(scratch))
         try:
-            import_session(staging, seed, redactor=redactor)
+            import_session(staging.listing, seed, redactor=redactor)
             staging.open_session(sid, redactor=redactor).close()  # its log: `session/start`
             source = _SeedBegun(staging, seed.updated_at)
             result = copy_session(source, target, sid)

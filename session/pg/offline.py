@@ -47,7 +47,6 @@ from .snapshots import parse_snapshot
 from .spool import Spool, in_use, spooled_sessions
 
 if TYPE_CHECKING:
-    from .backend import PgSessionStore
     from .store import PgStore
 
 logger = logging.getLogger(__name__)
@@ -264,7 +263,7 @@ def _instant(text: str) -> datetime:
         return datetime.min.replace(tzinfo=datetime.now().astimezone().tzinfo)
 
 
-def replay_left_spools(store: PgSessionStore) -> list[str]:
+def replay_left_spools(store: OfflineStart) -> list[str]:
     """Send what a process that died (or closed) while the database was away left in the spool.
 
     A session born in the spool gets its row first (and its instance's pointer, as it was

@@ -9,7 +9,7 @@ torn line, a damaged tail) does not arise: a row is written whole or not at all.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import SessionError
 from ..events import EVENT_ADAPTER, Event
@@ -20,11 +20,31 @@ from .records import SessionRow
 from .writer import SessionWriter
 
 if TYPE_CHECKING:
-    from .backend import PgSessionStore
+    from ..snapshot import SessionState
+    from .log import PgEventLog
+    from .store import PgStore
+
+
+class Opener(Protocol):
+    """What opening reads of the store (`PgSessionStore`)."""
+
+    pg: PgStore
+
+    def read_snapshot(
+        self, session_id: str, warnings: list[str] | None = None, *, keep: bool = False
+    ) -> tuple[SessionState | None, str | None]:
+        """Return the stored snapshot (migrated) or None, and why it is read-only."""
+        ...
+
+    def session_log(
+        self, session_id: str, writer: SessionWriter | None, next_seq: int, redactor: Redactor
+    ) -> PgEventLog:
+        """Return the session's writing end (read-only without `writer`)."""
+        ...
 
 
 def open_from_rows(
-    store: PgSessionStore,
+    store: Opener,
     row: SessionRow,
     writer: SessionWriter | None,
     redactor: Redactor | None,
@@ -64,6 +84,6 @@ def open_from_rows(
     return session
 
 
-def _events(store: PgSessionStore, session_id: str, from_seq: int) -> list[Event]:
+def _events(store: Opener, session_id: str, from_seq: int) -> list[Event]:
     raws = store.pg.read_events(session_id, from_seq)
     return [EVENT_ADAPTER.validate_python(raw) for raw in raws]

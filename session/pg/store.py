@@ -19,11 +19,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..checkpoints import CheckpointRecord
 from ..events import Persistence
 from ..redaction import Redactor
-from ..search.filters import SearchFilter
-from ..search.query import SearchHit
 from ..snapshot import SessionState
 from . import blobs, listing, records
-from . import search as text_search
 from .connection import CONNECT_TIMEOUT, configure, connect_kwargs, open_connection, reporting
 from .dsn import DsnInfo, parse_dsn, unreachable
 from .errors import DatabaseUnreachableError, PgReadOnlyError
@@ -353,17 +350,6 @@ class PgStore:
     def collect_blobs(self) -> list[str]:
         """Delete the blobs no checkpoint keeps, once no checkpoint is being written."""
         return self._write(blobs.collect_garbage)
-
-    def search(
-        self,
-        project: str,
-        query: str,
-        session_id: str | None = None,
-        limit: int = 50,
-        filters: SearchFilter | None = None,
-    ) -> list[SearchHit]:
-        """Find the project's events whose text contains `query` (see `search.search`)."""
-        return text_search.search(self, project, query, session_id, limit, filters)
 
     def scrubber(self, redactor: Redactor | None) -> Redactor:
         """Return `redactor` (else the store's) knowing the database's own secrets."""

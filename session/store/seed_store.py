@@ -34,7 +34,6 @@ from ..storage import parse_json, read_file_bytes
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..redaction import Redactor
     from ..snapshot import SessionState
     from .backend import SessionStore
 
@@ -302,13 +301,12 @@ def newest_unimported(store: SessionStore) -> SeedSession | None:
 def import_offered(
     store: SessionStore,
     session_id: str,
-    redactor: Redactor | None,
-    importer: Callable[..., ImportOutcome],
+    importer: Callable[[SeedSession], ImportOutcome],
 ) -> None:
     """Import the seed's session offered for resume (no-op if it is here already).
 
-    `importer(store, seed, redactor=…)`: `seed_import.import_session` for the local store, the
-    database's own for PostgreSQL (`pg/importing.import_seed_session`).
+    `importer(seed)`: the store's own, its redactor bound (`local/seed_import.import_session`,
+    PostgreSQL's `pg/importing.import_seed_session`).
     """
     from ..errors import SessionError
 
@@ -317,6 +315,6 @@ def import_offered(
     seed = scan(store.workspace_root).find(session_id)
     if seed is None:
         raise SessionError(f"session {session_id} is no longer in the seed's store")
-    outcome = importer(store, seed, redactor=redactor)
+    outcome = importer(seed)
     if outcome.status not in ("imported", "already-imported"):
         raise SessionError(f"session {session_id}: {outcome.message}")

@@ -22,6 +22,7 @@ from session.pg import PgStore
 from session.pg.backend import PgSessionStore
 from session.pg.migrations import MIGRATIONS, Migration
 from session.pg.schema import ensure_schema, known_version, read_version
+from session.pg.search import search
 from session.search import search_filter
 from session.search.filters import NO_FILTER
 from session.search.query import SearchHit
@@ -197,7 +198,7 @@ def test_a_read_only_search_finds_what_a_catch_up_would_index(
     ]
     with PgStore.open(pg_dsn, schema=schema, read_only=True) as reader:
         before = [
-            hits_of(reader.search(pg_store.project, query, None, 50, where))
+            hits_of(search(reader, pg_store.project, query, None, 50, where))
             for query, where in queries
         ]
         assert reader.unindexed > 0
@@ -205,7 +206,7 @@ def test_a_read_only_search_finds_what_a_catch_up_would_index(
         assert len(before[2]) == 1  # the stream once: its stale provisional row is not shown
         assert first in {h[0] for h in before[0]}
     after = [
-        hits_of(pg_store.pg.search(pg_store.project, query, None, 50, where))
+        hits_of(search(pg_store.pg, pg_store.project, query, None, 50, where))
         for query, where in queries
     ]
     assert before == after

@@ -350,7 +350,7 @@ def test_search_scopes_to_the_project_and_the_session(stores: Stores, tmp_path: 
     ]
     assert stores.pg_hits("walrus", writer.session_id) == []  # not of this project
     assert stores.pg_hits("walrus", mine) == stores.local_hits("walrus", mine)
-    first = stores.pg.search(stores.project, "walrus", limit=1)
+    first = search(stores.pg, stores.project, "walrus", limit=1)
     assert [h._replace(ts=None) for h in first] == stores.pg_hits("walrus")[:1]
     assert stores.pg_hits("  ") == [] and stores.pg_hits("walrus", limit=0) == []
     with pytest.raises(ValueError, match="invalid session id"):

@@ -44,14 +44,23 @@ def _runtime_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Return, for each module, the modules of ours it imports when it runs."""
+def _every_import(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Return every import, those under `TYPE_CHECKING` and in functions included."""
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+
+
+def import_graph(*, typing_too: bool = False) -> dict[str, set[str]]:
+    """Return, for each module, the modules of ours it imports when it runs.
+
+    `typing_too`: also those it imports for its annotations only (`TYPE_CHECKING`).
+    """
+    imports = _every_import if typing_too else _runtime_imports
     known = modules()
     graph: dict[str, set[str]] = {}
     for name, path in known.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: set[str] = set()
-        for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in imports(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -97,6 +106,14 @@ def test_the_cycle_finder_finds_one() -> None:
 def test_no_import_cycles() -> None:
     graph = import_graph()
     assert "engine.model.runner" in graph["lsp_server.server"]  # the graph sees imports
+    assert find_cycle(graph) is None
+
+
+def test_no_import_cycles_of_annotations_either() -> None:
+    """A module that names another's type only to annotate is still a circle to a reader."""
+    graph = import_graph(typing_too=True)
+    assert "session.store.session" in graph["session.store.backend"]  # it sees TYPE_CHECKING
+    assert "session.store.session" not in import_graph()["session.store.backend"]
     assert find_cycle(graph) is None
 
 

@@ -140,7 +140,7 @@ def test_import_copies_without_changing_the_seed_store(
     lay_out(seed_home, workspace)
     before = tree_state(seed_home.parent)
     found = seed_store.scan(workspace)
-    outcomes = [import_session(manager, s) for s in found.sessions]
+    outcomes = [import_session(manager.listing, s) for s in found.sessions]
     assert [o.status for o in outcomes] == ["imported", "imported"]
     written = json.loads(manager.layout.snapshot_path(SID).read_text())
     jsonschema.validate(written, SCHEMA)
@@ -151,7 +151,7 @@ def test_import_copies_without_changing_the_seed_store(
     # again: nothing is overwritten, even a session changed since
     manager.layout.snapshot_path(OLDER).write_text(manager.layout.snapshot_path(OLDER).read_text())
     mine = manager.layout.snapshot_path(OLDER).read_bytes()
-    again = [import_session(manager, s) for s in seed_store.scan(workspace).sessions]
+    again = [import_session(manager.listing, s) for s in seed_store.scan(workspace).sessions]
     assert [o.status for o in again] == ["already-imported", "already-imported"]
     assert manager.layout.snapshot_path(OLDER).read_bytes() == mine
     assert tree_state(seed_home.parent) == before
@@ -162,7 +162,7 @@ def test_an_imported_session_resumes_with_its_summary_and_drift(
 ) -> None:
     lay_out(seed_home, workspace)
     seed = seed_store.scan(workspace).find(SID)
-    assert seed is not None and import_session(manager, seed).status == "imported"
+    assert seed is not None and import_session(manager.listing, seed).status == "imported"
     lc = make_lifecycle(manager)
     lc.resume(SID)
     assert "User designed a customer support agent" in lc.resume_context
@@ -232,7 +232,7 @@ def test_an_imported_session_is_scrubbed_as_everything_we_write(
     leaked = "set OPENAI_API_KEY=sk-proj-abcdef0123456789abcdef0123 then"
     path = write(sessions / f"{SID}.json", golden(workspace, summary=leaked))
     seed = seed_store.scan(workspace).find(SID)
-    assert seed is not None and import_session(manager, seed).status == "imported"
+    assert seed is not None and import_session(manager.listing, seed).status == "imported"
     written = manager.layout.snapshot_path(SID).read_text()
     assert "sk-proj-abcdef" not in written and "OPENAI_API_KEY=[REDACTED]" in written
     assert "sk-proj-abcdef" in path.read_text()  # the seed's file as it was
