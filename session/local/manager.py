@@ -55,6 +55,11 @@ from .snapshots import (
 )
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager as ContextManager
+
+    from ..timeline.project import ChangeRows
+
+    Moment = datetime | None
     from ..workspace.identity import ProjectIdentity
 
 __all__ = ["POINTER_PREFIX", "POINTER_SUFFIX", "SessionManager"]
@@ -147,6 +152,12 @@ class SessionManager:
     def fork_source(self, session_id: str) -> tuple[list[Event], list[bytes] | None]:
         """Return the session's readable events and their lines (`fork_source.py`)."""
         return local_fork_source(self.layout, session_id)
+
+    def file_changes(self, path: str, since: Moment, until: Moment) -> ContextManager[ChangeRows]:
+        """Yield a file's changes from `timeline.sqlite`, caught up first (`timeline/local.py`)."""
+        from ..timeline.local import local_changes
+
+        return local_changes(self.layout, path, since, until)
 
     def has_sessions(self) -> bool:
         """Return True if a session's file is here."""
@@ -355,10 +366,7 @@ class SessionManager:
         return self.listing.held_locks(session_ids)
 
     def list_sessions(self) -> list[SessionInfo]:
-        """List every session newest first, those without a turn too.
-
-        (A projection refreshed from the files that changed.)
-        """
+        """List every session newest first, those without a turn too."""
         return self.list_sessions_page(empty=True)[0]
 
     def delete_session(self, session_id: str) -> list[Path]:
@@ -398,6 +406,10 @@ class SessionManager:
         if not self.exists(record.session_id):
             raise SessionNotFoundError(f"no session {record.session_id} in this project")
         CheckpointFiles(self.layout).put(record)
+
+    def read_blobs(self, digests: set[str]) -> dict[str, bytes | None]:
+        """Return the blobs of `digests`, one file each."""
+        return {digest: self.read_blob(digest) for digest in digests}
 
     def checkpoints(self, session_id: str) -> list[CheckpointRecord]:
         """Return the session's checkpoint records, by number."""

@@ -13,9 +13,10 @@ from __future__ import annotations
 import itertools
 import secrets
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..checkpoint_storage import CheckpointRecord
 from ..checkpoints import Checkpoints
@@ -43,6 +44,14 @@ from .snapshots import parse_snapshot
 from .spool import Spool, adopt_legacy_spool, in_use, spool_dir
 from .store import PgStore
 from .writer import SessionWriter, held_sessions
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager as ContextManager
+    from datetime import datetime
+
+    from ..timeline.project import ChangeRows
+
+    Moment = datetime | None
 
 
 class PgSessionStore(Offered):
@@ -94,34 +103,6 @@ class PgSessionStore(Offered):
         if store.online:
             store.rebuild_cache()
         return store
-
-    def session_log(
-        self,
-        session_id: str,
-        writer: SessionWriter | None,
-        next_seq: int,
-        redactor: Redactor,
-        create_row: Callable[[], None] | None = None,
-    ) -> PgEventLog:
-        """Return the writing end of an open session, with its spool (`writer` None: read-only)."""
-        spool = Spool(self.spool_dir, session_id, redactor)
-
-        def reconnect() -> SessionWriter:
-            self.connect()  # a store opened offline connects with its first session's try
-            return self.pg.acquire_writer(session_id, redactor)
-
-        return PgEventLog(
-            self.pg,
-            session_id,
-            writer,
-            next_seq,
-            create_row=create_row,
-            redactor=redactor,
-            spool=spool,
-            reconnect=reconnect,
-            # a new session while the database has not answered yet: spooled from the start
-            offline=self.offline_reason if writer is None and create_row is not None else None,
-        )
 
     # Send the spools a process that died or closed offline left (`offline.py`).
     replay_spools = replay_left_spools
@@ -368,6 +349,18 @@ class PgSessionStore(Offered):
 
     def forget_stale_pointers(self, client: str | None, keep: str) -> None:
         """Nothing: the database keeps no pointer per editor process."""
+
+    def file_changes(self, path: str, since: Moment, until: Moment) -> ContextManager[ChangeRows]:
+        """Yield a file's changes from the project's events (`timeline/pg.py`)."""
+        from ..timeline.pg import database_changes
+
+        return nullcontext(database_changes(self.pg, self.project, path, since, until))
+
+    def read_blobs(self, digests: set[str]) -> dict[str, bytes | None]:
+        """Return the role's blobs of `digests` in one query."""
+        from ..timeline.pg import database_blobs
+
+        return database_blobs(self.pg, digests)
 
     def import_seed(self, session_id: str, redactor: Redactor | None) -> None:
         """Import the seed's session offered for resume into the database."""

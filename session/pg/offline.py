@@ -40,7 +40,7 @@ from ..snapshot import SessionState, state_from_events
 from ..store.session import Session, settle_opened
 from ..workspace.identity import ProjectIdentity
 from .errors import DatabaseUnreachableError
-from .log import replay_spool
+from .log import PgEventLog, replay_spool
 from .project import choose_project
 from .snapshot_cache import KEEP, SnapshotCache
 from .snapshots import parse_snapshot
@@ -48,6 +48,7 @@ from .spool import Spool, in_use, spooled_sessions
 
 if TYPE_CHECKING:
     from .store import PgStore
+    from .writer import SessionWriter
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,34 @@ class OfflineStart:
             f"PostgreSQL at {self.pg.info.where} is unreachable: working offline; this "
             "session is kept on this machine and sent when it answers "
             f"({self.offline_reason})"
+        )
+
+    def session_log(
+        self,
+        session_id: str,
+        writer: SessionWriter | None,
+        next_seq: int,
+        redactor: Redactor,
+        create_row: Callable[[], None] | None = None,
+    ) -> PgEventLog:
+        """Return the writing end of an open session, with its spool (`writer` None: read-only)."""
+        spool = Spool(self.spool_dir, session_id, redactor)
+
+        def reconnect() -> SessionWriter:
+            self.connect()  # a store opened offline connects with its first session's try
+            return self.pg.acquire_writer(session_id, redactor)
+
+        return PgEventLog(
+            self.pg,
+            session_id,
+            writer,
+            next_seq,
+            create_row=create_row,
+            redactor=redactor,
+            spool=spool,
+            reconnect=reconnect,
+            # a new session while the database has not answered yet: spooled from the start
+            offline=self.offline_reason if writer is None and create_row is not None else None,
         )
 
     def connect(self) -> None:
@@ -242,7 +271,7 @@ class OfflineStart:
             session_id, state.instance_id, state.persistence, state.parent_session_id
         )
         next_seq = events[-1].seq + 1
-        log = self.session_log(session_id, None, next_seq, scrubber, create_row)  # type: ignore[attr-defined]
+        log = self.session_log(session_id, None, next_seq, scrubber, create_row)
         session = Session(state, log, build_history(events))
         log.describe = lambda: session.state
         settle_opened(session, next_seq)

@@ -30,6 +30,7 @@ are compared as values, never as bytes).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from ..search.filters import SearchFilter
     from ..search.query import SearchHit
     from ..snapshot import SessionState
+    from ..timeline.project import ChangeRows
     from ..workspace.identity import ProjectIdentity
     from .editor import EditorProcess
     from .rows import ListedRow, SessionInfo
@@ -334,6 +336,19 @@ class SessionStore(Protocol):
 
     def import_seed(self, session_id: str, redactor: Redactor | None) -> None:
         """Import the seed's session of this project offered for resume (no-op if here)."""
+        ...
+
+    def file_changes(
+        self, path: str, since: datetime | None, until: datetime | None
+    ) -> AbstractContextManager[ChangeRows]:
+        """Yield a workspace file's recorded changes, newest first, and a title lookup.
+
+        The local index is caught up first and read as iterated; PostgreSQL reads its events.
+        """
+        ...
+
+    def read_blobs(self, digests: set[str]) -> dict[str, bytes | None]:
+        """Return the blobs of `digests` (None: absent or damaged), in as few reads as it can."""
         ...
 
     def open_search(self) -> StoreSearch:

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 from ..events import EVENT_ADAPTER
 from .index import TimelineError
-from .project import TYPES, ChangeRow, Cursor, project
+from .project import TYPES, ChangeRow, ChangeRows, Cursor, project
 
 if TYPE_CHECKING:
-    from ..pg.backend import PgSessionStore
+    from ..pg.store import PgStore
 
 _EVENTS = """
 SELECT e.session_id, e.event FROM {s}.events e
@@ -38,17 +38,16 @@ ORDER BY e.session_id, e.seq
 
 
 def database_changes(
-    store: PgSessionStore, path: str, since: datetime | None, until: datetime | None
-) -> tuple[list[ChangeRow], dict[str, str | None]]:
-    """Return the changes of `path` (newest first) and the titles of the project's sessions."""
+    pg: PgStore, project_key: str, path: str, since: datetime | None, until: datetime | None
+) -> ChangeRows:
+    """Return the changes of `path` (newest first) and a lookup of the sessions' titles."""
     import psycopg
     from psycopg.types.json import Jsonb
 
     from ..pg.query import q
 
-    pg = store.pg
     params = {
-        "project": store.project,
+        "project": project_key,
         "types": sorted(TYPES),
         "named": Jsonb([{"path": path}]),
         "base": path.rsplit("/", 1)[-1],  # a call's `path` as the model wrote it ends so
@@ -82,16 +81,15 @@ def database_changes(
         r for r in found if (since is None or r.ts >= since) and (until is None or r.ts < until)
     ]
     found.sort(key=lambda r: (r.ts, r.session_id, r.seq), reverse=True)
-    return found, titles
+    return found, lambda ids: {i: titles.get(i) for i in ids}
 
 
-def database_blobs(store: PgSessionStore, digests: set[str]) -> dict[str, bytes | None]:
+def database_blobs(pg: PgStore, digests: set[str]) -> dict[str, bytes | None]:
     """Return the role's blobs of `digests` in one query (verified; None: absent or damaged)."""
     import hashlib
 
     from ..pg.query import q
 
-    pg = store.pg
     wanted = sorted(d for d in digests if len(d) == 64)
     found: dict[str, bytes | None] = dict.fromkeys(wanted)
     statement = "SELECT digest, data FROM {s}.blobs WHERE owner = {me} AND digest = ANY(%s)"

@@ -16,6 +16,7 @@ Shared by the local index (`index.py`, fed a log's tail at a time) and PostgreSQ
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -46,6 +47,11 @@ class ChangeRow:
     after: str | None
     withheld: str | None
     user_message: str | None
+
+
+# A store's changes of one file, newest first (read as iterated), and the titles of the
+# sessions named, looked up once at the end.
+ChangeRows = tuple[Iterable[ChangeRow], Callable[[set[str]], dict[str, str | None]]]
 
 
 @dataclass

@@ -10,15 +10,16 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from .diff import BINARY, change_diff, side_bytes, touches
 from .project import OLD_REASON, ChangeRow
+
+if TYPE_CHECKING:
+    from ..store.backend import SessionStore
 
 logger = logging.getLogger(__name__)
 
@@ -84,62 +85,8 @@ def workspace_path(root: Path, path: str) -> str:
     return clean
 
 
-@contextmanager
-def _rows(
-    store: Any, path: str, since: datetime | None, until: datetime | None
-) -> Iterator[tuple[Iterable[ChangeRow], Callable[[set[str]], dict[str, str | None]]]]:
-    """Yield the store's change rows of `path`, newest first, and a title lookup.
-
-    The local index is caught up first, and read as the caller iterates.
-    """
-    if getattr(store, "pg", None) is not None:
-        from .pg import database_changes
-
-        rows, titles = database_changes(store, path, since, until)
-        yield rows, lambda ids: {i: titles.get(i) for i in ids}
-        return
-    import sqlite3
-
-    from ..storage import StorageError
-    from .index import TimelineError, TimelineIndex
-
-    with TimelineIndex.for_project(store.layout) as index:
-        try:
-            index.catch_up(store.layout)
-        except (TimelineError, StorageError, OSError) as exc:  # a read-only store...
-            logger.warning("file history without its index (%s): reading the logs", exc)
-            rows, titles = _from_logs(store, path, since, until)
-            yield rows, lambda ids: {i: titles.get(i) for i in ids}
-            return
-        try:
-            yield index.changes(path, since, until), index.titles
-        except sqlite3.Error as exc:
-            raise TimelineError(f"the file-history index failed: {exc}") from None
-
-
-def _from_logs(
-    manager: Any, path: str, since: datetime | None, until: datetime | None
-) -> tuple[list[ChangeRow], dict[str, str | None]]:
-    """Return the changes of `path` projected from every log (no index), newest first."""
-    from ..log.reader import scan_log
-    from .project import Cursor, project
-
-    found: list[ChangeRow] = []
-    titles: dict[str, str | None] = {}
-    for session_id in manager.layout.session_ids():
-        cursor = Cursor()
-        events = scan_log(manager.layout.log_path(session_id)).events
-        found += [r for r in project(session_id, events, cursor) if r.path == path]
-        titles[session_id] = cursor.title
-    found = [
-        r for r in found if (since is None or r.ts >= since) and (until is None or r.ts < until)
-    ]
-    found.sort(key=lambda r: (r.ts, r.session_id, r.seq), reverse=True)
-    return found, titles
-
-
 def file_history(
-    store: Any,
+    store: SessionStore,
     root: Path,
     path: str,
     *,
@@ -159,13 +106,11 @@ def file_history(
             blobs[digest] = store.read_blob(digest)
         return blobs[digest]
 
-    with _rows(store, relative, since, until) as (rows, titles):
-        if isinstance(rows, list) and getattr(store, "pg", None) is not None:
-            from .pg import database_blobs  # one round trip, not two a change
-
+    with store.file_changes(relative, since, until) as (rows, titles):
+        if isinstance(rows, list):  # all at hand: their blobs in as few reads as the store can
             shown = rows if line is not None else rows[:limit]
             sides = {d for r in shown for d in (r.before, r.after) if d is not None}
-            blobs.update(database_blobs(store, sides))
+            blobs.update(store.read_blobs(sides))
         for row in rows:
             if len(picked) == limit and line is None:
                 truncated = True
@@ -203,7 +148,7 @@ class ChangeNotFoundError(LookupError):
 
 
 def file_version(
-    store: Any,
+    store: SessionStore,
     root: Path,
     path: str,
     session_id: str,
@@ -215,7 +160,7 @@ def file_version(
 ) -> Version:
     """Return the content of `path` before or after one change (a step's first and last)."""
     relative = workspace_path(root, path)
-    with _rows(store, relative, None, None) as (rows, _):
+    with store.file_changes(relative, None, None) as (rows, _):
         mine = [
             r
             for r in rows
