@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..paths import is_valid_instance_id
 from ..storage import read_json_file
-from .manager import POINTER_PREFIX, POINTER_SUFFIX, SessionManager
+from .layout import POINTER_PREFIX, POINTER_SUFFIX
+from .manager import SessionManager
 from .projects import workspace_in_log
 
 _SNAPSHOT_LIMIT = 16 * 1024 * 1024

@@ -14,10 +14,10 @@ if TYPE_CHECKING:
     from .layout import ProjectLayout
 
 
-def local_fork_source(manager: ProjectLayout, session_id: str) -> tuple[list[Event], list[bytes]]:
+def local_fork_source(layout: ProjectLayout, session_id: str) -> tuple[list[Event], list[bytes]]:
     """Read a session's log file: its readable events and their lines, byte for byte."""
-    parent_log = manager.log_path(session_id)
-    manager.check_store_dirs()
+    parent_log = layout.log_path(session_id)
+    layout.check_store_dirs()
     try:
         fd = os.open(parent_log, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as fh:

@@ -39,7 +39,7 @@ from ..store.session import Lock, Session, write_session_start
 from . import snapshot_file
 from .checkpoint_files import CheckpointFiles
 from .fork_source import local_fork_source
-from .layout import POINTER_PREFIX, POINTER_SUFFIX, ProjectLayout
+from .layout import ProjectLayout
 from .listing import last_event_time, last_turn_end
 from .local_search import LocalSearch
 from .opening import open_from_files
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     Moment = datetime | None
     from ..workspace.identity import ProjectIdentity
 
-__all__ = ["POINTER_PREFIX", "POINTER_SUFFIX", "SessionManager"]
+__all__ = ["SessionManager"]
 
 logger = logging.getLogger(__name__)
 
