@@ -179,11 +179,18 @@ def _find_changes(
 
 
 def start_finds(
-    root: str, start: str, previous_ns: int, second: Sequence[str] = (), *, spooled: bool = False
+    root: str,
+    start: str,
+    previous_ns: int,
+    second: Sequence[str] = (),
+    *,
+    spooled: bool = False,
+    asked_ns: int | None = None,
 ) -> RunningFinds | None:
     """Start the finds of `_find_changes` (None: find is not to be used here).
 
-    `spooled`: for finds nobody collects for a while (see `RunningFinds`).
+    `spooled`: for finds nobody collects for a while (see `RunningFinds`); `asked_ns`:
+    when they were asked for, if earlier than now (what they see dates from then).
     """
     # Whole seconds, one more back: on filesystems with 1 s timestamps a ctime is truncated.
     safe = (previous_ns - _FIND_MARGIN_NS) // _NANOS - 1
@@ -226,7 +233,7 @@ def start_finds(
     if probing:
         commands.append(_probe_command(exe))
     probe = (search_path, exe) if probing else None
-    return RunningFinds(commands, root, probe, spooled=spooled)
+    return RunningFinds(commands, root, probe, spooled=spooled, started_ns=asked_ns)
 
 
 class RunningFinds:
@@ -243,8 +250,10 @@ class RunningFinds:
         probing: tuple[str | None, str] | None = None,
         *,
         spooled: bool = False,
+        started_ns: int | None = None,
     ) -> None:
-        self.started_ns = time.time_ns()  # before find's first look
+        # Before find's first look (`started_ns`: an earlier time, e.g. when they were asked).
+        self.started_ns = time.time_ns() if started_ns is None else started_ns
         self.probing = probing  # (PATH, its find) probed by the last command
         self.spools: list[BinaryIO] = []
         self.running: list[subprocess.Popen[bytes]] | None = []

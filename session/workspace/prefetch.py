@@ -9,8 +9,8 @@ walk the tree while the snapshot is parsed.
 The hint is only a guess. A prefetched find is used only if it is exactly the find the
 scan would start itself (same start, same previous `recorded_ns`, same split) and was
 started moments ago; any other is stopped, and the scan runs its own. A manifest built
-with one is recorded as of the find's start, before find looked at anything, so the next
-scan looks again at whatever changed since. A hint that is missing, damaged or tampered
+with one is recorded as of the moment the finds were asked for, before find looked at
+anything, so the next scan looks again at whatever changed since. A hint that is missing, damaged or tampered
 with costs nothing but the gain.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -157,21 +158,51 @@ def write_hint(path: Path, hint: ScanHint | None) -> None:
 
 
 class Prefetch:
-    """The finds of a hint, running; the scan takes the one it would start itself."""
+    """The finds of a hint, running; the scan takes the one it would start itself.
+
+    They are started from a worker thread: starting a process holds its caller until the
+    child runs `exec`, and with the first find busy on one core the second child may wait
+    milliseconds for a CPU; the snapshot is read meanwhile (the wait holds no GIL).
+    """
 
     def __init__(self, root: Path, hint: ScanHint, patterns: TrackedPatterns) -> None:
-        self.runs: dict[tuple[str, int, tuple[str, ...]], RunningFinds] = {}
+        self._runs: dict[tuple[str, int, tuple[str, ...]], RunningFinds] = {}
+        self._starting: threading.Thread | None = None
         if hint.patterns != patterns.patterns:
             return  # another configuration: its scan would walk other roots
         if hint.find is not None:
             trust_proven_find(*hint.find)
-        for start in scanned_starts(patterns):
-            second = hint.splits.get(start)
-            if second is None:
-                continue
-            running = start_finds(str(root), start, hint.recorded_ns, second, spooled=True)
-            if running is not None:
-                self.runs[(start, hint.recorded_ns, tuple(second))] = running
+        starts = scanned_starts(patterns)
+        walks = [(start, hint.splits[start]) for start in starts if start in hint.splits]
+        if walks:
+            self._starting = threading.Thread(
+                target=self._start,
+                args=(str(root), hint.recorded_ns, walks, time.time_ns()),
+                name="find prefetch",
+                daemon=True,
+            )
+            self._starting.start()
+
+    def _start(
+        self, root: str, recorded_ns: int, walks: list[tuple[str, list[str]]], asked_ns: int
+    ) -> None:
+        try:
+            for start, second in walks:
+                running = start_finds(
+                    root, start, recorded_ns, second, spooled=True, asked_ns=asked_ns
+                )
+                if running is not None:
+                    self._runs[(start, recorded_ns, tuple(second))] = running
+        except Exception:  # the scan runs its own finds
+            logger.exception("prefetched finds not started")
+
+    @property
+    def runs(self) -> dict[tuple[str, int, tuple[str, ...]], RunningFinds]:
+        """Return the finds started, by (walk start, previous `recorded_ns`, split)."""
+        if self._starting is not None:
+            self._starting.join()
+            self._starting = None
+        return self._runs
 
     def take(self, start: str, previous_ns: int, second: Sequence[str]) -> RunningFinds | None:
         """Return the finds started for exactly this walk, if started moments ago."""
@@ -183,5 +214,6 @@ class Prefetch:
 
     def close(self) -> None:
         """Stop the finds nobody took (and reap them)."""
-        while self.runs:
-            self.runs.popitem()[1].cancel()
+        runs = self.runs
+        while runs:
+            runs.popitem()[1].cancel()
