@@ -16,6 +16,7 @@ from itertools import compress
 from .manifest import StatKey
 
 DIGEST = 64  # hex digits of a sha256
+DIGEST_BYTES = DIGEST // 2
 _UNKNOWN = "0" * DIGEST  # stands for a stored "digest" that is none: never a file's
 
 
@@ -45,10 +46,36 @@ class Positions:
 class PackedFiles(Mapping[str, str]):
     """`{path: sha256}` kept as the paths and the digests joined, in the stored order."""
 
-    def __init__(self, positions: Positions, digests: str) -> None:
+    def __init__(self, positions: Positions, digests: str | None, raw: bytes = b"") -> None:
         self.positions = positions
         self.paths = positions.paths
-        self.digests = digests
+        self._digests = digests
+        self._raw = raw  # (without `digests`) the digests as bytes, 32 each
+        # A packed `stat_cache` text and its bytes, known to fit these files (`stat_cache`):
+        # set by the reader of a manifest cache that checked them when it was written.
+        self.proven_stats: tuple[str, bytes] | None = None
+
+    @classmethod
+    def cached(cls, paths: list[str], raw: bytes) -> PackedFiles:
+        """Return the manifest of a cache checked against its file: digests as bytes.
+
+        Nothing is checked again and nothing per file is built: a digest is written out in
+        hex when it is looked up (the whole string, when first asked for).
+        """
+        if len(raw) != DIGEST_BYTES * len(paths):
+            raise ValueError("manifest cache: digests miscounted")
+        return cls(Positions(paths), None, raw)
+
+    @property
+    def digests(self) -> str:
+        """Return the digests joined, 64 lowercase hex digits each."""
+        if self._digests is None:
+            self._digests = self._raw.hex()
+        return self._digests
+
+    def digest_bytes(self) -> bytes:
+        """Return the digests joined as bytes, 32 each."""
+        return bytes.fromhex(self._digests) if self._digests is not None else self._raw
 
     @classmethod
     def decode(cls, paths: object, digests: object, *, derived: bool = False) -> PackedFiles:
@@ -96,7 +123,9 @@ class PackedFiles(Mapping[str, str]):
         i = self.index.get(path)
         if i is None:
             return default
-        return self.digests[DIGEST * i : DIGEST * (i + 1)]
+        if self._digests is None:
+            return self._raw[DIGEST_BYTES * i : DIGEST_BYTES * (i + 1)].hex()
+        return self._digests[DIGEST * i : DIGEST * (i + 1)]
 
     def __getitem__(self, path: str) -> str:
         digest = self.get(path)
@@ -153,6 +182,10 @@ class PackedStats(Mapping[str, StatKey]):
 
     def _position(self, path: str) -> int | None:
         return self._positions.index.get(path)
+
+    def index_paths(self) -> None:
+        """Build the index of the paths now (it is built at the first lookup otherwise)."""
+        self._positions.index  # noqa: B018 - built by the property
 
     def get(self, path: str, default: StatKey | None = None) -> StatKey | None:  # type: ignore[override]
         """Return the stat of `path` (`default` if it has none)."""

@@ -72,6 +72,7 @@ class _Scanner:
         self.root = root
         self.prefetch = prefetch
         self.root_str = str(root)
+        self.prefix = os.path.join(self.root_str, "")  # + a relative path: the file's path
         self.patterns = patterns
         self.recorded_ns = time.time_ns()
         # This scan's own entries; with `layered`, over the previous's less `dropped`.
@@ -159,7 +160,7 @@ class _Scanner:
             if key is None:
                 return False
             try:
-                st = os.stat(os.path.join(self.root_str, name), follow_symlinks=False)
+                st = os.stat(self.prefix + name, follow_symlinks=False)
             except (OSError, ValueError):
                 return False
             return (
@@ -181,12 +182,14 @@ class _Scanner:
         if not again:
             self.listing[relative] = cached
             return
-        known = set(cached[0])
+        known = cached[0]
         dropped: set[str] = set()
-        for name in set(again) & known:
+        for name in dict.fromkeys(again):
+            if name not in known:  # (a few names: no set of the directory's files)
+                continue
             self.drop(name)
             try:
-                st = os.stat(os.path.join(self.root_str, name), follow_symlinks=False)
+                st = os.stat(self.prefix + name, follow_symlinks=False)
             except (OSError, ValueError):
                 dropped.add(name)
                 continue
@@ -209,6 +212,8 @@ class _Scanner:
                 by_find = _find_changes(self.root_str, start, self.prev_recorded_ns, second)
             else:  # what find saw, it saw after it started: the manifest dates from then
                 self.recorded_ns = min(self.recorded_ns, running.started_ns)
+                if isinstance(self.prev_stats, PackedStats):
+                    self.prev_stats.index_paths()  # needed below: built while the finds walk
                 by_find = running.collect()
         printed: set[str] = set()
         printed_by_dir: dict[str, list[str]] = {}
@@ -340,7 +345,7 @@ class _Scanner:
         """Hash what the stat cache could not vouch for; return the manifest."""
         failed: set[str] = set()
         for relative in self.to_hash:
-            digest = sha256_file(os.path.join(self.root_str, relative))
+            digest = sha256_file(self.prefix + relative)
             self.hashed += 1
             if digest is None:
                 self.drop(relative)

@@ -88,6 +88,43 @@ def pack_manifest(manifest: Manifest) -> tuple[PackedFiles, str]:
     return files, (_HEADER.pack(_MAGIC, len(order), len(dirs), crc) + body).hex()
 
 
+def proven_stat_bytes(
+    text: str,
+    files: Mapping[str, str],
+    dirs: Mapping[str, int],
+    recorded_ns: int,
+    patterns: tuple[str, ...],
+) -> bytes | None:
+    """Return `text` decoded if it is the stat cache of that manifest, else None."""
+    data = _decoded(text, files, dirs)
+    if data is None or not _fits(data, files, dirs, recorded_ns, patterns):
+        return None
+    return data
+
+
+def _decoded(text: str, files: Mapping[str, str], dirs: Mapping[str, int]) -> bytes | None:
+    """Return the bytes of a packed stat cache sized for `files` and `dirs`, else None."""
+    try:
+        data = bytes.fromhex(text)
+    except ValueError:
+        return None
+    return data if _decoded_size(data) == (len(files), len(dirs)) else None
+
+
+def _fits(
+    data: bytes,
+    files: Mapping[str, str],
+    dirs: Mapping[str, int],
+    recorded_ns: int,
+    patterns: tuple[str, ...],
+) -> bool:
+    """Return True if the crc of `data` is that of these files, dirs, time and patterns."""
+    crc: int = _HEADER.unpack_from(data)[3]
+    paths = files.paths if isinstance(files, PackedFiles) else list(files)
+    body = memoryview(data)[_HEADER.size :]
+    return crc == _crc(paths, list(dirs), recorded_ns, patterns, body)
+
+
 def unpack_stat_cache(
     text: str,
     files: Mapping[str, str],
@@ -96,30 +133,24 @@ def unpack_stat_cache(
     patterns: tuple[str, ...],
 ) -> StatCache | None:
     """Unpack `text` for the manifest `files` (in stored order); None if it does not fit."""
-    try:
-        data = bytes.fromhex(text)
-        magic, count, dir_count, crc = _HEADER.unpack_from(data)
-    except (ValueError, struct.error):
+    proven = files.proven_stats if isinstance(files, PackedFiles) else None
+    if proven is not None and proven[0] == text:
+        data: bytes | None = proven[1]  # checked against these files when it was cached
+    else:
+        data = proven_stat_bytes(text, files, dirs, recorded_ns, patterns)
+    if data is None or _decoded_size(data) != (len(files), len(dirs)):
         return None
-    if (
-        magic != _MAGIC
-        or count != len(files)
-        or dir_count != len(dirs)
-        or len(data) != _HEADER.size + 24 * count + 8 * dir_count
-    ):
-        return None
+    count = len(files)
     positions = files.positions if isinstance(files, PackedFiles) else Positions(list(files))
     paths = positions.paths
     dir_paths = list(dirs)
     start = _HEADER.size
-    if crc != _crc(paths, dir_paths, recorded_ns, patterns, memoryview(data)[start:]):
-        return None
     sizes = _from_little_endian("q", data[start : start + 8 * count])
     mtimes = _from_little_endian("q", data[start + 8 * count : start + 16 * count])
     inodes = _from_little_endian("Q", data[start + 16 * count : start + 24 * count])
     counts = _from_little_endian("q", data[start + 24 * count :])
     ends = list(accumulate(counts))
-    if (ends and ends[-1] > count) or (dir_count and min(counts) < 0):
+    if (ends and ends[-1] > count) or (len(dirs) and min(counts) < 0):
         return None
     stats = PackedStats(positions, sizes, mtimes, inodes)
     listing: Listing = {}
@@ -133,3 +164,14 @@ def unpack_stat_cache(
             if entry is not None:
                 entry[1].append(directory)
     return StatCache(stats, listing, paths[begin:])
+
+
+def _decoded_size(data: bytes) -> tuple[int, int] | None:
+    """Return (files, directories) of a decoded stat cache of the right length, else None."""
+    try:
+        magic, count, dir_count, _ = _HEADER.unpack_from(data)
+    except struct.error:
+        return None
+    if magic != _MAGIC or len(data) != _HEADER.size + 24 * count + 8 * dir_count:
+        return None
+    return count, dir_count

@@ -174,13 +174,14 @@ def test_the_manifest_cache_is_used_only_for_the_file_it_was_taken_from(
     assert resumed_manifest(manager, sid)[name] == "f" * 64
     # ...and the cache was taken again, from the edited file.
     data = path.read_bytes()
-    head = read_head(path)
     st = path.stat()
-    assert json.loads(cache.read_text())["snapshot"] == [
+    header = cache_header(cache)
+    assert (header.size, header.mtime_ns, header.crc32) == (
         st.st_size,
         st.st_mtime_ns,
-        zlib.crc32(data[head:]),
-    ]
+        zlib.crc32(data),
+    )
+    assert header.head == read_head(path)
     assert resumed_manifest(manager, sid)[name] == "f" * 64
 
 
@@ -220,20 +221,29 @@ def test_a_missing_or_damaged_cache_changes_nothing_but_speed(
     sid, path = saved(manager)
     files = read(path)["file_manifest"]
     cache = snapshot_file.cache_path(path)
-    record = json.loads(cache.read_text())
+    parts = snapshot_file.cache_parts(cache.read_bytes())
+    assert parts is not None
+    header, body = parts
     if damage == "delete":
         cache.unlink()
     elif damage == "garbage":
         cache.write_bytes(os.urandom(200))
     elif damage == "other file":
-        record["sha256"] = "e" * len(record["sha256"])
-        record["snapshot"][0] += 1  # the size of another file
-        cache.write_text(json.dumps(record))
+        names = header.names
+        digests = b"\xee" * (32 * header.files)
+        forged = bytes(body[:names]) + digests + bytes(body[names + len(digests) :])
+        other = header._replace(size=header.size + 1)  # the size of another file
+        cache.write_bytes(snapshot_file.cache_blob(other, forged))
     else:
-        record["head"] = 3
-        cache.write_text(json.dumps(record))
+        cache.write_bytes(snapshot_file.cache_blob(header._replace(head=3), bytes(body)))
     assert resumed_manifest(manager, sid) == files
-    assert json.loads(cache.read_text())["head"] == read_head(path)  # rebuilt
+    assert cache_header(cache).head == read_head(path)  # rebuilt
+
+
+def cache_header(cache: Path) -> snapshot_file.CacheHeader:
+    parts = snapshot_file.cache_parts(cache.read_bytes())
+    assert parts is not None
+    return parts[0]
 
 
 def read_head(path: Path) -> int:
