@@ -10,8 +10,8 @@ The hint is only a guess. A prefetched find is used only if it is exactly the fi
 scan would start itself (same start, same previous `recorded_ns`, same split) and was
 started moments ago; any other is stopped, and the scan runs its own. A manifest built
 with one is recorded as of the moment the finds were asked for, before find looked at
-anything, so the next scan looks again at whatever changed since. A hint that is missing, damaged or tampered
-with costs nothing but the gain.
+anything, so the next scan looks again at whatever changed since. A hint that is missing,
+damaged or tampered with costs nothing but the gain.
 """
 
 from __future__ import annotations
