@@ -208,13 +208,17 @@ class AcpAgent:
     async def _list_every_project(self, offset: int) -> ListSessionsResponse:
         from pathlib import Path
 
-        from session.store.every_project import every_project_rows
+        from session.store.choose import store_projects
 
         store = await asyncio.to_thread(self.sessions.store_of, Path.cwd().resolve())
         try:
-            entries = await asyncio.to_thread(every_project_rows, store)
+            found, _, _ = await asyncio.to_thread(
+                store_projects(store, every=True).rows, 0, None, empty=True
+            )
         finally:
             await asyncio.to_thread(store.close)
+        # A project whose workspace is not recorded is left out: no directory to name for it.
+        entries = [(scoped.row, scoped.workspace) for scoped in found if scoped.workspace]
         roots = {row[0]: cwd for row, cwd in entries}
         roots |= {sid: str(held.root) for sid, held in self.sessions.held.items()}
         here = {sid: None for sid in self.sessions.held}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from functools import partial
@@ -20,39 +19,29 @@ from typing import TYPE_CHECKING
 from ..checkpoint_storage import CheckpointRecord
 from ..checkpoints import Checkpoints
 from ..derive.history import HistoryBuilder
-from ..errors import (
-    ReadOnlySessionError,
-    SessionError,
-    SessionNotFoundError,
-)
+from ..errors import ReadOnlySessionError, SessionError, SessionNotFoundError
 from ..events import Event, Persistence
 from ..log.reader import LogScan, iter_log, scan_log
 from ..log.writer import EventLog
 from ..redaction import Redactor
 from ..snapshot import SessionState
-from ..storage import StorageError, fsync_dir, unlink_quiet
 from ..store.backend import StoreKind
 from ..store.editor import EditorProcess
 from ..store.rows import ListedRow, SessionInfo
 from ..store.seed_store import import_offered
 from ..store.session import Lock, Session, write_session_start
-from . import snapshot_file
+from . import pointers as pointer_files
 from .checkpoint_files import CheckpointFiles
+from .deleting import delete_files
 from .fork_source import local_fork_source
 from .layout import ProjectLayout
 from .listing import last_event_time, last_turn_end
 from .local_search import LocalSearch
 from .opening import open_from_files
-from .pointers import Pointers, pointers_naming
+from .pointers import Pointers
 from .project_listing import ProjectListing
 from .seed_import import import_session
-from .snapshots import (
-    KeptSnapshot,
-    file_identity,
-    log_warning,
-    read_snapshot_file,
-    write_snapshot_file,
-)
+from .snapshots import SnapshotReader, write_snapshot_file
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager as ContextManager
@@ -77,7 +66,7 @@ class SessionManager:
         self.layout = ProjectLayout(workspace_root, home=home, at=at)
         self.listing = ProjectListing(self.layout)
         self.pointers = Pointers(self.listing, self.exists)
-        self._kept_snapshot: KeptSnapshot | None = None
+        self.snapshots = SnapshotReader(self.layout)
 
     @property
     def workspace_root(self) -> Path:
@@ -103,6 +92,21 @@ class SessionManager:
     def label(self) -> str:
         """Return the store root."""
         return str(self.home)
+
+    @property
+    def project_name(self) -> str:
+        """Return the project's directory name (`<name>-<hash>`), as listings give it."""
+        return self.layout.project_dir.name
+
+    read_only_reason = notice = None  # the files have no store-wide read-only mode
+
+    def session_ids(self) -> list[str]:
+        """Return the ids of the project's sessions, from the file names."""
+        return list(self.layout.session_ids())
+
+    def log_location(self, session_id: str) -> str:
+        """Return the session's log file."""
+        return str(self.layout.log_path(session_id))
 
     def new_session_id(self) -> str:
         """Return a fresh random 12-hex id not used in this project."""
@@ -139,6 +143,14 @@ class SessionManager:
         """Remove this instance's pointer."""
         self.pointers.delete(instance_id)
 
+    def stale_pointers(self) -> list[str]:
+        """Return the instance ids of the pointers of editors that are gone."""
+        return [pointer.instance_id for pointer in pointer_files.stale_pointers(self.listing)]
+
+    def remove_stale_pointers(self) -> list[str]:
+        """Remove the pointer files of editors that are gone; return them."""
+        return [str(path) for path in pointer_files.remove_stale_pointers(self.listing)]
+
     def forget_stale_pointers(self, client: str | None, keep: str) -> None:
         """Remove `client`'s stale pointer files (`pointers.py`)."""
         self.pointers.forget_stale(client, keep)
@@ -174,24 +186,9 @@ class SessionManager:
     ) -> tuple[SessionState | None, str | None]:
         """Read and migrate a snapshot: (state or None, read-only reason or None).
 
-        `keep`: the caller only looks at the state, and the session is about to be opened
-        (the resume offer): the next read of this snapshot, if the file is unchanged, takes
-        this very state instead of parsing it again (a 20,000-file manifest is ~15 ms).
+        `keep`: the resume offer's read, handed to the open after it (`SnapshotReader`).
         """
-        path = self.layout.snapshot_path(session_id)
-        try:
-            self.layout.check_store_dirs()
-        except StorageError as exc:
-            log_warning(warnings, f"{path}: snapshot ignored ({exc})")
-            return None, None
-        kept, self._kept_snapshot = self._kept_snapshot, None
-        identity = file_identity(path)
-        if kept is not None and identity is not None and kept[:2] == (session_id, identity):
-            return kept[2]
-        result = read_snapshot_file(path, session_id, warnings)
-        if keep and identity is not None and identity == file_identity(path):
-            self._kept_snapshot = (session_id, identity, result)
-        return result
+        return self.snapshots.read(session_id, warnings, keep)
 
     def write_snapshot(self, session: Session, redactor: Redactor | None = None) -> Path:
         """Write the session's snapshot atomically, at the last turn boundary of its log."""
@@ -371,21 +368,7 @@ class SessionManager:
 
     def delete_session(self, session_id: str) -> list[Path]:
         """Delete a session's log, snapshot, lock, checkpoints and pointers; return them."""
-        # The pointers naming it: read while the session still exists.
-        removed = pointers_naming(self.layout.sessions_dir, session_id)
-        for path in removed:
-            unlink_quiet(path)
-        for path in (self.layout.log_path(session_id), self.layout.snapshot_path(session_id)):
-            if unlink_quiet(path):
-                removed.append(path)
-        snapshot_file.remove(self.layout.snapshot_path(session_id))
-        checkpoints = self.layout.checkpoints_dir / self.layout.checked(session_id)
-        if checkpoints.is_dir() and not checkpoints.is_symlink():
-            shutil.rmtree(checkpoints)
-            removed.append(checkpoints)
-        unlink_quiet(self.layout.lock_path(session_id))
-        fsync_dir(self.layout.sessions_dir)
-        return removed
+        return delete_files(self.layout, session_id)
 
     # -- checkpoints and blobs -----------------------------------------------------
 

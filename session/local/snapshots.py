@@ -15,9 +15,11 @@ from ..events import utcnow
 from ..log.reader import parse_event_line
 from ..redaction import Redactor
 from ..snapshot import SessionState
+from ..storage import StorageError
 from ..store.restore import parse_snapshot
 from ..store.session import Session, boundary_state
 from . import snapshot_file
+from .layout import ProjectLayout
 
 logger = logging.getLogger(__name__)
 
@@ -152,3 +154,35 @@ def file_identity(path: Path) -> tuple[int, int, int, int] | None:
 # A snapshot read for the resume offer and kept for the open that follows: the session, the
 # file's identity when read, and what the read returned (`SessionManager.read_snapshot`).
 KeptSnapshot = tuple[str, tuple[int, int, int, int], tuple[SessionState | None, str | None]]
+
+
+class SnapshotReader:
+    """Reads a project's snapshot files, handing the resume offer's read to the open after it."""
+
+    def __init__(self, layout: ProjectLayout) -> None:
+        self.layout = layout
+        self._kept: KeptSnapshot | None = None
+
+    def read(
+        self, session_id: str, warnings: list[str] | None, keep: bool
+    ) -> tuple[SessionState | None, str | None]:
+        """Read and migrate a snapshot: (state or None, read-only reason or None).
+
+        `keep`: the caller only looks at the state, and the session is about to be opened
+        (the resume offer): the next read of this snapshot, if the file is unchanged, takes
+        this very state instead of parsing it again (a 20,000-file manifest is ~15 ms).
+        """
+        path = self.layout.snapshot_path(session_id)
+        try:
+            self.layout.check_store_dirs()
+        except StorageError as exc:
+            log_warning(warnings, f"{path}: snapshot ignored ({exc})")
+            return None, None
+        kept, self._kept = self._kept, None
+        identity = file_identity(path)
+        if kept is not None and identity is not None and kept[:2] == (session_id, identity):
+            return kept[2]
+        result = read_snapshot_file(path, session_id, warnings)
+        if keep and identity is not None and identity == file_identity(path):
+            self._kept = (session_id, identity, result)
+        return result

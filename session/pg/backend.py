@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..checkpoint_storage import CheckpointRecord
 from ..checkpoints import Checkpoints
 from ..derive.history import HistoryBuilder
-from ..errors import SessionError, SessionLockedError, SessionNotFoundError
+from ..errors import SessionError, SessionNotFoundError
 from ..events import EVENT_ADAPTER, Event, Persistence
 from ..log.reader import LogScan
 from ..paths import host_name, is_valid_session_id, storage_root
@@ -33,7 +33,7 @@ from ..store.session import Session, boundary_state, write_session_start
 from ..workspace.identity import project_identity
 from .checkpoints import PgCheckpointStorage
 from .errors import DatabaseUnreachableError
-from .log import PgEventLog, replay_spool
+from .log import PgEventLog, take_up_spool
 from .offered import Offered
 from .offline import replay_left_spools
 from .opening import open_from_rows
@@ -41,7 +41,7 @@ from .project import choose_project
 from .search import ProjectSearch
 from .snapshot_cache import SnapshotCache
 from .snapshots import parse_snapshot
-from .spool import Spool, adopt_legacy_spool, in_use, spool_dir
+from .spool import adopt_legacy_spool, remove_left_spool, spool_dir
 from .store import PgStore
 from .writer import SessionWriter, held_sessions
 
@@ -117,6 +117,29 @@ class PgSessionStore(Offered):
         """Return the database, as `postgresql://role@host:port/db` (never the password)."""
         info = self.pg.info
         return f"postgresql://{info.user}@{info.where}/{info.dbname}"
+
+    @property
+    def project_name(self) -> str:
+        """Return the project's key in the database (its identity's, or as renamed)."""
+        return self.project
+
+    @property
+    def read_only_reason(self) -> str | None:
+        """Return why the database must not be written (a newer schema; a reader), or None."""
+        return self.pg.read_only_reason
+
+    @property
+    def notice(self) -> str | None:
+        """Return the schema's read-only reason when it is newer than this code, or None."""
+        return self.pg.status.read_only_reason if self.pg.status else None
+
+    def session_ids(self) -> list[str]:
+        """Return the ids of the project's sessions (one query)."""
+        return [info.session_id for info in self.list_sessions()]
+
+    def log_location(self, session_id: str) -> str:
+        """Return the database and the session, for messages."""
+        return f"{self.label} (session {session_id})"
 
     def new_session_id(self) -> str:
         """Return a fresh random id unused by this role (nor by a spool here, while away)."""
@@ -208,14 +231,8 @@ class PgSessionStore(Offered):
             return self.open_spooled(session_id, redactor)
         writer = None if read_only else self.pg.acquire_writer(session_id, redactor)
         try:
-            spool = Spool(self.spool_dir, session_id, writer.redactor if writer else Redactor())
-            if writer is not None and spool.exists:  # left by a process that died offline
-                if in_use(self.spool_dir, session_id):  # ...or one here that writes it now
-                    raise SessionLockedError(
-                        f"session {session_id} is in use by another agent-assist on this machine"
-                    )
-                replay_spool(spool, writer)
             if writer is not None:
+                take_up_spool(self.spool_dir, session_id, writer)
                 self.pg.set_host(session_id, host_name())
             row = self.pg.session(session_id)
             if row is None:  # deleted between the check and the lock
@@ -268,7 +285,7 @@ class PgSessionStore(Offered):
             )
         self.pg.put_snapshot(boundary_state(session), session.log.redactor)
         self.cache_snapshot(session.session_id)  # what a start while it is away offers
-        return f"{self.label} (session {session.session_id})"
+        return self.log_location(session.session_id)
 
     def save(self, session: Session) -> str:
         """Commit the session's events durably and store its snapshot."""
@@ -303,10 +320,6 @@ class PgSessionStore(Offered):
         )
         return [listed_row(row) for row in page[0]], page[1], page[2]
 
-    def list_every_project(self) -> list[tuple[ListedRow, str | None]]:
-        """Return the role's sessions of every project (one query), with their workspaces."""
-        return [(listed_row(row), row.workspace_root) for row in self.pg.list_sessions(None)]
-
     def acquire_lock(self, session_id: str) -> SessionWriter:
         """Take the session's writer lock (its advisory lock, on a connection of its own)."""
         return self.pg.acquire_writer(session_id)
@@ -316,19 +329,11 @@ class PgSessionStore(Offered):
         if not is_valid_session_id(session_id):
             return []
         removed: list[object] = [session_id] if self.pg.delete_session(session_id) else []
-        # the spool of a server that stopped while the database was away, if one was left
-        spool = Spool(self.spool_dir, session_id, Redactor())
-        if spool.exists:
-            spool.remove()
-            removed.append(spool.path)
-        return removed
+        spool = remove_left_spool(self.spool_dir, session_id)
+        return removed if spool is None else [*removed, spool]
 
     def held_locks(self, session_ids: Iterable[str]) -> set[str]:
-        """Return the sessions among `session_ids` whose writer lock a process holds now.
-
-        One look at `pg_locks` for all of them; no lock is taken. Only this role's writers
-        count (the key is derived from schema, role and session id, as `SessionWriter`'s).
-        """
+        """Return those of `session_ids` this role's writers lock now (one look at `pg_locks`)."""
         ids = [sid for sid in set(session_ids) if is_valid_session_id(sid)]
         if not ids:
             return set()
@@ -346,6 +351,12 @@ class PgSessionStore(Offered):
     def has_sessions(self) -> bool:
         """Return True if the project has a session here (empty ones included)."""
         return bool(self.list_sessions_page(0, 1, empty=True)[1])
+
+    def stale_pointers(self) -> list[str]:
+        """Return none: the database's pointers come from many machines (no pid says)."""
+        return []
+
+    remove_stale_pointers = stale_pointers
 
     def forget_stale_pointers(self, client: str | None, keep: str) -> None:
         """Nothing: the database keeps no pointer per editor process."""

@@ -263,13 +263,18 @@ class PgTransferStore:
 
 
 def import_seed_session(
-    store: ProjectSessions, seed: SeedSession, redactor: Redactor | None = None
+    store: ProjectSessions,
+    seed: SeedSession,
+    redactor: Redactor | None = None,
+    *,
+    dry_run: bool = False,
 ) -> ImportOutcome:
     """Copy a seed's session into the database, never over a session of its id.
 
     It is made ours in a scratch local store first (our session file, scrubbed as
     `local/seed_import.import_session` writes it, and its log begun by opening it), then copied and
     verified as `sessions migrate` copies; the scratch store is removed afterwards.
+    `dry_run`: only say whether it would be.
     """
     from ..errors import SessionError
     from ..local.manager import SessionManager
@@ -279,8 +284,10 @@ def import_seed_session(
 
     sid = seed.session_id
     if store.exists(sid):
-        why = "already in the database: not overwritten (skipped)"
+        why = "already there" if dry_run else "already in the database: not overwritten (skipped)"
         return ImportOutcome(sid, "already-imported", why)
+    if dry_run:
+        return ImportOutcome(sid, "would-import", "would be imported")
     target = PgTransferStore(store)
     with tempfile.TemporaryDirectory(prefix="agent-assist-import-") as scratch:
         staging = SessionManager(store.workspace_root, home=Path(scratch))

@@ -23,11 +23,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
 
-from ..errors import SessionError
+from ..errors import SessionError, SessionLockedError
 from ..events import EVENT_ADAPTER, Event, utcnow
 from ..log.writer import LogError
 from ..redaction import Redactor
@@ -35,7 +36,7 @@ from ..snapshot import SessionState
 from ..snapshot_meta import TITLE_CHARS
 from ..store.backend import DURABLE_TYPES
 from .errors import DatabaseUnreachableError, PgStoreError
-from .spool import Spool
+from .spool import Spool, in_use
 from .store import PgStore
 from .writer import SessionWriter
 
@@ -347,3 +348,18 @@ def replay_spool(
     writer.sync()
     spool.remove()
     return len(raws)
+
+
+def take_up_spool(spool_dir: Path, session_id: str, writer: SessionWriter) -> None:
+    """Send the spool a process that died offline left of `session_id`, if one was left.
+
+    `SessionLockedError` if a process on this machine writes that spool now.
+    """
+    spool = Spool(spool_dir, session_id, writer.redactor)
+    if not spool.exists:
+        return
+    if in_use(spool_dir, session_id):
+        raise SessionLockedError(
+            f"session {session_id} is in use by another agent-assist on this machine"
+        )
+    replay_spool(spool, writer)

@@ -179,6 +179,15 @@ class Spool:
             fsync_dir(self.directory)
 
 
+def remove_left_spool(directory: Path, session_id: str) -> Path | None:
+    """Delete the spool a server that stopped offline left of a deleted session; return it."""
+    spool = Spool(directory, session_id, Redactor())
+    if not spool.exists:
+        return None
+    spool.remove()
+    return spool.path
+
+
 def in_use(directory: Path, session_id: str) -> bool:
     """Return True if a process (this one too) holds the session's spool: it is writing it."""
     if fcntl is None or not is_valid_session_id(session_id):

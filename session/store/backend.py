@@ -34,7 +34,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..events import Event, Persistence
 from ..log.writer import SYNC_TYPES
@@ -118,15 +118,6 @@ class StoreSearch(Protocol):
         ...
 
 
-@runtime_checkable
-class AllProjectsListing(Protocol):
-    """A store that lists every project's sessions at once (PostgreSQL: the role's)."""
-
-    def list_every_project(self) -> list[tuple[ListedRow, str | None]]:
-        """Return every project's listing rows, newest first, with each one's workspace."""
-        ...
-
-
 class SessionLock(Protocol):
     """A session's writer lock, held until released (by this process only)."""
 
@@ -151,6 +142,21 @@ class SessionStore(Protocol):
     @property
     def workspace_root(self) -> Path:
         """Return the project root."""
+        ...
+
+    @property
+    def project_name(self) -> str:
+        """Return the project as listings name it: its directory locally, its key in a database."""
+        ...
+
+    @property
+    def read_only_reason(self) -> str | None:
+        """Return why the store refuses writes (a newer database schema; a reader), else None."""
+        ...
+
+    @property
+    def notice(self) -> str | None:
+        """Return what to tell the user on opening the store (a newer schema: only read)."""
         ...
 
     @property
@@ -311,6 +317,29 @@ class SessionStore(Protocol):
         """Return the sessions among `session_ids` whose writer lock a process holds now.
 
         Only looked at: no lock is taken (a file lock probed, `pg_locks` read).
+        """
+        ...
+
+    def session_ids(self) -> list[str]:
+        """Return the ids of the project's sessions (empty ones too), in no particular order."""
+        ...
+
+    def log_location(self, session_id: str) -> str:
+        """Return where a session's events are, for messages: a file, or the database and id."""
+        ...
+
+    def stale_pointers(self) -> list[str]:
+        """Return the instance ids of the pointers of editors that are gone (sessions idle).
+
+        A shared store keeps none: its pointers come from many machines, where no process
+        id says anything.
+        """
+        ...
+
+    def remove_stale_pointers(self) -> list[str]:
+        """Remove the stale pointers (found again: one may have been taken up since).
+
+        Return what went (locally the files).
         """
         ...
 

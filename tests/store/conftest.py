@@ -56,13 +56,11 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         pytest.skip(f"{PG_ENV} is not set: no PostgreSQL server for the store contract ({HOW})")
     import psycopg
 
-    from session.pg.backend import PgSessionStore
-
     schema = f"aat_{secrets.token_hex(6)}"
     opened: list[SessionStore] = []
 
     def pg() -> SessionStore:
-        one = PgSessionStore.open(dsn, workspace, schema=schema, pool_size=2)
+        one = open_store(dsn, workspace, schema=schema, pool_size=2)
         opened.append(one)
         return one
 

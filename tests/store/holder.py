@@ -23,11 +23,8 @@ def main(argv: list[str]) -> None:
     if kind == "local":
         store = open_store(None, Path(workspace), home=Path(where))
     else:
-        from session.pg.backend import PgSessionStore
-
-        store = PgSessionStore.open(
-            os.environ["AGENT_ASSIST_TEST_PG"], Path(workspace), schema=where, pool_size=1
-        )
+        dsn = os.environ["AGENT_ASSIST_TEST_PG"]
+        store = open_store(dsn, Path(workspace), schema=where, pool_size=1)
     writer = store.open_session(session_id)
     writer.append("turn/start", {"input": "held"}, turn=writer.state.turns + 1)
     sys.stdout.write("held\n")
