@@ -14,20 +14,10 @@ from typing import TYPE_CHECKING, Any
 from .output import confirm, counted, iso, short, write_json
 from .running import OK, ProblemError, UsageError
 from .table import clean, quoted
-from .targets import (
-    database_of,
-    in_use,
-    local_of,
-    project_name,
-    project_store,
-    resolve_session,
-    where,
-)
+from .targets import in_use, project_store, resolve_session, where
 
 if TYPE_CHECKING:
-    from session.local.pointers import StalePointer
-
-    from .targets import AnyStore
+    from session.store.backend import SessionStore
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -43,7 +33,7 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
 
 
-def removed_items(store: AnyStore, session_id: str) -> list[object] | None:
+def removed_items(store: SessionStore, session_id: str) -> list[object] | None:
     """Delete a session under its lock (`session.deletion`); what went, for `--json`.
 
     None: kept (`only_empty` is not asked here). `SessionLockedError` if it is in use.
@@ -53,7 +43,7 @@ def removed_items(store: AnyStore, session_id: str) -> list[object] | None:
     deleted = delete_unless_in_use(store, session_id)
     if deleted is None:
         return None
-    if database_of(store) is None:
+    if store.kind == "local":
         return [*deleted.removed, *deleted.blobs]
     return [  # the row (an id), a leftover spool (a path), the blobs (digests)
         *(f"session {item}" if isinstance(item, str) else item for item in deleted.removed),
@@ -67,7 +57,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
         return remove(args, store)
 
 
-def remove(args: argparse.Namespace, store: AnyStore) -> int:
+def remove(args: argparse.Namespace, store: SessionStore) -> int:
     """`sessions rm ID` in `store`."""
     from session.errors import SessionLockedError
 
@@ -89,8 +79,8 @@ def remove(args: argparse.Namespace, store: AnyStore) -> int:
         ) from None
     if args.json:
         write_json({"deleted": [session_id], "removed": [str(p) for p in removed]})
-    elif (database := database_of(store)) is not None:
-        sys.stdout.write(f"Deleted session {session_id} from {database.label}.\n")
+    elif store.kind == "postgresql":
+        sys.stdout.write(f"Deleted session {session_id} from {store.label}.\n")
     else:
         sys.stdout.write(f"Deleted session {session_id} ({counted(len(removed), 'file')}).\n")
     return OK
@@ -105,25 +95,13 @@ def cmd_prune(args: argparse.Namespace) -> int:
         return prune(args, store, age)
 
 
-def stale_pointers(store: AnyStore) -> list[StalePointer]:
-    """Return the local pointers of editor processes that are gone (none in a database)."""
-    if database_of(store) is not None:
-        return []  # a shared store's pointers come from many machines: no pid says anything
-    from session.local.pointers import stale_pointers as stale
-
-    return stale(local_of(store).listing)
-
-
-def _remove_pointers(store: AnyStore, report: dict[str, Any]) -> None:
+def _remove_pointers(store: SessionStore, report: dict[str, Any]) -> None:
     """Remove the stale pointers (found again: one may have been taken up since)."""
-    if database_of(store) is None and report["stalePointers"]:
-        from session.local.pointers import remove_stale_pointers
-
-        removed = remove_stale_pointers(local_of(store).listing)
-        report["removedPointers"] = [str(path) for path in removed]
+    if report["stalePointers"]:
+        report["removedPointers"] = store.remove_stale_pointers()
 
 
-def _chosen(args: argparse.Namespace, store: AnyStore, cutoff: datetime | None) -> list[Any]:
+def _chosen(args: argparse.Namespace, store: SessionStore, cutoff: datetime | None) -> list[Any]:
     """Return the sessions older than `cutoff` and/or without a turn, as `args` ask."""
     chosen = store.list_sessions()
     if cutoff is not None:
@@ -134,7 +112,7 @@ def _chosen(args: argparse.Namespace, store: AnyStore, cutoff: datetime | None) 
     return chosen
 
 
-def prune(args: argparse.Namespace, store: AnyStore, age: timedelta | None) -> int:
+def prune(args: argparse.Namespace, store: SessionStore, age: timedelta | None) -> int:
     """`sessions prune` in `store`."""
     from session.deletion import delete_unless_in_use
     from session.errors import SessionLockedError
@@ -144,7 +122,7 @@ def prune(args: argparse.Namespace, store: AnyStore, age: timedelta | None) -> i
     held = store.held_locks(i.session_id for i in old)
     busy = [i for i in old if i.session_id in held]
     candidates = [i for i in old if i not in busy]
-    name = project_name(store)
+    name = store.project_name
     report: dict[str, Any] = {
         "project": name,
         "olderThan": args.older_than,
@@ -162,14 +140,14 @@ def prune(args: argparse.Namespace, store: AnyStore, age: timedelta | None) -> i
         out.append(f"  {info.session_id}  {short(info.updated_at)}  {title}")
     for info in busy:
         out.append(f"  {info.session_id}  in use: skipped")
-    pointers = stale_pointers(store)
-    report["stalePointers"] = [p.instance_id for p in pointers]
+    pointers = store.stale_pointers()
+    report["stalePointers"] = pointers
     report["removedPointers"] = []
     if not args.json:
         asked = [f"older than {args.older_than}"] if args.older_than else []
         asked += ["without a turn"] if args.empty else []
         head = "Would delete" if args.dry_run else " and ".join(asked).capitalize()
-        place = name if database_of(store) is None else where(store)
+        place = name if store.kind == "local" else where(store)
         sys.stdout.write(f"{head}: {counted(len(candidates), 'session')} in {place}\n")
         sys.stdout.write("".join(line + "\n" for line in out))
         if pointers:
@@ -177,7 +155,7 @@ def prune(args: argparse.Namespace, store: AnyStore, age: timedelta | None) -> i
                 f"{counted(len(pointers), 'stale pointer')}: of editors that are gone, naming no "
                 "session in use (the sessions stay)\n"
             )
-            sys.stdout.write("".join(f"  {clean(p.instance_id)}\n" for p in pointers))
+            sys.stdout.write("".join(f"  {clean(instance)}\n" for instance in pointers))
     if args.dry_run or not candidates:
         if not args.dry_run:
             _remove_pointers(store, report)

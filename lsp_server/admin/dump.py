@@ -10,8 +10,7 @@ from .output import iso
 if TYPE_CHECKING:
     from session.events import Event
     from session.snapshot import SessionState
-
-    from .targets import AnyStore
+    from session.store.backend import SessionStore
 
 
 @dataclass
@@ -26,16 +25,16 @@ class SessionDump:
     read_only: str | None = None
 
 
-def load_session(manager: AnyStore, session_id: str) -> SessionDump:
+def load_session(store: SessionStore, session_id: str) -> SessionDump:
     """Read a session's events (and snapshot) without opening it for writing."""
     from session.derive.transcript import transcript
     from session.snapshot import state_from_events
 
     from ..protocol import transcript_items
 
-    scan = manager.read_events(session_id)
+    scan = store.read_events(session_id)
     warnings: list[str] = []
-    state, snapshot_read_only = manager.read_snapshot(session_id, warnings)
+    state, snapshot_read_only = store.read_snapshot(session_id, warnings)
     if state is None:
         state = state_from_events(session_id, scan.events)
     problems = [p.message for p in scan.problems if p.kind != "recovered"] + warnings
@@ -49,18 +48,11 @@ def load_session(manager: AnyStore, session_id: str) -> SessionDump:
     )
 
 
-def session_meta(dump: SessionDump, manager: AnyStore) -> dict[str, Any]:
+def session_meta(dump: SessionDump, store: SessionStore) -> dict[str, Any]:
     """Return the session's metadata as `show --json` and `export` print it.
 
     `log` is the log file, or for PostgreSQL the database and the session id.
     """
-    from .targets import database_of, local_of
-
-    database = database_of(manager)
-    if database is not None:
-        log = f"{database.label} (session {dump.session_id})"
-    else:
-        log = str(local_of(manager).layout.log_path(dump.session_id))
     state = dump.state
     meta: dict[str, Any] = {
         "sessionId": dump.session_id,
@@ -70,8 +62,8 @@ def session_meta(dump: SessionDump, manager: AnyStore) -> dict[str, Any]:
         "turns": state.turns,
         "events": len(dump.events),
         "parentSessionId": state.parent_session_id,
-        "workspace": str(manager.workspace_root),
-        "log": log,
+        "workspace": str(store.workspace_root),
+        "log": store.log_location(dump.session_id),
         "persistence": state.persistence,
         "problems": dump.problems,
         "readOnly": dump.read_only,

@@ -23,7 +23,7 @@ from .targets import workspace_of
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from session.pg.importing import PgTransferStore
+    from session.store.backend import SessionStore
     from session.transfer import SessionResult, TransferProgress
 
 _NOT_COPIED = ("in-use", "skipped", "failed")
@@ -54,29 +54,26 @@ def register_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=lambda a: run_command(a, cmd_migrate))
 
 
-def _open_database(
-    dsn: str, schema: str, workspace: Path, *, create: bool
-) -> PgTransferStore | None:
+def _open_database(dsn: str, schema: str, workspace: Path, *, create: bool) -> SessionStore | None:
     """Open the project's sessions in the database; None if it has no schema and not `create`."""
-    from session.pg.backend import PgSessionStore
-    from session.pg.importing import PgTransferStore, schema_exists
-    from session.pg.store import PgStore
+    from session.pg.importing import schema_exists
+    from session.store.choose import open_store
 
     if not create and not schema_exists(dsn, schema):
         return None
-    return PgTransferStore(PgSessionStore(PgStore.open(dsn, schema=schema, pool_size=2), workspace))
+    # Its schema created or upgraded to this version's, whichever way the copy goes.
+    return open_store(dsn, workspace, schema=schema, pool_size=2, create=True)
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     """`sessions migrate`: see the module docstring."""
     import psycopg
 
-    from session.local.importing import LocalTransferStore
-    from session.local.manager import SessionManager
     from session.pg.dsn import parse_dsn, without_secrets
     from session.pg.errors import InvalidDsnError
     from session.pg.importing import database_label
     from session.pg.query import DEFAULT_SCHEMA, check_schema_name
+    from session.store.choose import open_store, transfer_side
     from session.transfer import BATCH, transfer
 
     workspace = workspace_of(args)
@@ -88,19 +85,20 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if args.batch_size is not None and args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
-    local = LocalTransferStore(SessionManager(workspace))
+    local = transfer_side(open_store(None, workspace))
     if args.to and not local.session_ids():
         raise ProblemError(_nothing(local.description, workspace))
     try:
-        database = _open_database(dsn, schema, workspace, create=bool(args.to) and not args.dry_run)
+        store = _open_database(dsn, schema, workspace, create=bool(args.to) and not args.dry_run)
         try:
-            if database is None and args.source:
+            if store is None and args.source:
                 raise ProblemError(
                     f"{database_label(info, schema)} does not exist (no agent-assist schema "
                     "there): there are no sessions to copy from it"
                 )
-            if args.to and database is not None and database.pg.read_only_reason:
-                raise ProblemError(database.pg.read_only_reason)
+            if args.to and store is not None and store.read_only_reason:
+                raise ProblemError(store.read_only_reason)
+            database = transfer_side(store) if store is not None else None
             source = local if args.to else database
             target = database if args.to else local
             assert source is not None
@@ -117,8 +115,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
                     progress=display,
                 )
         finally:
-            if database is not None:
-                database.pg.close()
+            if store is not None:
+                store.close()
     except psycopg.Error as exc:  # a statement failed (connection failures are reported apart)
         detail = without_secrets((str(exc).strip().splitlines() or [type(exc).__name__])[0], info)
         raise ProblemError(f"PostgreSQL at {info.where}: {detail}") from None

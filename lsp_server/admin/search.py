@@ -16,7 +16,7 @@ from session.terminal_text import inert
 from .output import counted, plain_console, write_json
 from .running import OK, PROBLEM, ProblemError, UsageError
 from .table import quoted
-from .targets import managers, open_database, store_spec
+from .targets import projects, store_spec
 
 NOT_AVAILABLE = "search is not available in this build (session/search/ is missing)"
 DATABASE_INDEXES = (
@@ -71,40 +71,15 @@ def shown_time(ts: str | None) -> str:
     return datetime.fromisoformat(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
-def local_search(args: argparse.Namespace, index_cls: Any, filters: Any) -> list[dict[str, Any]]:
-    """Search the local index of this project (or of every project)."""
-    results: list[dict[str, Any]] = []
-    for manager in managers(args):
-        if not manager.layout.sessions_dir.is_dir():
-            continue
-        with index_cls.for_project(manager.layout) as index:
-            index.sync(manager.layout)
-            for hit in index.search(args.text, limit=args.limit, filters=filters):
-                results.append(hit_json(manager.layout.project_dir.name, hit))
-    return results
+def found_hits(args: argparse.Namespace, filters: Any) -> tuple[list[dict[str, Any]], int]:
+    """Search this project (or every project), and say how many events were not indexed.
 
-
-def database_search(
-    args: argparse.Namespace, spec: str, filters: Any
-) -> tuple[list[dict[str, Any]], int]:
-    """Search the PostgreSQL store: this project, or each of the role's projects there.
-
-    Only reading: what the database's index has not caught up yet (servers index it when
-    they search) is read from the events; return the results and how many events that was.
+    A database is only read: what its index has not caught up yet (servers index it when
+    they search) is read from the events, and counted.
     """
-    with open_database(args, spec) as store:
-        if not args.all_projects:
-            found = store.open_search().search(args.text, limit=args.limit, filters=filters)
-            return [hit_json(store.project, h) for h in found], store.pg.unindexed
-        projects = dict.fromkeys(row.project for row in store.pg.list_sessions(None))
-        results, unindexed = [], 0
-        from session.pg.search import search
-
-        for project in projects:
-            for hit in search(store.pg, project, args.text, None, args.limit, filters):
-                results.append(hit_json(project, hit))
-            unindexed += store.pg.unindexed
-        return results, unindexed
+    with projects(args) as scope:
+        found = scope.search(args.text, args.limit, filters)
+        return [hit_json(project, hit) for project, hit in found], scope.unindexed
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -116,11 +91,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise UsageError("search text is empty")
     filters = filters_of(args)
     spec = store_spec(args)
-    unindexed = 0
-    if spec is None:
-        results = local_search(args, index_cls, filters)
-    else:
-        results, unindexed = database_search(args, spec, filters)
+    results, unindexed = found_hits(args, filters)
     if args.json:
         found: dict[str, Any] = {"query": args.text, "results": results}
         if spec is not None:
@@ -166,38 +137,35 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     index_cls = search_index()
     if index_cls is None:
         raise ProblemError(NOT_AVAILABLE)
-    if store_spec(args) is not None:
+    if store_spec(args) is not None:  # not connected to: nothing would be done there
         if args.json:
             write_json({"projects": [], "store": "postgresql", "message": DATABASE_INDEXES})
         else:
             sys.stdout.write(DATABASE_INDEXES + "\n")
         return OK
-    reports = []
-    for manager in managers(args):
-        if not manager.layout.sessions_dir.is_dir():
-            continue
-        with index_cls.for_project(manager.layout) as index:
-            stats = index.rebuild(manager.layout)
-        reports.append(
-            {
-                "project": manager.layout.project_dir.name,
-                "sessions": stats.sessions,
-                "events": stats.events,
-                "rows": stats.rows,
-                "skipped": stats.skipped,
-                "problems": list(stats.problems),
-            }
-        )
+    with projects(args) as scope:
+        done = scope.reindex() or []
+    reports = [
+        {
+            "project": r.project,
+            "sessions": r.sessions,
+            "events": r.events,
+            "rows": r.rows,
+            "skipped": r.skipped,
+            "problems": list(r.problems),
+        }
+        for r in done
+    ]
     if args.json:
         write_json({"projects": reports})
     else:
-        for r in reports:
+        for r in done:
             sys.stdout.write(
-                f"{r['project']}: {counted(r['sessions'], 'session')}, "
-                f"{counted(r['events'], 'event')}, {r['rows']} text rows indexed\n"
+                f"{r.project}: {counted(r.sessions, 'session')}, "
+                f"{counted(r.events, 'event')}, {r.rows} text rows indexed\n"
             )
-            for problem in r["problems"]:
+            for problem in r.problems:
                 sys.stdout.write(f"  ⚠ {problem}\n")
-        if not reports:
+        if not done:
             sys.stdout.write("Nothing to index.\n")
-    return PROBLEM if any(r["skipped"] for r in reports) else OK
+    return PROBLEM if any(r.skipped for r in done) else OK

@@ -27,6 +27,7 @@ from .table import render, terminal_columns
 from .targets import open_database, store_spec, workspace_of
 
 if TYPE_CHECKING:
+    from session.store.backend import SessionStore
     from session.store.seed_store import ImportOutcome, SeedScan, SeedSession
 
 _STATUS_WORDS = {
@@ -93,28 +94,19 @@ def _chosen(found: SeedScan, args: argparse.Namespace) -> list[SeedSession] | No
 
 def cmd_import(args: argparse.Namespace) -> int:
     """`sessions import`: see the module docstring."""
-    from session.local.manager import SessionManager
-    from session.local.seed_import import import_session
-    from session.store.seed_store import is_imported, scan
+    from session.store.choose import open_store, seed_destination
+    from session.store.seed_store import scan
 
     workspace = workspace_of(args)
     found = scan(workspace, Path(args.source) if args.source else None)
     chosen = _chosen(found, args) if found.sessions else None
     spec = store_spec(args)
     if spec is not None:
-        outcomes, statuses, into = _into_database(args, spec, workspace, found, chosen or [])
+        outcomes, statuses, into = _into_database(args, spec, found, chosen or [])
     else:
-        manager = SessionManager(workspace)
-        into = str(manager.layout.sessions_dir)
-        outcomes = {}
-        for seed in chosen or []:
-            outcomes[seed.session_id] = import_session(manager.listing, seed, dry_run=args.dry_run)
-        statuses = {
-            s.session_id: outcomes[s.session_id].status
-            if s.session_id in outcomes
-            else ("already-imported" if is_imported(manager, s.session_id) else "not-imported")
-            for s in found.sessions
-        }
+        store = open_store(None, workspace)
+        outcomes, statuses = _import(store, found, chosen or [], dry_run=args.dry_run)
+        into = seed_destination(store)
     if args.json:
         _report_json(args, found, statuses, outcomes)
     else:
@@ -127,47 +119,45 @@ def cmd_import(args: argparse.Namespace) -> int:
     return PROBLEM if failed else OK
 
 
+def _import(
+    store: SessionStore, found: SeedScan, chosen: list[SeedSession], *, dry_run: bool
+) -> tuple[dict[str, ImportOutcome], dict[str, str]]:
+    """Import `chosen` into `store`: (their outcomes, every session found's status)."""
+    from session.store.choose import import_seed_session
+    from session.store.seed_store import is_imported
+
+    outcomes: dict[str, ImportOutcome] = {}
+    for seed in chosen:
+        outcomes[seed.session_id] = import_seed_session(store, seed, dry_run=dry_run)
+    statuses = {
+        s.session_id: outcomes[s.session_id].status
+        if s.session_id in outcomes
+        else ("already-imported" if is_imported(store, s.session_id) else "not-imported")
+        for s in found.sessions
+    }
+    return outcomes, statuses
+
+
 def _into_database(
-    args: argparse.Namespace,
-    spec: str,
-    workspace: Path,
-    found: SeedScan,
-    chosen: list[SeedSession],
+    args: argparse.Namespace, spec: str, found: SeedScan, chosen: list[SeedSession]
 ) -> tuple[dict[str, ImportOutcome], dict[str, str], str]:
     """Import `chosen` into the PostgreSQL store: (outcomes, every session's status, where).
 
     Each as `import_seed_session` does; one already in the database is never overwritten.
     """
-    from session.pg.importing import database_label, import_seed_session
+    from session.store.choose import seed_destination
     from session.store.seed_store import ImportOutcome
 
-    outcomes: dict[str, ImportOutcome] = {}
     there, label = _schema_there(args, spec) if args.dry_run else (True, "")
     if not there:  # a dry run, nothing stored yet: all would be
-        for seed in chosen:
-            outcomes[seed.session_id] = ImportOutcome(seed.session_id, "would-import", "")
+        outcomes = {s.session_id: ImportOutcome(s.session_id, "would-import", "") for s in chosen}
         statuses = {s.session_id: "not-imported" for s in found.sessions}
         statuses.update({sid: "would-import" for sid in outcomes})
         return outcomes, statuses, f"{label} (created then)"
     with open_database(args, spec, create=not args.dry_run) as store:
-        label = database_label(store.pg.info, store.pg.schema)
-        if store.pg.read_only_reason and chosen and not args.dry_run:
-            raise ProblemError(store.pg.read_only_reason)
-        for seed in chosen:
-            sid = seed.session_id
-            if args.dry_run and not store.exists(sid):
-                outcomes[sid] = ImportOutcome(sid, "would-import", "would be imported")
-            elif args.dry_run:
-                outcomes[sid] = ImportOutcome(sid, "already-imported", "already there")
-            else:
-                outcomes[sid] = import_seed_session(store, seed)
-        statuses = {
-            s.session_id: outcomes[s.session_id].status
-            if s.session_id in outcomes
-            else ("already-imported" if store.exists(s.session_id) else "not-imported")
-            for s in found.sessions
-        }
-        return outcomes, statuses, label
+        if store.read_only_reason and chosen and not args.dry_run:
+            raise ProblemError(store.read_only_reason)
+        return (*_import(store, found, chosen, dry_run=args.dry_run), seed_destination(store))
 
 
 def _schema_there(args: argparse.Namespace, spec: str) -> tuple[bool, str]:

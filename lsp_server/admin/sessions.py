@@ -13,7 +13,7 @@ from session.paths import is_valid_session_id
 from .output import counted, write_json
 from .running import OK, USAGE
 from .table import render, terminal_columns
-from .targets import listings, open_database, store_spec, workspace_of
+from .targets import open_database, projects, store_spec, workspace_of
 
 if TYPE_CHECKING:
     from session.store.rows import ListedRow
@@ -42,61 +42,17 @@ SEED_SOURCE = "source: seed store"  # the status of a row of the seed's store (n
 TABLE_LIMIT = 50  # rows in the table unless --limit says otherwise
 
 
-def _window(offset: int, limit: int | None) -> slice:
-    """Return the slice of all rows (newest first) that a page is."""
-    return slice(offset, None if limit is None else offset + limit)
-
-
-def local_listing(
+def listing(
     args: argparse.Namespace, limit: int | None, offset: int = 0
 ) -> tuple[list[dict[str, Any]], int, int]:
-    """Return the rows of the local listing (this project, or all), their total and the folded.
+    """Return the rows of the listing (this project, or all), their total and the folded.
 
     The folded: how many sessions without a turn were left out (none with `--empty`).
     """
-    found: list[tuple[ListedRow, int, bool]] = []  # (row, index of its project, in use)
-    projects: list[tuple[str, str]] = []
-    total = folded = 0
-    every = listings(args)
-    for listing in every:
-        window = (offset, limit) if len(every) == 1 else (0, _window(offset, limit).stop)
-        # With several projects, the newest offset + limit of each, merged below.
-        page, count, held, left_out = listing.list_rows_in_use(*window, empty=args.empty)
-        n = len(projects)
-        layout = listing.layout
-        projects.append((layout.project_dir.name, str(layout.workspace_root)))
-        found += [(row, n, row[0] in held) for row in page]
-        total += count
-        folded += left_out
-    if len(every) > 1:  # each project's page is in order already
-        found.sort(key=lambda listed: listed[0][7], reverse=True)
-        found = found[_window(offset, limit)]
-    return [row_json(row, *projects[n], busy) for row, n, busy in found], total, folded
-
-
-def database_listing(
-    args: argparse.Namespace, spec: str, limit: int | None, offset: int = 0
-) -> tuple[list[dict[str, Any]], int, int]:
-    """Return the rows of the PostgreSQL listing (this project, or all the role's)."""
-    from session.store.rows import listed_row
-
-    with open_database(args, spec) as store:
-        if not args.all_projects:
-            page, total, folded = store.list_rows_page(offset, limit, empty=args.empty)
-            busy = store.held_locks(row[0] for row in page)
-            here = str(store.workspace_root)
-            rows = [row_json(row, store.project, here, row[0] in busy) for row in page]
-            return rows, total, folded
-        every = store.pg.list_sessions(None)  # one query: the role's sessions of every project
-        # No summary read here: a session without a turn or a title is folded.
-        listed = [r for r in every if args.empty or r.turns or r.title is not None]
-        chosen = listed[_window(offset, limit)]
-        busy = store.held_locks(r.session_id for r in chosen)
-        rows = []
-        for r in chosen:
-            busy_here = r.session_id in busy
-            rows.append(row_json(listed_row(r), r.project, r.workspace_root or "", busy_here))
-        return rows, len(listed), len(every) - len(listed)
+    with projects(args) as scope:
+        page, total, folded = scope.rows(offset, limit, empty=args.empty)
+    rows = [row_json(s.row, s.project, s.workspace, s.in_use) for s in page]
+    return rows, total, folded
 
 
 def without_turn(count: int) -> str:
@@ -119,14 +75,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         return USAGE
     spec = store_spec(args)
     seed: list[dict[str, Any]] = []
-    if spec is None:
-        rows, total, folded = local_listing(args, limit, offset)
-        if not args.all_projects:  # the seed's sessions not imported yet, after ours
-            seed = local_seed_rows(args)
-    else:
-        rows, total, folded = database_listing(args, spec, limit, offset)
-        if not args.all_projects:
-            seed = database_seed_rows(args, spec)
+    rows, total, folded = listing(args, limit, offset)
+    if not args.all_projects:  # the seed's sessions not imported yet, after ours
+        seed = local_seed_rows(args) if spec is None else database_seed_rows(args, spec)
     last_page = offset + len(rows) >= total
     if args.json:
         write_json({"sessions": rows + (seed if last_page else []), "total": total})
@@ -164,9 +115,10 @@ def elsewhere(args: argparse.Namespace, spec: str | None) -> str:
     if spec is not None:
         return "Sessions of other projects: agent-assist sessions list --all-projects\n"
     from session.local.catalog import project_dirs
+    from session.local.scope import project_dir
     from session.paths import storage_root
 
-    here = listings(args)[0].layout.project_dir
+    here = project_dir(workspace_of(args))
     counts = [n for d in project_dirs(storage_root()) if d != here and (n := saved_in(d))]
     if not counts:
         return ""
@@ -198,14 +150,16 @@ def local_seed_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     if locate(workspace_of(args)).sessions_dir is None:  # a stat or two without a seed store
         return []
-    layout = listings(args)[0].layout
-    ours = layout.project_dir / "sessions"
+    from session.local.scope import project_dir
+
+    workspace = workspace_of(args)
+    ours = project_dir(workspace) / "sessions"
 
     def imported(session_id: str) -> bool:
         names = (f"{session_id}.json", f"{session_id}.events.jsonl")
         return any((ours / name).exists() for name in names)
 
-    return seed_rows(layout.workspace_root, imported)
+    return seed_rows(workspace, imported)
 
 
 def database_seed_rows(args: argparse.Namespace, spec: str) -> list[dict[str, Any]]:

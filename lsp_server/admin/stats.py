@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 from .output import counted, write_json
 from .running import OK, ProblemError, UsageError
 from .table import quoted, render, terminal_columns
-from .targets import managers, open_database, store_spec, where
+from .targets import projects, where
 
 if TYPE_CHECKING:
     from session.derive.stats import Stats, StatsFold
+    from session.store.backend import SessionStore
 
 COLUMNS = ("turns", "steps", "tool calls", "tool errors", "tokens in", "tokens out", "model time")
 
@@ -37,19 +38,23 @@ def bounds(args: argparse.Namespace) -> tuple[datetime | None, datetime | None]:
     return found[0], found[1]
 
 
-def local_stats(args: argparse.Namespace, fold: StatsFold) -> None:
-    """Fold this project's sessions (or every project's) from their log files."""
+def fold_sessions(args: argparse.Namespace, fold: StatsFold) -> None:
+    """Fold this project's sessions (or every project's) as they are stored."""
     from session.derive.stats import fold_store
 
-    every = managers(args)
-    projects = [(m, set(m.layout.session_ids())) for m in every if m.layout.sessions_dir.is_dir()]
-    wanted = None
-    if args.session is not None:
-        held = set().union(*(ids for _, ids in projects))
-        wanted = among(held, args.session, "any project" if args.all_projects else where(every[0]))
-    for manager, known in projects:
-        ids = sorted(known) if wanted is None else [wanted] if wanted in known else []
-        fold_store(fold, manager, ids, known)
+    with projects(args) as scope:
+        groups: dict[int, tuple[SessionStore, set[str]]] = {}  # by the store that reads them
+        for session_id, _project, store in scope.sessions():
+            groups.setdefault(id(store), (store, set()))[1].add(session_id)
+        wanted = None
+        if args.session is not None:
+            held = set().union(*(ids for _, ids in groups.values()))
+            here = next(iter(scope.stores().values()), None)
+            place = "any project" if args.all_projects or here is None else where(here)
+            wanted = among(held, args.session, place)
+        for store, known in groups.values():
+            ids = sorted(known) if wanted is None else [wanted] if wanted in known else []
+            fold_store(fold, store, ids, known)
 
 
 def among(ids: set[str], wanted: str, where: str) -> str:
@@ -66,22 +71,6 @@ def among(ids: set[str], wanted: str, where: str) -> str:
     raise ProblemError(f"no session {wanted} in {where}")
 
 
-def database_stats(args: argparse.Namespace, spec: str, fold: StatsFold) -> None:
-    """Fold the PostgreSQL store's sessions: this project's, or every project's of the role."""
-    from session.derive.stats import fold_store
-
-    with open_database(args, spec) as store:
-        if args.all_projects:
-            known = {row.session_id for row in store.pg.list_sessions(None)}
-        else:
-            known = {info.session_id for info in store.list_sessions()}
-        ids = sorted(known)
-        if args.session is not None:
-            place = "any project" if args.all_projects else where(store)
-            ids = [among(known, args.session, place)]
-        fold_store(fold, store, ids, known)
-
-
 def cmd_stats(args: argparse.Namespace) -> int:
     """`sessions stats`: a table, or with `--json` the LSP result's shape."""
     from session.derive.stats import StatsFold
@@ -90,11 +79,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.session is not None:
         args.session = args.session.strip().lower()
     fold = StatsFold(since, until)
-    spec = store_spec(args)
-    if spec is None:
-        local_stats(args, fold)
-    else:
-        database_stats(args, spec, fold)
+    fold_sessions(args, fold)
     stats = fold.result()
     if args.json:
         write_json(stats_json(stats))

@@ -11,36 +11,35 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
+
+from session.store.choose import (
+    SCHEMA_ENV,
+    STORE_ENV,
+    local_projects,
+    open_store,
+    store_kind,
+    store_projects,
+)
 
 from .running import ProblemError, UsageError
 from .table import quoted
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
-    from session.local.manager import SessionManager
-    from session.local.project_listing import ProjectListing
-    from session.pg.backend import PgSessionStore
     from session.pg.dsn import DsnInfo
+    from session.store.backend import SessionStore
+    from session.store.projects import StoreProjects
 
-    AnyStore: TypeAlias = SessionManager | PgSessionStore
-
-# As `session.store.choose` (STORE_ENV, store_kind), which is not imported here: it loads the
-# models, and a local `sessions list` answers without them.
-STORE_ENV = "AGENT_ASSIST_STORE"
 LOCAL_HINT = "--store local reads the local files"
 
 
 def store_spec(args: argparse.Namespace) -> str | None:
     """Return the PostgreSQL connection string the store is, or None for the local files."""
     spec = getattr(args, "store", None) or os.environ.get(STORE_ENV)
-    if spec is None or spec.strip() in ("", "local"):
-        return None
-    return spec.strip()
+    return None if store_kind(spec) == "local" or spec is None else spec.strip()
 
 
 def workspace_of(args: argparse.Namespace) -> Path:
@@ -51,15 +50,8 @@ def workspace_of(args: argparse.Namespace) -> Path:
     return path.resolve()
 
 
-def project_manager(args: argparse.Namespace) -> SessionManager:
-    """Return the manager of the project of `--workspace` (default: the current directory)."""
-    from session.local.manager import SessionManager
-
-    return SessionManager(workspace_of(args))
-
-
 @contextmanager
-def project_store(args: argparse.Namespace, *, writes: bool = False) -> Iterator[AnyStore]:
+def project_store(args: argparse.Namespace, *, writes: bool = False) -> Iterator[SessionStore]:
     """Yield the store of the project of `--workspace`: its files, or the database's rows.
 
     A database that cannot be reached, or a statement it refuses, ends the command with one
@@ -68,7 +60,7 @@ def project_store(args: argparse.Namespace, *, writes: bool = False) -> Iterator
     """
     spec = store_spec(args)
     if spec is None:
-        yield project_manager(args)
+        yield open_store(None, workspace_of(args))
         return
     with open_database(args, spec, writes=writes) as store:
         yield store
@@ -77,8 +69,8 @@ def project_store(args: argparse.Namespace, *, writes: bool = False) -> Iterator
 @contextmanager
 def open_database(
     args: argparse.Namespace, spec: str, *, create: bool = False, writes: bool = False
-) -> Iterator[PgSessionStore]:
-    """Yield the project's `PgSessionStore` (see `project_store`); closed afterwards.
+) -> Iterator[SessionStore]:
+    """Yield the project's store in the database `spec` names; closed afterwards.
 
     `create`: make (or migrate) the schema if needed, for a command that writes. Neither
     `create` nor `writes`: a command that only reads, which never creates, migrates, locks
@@ -86,18 +78,16 @@ def open_database(
     """
     import psycopg
 
-    from session.pg.backend import PgSessionStore
     from session.pg.dsn import parse_dsn
     from session.pg.errors import DatabaseUnreachableError, InvalidDsnError
     from session.pg.query import DEFAULT_SCHEMA
-    from session.store.choose import SCHEMA_ENV
 
     workspace = workspace_of(args)
     schema = getattr(args, "schema", None) or os.environ.get(SCHEMA_ENV, "").strip()
     try:
         info = parse_dsn(spec)
-        store = PgSessionStore.open(
-            spec.strip(),
+        store = open_store(
+            spec,
             workspace,
             schema=schema or DEFAULT_SCHEMA,
             create=create,
@@ -109,9 +99,8 @@ def open_database(
         raise ProblemError(f"{exc} ({LOCAL_HINT})") from None
     except psycopg.Error as exc:
         raise ProblemError(f"the PostgreSQL store: {_first_line(exc, info)}") from None
-    status = store.pg.status
-    if status is not None and status.version > status.known:
-        sys.stderr.write(f"note: {store.label}: {status.read_only_reason}\n")
+    if store.notice is not None:  # a newer schema: it is only read
+        sys.stderr.write(f"note: {store.label}: {store.notice}\n")
     try:
         yield store
     except DatabaseUnreachableError as exc:
@@ -128,68 +117,33 @@ def _first_line(exc: BaseException, info: DsnInfo) -> str:
     return without_secrets((str(exc).strip().splitlines() or [type(exc).__name__])[0], info)
 
 
-def database_of(store: AnyStore) -> PgSessionStore | None:
-    """Return `store` if it is the PostgreSQL store, else None."""
-    return cast("PgSessionStore", store) if store.kind == "postgresql" else None
-
-
-def local_of(store: AnyStore) -> SessionManager:
-    """Return `store` as the local one (the caller has ruled PostgreSQL out)."""
-    assert store.kind == "local"
-    return cast("SessionManager", store)
-
-
-def project_name(store: AnyStore) -> str:
-    """Return the project as listings name it: its directory locally, its key in PostgreSQL."""
-    database = database_of(store)
-    return database.project if database is not None else local_of(store).layout.project_dir.name
-
-
-def where(store: AnyStore) -> str:
+def where(store: SessionStore) -> str:
     """Return the project and store for messages: `project NAME` (`in postgresql://…`)."""
-    database = database_of(store)
-    if database is None:
-        return f"project {project_name(store)}"
-    return f"project {database.project} in {database.label}"
+    if store.kind == "local":
+        return f"project {store.project_name}"
+    return f"project {store.project_name} in {store.label}"
 
 
-def listings(args: argparse.Namespace) -> list[ProjectListing]:
-    """Return the current project's session list, or every project's with `--all-projects`.
+@contextmanager
+def projects(args: argparse.Namespace) -> Iterator[StoreProjects]:
+    """Yield the current project, or every project with `--all-projects`, of the store.
 
-    A listing reads only the project's files: it imports no model, so it answers without the
-    cost of loading what opening a session needs.
+    The local files are read without opening a store: a listing loads no model.
     """
-    if getattr(args, "all_projects", False):
-        return [manager.listing for manager in managers(args)]
-    from session.local.layout import ProjectLayout
-    from session.local.project_listing import ProjectListing
-
-    return [ProjectListing(ProjectLayout(workspace_of(args)))]
-
-
-def managers(args: argparse.Namespace) -> list[SessionManager]:
-    """Return the current project's manager, or every project's with `--all-projects`."""
-    if getattr(args, "all_projects", False):
-        from session.local.catalog import list_projects
-        from session.paths import storage_root
-
-        return [project.manager for project in list_projects(storage_root())]
-    return [project_manager(args)]
+    every = bool(getattr(args, "all_projects", False))
+    spec = store_spec(args)
+    if spec is None:
+        yield local_projects(workspace_of(args), every=every)
+        return
+    with open_database(args, spec) as store:
+        yield store_projects(store, every=every)
 
 
-def session_ids(store: AnyStore) -> Iterable[str]:
-    """Return the ids of the project's sessions (from file names, or from the listing)."""
-    database = database_of(store)
-    if database is not None:
-        return [info.session_id for info in database.list_sessions()]
-    return local_of(store).layout.session_ids()
-
-
-def resolve_session(store: AnyStore, wanted: str) -> str:
+def resolve_session(store: SessionStore, wanted: str) -> str:
     """Return the session id matching `wanted` exactly or as a unique prefix (≥ 4 chars)."""
     if not re.fullmatch(r"[a-f0-9]{1,12}", wanted):
         raise UsageError(f"invalid session id {quoted(wanted)} (12 lowercase hex characters)")
-    ids = sorted(session_ids(store))
+    ids = sorted(store.session_ids())
     if wanted in ids:
         return wanted
     matches = [i for i in ids if i.startswith(wanted)] if len(wanted) >= 4 else []
@@ -200,6 +154,6 @@ def resolve_session(store: AnyStore, wanted: str) -> str:
     raise ProblemError(f"no session {wanted} in {where(store)}")
 
 
-def in_use(store: AnyStore, session_id: str) -> bool:
+def in_use(store: SessionStore, session_id: str) -> bool:
     """Return True if a running process holds the session's lock (probed, never taken)."""
     return session_id in store.held_locks([session_id])

@@ -17,8 +17,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from session.derive.steps import Step, TurnSteps
-
-    from .targets import AnyStore
+    from session.store.backend import SessionStore
 
 
 def print_item(console: Console, item: dict[str, Any]) -> None:
@@ -39,9 +38,9 @@ def print_item(console: Console, item: dict[str, Any]) -> None:
         console.print(f"  {text}", markup=False, style="dim")
 
 
-def transcript_markdown(dump: SessionDump, manager: AnyStore) -> str:
+def transcript_markdown(dump: SessionDump, store: SessionStore) -> str:
     """Render a session as a readable Markdown document."""
-    meta = session_meta(dump, manager)
+    meta = session_meta(dump, store)
     lines = [
         f"# Session {dump.session_id}" + (f": {meta['title']}" if meta["title"] else ""),
         "",

@@ -193,7 +193,7 @@ class Demo:
         session_id = str(changed["sessionId"])
         await self.chat(QUESTIONS[0])
         count, types = self.store.log_types(session_id)
-        log = self.store.manager.layout.log_path(session_id)
+        log = self.store.layout.log_path(session_id)
         self.out.disk(f"{self.out.rel(log)}: {count} events ({types})")
 
         self.out.heading("turn 2 writes a file through workspace/applyEdit")
@@ -204,7 +204,7 @@ class Demo:
         greeting = self.workspace / "templates" / "greeting.txt"
         if greeting.exists():
             self.out.show_file(greeting)
-        records = sorted((self.store.manager.layout.checkpoints_dir / session_id).glob("*.json"))
+        records = sorted((self.store.layout.checkpoints_dir / session_id).glob("*.json"))
         for record in records:
             self.out.disk(
                 f"{self.out.rel(record)}: automatic checkpoint after a turn that wrote files"
@@ -235,9 +235,9 @@ class Demo:
             f"checkpoint {saved['checkpoint']} saved; snapshot {self.out.rel(Path(saved['path']))}"
         )
         await self.stop()
-        pointer = self.store.manager.layout.pointer_path(INSTANCE)
+        pointer = self.store.layout.pointer_path(INSTANCE)
         self.out.disk(f"{self.out.rel(pointer)} = {pointer.read_text(encoding='utf-8').strip()}")
-        snapshot = self.store.manager.layout.snapshot_path(session_id)
+        snapshot = self.store.layout.snapshot_path(session_id)
         self.out.disk(f"{self.out.rel(snapshot)} ({snapshot.stat().st_size} bytes, schema v3)")
         return session_id, int(saved["checkpoint"])
 
@@ -301,7 +301,7 @@ class Demo:
                 f"    session {hit['sessionId']} turn {hit.get('turn')} {hit['type']}: "
                 f"{hit['snippet']}"
             )
-        index = self.store.manager.layout.project_dir / "index.sqlite"
+        index = self.store.layout.project_dir / "index.sqlite"
         if index.exists():
             self.out.disk(
                 f"{self.out.rel(index)} ({index.stat().st_size} bytes, a projection of the logs)"
@@ -336,7 +336,7 @@ class Demo:
         assert self.client is not None
         events = self.store.manager.read_events(session_id).events
         boundary = next(e.seq for e in events if isinstance(e, TurnEndEvent) and e.turn == 1)
-        parent_size = self.store.manager.layout.log_path(session_id).stat().st_size
+        parent_size = self.store.layout.log_path(session_id).stat().st_size
         result = await self.client.request(
             proto.FORK, {"sessionId": session_id, "boundary": boundary}
         )
@@ -345,10 +345,8 @@ class Demo:
         self.out.say(
             f"  new session {child}, forked from {result['parentSessionId']} at seq {boundary}"
         )
-        self.out.disk(
-            f"{self.out.rel(self.store.manager.layout.log_path(child))}: {count} events copied"
-        )
-        unchanged = self.store.manager.layout.log_path(session_id).stat().st_size == parent_size
+        self.out.disk(f"{self.out.rel(self.store.layout.log_path(child))}: {count} events copied")
+        unchanged = self.store.layout.log_path(session_id).stat().st_size == parent_size
         self.out.disk(f"the parent's log is {'untouched' if unchanged else 'CHANGED'}")
 
     def store_tree(self) -> None:

@@ -3,25 +3,56 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from session.local.manager import SessionManager
+from session.store.backend import SessionStore
+from session.store.choose import open_store
+
+
+class StoreFiles(Protocol):
+    """Where the local store keeps the demo project's files, which the demo shows."""
+
+    @property
+    def project_dir(self) -> Path:
+        """Return the project's directory in the store."""
+        ...
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        """Return the directory of the project's checkpoint records."""
+        ...
+
+    def log_path(self, session_id: str) -> Path:
+        """Return a session's event log."""
+        ...
+
+    def snapshot_path(self, session_id: str) -> Path:
+        """Return a session's snapshot."""
+        ...
+
+    def pointer_path(self, instance_id: str) -> Path:
+        """Return an editor instance's pointer file."""
+        ...
 
 
 class StoreView:
     """The demo project's store, read directly (the server is the only writer)."""
 
     def __init__(self, workspace: Path, home: Path) -> None:
+        from session.local.scope import project_layout
+
         self.workspace = workspace
         self.home = home
+        self.layout: StoreFiles = project_layout(workspace, home)  # the demo shows its files
 
     @property
-    def manager(self) -> SessionManager:
-        """Return the store's view of the demo project."""
-        return SessionManager(self.workspace, home=self.home)
+    def manager(self) -> SessionStore:
+        """Return the store of the demo project (the local files: the demo's own)."""
+        return open_store(None, self.workspace, home=self.home)
 
     def log_types(self, session_id: str, since: int = 0) -> tuple[int, str]:
         """Return (number of events, 'type ×n, …' for events from seq `since`)."""
@@ -60,16 +91,17 @@ class StoreView:
     def search(self, query: str) -> list[dict[str, Any]] | None:
         """Search the store's index directly (None in a build without search)."""
         try:
-            from session.search import SearchIndex
+            importlib.import_module("session.search")  # a build without search lacks it
         except ImportError:
             return None
-        manager = self.manager
-        with SearchIndex.for_project(manager.layout) as index:
-            index.sync(manager.layout)
+        search = self.manager.open_search()
+        try:
             return [
                 {"sessionId": h.session_id, "turn": h.turn, "type": h.type, "snippet": h.snippet}
-                for h in index.search(query, limit=5)
+                for h in search.search(query, limit=5)
             ]
+        finally:
+            search.close()
 
     def files(self) -> list[Path]:
         """Return every file in the store, sorted."""
