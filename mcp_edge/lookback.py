@@ -309,7 +309,9 @@ def decisions(scope: Scope, limit: int, since: datetime | None) -> str:
             break
         if len(found) >= limit and all(datetime.fromisoformat(d["time"]) > last for d in found):
             break
-        store = stores.get(row["project"], scope.database)
+        store = stores.get(row["project"])
+        if store is None and scope.home.kind == "postgresql":  # one store reads every project
+            store = scope.home
         if store is None:
             continue
         place = Place(row["session_id"], row["project"], store)

@@ -106,7 +106,7 @@ def file_history(
         relative = workspace_path(scope.workspace, path)
     except TimelinePathError as exc:
         raise RefusedError(str(exc)) from None
-    if scope.local is not None and not scope.local.layout.sessions_dir.is_dir():  # nothing to index
+    if scope.home.kind == "local" and not scope.home.has_sessions():  # nothing to index
         return dumps({"path": relative, "changes": [], "complete": True, "note": "no sessions"})
     try:
         found = history(

@@ -15,7 +15,6 @@ Locally the machine-local derived caches (`listing.sqlite`, `index.sqlite`,
 
 from __future__ import annotations
 
-import inspect
 import os
 import re
 from collections.abc import Iterator
@@ -26,13 +25,12 @@ from typing import TYPE_CHECKING, Any
 from session.paths import is_valid_session_id
 
 if TYPE_CHECKING:
-    from session.local.manager import SessionManager
-    from session.pg.backend import PgSessionStore
     from session.search import SearchFilter
+    from session.store.backend import SessionStore
+    from session.store.projects import StoreProjects
 
 STORE_ENV = "AGENT_ASSIST_STORE"
 SCHEMA_ENV = "AGENT_ASSIST_STORE_SCHEMA"
-READ_ONLY = "agent-assist mcp reads only"
 MAX_ID = 64  # an id argument longer than this is not looked at
 
 
@@ -54,7 +52,7 @@ class Place:
 
     session_id: str
     project: str
-    store: Any  # SessionManager | PgSessionStore (both `SessionStore`)
+    store: SessionStore
 
 
 def shown(text: str, limit: int = 40) -> str:
@@ -63,38 +61,19 @@ def shown(text: str, limit: int = 40) -> str:
     return repr(cut)
 
 
-def read_only_dsn(spec: str) -> str:
-    """Return `spec` with every transaction of its connections read-only."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    params = conninfo_to_dict(spec)
-    options = str(params.get("options") or "")
-    params["options"] = f"{options} -c default_transaction_read_only=on".strip()
-    return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
-
-
-def _open_database(spec: str, workspace: Path) -> PgSessionStore:
+def _open_database(spec: str, workspace: Path) -> SessionStore:
+    """Open the database's store of the project, its connections reading only."""
     import psycopg
 
-    from session.pg.backend import PgSessionStore
     from session.pg.dsn import parse_dsn, without_secrets
     from session.pg.errors import InvalidDsnError, PgStoreError
     from session.pg.query import DEFAULT_SCHEMA
-    from session.pg.schema import SchemaStatus
-    from session.pg.store import PgStore
-
-    class ReadOnlyStatus(SchemaStatus):
-        @property
-        def read_only_reason(self) -> str | None:
-            return READ_ONLY
+    from session.store.choose import open_store
 
     schema = os.environ.get(SCHEMA_ENV, "").strip() or DEFAULT_SCHEMA
     try:
         info = parse_dsn(spec)
-        options: dict[str, Any] = {"schema": schema, "create": False, "pool_size": 2}
-        if "read_only" in inspect.signature(PgStore.open).parameters:
-            options["read_only"] = True  # a store that never writes, its search included
-        pg = PgStore.open(read_only_dsn(spec), **options)
+        return open_store(spec, workspace, schema=schema, pool_size=2, read_only_transactions=True)
     except InvalidDsnError as exc:
         raise ScopeError(str(exc), 2) from None
     except PgStoreError as exc:
@@ -102,58 +81,37 @@ def _open_database(spec: str, workspace: Path) -> PgSessionStore:
     except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ScopeError(f"the PostgreSQL store: {without_secrets(first, info)}") from None
-    status = pg.status
-    if status is not None:
-        pg.status = ReadOnlyStatus(status.version, status.known, status.applied)
-    try:
-        return PgSessionStore(pg, workspace)
-    except BaseException:
-        pg.close()
-        raise
 
 
 def open_scope(store: str | None, project: str | None, *, all_projects: bool) -> Scope:
     """Open the scope the command line names (see the module doc)."""
+    from session.store.choose import open_store, store_kind
+
     folder = Path(project or ".").expanduser()
     if not folder.is_dir():
         raise ScopeError(f"--project: {folder} is not a directory", 2)
     workspace = folder.resolve()
     spec = (store if store is not None else os.environ.get(STORE_ENV, "")).strip()
-    if spec in ("", "local"):
-        from session.local.manager import SessionManager
-
-        return Scope(workspace, all_projects, local=SessionManager(workspace))
-    return Scope(workspace, all_projects, database=_open_database(spec, workspace))
+    if store_kind(spec) == "local":
+        return Scope(open_store(None, workspace), all_projects)
+    return Scope(_open_database(spec, workspace), all_projects)
 
 
 class Scope:
     """The sessions one server sees (see the module doc)."""
 
-    def __init__(
-        self,
-        workspace: Path,
-        all_projects: bool,
-        *,
-        local: SessionManager | None = None,
-        database: PgSessionStore | None = None,
-    ) -> None:
-        self.workspace = workspace
-        self.all_projects = all_projects
-        self.local = local
-        self.database = database
+    def __init__(self, home: SessionStore, all_projects: bool) -> None:
+        from session.store.choose import store_projects
 
-    @property
-    def home(self) -> Any:
-        """Return the store of the current project (`SessionStore`)."""
-        return self.database if self.database is not None else self.local
+        self.home = home  # the store of the current project
+        self.workspace = home.workspace_root
+        self.all_projects = all_projects
+        self.projects: StoreProjects = store_projects(home, every=all_projects)
 
     @property
     def project(self) -> str:
         """Return the current project's name: its directory locally, its key on PostgreSQL."""
-        if self.database is not None:
-            return self.database.project
-        assert self.local is not None
-        return self.local.layout.project_dir.name
+        return self.home.project_name
 
     def where(self) -> str:
         """Return the scope for messages."""
@@ -161,39 +119,12 @@ class Scope:
 
     def close(self) -> None:
         """Close the database's connections."""
-        if self.database is not None:
-            self.database.close()
-
-    # -- the projects ------------------------------------------------------------------
-
-    def managers(self) -> list[SessionManager]:
-        """Return the local managers in scope (this project's, or every project's)."""
-        assert self.local is not None
-        if not self.all_projects:
-            return [self.local]
-        from session.local.catalog import list_projects
-        from session.paths import storage_root
-
-        return [entry.manager for entry in list_projects(storage_root())]
-
-    def database_projects(self) -> list[str]:
-        """Return the PostgreSQL projects in scope (the role's, with `--all-projects`)."""
-        assert self.database is not None
-        if not self.all_projects:
-            return [self.database.project]
-        rows = self.database.pg.list_sessions(None)
-        return list(dict.fromkeys(row.project for row in rows))
+        self.home.close()
 
     def places(self) -> Iterator[Place]:
         """Yield every session in scope (folded ones too), newest first per project."""
-        if self.database is not None:
-            project = None if self.all_projects else self.database.project
-            for row in self.database.pg.list_sessions(project):
-                yield Place(row.session_id, row.project, self.database)
-            return
-        for manager in self.managers():
-            for session_id in sorted(manager.layout.session_ids()):
-                yield Place(session_id, manager.layout.project_dir.name, manager)
+        for session_id, project, store in self.projects.sessions():
+            yield Place(session_id, project, store)
 
     # -- one session -------------------------------------------------------------------
 
@@ -207,9 +138,9 @@ class Scope:
                 "(list_sessions or search_sessions give them)"
             )
         if is_valid_session_id(wanted):
-            found = self._exact(wanted)
+            found = self.projects.find(wanted)
             if found is not None:
-                return found
+                return Place(wanted, *found)
         elif len(wanted) >= 4:
             matches = [p for p in self.places() if p.session_id.startswith(wanted)]
             if len(matches) == 1:
@@ -219,17 +150,6 @@ class Scope:
                 raise RefusedError(f"{wanted!r} matches several sessions: {ids}")
         raise RefusedError(f"no session {wanted} in {self.where()}")
 
-    def _exact(self, session_id: str) -> Place | None:
-        if self.database is None:
-            for manager in self.managers():
-                if manager.exists(session_id):
-                    return Place(session_id, manager.layout.project_dir.name, manager)
-            return None
-        for place in self.places():
-            if place.session_id == session_id:
-                return place
-        return None
-
     # -- the listing -------------------------------------------------------------------
 
     def listing(self, offset: int, limit: int | None) -> tuple[list[dict[str, Any]], int]:
@@ -237,49 +157,18 @@ class Scope:
 
         `limit` None: every one from `offset`.
         """
-        if self.database is not None:
-            return self._database_listing(offset, limit)
-        stop = None if limit is None else offset + limit
-        every = self.managers()
-        found: list[tuple[Any, str, bool]] = []
-        total = 0
-        for manager in every:
-            window = (offset, limit) if len(every) == 1 else (0, stop)
-            if not manager.layout.sessions_dir.is_dir():
-                continue
-            page, count, held, _ = manager.listing.list_rows_in_use(*window)
-            name = manager.layout.project_dir.name
-            found += [(row, name, row[0] in held) for row in page]
-            total += count
-        if len(every) > 1:
-            found.sort(key=lambda listed: listed[0][7], reverse=True)
-            found = found[offset:stop]
-        return [_row(row, name, busy, None) for row, name, busy in found], total
-
-    def _database_listing(self, offset: int, limit: int | None) -> tuple[list[dict[str, Any]], int]:
-        from session.store.rows import listed_row
-
-        store = self.database
-        assert store is not None
-        if not self.all_projects:
-            rows, total, _ = store.pg.list_sessions_page(store.project, offset, limit)
-        else:
-            every = [r for r in store.pg.list_sessions(None) if r.turns or r.title is not None]
-            stop = None if limit is None else offset + limit
-            rows, total = every[offset:stop], len(every)
-        busy = store.held_locks(r.session_id for r in rows)
+        page, total, _ = self.projects.rows(offset, limit)
         listed = []
-        for r in rows:
-            row = _row(listed_row(r), r.project, r.session_id in busy, r.host)
-            row["persistence"] = r.persistence
+        for scoped in page:
+            row = _row(scoped.row, scoped.project, scoped.in_use, scoped.host)
+            if scoped.persistence is not None:
+                row["persistence"] = scoped.persistence
             listed.append(row)
         return listed, total
 
-    def stores(self) -> dict[str, Any]:
+    def stores(self) -> dict[str, SessionStore]:
         """Return the store of each project in scope, by the name listings give it."""
-        if self.database is not None:
-            return {project: self.database for project in self.database_projects()}
-        return {manager.layout.project_dir.name: manager for manager in self.managers()}
+        return self.projects.stores()
 
     # -- search ------------------------------------------------------------------------
 
@@ -289,25 +178,8 @@ class Scope:
         On PostgreSQL the store's read-only search also reads the events its shared index
         has not caught up yet (`session/pg/search_pending.py`): nothing is written.
         """
-        found: list[dict[str, Any]] = []
-        if self.database is not None:
-            from session.pg.search import search
-
-            pg = self.database.pg
-            for project in self.database_projects():
-                hits = search(pg, project, text, None, limit, filters)
-                found += [_hit(project, hit) for hit in hits]
-            return found[:limit]
-        from session.search import SearchIndex
-
-        for manager in self.managers():
-            if not manager.layout.sessions_dir.is_dir():
-                continue
-            with SearchIndex.for_project(manager.layout) as index:
-                index.sync(manager.layout)
-                hits = index.search(text, limit=limit, filters=filters)
-            found += [_hit(manager.layout.project_dir.name, hit) for hit in hits]
-        return found[:limit]
+        found = self.projects.search(text, limit, filters)
+        return [_hit(project, hit) for project, hit in found][:limit]
 
 
 def _row(row: Any, project: str, busy: bool, machine: str | None) -> dict[str, Any]:
