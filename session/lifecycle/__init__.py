@@ -6,7 +6,9 @@
 - `previous`: which session an instance is offered to resume;
 - `recording`: `SessionLifecycle`, those transitions plus what is recorded into the
   current session (turns, decisions, drift, checkpoints, compaction, summaries);
-- `turns`: `TurnRecorder`, the events of one turn as they happen.
+- `turns`: `TurnRecorder`, the events of one turn as they happen;
+- `changes`: the `FileChange`s a session records (a tool's write, a restore's, a drift's);
+- `offline`: a resume while a shared store is away (a cached session continued in a new one).
 
 The package's face is `SessionLifecycle` and the values it takes and returns.
 """

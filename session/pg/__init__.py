@@ -19,7 +19,10 @@
 - `checkpoints`, `blobs`: checkpoints, their records and content-addressed blobs;
 - `search`, `search_pending`: search with the local index's semantics, and what the shared
   index has not caught up yet;
-- `importing`: this store as either side of a transfer (`session/transfer.py`).
+- `importing`: this store as either side of a transfer (`session/transfer.py`);
+- `scope`: `PgProjects`, the store's project or every project of the role, read
+  (`StoreProjects`);
+- `reader`: the store opened by a process that never writes, its transactions read-only.
 
 See docs/storage.md.
 """

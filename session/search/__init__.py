@@ -11,6 +11,8 @@ nothing, and a missing, corrupt or outdated index is rebuilt from the logs.
 - `extract`: which text of which event becomes a row;
 - `sync`: bringing the index up to date with the logs;
 - `query`: one literal query: candidates from trigrams, checked against the text;
+- `grams`: which of a query's trigrams to look up (the frequent ones cost more than they filter);
+- `freshness`: how far the index is behind the logs, read without opening it for writing;
 - `rank`: the order of the matches and their snippets;
 - `migration`, `legacy`: an index of an older version answers while this one is built;
 - `index`: `SearchIndex`, the face the rest of the product uses.

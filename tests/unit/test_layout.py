@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -173,6 +174,8 @@ STORE_PACKAGES = (
     "session.timeline",
     "session.store.choose",  # the choice of store
 )
+
+
 def names_in(path: Path) -> set[str]:
     """Return every name and attribute a module's code mentions (its strings aside)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -226,3 +229,26 @@ def test_session_needs_no_pydantic_ai_to_import() -> None:
 def test_modules_stay_small(name: str) -> None:
     lines = modules()[name].read_text(encoding="utf-8").count("\n")
     assert lines <= MAX_LINES, f"{name} has {lines} lines: split it by concern"
+
+
+def listed_packages() -> dict[str, tuple[set[str], set[str]]]:
+    """Return each package whose docstring lists its modules: (those listed, those it has)."""
+    found = {}
+    for name, path in modules().items():
+        if path.name != "__init__.py":
+            continue
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        if not any(line.startswith("- `") for line in doc.splitlines()):
+            continue
+        listed = set(re.findall(r"`([a-z_]+)(?:\.py)?`", doc))  # each named once at least
+        if listed:
+            found[name] = (listed, {p.stem for p in path.parent.glob("*.py")} - {"__init__"})
+    return found
+
+
+def test_a_package_that_lists_its_modules_lists_them_all() -> None:
+    """A newcomer reads a package's docstring to find a module: none may be missing."""
+    packages = listed_packages()
+    assert {"session.local", "session.pg", "session.store"} <= set(packages)
+    missing = {name: sorted(has - listed) for name, (listed, has) in packages.items()}
+    assert {name: gone for name, gone in missing.items() if gone} == {}
