@@ -63,3 +63,8 @@ def _json_escape(match: re.Match[bytes]) -> bytes:
 def inert_json(data: bytes) -> bytes:
     """Return UTF-8 JSON with the characters JSON encoders leave raw escaped (same value)."""
     return _UNSAFE_IN_JSON.sub(_json_escape, data)
+
+
+def counted(count: int, noun: str) -> str:
+    """Return `1 turn`, `2 turns`: a count with its noun, plural unless it is one."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"

@@ -11,7 +11,9 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .output import confirm, counted, iso, short, write_json
+from session.terminal_text import counted
+
+from .output import confirm, iso, short, write_json
 from .running import OK, ProblemError, UsageError
 from .table import clean, quoted
 from .targets import in_use, project_store, resolve_session, where

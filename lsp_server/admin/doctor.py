@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 
 from session.redaction import url_without_userinfo
-from session.terminal_text import inert
+from session.terminal_text import counted, inert
 
 from .doctor_database import check_database
 from .doctor_mcp import check_mcp
 from .doctor_report import DoctorReport
-from .output import counted, plain_console, write_json
+from .output import plain_console, write_json
 from .running import OK, PROBLEM
 from .search import search_index
 

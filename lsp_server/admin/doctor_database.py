@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .output import counted
+from session.terminal_text import counted
 
 if TYPE_CHECKING:
     from session.pg.query import Conn

@@ -54,11 +54,6 @@ def short(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def counted(count: int, noun: str) -> str:
-    """Return `1 turn`, `2 turns`: a count with its noun, plural unless it is one."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
 def confirm(question: str, assume_yes: bool) -> bool:
     """Ask y/N on the terminal (stderr, so `--json` output stays clean); EOF is no."""
     if assume_yes:

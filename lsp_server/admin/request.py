@@ -11,7 +11,9 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING
 
-from .output import counted, write_json
+from session.terminal_text import counted
+
+from .output import write_json
 from .running import OK, PROBLEM, ProblemError, UsageError
 from .targets import project_store, resolve_session
 

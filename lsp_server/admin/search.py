@@ -11,9 +11,9 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from session.terminal_text import inert
+from session.terminal_text import counted, inert
 
-from .output import counted, plain_console, write_json
+from .output import plain_console, write_json
 from .running import OK, PROBLEM, ProblemError, UsageError
 from .table import quoted
 from .targets import projects, store_spec

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from session.paths import is_valid_session_id
+from session.terminal_text import counted
 
-from .output import counted, write_json
+from .output import write_json
 from .running import OK, USAGE
 from .table import render, terminal_columns
 from .targets import open_database, projects, store_spec, workspace_of

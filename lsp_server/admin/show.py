@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from session.terminal_text import inert, inert_json
+from session.terminal_text import counted, inert, inert_json
 
 from .dump import load_session, session_meta
-from .output import counted, plain_console, write_json
+from .output import plain_console, write_json
 from .running import OK, UsageError
 from .targets import project_store, resolve_session
 from .transcript import print_item, print_steps, transcript_markdown

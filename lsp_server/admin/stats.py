@@ -12,7 +12,9 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .output import counted, write_json
+from session.terminal_text import counted
+
+from .output import write_json
 from .running import OK, ProblemError, UsageError
 from .table import quoted, render, terminal_columns
 from .targets import projects, where

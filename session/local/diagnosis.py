@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 
 from ..events import TurnEndEvent, TurnStartEvent
 from ..log.reader import scan_log
+from ..terminal_text import counted
 from ..workspace.identity import ProjectIdentity
 from .catalog import list_projects, pointer_files, projects_root, refused_projects_root
 from .manager import SessionManager
@@ -32,10 +33,6 @@ class Findings(Protocol):
     def add(self, level: Level, area: str, message: str) -> None:
         """Record a finding."""
         ...
-
-
-def _counted(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def _mode(st: os.stat_result) -> str:
@@ -174,11 +171,11 @@ def check_index(report: Findings, manager: SessionManager) -> dict[str, Any]:
         report.add(
             "warning",
             area,
-            f"behind the logs for {_counted(len(found.stale), 'session')}; it catches up on the "
+            f"behind the logs for {counted(len(found.stale), 'session')}; it catches up on the "
             "next search (`agent-assist sessions reindex` rebuilds it)",
         )
     else:
-        report.add("ok", area, f"up to date ({_counted(len(found.indexed), 'session')})")
+        report.add("ok", area, f"up to date ({counted(len(found.indexed), 'session')})")
     return {"exists": True, "readable": True, "stale": found.stale}
 
 
@@ -221,7 +218,7 @@ def diagnose(
         if project.workspace_root and not project.workspace_exists:
             where += " (no longer exists)"
         report.add(
-            "ok", "projects", f"{project.name}: {_counted(len(sessions), 'session')}, {where}"
+            "ok", "projects", f"{project.name}: {counted(len(sessions), 'session')}, {where}"
         )
     if not report.projects:
         report.add("ok", "projects", "no projects yet")

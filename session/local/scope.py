@@ -39,11 +39,19 @@ class LocalProjects:
 
     unindexed = 0  # the local index catches up before it answers
 
-    def __init__(self, workspace: Path, *, every: bool, home: Path | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        every: bool,
+        home: Path | None = None,
+        manager: SessionManager | None = None,
+    ) -> None:
+        """Scope one project or all; `manager`: the project's store, already open, reused."""
         self.workspace = workspace
         self.every = every
         self.home = home
-        self._managers: list[SessionManager] | None = None
+        self._managers = [manager] if manager is not None and not every else None
         self._recorded: dict[str, str] = {}  # every project's workspace, as its sessions say
 
     def managers(self) -> list[SessionManager]:

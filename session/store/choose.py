@@ -89,7 +89,11 @@ def open_store(
 def store_projects(store: SessionStore, *, every: bool) -> StoreProjects:
     """Return `store`'s project, or with `every` each project of the store, to read."""
     if store.kind == "local":
-        return local_projects(store.workspace_root, every=every, home=store.home)
+        from ..local.scope import LocalProjects
+
+        return LocalProjects(
+            store.workspace_root, every=every, home=store.home, manager=_files(store)
+        )
     from ..pg.scope import PgProjects
 
     return PgProjects(_database(store), every=every)
